@@ -1,0 +1,20 @@
+// The toposched binary: parses the command line and dispatches to the subcommand groups.
+#include <cstdio>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"toposched: topology-aware GPU cluster scheduler"};
+  app.require_subcommand(1);
+  int rc = 0;
+  toposched::cli::RegisterTopoCommands(app, rc);
+  toposched::cli::RegisterClusterCommands(app, rc);
+  toposched::cli::RegisterCostCommands(app, rc);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  return rc;
+}

@@ -1,0 +1,19 @@
+// Cluster spec in YAML: hardware profiles (each pointing at a node-topology file or an inline
+// synthetic description), host-name ranges, a network tree of any depth with per-level uplink
+// bandwidth and oversubscription, NIC rails, and multi-node NVLink domains. Validation errors
+// name file, line and field: `cluster.yaml:41: nodes[2].profile: unknown hardware profile "x"`.
+#pragma once
+
+#include <string>
+
+#include "core/status.h"
+#include "topo/cluster.h"
+
+namespace toposched::topo::io {
+
+// Topology files named in profiles are resolved relative to the spec's directory.
+StatusOr<Cluster> ReadClusterYamlFile(const std::string& path);
+StatusOr<Cluster> ParseClusterYaml(const std::string& text, const std::string& source,
+                                   const std::string& base_dir);
+
+}  // namespace toposched::topo::io
