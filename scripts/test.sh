@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The whole test suite: include-direction check, unit and integration tests (CTest), then the
+# parser tests again under ASan+UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS="${JOBS:-$(nproc)}"
+
+echo "== include direction"
+python3 scripts/check-includes.py
+
+echo "== build"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+ninja -C build -j "$JOBS"
+
+echo "== tests"
+ctest --test-dir build --output-on-failure -j "$JOBS"
+
+echo "== parser tests under ASan+UBSan"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTOPOSCHED_SANITIZE=ON \
+  -DTOPOSCHED_ONLY_PARSER_TESTS=ON >/dev/null
+ninja -C build-asan -j "$JOBS" topo_tests core_tests
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$JOBS"

@@ -1,0 +1,272 @@
+#include "topo/cluster.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace toposched::topo {
+
+namespace {
+
+template <typename T>
+void BuildIndex(const std::vector<T>& items, std::unordered_map<std::string, int>& index) {
+  index.clear();
+  index.reserve(items.size());
+  for (int i = 0; i < static_cast<int>(items.size()); ++i) index.emplace(items[i].name, i);
+}
+
+// A hit is trusted only when the item still carries the name (the vectors are public and may
+// have been edited since Finalize()); a miss scans, so lookups never lie. Misses are rare
+// (error paths), so their O(n) cost is accepted.
+template <typename T>
+int Lookup(const std::vector<T>& items, const std::unordered_map<std::string, int>& index,
+           const std::string& name) {
+  if (auto it = index.find(name); it != index.end()) {
+    int i = it->second;
+    if (i < static_cast<int>(items.size()) && items[i].name == name) return i;
+  }
+  for (int i = 0; i < static_cast<int>(items.size()); ++i) {
+    if (items[i].name == name) return i;
+  }
+  return -1;
+}
+
+std::string Quote(const std::string& s) { return "\"" + s + "\""; }
+
+}  // namespace
+
+void Cluster::Finalize() {
+  BuildIndex(nodes, node_index_);
+  BuildIndex(domains, domain_index_);
+  BuildIndex(levels, level_index_);
+  BuildIndex(profiles, profile_index_);
+}
+
+int Cluster::FindNode(const std::string& n) const { return Lookup(nodes, node_index_, n); }
+int Cluster::FindDomain(const std::string& n) const { return Lookup(domains, domain_index_, n); }
+int Cluster::FindLevel(const std::string& n) const { return Lookup(levels, level_index_, n); }
+int Cluster::FindProfile(const std::string& n) const { return Lookup(profiles, profile_index_, n); }
+
+std::vector<int> Cluster::Ancestors(int node) const {
+  std::vector<int> out;
+  if (node < 0 || node >= static_cast<int>(nodes.size())) return out;
+  int d = nodes[node].domain;
+  const int n_domains = static_cast<int>(domains.size());
+  // Bounded walk: a broken parent chain (cycle) must not hang callers that skipped Validate.
+  while (d >= 0 && d < n_domains && static_cast<int>(out.size()) <= n_domains) {
+    out.push_back(d);
+    d = domains[d].parent;
+  }
+  return out;
+}
+
+int Cluster::MeetLevel(int node_a, int node_b) const {
+  if (node_a == node_b) return static_cast<int>(levels.size());
+  std::vector<int> a = Ancestors(node_a);
+  std::vector<int> b = Ancestors(node_b);
+  // Chains are short (network depth), so the quadratic scan beats building a set.
+  for (int d : a) {
+    if (std::find(b.begin(), b.end(), d) != b.end()) return domains[d].level;
+  }
+  return -1;
+}
+
+std::vector<int> Cluster::NodesUnder(int domain) const {
+  std::vector<int> out;
+  const int n_domains = static_cast<int>(domains.size());
+  if (domain < 0 || domain >= n_domains) return out;
+  std::vector<int> stack = {domain};
+  std::vector<bool> seen(n_domains, false);
+  while (!stack.empty()) {
+    int d = stack.back();
+    stack.pop_back();
+    if (d < 0 || d >= n_domains || seen[d]) continue;
+    seen[d] = true;
+    out.insert(out.end(), domains[d].nodes.begin(), domains[d].nodes.end());
+    stack.insert(stack.end(), domains[d].children.begin(), domains[d].children.end());
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+int Cluster::TotalGpus() const {
+  int total = 0;
+  for (const ClusterNode& n : nodes) {
+    if (n.profile >= 0 && n.profile < static_cast<int>(profiles.size())) {
+      total += static_cast<int>(profiles[n.profile].topology.gpus.size());
+    }
+  }
+  return total;
+}
+
+Status Cluster::Validate() const {
+  const int n_profiles = static_cast<int>(profiles.size());
+  const int n_levels = static_cast<int>(levels.size());
+  const int n_domains = static_cast<int>(domains.size());
+  const int n_nodes = static_cast<int>(nodes.size());
+  const int n_nvl = static_cast<int>(nvlink_domains.size());
+
+  auto check_names = [](const auto& items, const char* what) -> Status {
+    std::unordered_set<std::string> seen;
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (items[i].name.empty()) {
+        return InvalidArgumentError(std::string(what) + " #" + std::to_string(i) +
+                                    " has an empty name");
+      }
+      if (!seen.insert(items[i].name).second) {
+        return InvalidArgumentError(std::string("duplicate ") + what + " name " +
+                                    Quote(items[i].name));
+      }
+    }
+    return OkStatus();
+  };
+  RETURN_IF_ERROR(check_names(profiles, "hardware profile"));
+  RETURN_IF_ERROR(check_names(levels, "network level"));
+  RETURN_IF_ERROR(check_names(domains, "network domain"));
+  RETURN_IF_ERROR(check_names(nodes, "node"));
+  RETURN_IF_ERROR(check_names(nvlink_domains, "NVLink domain"));
+
+  for (const HardwareProfile& p : profiles) {
+    Status s = p.topology.Validate();
+    if (!s.ok()) return s.WithPrefix("hardware profile " + Quote(p.name));
+  }
+  for (const NetworkLevel& l : levels) {
+    if (!(l.uplink_gbps >= 0)) {
+      return InvalidArgumentError("network level " + Quote(l.name) +
+                                  ": uplink_gbps must be >= 0, got " +
+                                  std::to_string(l.uplink_gbps));
+    }
+    if (!(l.oversubscription > 0)) {
+      return InvalidArgumentError("network level " + Quote(l.name) +
+                                  ": oversubscription must be > 0, got " +
+                                  std::to_string(l.oversubscription));
+    }
+  }
+
+  // Domains: level in range, parent exactly one level up, children mirror parents.
+  for (int d = 0; d < n_domains; ++d) {
+    const NetworkDomain& dom = domains[d];
+    const std::string who = "network domain " + Quote(dom.name);
+    if (dom.level < 0 || dom.level >= n_levels) {
+      return InvalidArgumentError(who + ": level " + std::to_string(dom.level) + " out of range (" +
+                                  std::to_string(n_levels) + " levels)");
+    }
+    if (dom.parent != -1) {
+      if (dom.parent < 0 || dom.parent >= n_domains) {
+        return InvalidArgumentError(who + ": parent id " + std::to_string(dom.parent) +
+                                    " out of range");
+      }
+      const NetworkDomain& par = domains[dom.parent];
+      if (par.level != dom.level - 1) {
+        return InvalidArgumentError(
+            who + " at level " + Quote(levels[dom.level].name) + ": parent " + Quote(par.name) +
+            " must be one level up, " + "but is at level " +
+            (par.level >= 0 && par.level < n_levels ? Quote(levels[par.level].name)
+                                                    : std::to_string(par.level)));
+      }
+      if (std::count(par.children.begin(), par.children.end(), d) != 1) {
+        return InvalidArgumentError(who + ": parent " + Quote(par.name) +
+                                    " does not list it exactly once among its children");
+      }
+    }
+    std::unordered_set<int> kids;
+    for (int c : dom.children) {
+      if (c < 0 || c >= n_domains) {
+        return InvalidArgumentError(who + ": child id " + std::to_string(c) + " out of range");
+      }
+      if (domains[c].parent != d) {
+        return InvalidArgumentError(who + ": child " + Quote(domains[c].name) +
+                                    " names a different parent");
+      }
+      if (!kids.insert(c).second) {
+        return InvalidArgumentError(who + ": child " + Quote(domains[c].name) + " listed twice");
+      }
+    }
+  }
+
+  // Nodes: profile, domain membership (exactly the domain that lists the node).
+  std::vector<int> listed_in(n_nodes, -1);
+  for (int d = 0; d < n_domains; ++d) {
+    for (int n : domains[d].nodes) {
+      if (n < 0 || n >= n_nodes) {
+        return InvalidArgumentError("network domain " + Quote(domains[d].name) + ": node id " +
+                                    std::to_string(n) + " out of range");
+      }
+      if (listed_in[n] != -1) {
+        return InvalidArgumentError("node " + Quote(nodes[n].name) + " is in network domain " +
+                                    Quote(domains[listed_in[n]].name) + " and in " +
+                                    Quote(domains[d].name));
+      }
+      listed_in[n] = d;
+    }
+  }
+  int max_nics_needed = rails.count;
+  for (int n = 0; n < n_nodes; ++n) {
+    const ClusterNode& node = nodes[n];
+    const std::string who = "node " + Quote(node.name);
+    if (node.profile < 0 || node.profile >= n_profiles) {
+      return InvalidArgumentError(who + ": hardware profile id " + std::to_string(node.profile) +
+                                  " out of range");
+    }
+    if (node.domain != listed_in[n]) {
+      if (node.domain == -1) {
+        return InvalidArgumentError(who + " is listed by network domain " +
+                                    Quote(domains[listed_in[n]].name) + " but its domain is unset");
+      }
+      if (node.domain < 0 || node.domain >= n_domains) {
+        return InvalidArgumentError(who + ": domain id " + std::to_string(node.domain) +
+                                    " out of range");
+      }
+      return InvalidArgumentError(who + ": its domain " + Quote(domains[node.domain].name) +
+                                  " does not list it");
+    }
+    if (node.nvlink_domain < -1 || node.nvlink_domain >= n_nvl) {
+      return InvalidArgumentError(who + ": NVLink domain id " + std::to_string(node.nvlink_domain) +
+                                  " out of range");
+    }
+    const int nics = static_cast<int>(profiles[node.profile].topology.nics.size());
+    if (max_nics_needed > nics) {
+      return InvalidArgumentError(
+          who + ": rails.count " + std::to_string(rails.count) + " exceeds the " +
+          std::to_string(nics) + " NICs of hardware profile " + Quote(profiles[node.profile].name));
+    }
+  }
+
+  // NVLink domains: disjoint, mirrored by ClusterNode::nvlink_domain.
+  std::vector<int> nvl_of(n_nodes, -1);
+  for (int v = 0; v < n_nvl; ++v) {
+    const NvlinkDomain& nv = nvlink_domains[v];
+    const std::string who = "NVLink domain " + Quote(nv.name);
+    if (nv.nodes.empty()) return InvalidArgumentError(who + " has no nodes");
+    if (!(nv.gpu_bandwidth_gbps >= 0)) {
+      return InvalidArgumentError(who + ": gpu_bandwidth_gbps must be >= 0");
+    }
+    for (int n : nv.nodes) {
+      if (n < 0 || n >= n_nodes) {
+        return InvalidArgumentError(who + ": node id " + std::to_string(n) + " out of range");
+      }
+      if (nvl_of[n] != -1) {
+        return InvalidArgumentError("node " + Quote(nodes[n].name) + " is in NVLink domain " +
+                                    Quote(nvlink_domains[nvl_of[n]].name) + " and in " +
+                                    Quote(nv.name));
+      }
+      nvl_of[n] = v;
+    }
+  }
+  for (int n = 0; n < n_nodes; ++n) {
+    if (nodes[n].nvlink_domain != nvl_of[n]) {
+      return InvalidArgumentError("node " + Quote(nodes[n].name) +
+                                  ": nvlink_domain does not match the NVLink domain lists");
+    }
+  }
+
+  if (rails.count < 0) {
+    return InvalidArgumentError("rails.count must be >= 0, got " + std::to_string(rails.count));
+  }
+  if (!rails.scope_level.empty() && FindLevel(rails.scope_level) < 0) {
+    return InvalidArgumentError("rails.scope: unknown network level " + Quote(rails.scope_level));
+  }
+  return OkStatus();
+}
+
+}  // namespace toposched::topo

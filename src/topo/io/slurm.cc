@@ -1,0 +1,774 @@
+#include "topo/io/slurm.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <numeric>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "core/strings.h"
+
+namespace toposched::topo::io {
+
+namespace {
+
+constexpr int kMaxHosts = 1 << 20;
+
+std::string Quote(const std::string& s) { return "\"" + s + "\""; }
+
+struct ConfLine {
+  int number = 0;  // 1-based line where the logical line starts
+  std::string text;
+};
+
+// Splits Slurm config text into logical lines: '#' to the end of a line is a comment, a trailing
+// backslash joins the next line, blank lines are dropped.
+std::vector<ConfLine> LogicalLines(std::string_view text) {
+  std::vector<ConfLine> out;
+  std::string pending;
+  int pending_start = 0;
+  int number = 0;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t eol = text.find('\n', pos);
+    if (eol == std::string_view::npos) eol = text.size();
+    std::string_view raw = text.substr(pos, eol - pos);
+    ++number;
+    pos = eol + 1;
+    if (size_t hash = raw.find('#'); hash != std::string_view::npos) raw = raw.substr(0, hash);
+    std::string_view t = Trim(raw);
+    bool cont = !t.empty() && t.back() == '\\';
+    if (cont) t = Trim(t.substr(0, t.size() - 1));
+    if (pending.empty()) pending_start = number;
+    if (!t.empty()) {
+      if (!pending.empty()) pending += ' ';
+      pending += t;
+    }
+    if (!cont && !pending.empty()) {
+      out.push_back({pending_start, std::move(pending)});
+      pending.clear();
+    }
+    if (eol == text.size()) break;
+  }
+  if (!pending.empty()) out.push_back({pending_start, std::move(pending)});
+  return out;
+}
+
+struct KeyValue {
+  std::string key;  // lower-cased
+  std::string raw_key;
+  std::string value;
+};
+
+Status LineError(const std::string& source, int line, const std::string& msg) {
+  return InvalidArgumentError(source + ":" + std::to_string(line) + ": " + msg);
+}
+
+StatusOr<std::vector<KeyValue>> SplitKeyValues(const std::string& source, const ConfLine& line) {
+  std::vector<KeyValue> out;
+  for (const std::string& tok : SplitWhitespace(line.text)) {
+    size_t eq = tok.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return LineError(source, line.number, "expected Key=Value, got " + Quote(tok));
+    }
+    KeyValue kv;
+    kv.raw_key = tok.substr(0, eq);
+    kv.key = ToLower(kv.raw_key);
+    kv.value = tok.substr(eq + 1);
+    for (const KeyValue& prev : out) {
+      if (prev.key == kv.key) {
+        return LineError(source, line.number, "key " + Quote(kv.raw_key) + " given twice");
+      }
+    }
+    out.push_back(std::move(kv));
+  }
+  return out;
+}
+
+const KeyValue* FindKey(const std::vector<KeyValue>& kvs, const std::string& lower_key) {
+  for (const KeyValue& kv : kvs) {
+    if (kv.key == lower_key) return &kv;
+  }
+  return nullptr;
+}
+
+Status CheckKeys(const std::string& source, int line, const std::vector<KeyValue>& kvs,
+                 std::initializer_list<const char*> allowed) {
+  for (const KeyValue& kv : kvs) {
+    bool ok = false;
+    for (const char* a : allowed) ok = ok || kv.key == a;
+    if (!ok) return LineError(source, line, "unknown key " + Quote(kv.raw_key));
+  }
+  return OkStatus();
+}
+
+StatusOr<std::vector<std::string>> ExpandAt(const std::string& source, int line,
+                                            const std::string& key, const std::string& expr) {
+  auto hosts = ExpandHostList(expr, kMaxHosts);
+  if (!hosts.ok()) return LineError(source, line, key + "=: " + hosts.status().message());
+  if (hosts->empty()) return LineError(source, line, key + "= is empty");
+  return std::move(hosts).value();
+}
+
+// ---- topology.conf ---------------------------------------------------------------------------
+
+struct SwitchDecl {
+  std::string name;
+  int line = 0;
+  std::vector<std::string> switches;  // child switch names
+  std::vector<std::string> nodes;
+  double link_speed = 0;
+};
+
+// Union-find over switch ids: interchangeable parallel switches become one domain.
+struct UnionFind {
+  explicit UnionFind(int n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
+  int Find(int x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  }
+  void Union(int a, int b) {
+    a = Find(a);
+    b = Find(b);
+    if (a != b) parent[std::max(a, b)] = std::min(a, b);
+  }
+  std::vector<int> parent;
+};
+
+StatusOr<SlurmTopology> BuildTree(const std::string& source, const std::vector<SwitchDecl>& sw) {
+  const int n = static_cast<int>(sw.size());
+  std::unordered_map<std::string, int> id_of;
+  for (int i = 0; i < n; ++i) {
+    if (auto [it, fresh] = id_of.emplace(sw[i].name, i); !fresh) {
+      return LineError(source, sw[i].line,
+                       "switch " + Quote(sw[i].name) + " already defined at line " +
+                           std::to_string(sw[it->second].line));
+    }
+  }
+  std::vector<std::vector<int>> kids(n), parents(n);
+  for (int i = 0; i < n; ++i) {
+    for (const std::string& c : sw[i].switches) {
+      auto it = id_of.find(c);
+      if (it == id_of.end()) {
+        return LineError(
+            source, sw[i].line,
+            "switch " + Quote(sw[i].name) + ": Switches= names undefined switch " + Quote(c));
+      }
+      if (it->second == i) {
+        return LineError(source, sw[i].line, "switch " + Quote(sw[i].name) + " lists itself");
+      }
+      if (std::find(kids[i].begin(), kids[i].end(), it->second) != kids[i].end()) continue;
+      kids[i].push_back(it->second);
+      parents[it->second].push_back(i);
+    }
+  }
+  // Parallel parents (every switch listing the same children) are one logical switch.
+  UnionFind uf(n);
+  for (int c = 0; c < n; ++c) {
+    if (parents[c].size() < 2) continue;
+    const int first = parents[c][0];
+    for (size_t k = 1; k < parents[c].size(); ++k) {
+      const int other = parents[c][k];
+      auto sorted = [](std::vector<int> v) {
+        std::sort(v.begin(), v.end());
+        return v;
+      };
+      auto sorted_names = [](std::vector<std::string> v) {
+        std::sort(v.begin(), v.end());
+        return v;
+      };
+      if (sorted(kids[first]) != sorted(kids[other]) ||
+          sorted_names(sw[first].nodes) != sorted_names(sw[other].nodes)) {
+        return LineError(source, sw[other].line,
+                         "switch " + Quote(sw[c].name) + " has several parents (" +
+                             Quote(sw[first].name) + ", " + Quote(sw[other].name) +
+                             ") that are not interchangeable; toposched models a tree in which "
+                             "each switch has one parent");
+      }
+      uf.Union(first, other);
+    }
+  }
+  // Logical domains in declaration order of their first member.
+  std::vector<int> domain_of(n, -1);
+  std::vector<std::vector<int>> members;
+  for (int i = 0; i < n; ++i) {
+    int root = uf.Find(i);
+    if (domain_of[root] < 0) {
+      domain_of[root] = static_cast<int>(members.size());
+      members.emplace_back();
+    }
+    domain_of[i] = domain_of[root];
+    members[domain_of[i]].push_back(i);
+  }
+  const int nd = static_cast<int>(members.size());
+  std::vector<int> dparent(nd, -1);
+  std::vector<std::vector<int>> dchildren(nd);
+  for (int i = 0; i < n; ++i) {
+    for (int c : kids[i]) {
+      const int pd = domain_of[i], cd = domain_of[c];
+      if (dparent[cd] >= 0 && dparent[cd] != pd) {
+        return LineError(source, sw[i].line,
+                         "switch " + Quote(sw[c].name) + " is under both " +
+                             Quote(sw[members[dparent[cd]][0]].name) + " and " + Quote(sw[i].name));
+      }
+      if (dparent[cd] < 0) {
+        dparent[cd] = pd;
+        dchildren[pd].push_back(cd);
+      }
+    }
+  }
+  // Depth from the root; a cycle leaves some domain without a root.
+  std::vector<int> depth(nd, -1);
+  std::vector<int> order;
+  for (int d = 0; d < nd; ++d) {
+    if (dparent[d] < 0) {
+      depth[d] = 0;
+      order.push_back(d);
+    }
+  }
+  for (size_t k = 0; k < order.size(); ++k) {
+    for (int c : dchildren[order[k]]) {
+      depth[c] = depth[order[k]] + 1;
+      order.push_back(c);
+    }
+  }
+  for (int d = 0; d < nd; ++d) {
+    if (depth[d] < 0) {
+      const SwitchDecl& s = sw[members[d][0]];
+      return LineError(source, s.line, "switch " + Quote(s.name) + " is part of a cycle");
+    }
+  }
+
+  SlurmTopology topo;
+  topo.kind = SlurmTopology::Kind::kTree;
+  const int max_depth = nd == 0 ? -1 : *std::max_element(depth.begin(), depth.end());
+  for (int l = 0; l <= max_depth; ++l) {
+    NetworkLevel level;
+    level.name = "switch-" + std::to_string(l);
+    topo.levels.push_back(level);
+  }
+  std::unordered_map<std::string, int> node_id;
+  std::vector<int> node_domain;
+  for (int d = 0; d < nd; ++d) {
+    NetworkDomain dom;
+    std::vector<std::string> names;
+    double speed = 0;
+    for (int m : members[d]) {
+      names.push_back(sw[m].name);
+      if (sw[m].link_speed > 0 && (speed == 0 || sw[m].link_speed < speed)) {
+        speed = sw[m].link_speed;
+      }
+    }
+    dom.name = names.size() == 1 ? names[0] : CompressHostList(names);
+    dom.level = depth[d];
+    dom.parent = dparent[d];
+    dom.children = dchildren[d];
+    const SwitchDecl& s = sw[members[d][0]];  // members are interchangeable: same nodes
+    for (const std::string& node : s.nodes) {
+      auto [it, fresh] = node_id.emplace(node, static_cast<int>(topo.node_names.size()));
+      if (fresh) {
+        topo.node_names.push_back(node);
+        node_domain.push_back(d);
+      } else if (node_domain[it->second] != d) {
+        return LineError(source, s.line,
+                         "node " + Quote(node) + " is under switch " +
+                             Quote(topo.domains[node_domain[it->second]].name) + " and " +
+                             Quote(s.name));
+      } else {
+        continue;  // listed twice by one switch
+      }
+      dom.nodes.push_back(it->second);
+    }
+    topo.domains.push_back(std::move(dom));
+    topo.link_speed.push_back(speed);
+  }
+  for (int d = 0; d < nd; ++d) {
+    double speed = topo.link_speed[d];
+    NetworkLevel& level = topo.levels[depth[d]];
+    if (speed > 0 && (level.uplink_gbps == 0 || speed < level.uplink_gbps)) {
+      level.uplink_gbps = speed;
+    }
+  }
+  return topo;
+}
+
+StatusOr<double> ParseLinkSpeed(const std::string& source, int line, const std::string& v) {
+  auto speed = ParseDouble(v);
+  if (!speed.ok() || !std::isfinite(*speed) || *speed <= 0) {
+    return LineError(source, line, "LinkSpeed= must be a positive number, got " + Quote(v));
+  }
+  return *speed;
+}
+
+// ---- gres.conf ---------------------------------------------------------------------------------
+
+StatusOr<std::vector<int>> ParseLinks(const std::string& source, int line, const std::string& v) {
+  std::vector<int> out;
+  for (const std::string& tok : Split(v, ',')) {
+    auto n = ParseInt(tok);
+    if (!n.ok() || *n < -1 || *n > 1 << 20) {
+      return LineError(source, line, "Links=: bad item " + Quote(tok) + " in " + Quote(v));
+    }
+    out.push_back(static_cast<int>(*n));
+  }
+  return out;
+}
+
+int MinorOf(const std::string& file) {
+  size_t e = file.size();
+  size_t b = e;
+  while (b > 0 && std::isdigit(static_cast<unsigned char>(file[b - 1]))) --b;
+  if (b == e || e - b > 9) return -1;
+  return std::stoi(file.substr(b));
+}
+
+// ---- export ------------------------------------------------------------------------------------
+
+bool SlurmSafeName(const std::string& s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
+      return false;
+    }
+  }
+  return true;
+}
+
+// "NVIDIA H100 80GB HBM3" -> "h100", "H100-SXM5-80GB" -> "h100", "GB200" -> "gb200",
+// "NVIDIA GeForce RTX 4090" -> "rtx4090". Empty when nothing usable.
+std::string ShortGpuType(const std::string& model) {
+  std::vector<std::string> toks;
+  std::string cur;
+  for (char ch : ToLower(model)) {
+    if (std::isalnum(static_cast<unsigned char>(ch))) {
+      cur += ch;
+    } else if (!cur.empty()) {
+      toks.push_back(cur);
+      cur.clear();
+    }
+  }
+  if (!cur.empty()) toks.push_back(cur);
+  static const std::unordered_set<std::string> kVendor = {"nvidia", "tesla",    "geforce",
+                                                          "amd",    "instinct", "radeon"};
+  std::erase_if(toks, [](const std::string& t) { return kVendor.count(t) > 0; });
+  auto has_alpha = [](const std::string& t) {
+    return std::any_of(t.begin(), t.end(),
+                       [](char c) { return std::isalpha(static_cast<unsigned char>(c)); });
+  };
+  auto has_digit = [](const std::string& t) {
+    return std::any_of(t.begin(), t.end(),
+                       [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  };
+  for (size_t i = 0; i < toks.size(); ++i) {
+    if (has_alpha(toks[i]) && has_digit(toks[i])) return toks[i];
+    if (!has_digit(toks[i]) && i + 1 < toks.size() && !has_alpha(toks[i + 1])) {
+      return toks[i] + toks[i + 1];
+    }
+  }
+  return toks.empty() ? "" : toks[0];
+}
+
+std::string FormatSpeed(double v) {
+  if (v == std::floor(v) && v < 1e15) return std::to_string(static_cast<long long>(v));
+  std::string s = std::to_string(v);
+  while (!s.empty() && s.back() == '0') s.pop_back();
+  return s;
+}
+
+// The gres.conf lines of one node (without NodeName=), one per GPU in index order.
+std::string GresLinesFor(const NodeTopology& t) {
+  std::vector<int> order(t.gpus.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](int a, int b) { return t.gpus[a].index < t.gpus[b].index; });
+  std::string type = ShortGpuType(t.gpu_model);
+  std::string out;
+  for (int a : order) {
+    const Gpu& g = t.gpus[a];
+    std::string gtype = g.model.empty() ? type : ShortGpuType(g.model);
+    std::string line = " Name=gpu";
+    if (!gtype.empty()) line += " Type=" + gtype;
+    line += " File=/dev/nvidia" + std::to_string(g.index);
+    std::vector<int> cpus;
+    if (g.cpus) {
+      cpus = *g.cpus;
+    } else if (g.numa) {
+      for (const NumaNode& nn : t.numa_nodes) {
+        if (nn.id == *g.numa) cpus = nn.cpus;
+      }
+    }
+    if (!cpus.empty()) line += " Cores=" + FormatIntList(cpus);
+    line += " Links=";
+    for (size_t k = 0; k < order.size(); ++k) {
+      if (k) line += ',';
+      int b = order[k];
+      if (b == a) {
+        line += "-1";
+      } else {
+        const Path& p = t.gpu_gpu(a, b);
+        line += std::to_string(p.cls == PathClass::kNV ? p.nvlinks : 0);
+      }
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+StatusOr<SlurmTopology> ParseTopologyConf(std::string_view text, const std::string& source) {
+  std::vector<SwitchDecl> switches;
+  SlurmTopology block;
+  block.kind = SlurmTopology::Kind::kBlock;
+  std::unordered_map<std::string, int> block_id;
+  std::unordered_map<std::string, int> node_id;
+  std::vector<int> block_lines;
+  int sizes_line = 0;
+  for (const ConfLine& line : LogicalLines(text)) {
+    ASSIGN_OR_RETURN(std::vector<KeyValue> kvs, SplitKeyValues(source, line));
+    const std::string& first = kvs.front().key;
+    const bool is_switch = first == "switchname";
+    const bool is_block = first == "blockname" || first == "blocksizes";
+    if (!is_switch && !is_block) {
+      const bool known = first == "switches" || first == "nodes" || first == "linkspeed";
+      return LineError(source, line.number,
+                       known ? "a line must start with SwitchName=, BlockName= or BlockSizes=, "
+                               "got " +
+                                   Quote(kvs.front().raw_key)
+                             : "unknown key " + Quote(kvs.front().raw_key));
+    }
+    if ((is_switch && !block_id.empty()) || (is_block && !switches.empty()) ||
+        (is_switch && sizes_line > 0)) {
+      return LineError(source, line.number,
+                       "tree (SwitchName=) and block (BlockName=) lines cannot be mixed");
+    }
+    if (first == "switchname") {
+      RETURN_IF_ERROR(
+          CheckKeys(source, line.number, kvs, {"switchname", "switches", "nodes", "linkspeed"}));
+      SwitchDecl s;
+      s.name = kvs.front().value;
+      s.line = line.number;
+      if (s.name.empty()) return LineError(source, line.number, "SwitchName= is empty");
+      if (const KeyValue* kv = FindKey(kvs, "switches")) {
+        ASSIGN_OR_RETURN(s.switches, ExpandAt(source, line.number, "Switches", kv->value));
+      }
+      if (const KeyValue* kv = FindKey(kvs, "nodes")) {
+        ASSIGN_OR_RETURN(s.nodes, ExpandAt(source, line.number, "Nodes", kv->value));
+      }
+      if (const KeyValue* kv = FindKey(kvs, "linkspeed")) {
+        ASSIGN_OR_RETURN(s.link_speed, ParseLinkSpeed(source, line.number, kv->value));
+      }
+      switches.push_back(std::move(s));
+    } else if (first == "blockname") {
+      RETURN_IF_ERROR(CheckKeys(source, line.number, kvs, {"blockname", "nodes"}));
+      const std::string& name = kvs.front().value;
+      if (name.empty()) return LineError(source, line.number, "BlockName= is empty");
+      const int id = static_cast<int>(block.domains.size());
+      if (auto [it, fresh] = block_id.emplace(name, id); !fresh) {
+        return LineError(source, line.number,
+                         "block " + Quote(name) + " already defined at line " +
+                             std::to_string(block_lines[it->second]));
+      }
+      const KeyValue* nodes = FindKey(kvs, "nodes");
+      if (!nodes) return LineError(source, line.number, "block " + Quote(name) + ": no Nodes=");
+      ASSIGN_OR_RETURN(std::vector<std::string> names,
+                       ExpandAt(source, line.number, "Nodes", nodes->value));
+      NetworkDomain dom;
+      dom.name = name;
+      dom.level = 0;
+      for (const std::string& n : names) {
+        auto [it, fresh] = node_id.emplace(n, static_cast<int>(block.node_names.size()));
+        if (!fresh) {
+          int owner = -1;
+          for (int d = 0; d < static_cast<int>(block.domains.size()) && owner < 0; ++d) {
+            const auto& dn = block.domains[d].nodes;
+            if (std::find(dn.begin(), dn.end(), it->second) != dn.end()) owner = d;
+          }
+          return LineError(source, line.number,
+                           "node " + Quote(n) + " is in block " +
+                               (owner >= 0 ? Quote(block.domains[owner].name) : Quote(name)) +
+                               " and in " + Quote(name));
+        }
+        block.node_names.push_back(n);
+        dom.nodes.push_back(it->second);
+      }
+      block.domains.push_back(std::move(dom));
+      block.link_speed.push_back(0);
+      block_lines.push_back(line.number);
+    } else {
+      RETURN_IF_ERROR(CheckKeys(source, line.number, kvs, {"blocksizes"}));
+      if (sizes_line > 0) {
+        return LineError(source, line.number,
+                         "BlockSizes= already given at line " + std::to_string(sizes_line));
+      }
+      sizes_line = line.number;
+      for (const std::string& tok : Split(kvs.front().value, ',')) {
+        auto v = ParseInt(tok);
+        if (!v.ok() || *v <= 0 || *v > kMaxHosts) {
+          return LineError(source, line.number, "BlockSizes=: bad size " + Quote(tok));
+        }
+        if (!block.block_sizes.empty() && *v <= block.block_sizes.back()) {
+          return LineError(source, line.number, "BlockSizes= must be increasing");
+        }
+        block.block_sizes.push_back(static_cast<int>(*v));
+      }
+    }
+  }
+  if (!block.domains.empty() || sizes_line > 0) {
+    if (block.domains.empty()) {
+      return LineError(source, sizes_line, "BlockSizes= without any BlockName= line");
+    }
+    NetworkLevel level;
+    level.name = "block";
+    block.levels.push_back(level);
+    return block;
+  }
+  return BuildTree(source, switches);
+}
+
+Status ApplySlurmTopology(const SlurmTopology& topo, Cluster& cluster) {
+  Cluster c = cluster;
+  c.levels = topo.levels;
+  c.domains = topo.domains;
+  for (ClusterNode& n : c.nodes) n.domain = -1;
+  c.Finalize();
+  for (size_t d = 0; d < c.domains.size(); ++d) {
+    for (int& n : c.domains[d].nodes) {
+      if (n < 0 || n >= static_cast<int>(topo.node_names.size())) {
+        return InvalidArgumentError("Slurm topology: domain " + Quote(c.domains[d].name) +
+                                    " has node id " + std::to_string(n) + " out of range");
+      }
+      const std::string& name = topo.node_names[n];
+      int id = c.FindNode(name);
+      if (id < 0) {
+        return InvalidArgumentError("Slurm topology: node " + Quote(name) + " (under " +
+                                    Quote(c.domains[d].name) + ") is not in cluster " +
+                                    Quote(c.name));
+      }
+      n = id;
+      c.nodes[id].domain = static_cast<int>(d);
+    }
+  }
+  if (!c.rails.scope_level.empty() && c.FindLevel(c.rails.scope_level) < 0) {
+    c.rails.scope_level.clear();
+  }
+  Status s = c.Validate();
+  if (!s.ok()) return s.WithPrefix("Slurm topology");
+  cluster = std::move(c);
+  return OkStatus();
+}
+
+StatusOr<std::vector<GresGpu>> ParseGresConf(std::string_view text, const std::string& source) {
+  std::vector<GresGpu> out;
+  for (const ConfLine& line : LogicalLines(text)) {
+    ASSIGN_OR_RETURN(std::vector<KeyValue> kvs, SplitKeyValues(source, line));
+    RETURN_IF_ERROR(CheckKeys(source, line.number, kvs,
+                              {"nodename", "name", "type", "file", "cores", "links", "count",
+                               "autodetect", "flags", "multiplefiles"}));
+    const KeyValue* name = FindKey(kvs, "name");
+    if (!name) {
+      // "AutoDetect=off" or "NodeName=x AutoDetect=nvml": a setting, no device.
+      bool only_global =
+          FindKey(kvs, "autodetect") && std::all_of(kvs.begin(), kvs.end(), [](const KeyValue& kv) {
+            return kv.key == "autodetect" || kv.key == "nodename";
+          });
+      if (only_global) {
+        if (const KeyValue* kv = FindKey(kvs, "nodename")) {
+          RETURN_IF_ERROR(ExpandAt(source, line.number, "NodeName", kv->value).status());
+        }
+        continue;
+      }
+      return LineError(source, line.number, "missing Name=");
+    }
+    if (name->value != "gpu") continue;
+    std::vector<std::string> nodes = {""};
+    if (const KeyValue* kv = FindKey(kvs, "nodename")) {
+      ASSIGN_OR_RETURN(nodes, ExpandAt(source, line.number, "NodeName", kv->value));
+    }
+    std::vector<std::string> files;
+    const KeyValue* file = FindKey(kvs, "file");
+    const KeyValue* multiple = FindKey(kvs, "multiplefiles");
+    if (file && multiple) {
+      return LineError(source, line.number, "File= and MultipleFiles= are exclusive");
+    }
+    if (file) {
+      ASSIGN_OR_RETURN(files, ExpandAt(source, line.number, "File", file->value));
+    } else if (multiple) {
+      files = {multiple->value};  // several device files of one GPU (MIG)
+    }
+    if (const KeyValue* kv = FindKey(kvs, "count")) {
+      auto count = ParseInt(kv->value);
+      if (!count.ok() || *count < 0 || *count > 4096) {
+        return LineError(source, line.number, "Count=: bad count " + Quote(kv->value));
+      }
+      if (files.empty()) {
+        files.assign(static_cast<size_t>(*count), "");
+      } else if (static_cast<size_t>(*count) != files.size()) {
+        return LineError(
+            source, line.number,
+            "Count=" + kv->value + " but File= names " + std::to_string(files.size()) + " devices");
+      }
+    }
+    if (files.empty()) return LineError(source, line.number, "a gpu line needs File= or Count=");
+    std::vector<int> cores, links;
+    if (const KeyValue* kv = FindKey(kvs, "cores")) {
+      auto parsed = ParseIntList(kv->value, 1 << 16);
+      if (!parsed.ok()) {
+        return LineError(source, line.number, "Cores=: " + parsed.status().message());
+      }
+      cores = std::move(parsed).value();
+    }
+    if (const KeyValue* kv = FindKey(kvs, "links")) {
+      if (files.size() > 1) {
+        return LineError(source, line.number,
+                         "Links= needs a line with a single device, File= names " +
+                             std::to_string(files.size()));
+      }
+      ASSIGN_OR_RETURN(links, ParseLinks(source, line.number, kv->value));
+    }
+    std::string type;
+    if (const KeyValue* kv = FindKey(kvs, "type")) type = kv->value;
+    for (const std::string& node : nodes) {
+      for (const std::string& f : files) {
+        GresGpu g;
+        g.node = node;
+        g.type = type;
+        g.file = f;
+        g.minor = multiple || f.empty() ? -1 : MinorOf(f);
+        g.cores = cores;
+        g.links = links;
+        out.push_back(std::move(g));
+      }
+    }
+  }
+  return out;
+}
+
+StatusOr<SlurmExport> ExportSlurm(const Cluster& cluster, const SlurmExportOptions& options) {
+  Status valid = cluster.Validate();
+  if (!valid.ok()) return valid.WithPrefix("cannot export cluster " + Quote(cluster.name));
+  for (const ClusterNode& n : cluster.nodes) {
+    if (!SlurmSafeName(n.name)) {
+      return InvalidArgumentError("node name " + Quote(n.name) +
+                                  " cannot be written to a Slurm config");
+    }
+  }
+  SlurmExport out;
+
+  // gres.conf: nodes grouped by identical lines (normally: by hardware profile).
+  std::vector<std::string> profile_lines(cluster.profiles.size());
+  for (size_t p = 0; p < cluster.profiles.size(); ++p) {
+    profile_lines[p] = GresLinesFor(cluster.profiles[p].topology);
+  }
+  std::vector<std::pair<std::string, std::vector<std::string>>> groups;
+  std::unordered_map<std::string, size_t> group_of;
+  for (const ClusterNode& n : cluster.nodes) {
+    const std::string& lines = profile_lines[n.profile];
+    if (lines.empty()) continue;
+    auto [it, fresh] = group_of.emplace(lines, groups.size());
+    if (fresh) groups.push_back({lines, {}});
+    groups[it->second].second.push_back(n.name);
+  }
+  out.gres_conf = "# gres.conf generated by toposched from cluster " + Quote(cluster.name) +
+                  ": one line per GPU.\n"
+                  "# Cores= lists the CPUs of the GPU's affinity; Links= its NVLink count to "
+                  "each GPU (-1 = self).\n"
+                  "AutoDetect=off\n";
+  for (const auto& [lines, hosts] : groups) {
+    const std::string prefix = "NodeName=" + CompressHostList(hosts);
+    for (const std::string& l : Split(lines, '\n', /*skip_empty=*/true)) {
+      out.gres_conf += prefix + l + "\n";
+    }
+  }
+
+  bool block =
+      options.topology == SlurmExportOptions::Topology::kBlock ||
+      (options.topology == SlurmExportOptions::Topology::kAuto && !cluster.nvlink_domains.empty());
+  if (block) {
+    if (cluster.nvlink_domains.empty()) {
+      return InvalidArgumentError("cluster " + Quote(cluster.name) +
+                                  " has no NVLink domains to write as topology/block blocks");
+    }
+    out.topology_kind = "block";
+    out.topology_conf = "# topology.conf (topology/block) generated by toposched from cluster " +
+                        Quote(cluster.name) + ": one block per NVLink domain.\n";
+    size_t smallest = SIZE_MAX;
+    std::vector<bool> placed(cluster.nodes.size(), false);
+    for (const NvlinkDomain& nv : cluster.nvlink_domains) {
+      if (!SlurmSafeName(nv.name)) {
+        return InvalidArgumentError("NVLink domain name " + Quote(nv.name) +
+                                    " cannot be written as a BlockName");
+      }
+      std::vector<int> ids = nv.nodes;
+      std::sort(ids.begin(), ids.end());
+      std::vector<std::string> hosts;
+      for (int id : ids) {
+        hosts.push_back(cluster.nodes[id].name);
+        placed[id] = true;
+      }
+      out.topology_conf += "BlockName=" + nv.name + " Nodes=" + CompressHostList(hosts) + "\n";
+      smallest = std::min(smallest, ids.size());
+    }
+    // Base size D, then the power-of-two aggregates that fit the number of blocks.
+    std::string sizes;
+    for (size_t k = 1; k <= cluster.nvlink_domains.size(); k *= 2) {
+      sizes += (sizes.empty() ? "" : ",") + std::to_string(smallest * k);
+    }
+    out.topology_conf += "BlockSizes=" + sizes + "\n";
+    std::vector<std::string> loose;
+    for (size_t n = 0; n < cluster.nodes.size(); ++n) {
+      if (!placed[n]) loose.push_back(cluster.nodes[n].name);
+    }
+    if (!loose.empty()) {
+      out.topology_conf += "# not in any NVLink domain: " + CompressHostList(loose) + "\n";
+    }
+    return out;
+  }
+
+  out.topology_kind = "tree";
+  out.topology_conf = "# topology.conf (topology/tree) generated by toposched from cluster " +
+                      Quote(cluster.name) + ": one switch per network domain.\n";
+  std::vector<int> order(cluster.domains.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return cluster.domains[a].level > cluster.domains[b].level;
+  });
+  for (int d : order) {
+    const NetworkDomain& dom = cluster.domains[d];
+    if (!SlurmSafeName(dom.name)) {
+      return InvalidArgumentError("network domain name " + Quote(dom.name) +
+                                  " cannot be written as a SwitchName");
+    }
+    std::string line = "SwitchName=" + dom.name;
+    if (!dom.children.empty()) {
+      std::vector<std::string> names;
+      for (int c : dom.children) names.push_back(cluster.domains[c].name);
+      line += " Switches=" + CompressHostList(names);
+    }
+    if (!dom.nodes.empty()) {
+      std::vector<int> ids = dom.nodes;
+      std::sort(ids.begin(), ids.end());
+      std::vector<std::string> hosts;
+      for (int id : ids) hosts.push_back(cluster.nodes[id].name);
+      line += " Nodes=" + CompressHostList(hosts);
+    }
+    const double speed = cluster.levels[dom.level].uplink_gbps;
+    if (speed > 0) line += " LinkSpeed=" + FormatSpeed(speed);
+    out.topology_conf += line + "\n";
+  }
+  std::vector<std::string> loose;
+  for (const ClusterNode& n : cluster.nodes) {
+    if (n.domain < 0) loose.push_back(n.name);
+  }
+  if (!loose.empty()) {
+    out.topology_conf += "# not under any switch: " + CompressHostList(loose) + "\n";
+  }
+  return out;
+}
+
+}  // namespace toposched::topo::io

@@ -1,0 +1,86 @@
+#include "core/strings.h"
+
+#include <gtest/gtest.h>
+
+namespace toposched {
+namespace {
+
+TEST(IntList, ParsesRangesAndFormatsBack) {
+  struct Case {
+    const char* in;
+    std::vector<int> want;
+    const char* formatted;
+  } cases[] = {
+      {"0-47,96-143", {}, "0-47,96-143"},
+      {"6,14,22,30", {6, 14, 22, 30}, "6,14,22,30"},
+      {" 0,2-5 ", {0, 2, 3, 4, 5}, "0,2-5"},
+      {"", {}, ""},
+      {"3,1,2", {1, 2, 3}, "1-3"},
+  };
+  for (const auto& c : cases) {
+    auto v = ParseIntList(c.in);
+    ASSERT_TRUE(v.ok()) << c.in << ": " << v.status().ToString();
+    if (!c.want.empty()) {
+      EXPECT_EQ(*v, c.want) << c.in;
+    }
+    EXPECT_EQ(FormatIntList(*v), c.formatted) << c.in;
+  }
+}
+
+TEST(IntList, RejectsBadInput) {
+  for (const char* bad : {"a", "1-", "5-3", "1,,2", "-4", "0-999999999999"}) {
+    auto v = ParseIntList(bad);
+    EXPECT_FALSE(v.ok()) << bad;
+  }
+  auto big = ParseIntList("0-100", 10);
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.status().code(), StatusCode::kOutOfRange);
+}
+
+TEST(HostList, ExpandsSlurmExpressions) {
+  auto v = ExpandHostList("gpu[001-003,007],login1");
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(*v, (std::vector<std::string>{"gpu001", "gpu002", "gpu003", "gpu007", "login1"}));
+  auto two = ExpandHostList("r[1-2]n[01-02]");
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(*two, (std::vector<std::string>{"r1n01", "r1n02", "r2n01", "r2n02"}));
+  auto plain = ExpandHostList("dev[0-5]");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->size(), 6u);
+  EXPECT_EQ(plain->back(), "dev5");
+}
+
+TEST(HostList, RejectsBrokenExpressions) {
+  for (const char* bad : {"gpu[001-", "gpu]1[", "gpu[3-1]", "gpu[]", "a,,b", "gpu[x-y]"}) {
+    EXPECT_FALSE(ExpandHostList(bad).ok()) << bad;
+  }
+  EXPECT_FALSE(ExpandHostList("n[0-99999999]", 1000).ok());
+}
+
+TEST(HostList, CompressIsTheInverseOfExpand) {
+  for (const char* expr : {"gpu[001-016]", "gpu[001-004,009-012]", "node[1-32]", "a1,b", "x"}) {
+    auto hosts = ExpandHostList(expr);
+    ASSERT_TRUE(hosts.ok());
+    std::string back = CompressHostList(*hosts);
+    auto again = ExpandHostList(back);
+    ASSERT_TRUE(again.ok()) << back;
+    EXPECT_EQ(*again, *hosts) << expr << " -> " << back;
+  }
+  EXPECT_EQ(CompressHostList({"gpu001", "gpu002", "gpu003"}), "gpu[001-003]");
+}
+
+TEST(Status, CarriesCodeAndContext) {
+  Status s = InvalidArgumentError("bad field").WithPrefix("cluster.yaml:4");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "cluster.yaml:4: bad field");
+  EXPECT_EQ(s.ToString(), "INVALID_ARGUMENT: cluster.yaml:4: bad field");
+  StatusOr<int> v = 3;
+  EXPECT_TRUE(v.ok());
+  EXPECT_EQ(*v, 3);
+  StatusOr<int> e = NotFoundError("x");
+  EXPECT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace toposched

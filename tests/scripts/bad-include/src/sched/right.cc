@@ -1,0 +1,1 @@
+#include "topo/node_topology.h"

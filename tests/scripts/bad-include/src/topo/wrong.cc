@@ -1,0 +1,1 @@
+#include "sched/node_select.h"

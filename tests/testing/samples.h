@@ -1,0 +1,43 @@
+// The real topology samples under data/samples, for tests that run over all of them.
+#pragma once
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace toposched::testing {
+
+inline std::string SourceDir() { return TS_SOURCE_DIR; }
+
+// Files under data/samples that are not node topologies: `nvidia-smi topo -p2p` and
+// `nvidia-smi nvlink -s` outputs, and an NCCL graph (not topology) file. Each has its own test.
+inline const std::set<std::string>& NonTopologySamples() {
+  static const std::set<std::string> kFiles = {
+      "05-h100-8gpu-topo-p2p-r-stas00.txt",
+      "06-l4-2gpu-topo-p2p-r-cns-stas00.txt",
+      "11-h100-nvlink-status-gpu0-18links-mlsys-tutorial.txt",
+      "28-gb200-nvlink-s-18links-53gbps-k8stestinfra371.txt",
+      "29-v100-sxm2-nvlink-s-inactive-links-azhpcdiag73.txt",
+      "azhpc-ncv4-graph.xml",
+  };
+  return kFiles;
+}
+
+// Every node-topology sample (nvidia-smi topo -m, hwloc XML, NCCL XML), sorted by path.
+inline std::vector<std::string> TopologySamples() {
+  std::vector<std::string> out;
+  for (const char* dir : {"nvidia-smi", "nvidia-smi/partial", "hwloc-xml", "nccl-xml"}) {
+    std::filesystem::path d = std::filesystem::path(SourceDir()) / "data/samples" / dir;
+    for (const auto& e : std::filesystem::directory_iterator(d)) {
+      if (!e.is_regular_file()) continue;
+      if (NonTopologySamples().count(e.path().filename().string())) continue;
+      out.push_back(e.path().string());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace toposched::testing

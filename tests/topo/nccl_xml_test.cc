@@ -1,0 +1,419 @@
+// Tests for the NCCL/RCCL topology XML reader against every sample in data/samples/nccl-xml,
+// plus small inline documents for NVSwitch links and malformed input. The facts in the tables
+// were read by hand from the sample files.
+#include "topo/io/nccl_xml.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/strings.h"
+
+namespace toposched::topo::io {
+namespace {
+
+const std::string kSampleDir = std::string(TS_SOURCE_DIR) + "/data/samples/nccl-xml/";
+
+std::string ReadSample(const std::string& name) {
+  std::ifstream in(kSampleDir + name, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+StatusOr<NodeTopology> ParseSample(const std::string& name) {
+  return ParseNcclXml(ReadSample(name), name);
+}
+
+int Dev(const NodeTopology& t, const std::string& name) {
+  if (StartsWith(name, "GPU")) {
+    int pos = t.gpu_pos(std::stoi(name.substr(3)));
+    return pos < 0 ? -1 : t.gpu_dev(pos);
+  }
+  int pos = t.nic_pos(name);
+  return pos < 0 ? -1 : t.nic_dev(pos);
+}
+
+std::string P(const NodeTopology& t, const std::string& a, const std::string& b) {
+  int da = Dev(t, a), db = Dev(t, b);
+  if (da < 0 || db < 0) return "missing " + (da < 0 ? a : b);
+  return PathName(t.path(da, db));
+}
+
+struct PairFact {
+  std::string a, b, path;
+};
+
+struct NcclSample {
+  std::string file;
+  std::string error;  // non-empty: expected error substring
+  int gpus = 0;
+  int nics = 0;
+  std::vector<std::string> first_nics;  // leading NIC names in order
+  std::vector<int> numa_ids;
+  int switches = 0;
+  std::string gpu_model;
+  std::vector<std::pair<int, std::optional<int>>> gpu_numa;  // GPU index -> NUMA
+  std::vector<PairFact> pairs;
+};
+
+std::vector<NcclSample> Samples() {
+  return {
+      // PCI root bus ids only, no classes: nothing is known to be a GPU or NIC.
+      {"aws-ofi-nccl-g5.48xl-topo.xml", "", 0, 0, {}, {0, 1}, 0, "", {}, {}},
+      {"aws-ofi-nccl-p4d-24xl-topo.xml",
+       "",
+       8,
+       4,
+       {"NIC0", "NIC1", "NIC2", "NIC3"},
+       {0, 1},
+       4,
+       "A100-SXM4-40GB",
+       {{0, 0}, {3, 0}, {4, 1}, {7, 1}},
+       {{"GPU0", "GPU1", "PIX"},
+        {"GPU0", "GPU2", "PHB"},
+        {"GPU0", "GPU4", "SYS"},
+        {"GPU0", "NIC0", "PIX"},
+        {"GPU2", "NIC1", "PIX"},
+        {"GPU6", "NIC3", "PIX"},
+        {"GPU0", "NIC3", "SYS"}}},
+      {"aws-ofi-nccl-p4de-24xl-topo.xml",
+       "",
+       8,
+       4,
+       {"NIC0"},
+       {0, 1},
+       4,
+       "A100-SXM4-80GB",
+       {{5, 1}},
+       {{"GPU4", "GPU5", "PIX"}, {"GPU5", "NIC2", "PIX"}, {"GPU5", "NIC3", "PHB"}}},
+      // Switches with class-less children: the file does not say which are GPUs or NICs.
+      {"aws-ofi-nccl-p5.48xl-topo-v2023.xml", "", 0, 0, {}, {0, 1}, 8, "", {}, {}},
+      {"aws-ofi-nccl-pr1226-p5.48xl-topo.xml",
+       "",
+       8,
+       32,
+       {"rdmap79s0", "rdmap80s0", "rdmap81s0", "rdmap82s0", "rdmap96s0"},
+       {0},
+       8,
+       "sm_90",
+       {{0, 0}, {7, 0}},
+       {{"GPU0", "rdmap79s0", "PIX"},
+        {"GPU0", "rdmap82s0", "PIX"},
+        {"GPU0", "rdmap96s0", "PHB"},
+        {"GPU7", "rdmap201s0", "PIX"},
+        {"GPU0", "GPU1", "PHB"}}},
+      {"azhpc-ncv4-graph.xml",
+       "is an NCCL graph file (<graphs>), not a topology (<system>)",
+       0,
+       0,
+       {},
+       {},
+       0,
+       "",
+       {},
+       {}},
+      {"azhpc-ncv4-topo.xml",
+       "",
+       4,
+       1,
+       {"eth0"},
+       {0, 1, 2, 3},
+       0,
+       "A100 80GB PCIe",
+       {{0, 0}, {1, 1}, {2, 2}, {3, 3}},
+       {{"GPU0", "GPU1", "SYS"}, {"GPU0", "eth0", "PHB"}, {"GPU3", "eth0", "SYS"}}},
+      {"azhpc-ndv2-topo.xml",
+       "",
+       8,
+       1,
+       {"NIC0"},
+       {0, 1},
+       0,
+       "",
+       {{0, 0}, {4, 1}},
+       {{"GPU0", "GPU3", "PHB"},
+        {"GPU0", "GPU4", "SYS"},
+        {"GPU1", "NIC0", "PHB"},
+        {"GPU5", "NIC0", "SYS"}}},
+      // Bus-id order puts 0001:/0002: (socket 1) first.
+      {"azhpc-ndv4-topo.xml",
+       "",
+       8,
+       8,
+       {"NIC0", "NIC1", "NIC2"},
+       {0, 1, 2, 3},
+       4,
+       "",
+       {{0, 1}, {1, 1}, {2, 0}, {3, 0}, {4, 3}, {6, 2}},
+       {{"GPU0", "GPU1", "PIX"},
+        {"GPU0", "NIC0", "PIX"},
+        {"GPU2", "NIC2", "PIX"},
+        {"GPU0", "GPU2", "SYS"},
+        {"GPU6", "NIC6", "PIX"}}},
+      {"rccl-topo_16p1h.xml",
+       "",
+       16,
+       8,
+       {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_7", "mlx5_8"},
+       {0, 1, 2, 3},
+       28,
+       "AMD Instinct MI250X/MI250",
+       {{0, 0}, {4, 1}, {8, 2}, {12, 3}},
+       {{"GPU0", "GPU1", "NV4"},
+        {"GPU0", "GPU2", "NV1"},
+        {"GPU0", "GPU4", "NV2"},
+        {"GPU0", "GPU3", "PXB"},
+        {"GPU0", "mlx5_0", "PXB"},
+        {"GPU0", "GPU8", "SYS"}}},
+      {"rccl-topo_8p_940.xml",
+       "",
+       8,
+       8,
+       {"mlx5_0", "mlx5_1"},
+       {0, 1},
+       24,
+       "AMD Instinct MI300X",
+       {{0, 0}, {4, 1}},
+       {{"GPU0", "GPU7", "NV1"},
+        {"GPU3", "GPU4", "NV1"},
+        {"GPU0", "mlx5_0", "PXB"},
+        {"GPU0", "mlx5_1", "PHB"},
+        {"GPU0", "mlx5_4", "SYS"}}},
+      {"rccl-topo_8p_940vm.xml",
+       "",
+       8,
+       8,
+       {"mlx5_0"},
+       {0, 1},
+       0,
+       "AMD Instinct MI300X VF",
+       {{0, 0}, {7, 1}},
+       {{"GPU0", "GPU1", "NV1"}, {"GPU0", "mlx5_2", "PHB"}, {"GPU0", "mlx5_4", "SYS"}}},
+      {"rccl-topo_8p_pcie.xml",
+       "",
+       8,
+       1,
+       {"mlx5_0"},
+       {0},
+       10,
+       "AMD gfx906",
+       {{0, 0}},
+       {{"GPU0", "GPU1", "PXB"},
+        {"GPU0", "GPU4", "PHB"},
+        {"GPU0", "mlx5_0", "PXB"},
+        {"GPU4", "mlx5_0", "PHB"}}},
+  };
+}
+
+TEST(NcclXmlSamples, EverySampleFileIsInTheTable) {
+  std::set<std::string> listed;
+  for (const NcclSample& s : Samples()) listed.insert(s.file);
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(kSampleDir)) {
+    if (e.path().extension() != ".xml") continue;
+    ++files;
+    EXPECT_TRUE(listed.count(e.path().filename().string()))
+        << e.path().filename() << " has no row in the sample table";
+  }
+  EXPECT_EQ(files, 13);
+}
+
+TEST(NcclXmlSamples, FactsReadByHand) {
+  for (const NcclSample& s : Samples()) {
+    SCOPED_TRACE(s.file);
+    auto r = ParseSample(s.file);
+    if (!s.error.empty()) {
+      ASSERT_FALSE(r.ok());
+      EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+      EXPECT_NE(r.status().message().find(s.error), std::string::npos) << r.status().message();
+      EXPECT_NE(r.status().message().find(s.file), std::string::npos) << r.status().message();
+      continue;
+    }
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    const NodeTopology& t = *r;
+    EXPECT_TRUE(t.Validate().ok());
+    EXPECT_EQ(static_cast<int>(t.gpus.size()), s.gpus);
+    EXPECT_EQ(static_cast<int>(t.nics.size()), s.nics);
+    for (size_t i = 0; i < s.first_nics.size() && i < t.nics.size(); ++i) {
+      EXPECT_EQ(t.nics[i].name, s.first_nics[i]) << "NIC " << i;
+      EXPECT_EQ(t.nics[i].index, static_cast<int>(i));
+    }
+    std::vector<int> numa_ids;
+    for (const NumaNode& n : t.numa_nodes) numa_ids.push_back(n.id);
+    EXPECT_EQ(numa_ids, s.numa_ids);
+    EXPECT_EQ(static_cast<int>(t.pcie_switches.size()), s.switches);
+    EXPECT_EQ(t.gpu_model, s.gpu_model);
+    for (const auto& [index, numa] : s.gpu_numa) {
+      int pos = t.gpu_pos(index);
+      ASSERT_GE(pos, 0) << "GPU" << index;
+      EXPECT_EQ(t.gpus[pos].numa, numa) << "GPU" << index;
+    }
+    for (const PairFact& p : s.pairs) EXPECT_EQ(P(t, p.a, p.b), p.path) << p.a << "-" << p.b;
+  }
+}
+
+TEST(NcclXmlP4d, AffinityMasksBecomeCpuListsAndNearestNicIsOnTheSwitch) {
+  auto r = ParseSample("aws-ofi-nccl-p4d-24xl-topo.xml");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const NodeTopology& t = *r;
+  // affinity="000000ff,ffff0000,00ffffff": words are most significant first.
+  ASSERT_TRUE(t.gpus[0].cpus.has_value());
+  EXPECT_EQ(FormatIntList(*t.gpus[0].cpus), "0-23,48-71");
+  EXPECT_EQ(FormatIntList(t.numa_nodes[1].cpus), "24-47,72-95");
+  EXPECT_EQ(t.gpus[0].pci_bus_id, "0000:10:1c.0");
+  for (int g = 0; g < 8; ++g) EXPECT_EQ(t.NearestNic(g), g / 2) << "GPU" << g;
+  EXPECT_EQ(t.nics[0].pci_bus_id, "0000:10:1b.0");
+  EXPECT_EQ(t.nics[0].link_layer, LinkLayer::kUnknown);  // EFA, class 0x020000
+  const PcieSwitch& sw = t.pcie_switches[0];
+  EXPECT_EQ(sw.pci_bus_id, "ffff:ff:01.0");
+  EXPECT_EQ(sw.gen, 3);  // 8 GT/s
+  EXPECT_EQ(sw.width, 16);
+  EXPECT_EQ(sw.host_bridge, 0);
+  EXPECT_EQ(t.host_bridges[1].numa, 1);
+}
+
+TEST(NcclXmlNcv4, SelfLoopNvlinkIgnoredEthUnderCpu) {
+  auto r = ParseSample("azhpc-ncv4-topo.xml");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const NodeTopology& t = *r;
+  for (const Gpu& g : t.gpus) EXPECT_EQ(g.nvlink_ports, 0) << g.index;
+  EXPECT_TRUE(t.NvlinkIslands().size() == 4u);
+  ASSERT_EQ(t.nics.size(), 1u);
+  const Nic& eth = t.nics[0];
+  EXPECT_EQ(eth.rate_gbps, 100.0);  // speed="100000" Mb/s
+  EXPECT_EQ(eth.link_layer, LinkLayer::kEthernet);
+  EXPECT_EQ(eth.port, 0);
+  EXPECT_EQ(eth.numa, 0);
+  EXPECT_TRUE(eth.pci_bus_id.empty());
+  EXPECT_EQ(eth.pcie.host_bridge, 0);
+}
+
+TEST(NcclXmlRccl, XgmiCountsAreNvClassLinks) {
+  auto r = ParseSample("rccl-topo_8p_940.xml");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const NodeTopology& t = *r;
+  EXPECT_FALSE(t.nvswitch);
+  for (const Gpu& g : t.gpus) EXPECT_EQ(g.nvlink_ports, 7) << g.index;
+  EXPECT_EQ(t.nics[0].rate_gbps, 400.0);
+  EXPECT_EQ(t.nics[0].link_layer, LinkLayer::kInfiniBand);
+
+  // dev (not rank) numbers the GPUs: dev=1 rank=0 is 0021:00:00.0.
+  auto vm = ParseSample("rccl-topo_8p_940vm.xml");
+  ASSERT_TRUE(vm.ok()) << vm.status().ToString();
+  EXPECT_EQ(vm->gpus[vm->gpu_pos(0)].pci_bus_id, "0011:00:00.0");
+  EXPECT_EQ(vm->gpus[vm->gpu_pos(1)].pci_bus_id, "0021:00:00.0");
+
+  auto mi250 = ParseSample("rccl-topo_16p1h.xml");
+  ASSERT_TRUE(mi250.ok()) << mi250.status().ToString();
+  EXPECT_EQ(mi250->gpus[0].nvlink_ports, 7);  // 4 + 1 + 2
+}
+
+const char* kSwitchedSystem = R"(<system version="1">
+  <cpu numaid="0" affinity="0000000f">
+    <pci busid="0000:07:00.0" class="0x030200" vendor="0x10de" device="0x2330">
+      <gpu dev="0" sm="90" rank="0" gdr="1">
+        <nvlink target="fffffff:ffff:ff" count="18" tclass="0x068000"/>
+      </gpu>
+    </pci>
+    <pci busid="0000:0F:00.0" class="0x030200" vendor="0x10de" device="0x2330">
+      <gpu dev="1" sm="90" rank="1" gdr="1">
+        <nvlink target="fffffff:ffff:ff" count="18" tclass="0x068000"/>
+      </gpu>
+    </pci>
+    <pci busid="0000:47:00.0" class="0x030200" vendor="0x10de" device="0x2330">
+      <gpu dev="2" sm="90" rank="2" gdr="1">
+        <nvlink target="fffffff:ffff:ff" count="18" tclass="0x068000"/>
+      </gpu>
+    </pci>
+  </cpu>
+</system>
+)";
+
+TEST(NcclXmlNvSwitch, SwitchLinksGiveEveryPairTheGpuLinkCount) {
+  auto r = ParseNcclXml(kSwitchedSystem, "h100.xml");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const NodeTopology& t = *r;
+  EXPECT_TRUE(t.nvswitch);
+  EXPECT_EQ(t.gpu_model, "H100 80GB HBM3");
+  EXPECT_EQ(t.gpus[1].pci_bus_id, "0000:0f:00.0");  // normalised to lower case
+  for (int a = 0; a < 3; ++a) {
+    EXPECT_EQ(t.gpus[a].nvlink_ports, 18);
+    for (int b = 0; b < 3; ++b) {
+      if (a != b) {
+        EXPECT_EQ(t.gpu_gpu(a, b), (Path{PathClass::kNV, 18}));
+      }
+    }
+  }
+}
+
+TEST(NcclXmlNvlink, CpuTargetsCountAsPortsNotPairs) {
+  const char* doc = R"(<system version="1">
+  <cpu numaid="0">
+    <pci busid="0004:04:00.0" class="0x030200">
+      <gpu dev="0"><nvlink target="0004:05:00.0" count="2" tclass="0x030200"/>
+        <nvlink target="0007:00:00.0" count="2" tclass="0x060400"/></gpu>
+    </pci>
+    <pci busid="0004:05:00.0" class="0x030200">
+      <gpu dev="1"><nvlink target="0004:04:00.0" count="2" tclass="0x030200"/>
+        <nvlink target="0007:00:00.0" count="2" tclass="0x060400"/></gpu>
+    </pci>
+  </cpu>
+</system>)";
+  auto r = ParseNcclXml(doc, "power9.xml");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->nvswitch);
+  EXPECT_EQ(r->gpu_gpu(0, 1), (Path{PathClass::kNV, 2}));
+  EXPECT_EQ(r->gpus[0].nvlink_ports, 4);
+}
+
+struct BadDoc {
+  std::string name;
+  std::string text;
+  std::string where;  // expected message prefix
+};
+
+TEST(NcclXmlMalformed, InvalidArgumentWithLine) {
+  std::string p4d = ReadSample("aws-ofi-nccl-p4d-24xl-topo.xml");
+  std::string garbage;
+  for (int i = 0; i < 2048; ++i) garbage.push_back(static_cast<char>((i * 131 + 7) % 256));
+  std::vector<BadDoc> cases = {
+      {"truncated", p4d.substr(0, p4d.size() * 2 / 3), "truncated:"},
+      {"not-xml", "GPU0\tGPU1\nGPU0\t X \tNV12\n", "not-xml"},
+      {"binary", garbage, "binary"},
+      {"empty", "", "empty"},
+      {"mismatched", "<system>\n<cpu>\n</pci>\n</system>", "mismatched:2: "},
+      {"wrong-root", "<topology version=\"2.0\"/>", "wrong-root:1: "},
+      {"bad-affinity", "<system>\n<cpu numaid=\"0\" affinity=\"zz,00\"/>\n</system>",
+       "bad-affinity:2: "},
+      {"bad-class",
+       "<system>\n<cpu>\n<pci busid=\"0000:01:00.0\" class=\"0xgg\"/>\n</cpu></system>",
+       "bad-class:3: "},
+      {"bad-count",
+       "<system><cpu>\n<pci busid=\"0000:01:00.0\" class=\"0x030200\"><gpu dev=\"0\">\n"
+       "<nvlink target=\"0000:02:00.0\" count=\"many\"/></gpu></pci></cpu></system>",
+       "bad-count:3: "},
+  };
+  for (const BadDoc& c : cases) {
+    auto r = ParseNcclXml(c.text, c.name);
+    ASSERT_FALSE(r.ok()) << c.name;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << c.name;
+    EXPECT_TRUE(StartsWith(r.status().message(), c.where)) << r.status().message();
+  }
+}
+
+TEST(NcclXmlSniff, LooksLikeNcclXml) {
+  EXPECT_TRUE(LooksLikeNcclXml(ReadSample("azhpc-ndv4-topo.xml")));
+  EXPECT_TRUE(LooksLikeNcclXml(ReadSample("azhpc-ncv4-graph.xml")));  // routed here to be refused
+  EXPECT_FALSE(LooksLikeNcclXml("<topology version=\"2.0\">"));
+  EXPECT_FALSE(LooksLikeNcclXml("GPU0 GPU1"));
+}
+
+}  // namespace
+}  // namespace toposched::topo::io
