@@ -5,46 +5,73 @@
 // Knows nothing of jobs or scheduling policy.
 #pragma once
 
+#include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "core/status.h"
+#include "cost/cost_tables.h"
+#include "cost/node_cost.h"
+#include "cost/types.h"
 #include "topo/cluster.h"
+#include "topo/hardware.h"
 #include "topo/node_topology.h"
 
 namespace toposched::cost {
 
-enum class Collective { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kSendRecv };
-enum class Algorithm { kAuto, kRing, kTree, kHierarchical };
-enum class Transport { kNVLink, kPcieP2P, kShm, kNetIB, kNetSocket };
-
-const char* CollectiveName(Collective c);   // "allreduce", ...
-StatusOr<Collective> ParseCollective(std::string_view s);
-const char* AlgorithmName(Algorithm a);     // "ring", "tree", "hierarchical", "auto"
-StatusOr<Algorithm> ParseAlgorithm(std::string_view s);
-const char* TransportName(Transport t);     // "NVLink", "PCIe P2P", "SHM", "NET/IB", "NET/Socket"
-
-// One GPU of the cluster: node id (index into Cluster::nodes, 0 for a lone node) and the GPU's
-// position in that node's NodeTopology::gpus.
-struct GpuRef {
-  int node = 0;
-  int gpu = 0;
-  bool operator==(const GpuRef&) const = default;
+// Which algorithms Algorithm::kAuto may choose from.
+struct CostModelOptions {
+  bool allow_nvls = true;  // consider NVLS for AllReduce where the hardware has it
+  bool allow_tree = true;
+  bool allow_hierarchical = true;
+  Status Validate() const { return OkStatus(); }
 };
 
-struct Hop {
-  std::string from, to;       // "GPU3", "gpu017/GPU3", NIC names for network hops
-  std::string path;           // "NV18", "PIX", ..., "NET" across nodes
-  Transport transport = Transport::kNVLink;
-  double bandwidth_gbps = 0;  // GB/s the hop gets in this collective (after sharing)
-};
+// The cost model over a cluster. Holds a pointer to the cluster, which must outlive it, and a
+// NodeCostModel per hardware profile (built in the constructor: O(profiles · g²)).
+// Immutable after construction; const methods are safe from many threads.
+class CostModel {
+ public:
+  using Options = CostModelOptions;
 
-struct Estimate {
-  double time_ms = 0;
-  double algbw_gbps = 0;      // bytes / time, GB/s
-  double busbw_gbps = 0;      // algbw × the collective's bus factor (nccl-tests convention)
-  Algorithm algorithm = Algorithm::kRing;
-  Hop bottleneck;
+  explicit CostModel(const topo::Cluster& cluster, Options options = {},
+                     const CostTables& tables = CostTables::Default(),
+                     const topo::HardwareTable& hw = topo::HardwareTable::Default());
+
+  // A one-node cluster around a topology (GPU names print without a node prefix). The model
+  // owns the cluster it builds.
+  static std::unique_ptr<CostModel> ForNode(
+      const topo::NodeTopology& topology, Options options = {},
+      const CostTables& tables = CostTables::Default(),
+      const topo::HardwareTable& hw = topo::HardwareTable::Default());
+
+  // Time of `collective` moving `bytes` (nccl-tests convention: the per-rank buffer size; the
+  // AllGather/ReduceScatter output/input size) over `gpus` in this rank order (ring collectives
+  // may reorder within a node to the best ring). kAuto picks the fastest applicable algorithm.
+  // InvalidArgument: empty set, duplicate GPU, node/GPU out of range, bytes < 0, an algorithm
+  // that does not apply (NVLS off a switched fabric, tree for non-AllReduce, ...).
+  // Cost: O(k) for GPUs on switched fabrics; O(2^m m²) for m ≤ 10 GPUs of one node on direct
+  // links (exact ring search), heuristic beyond; plus O(k) for the network part.
+  StatusOr<Estimate> Evaluate(Collective collective, std::span<const GpuRef> gpus, double bytes,
+                              Algorithm algorithm = Algorithm::kAuto) const;
+
+  const topo::Cluster& cluster() const { return *cluster_; }
+  const NodeCostModel& node_model(int node) const;
+  const CostTables& tables() const { return tables_; }
+
+ private:
+  struct Island;
+  struct Prepared;
+  StatusOr<Prepared> Prepare(std::span<const GpuRef> gpus) const;
+  std::string GpuName(const GpuRef& g, bool multi_node) const;
+
+  std::unique_ptr<topo::Cluster> owned_;
+  const topo::Cluster* cluster_;
+  Options options_;
+  CostTables tables_;
+  std::vector<NodeCostModel> profile_models_;  // by profile index
 };
 
 }  // namespace toposched::cost

@@ -210,6 +210,21 @@ void NodeTopology::CompleteNumaNodes() {
             [](const NumaNode& a, const NumaNode& b) { return a.id < b.id; });
 }
 
+void NodeTopology::InferNicNuma() {
+  for (int c = 0; c < static_cast<int>(nics.size()); ++c) {
+    if (nics[c].numa) continue;
+    std::optional<int> found;
+    bool conflict = false;
+    for (int g = 0; g < static_cast<int>(gpus.size()); ++g) {
+      PathClass cls = gpu_nic(g, c).cls;
+      if (cls == PathClass::kSYS || cls == PathClass::kNV || !gpus[g].numa) continue;
+      if (found && *found != *gpus[g].numa) conflict = true;
+      found = gpus[g].numa;
+    }
+    if (found && !conflict) nics[c].numa = found;
+  }
+}
+
 std::vector<std::vector<int>> NodeTopology::NvlinkIslands() const {
   int g = static_cast<int>(gpus.size());
   std::vector<int> comp(g, -1);

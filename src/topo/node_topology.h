@@ -145,6 +145,9 @@ class NodeTopology {
   void InferNvSwitch();
   // NUMA nodes seen on GPUs/NICs but missing from numa_nodes are added (with empty cpus).
   void CompleteNumaNodes();
+  // A NIC whose NUMA node the input did not give takes the NUMA node of the GPUs it reaches
+  // without crossing the SMP interconnect (PIX/PXB/PHB/NODE), when they all agree.
+  void InferNicNuma();
 
   // GPUs reachable from each other over NVLink (connected components), each sorted.
   std::vector<std::vector<int>> NvlinkIslands() const;

@@ -101,6 +101,10 @@ std::string FormatClusterSummary(const Cluster& c) {
   for (size_t l = 0; l < c.levels.size(); ++l) {
     int count = 0;
     for (const NetworkDomain& d : c.domains) count += d.level == static_cast<int>(l);
+    if (l == 0 && c.levels[l].uplink_gbps == 0) {
+      out += fmt::format("  {}: {} domains (top)\n", c.levels[l].name, count);
+      continue;
+    }
     out += fmt::format("  {}: {} domains, uplink {} Gb/s, oversubscription {}:1\n", c.levels[l].name,
                        count, c.levels[l].uplink_gbps, c.levels[l].oversubscription);
   }

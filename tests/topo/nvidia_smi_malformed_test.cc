@@ -157,7 +157,7 @@ TEST_P(NvidiaSmiMalformed, ReturnsInvalidArgumentWithLineAndExpectation) {
   EXPECT_LT(m.size(), 1000u) << "messages quote input, they do not dump it";
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, NvidiaSmiMalformed, ::testing::ValuesIn(Cases()),
+INSTANTIATE_TEST_SUITE_P(NvidiaSmiCases, NvidiaSmiMalformed, ::testing::ValuesIn(Cases()),
                          [](const auto& info) { return info.param.name; });
 
 TEST(NvidiaSmiMalformedSanity, BaseInputParses) {

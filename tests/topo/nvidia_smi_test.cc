@@ -258,7 +258,7 @@ std::string SampleName(const ::testing::TestParamInfo<SampleFacts>& info) {
   return name;
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTopoSamples, NvidiaSmiTopoSample, ::testing::ValuesIn(TopoSamples()),
+INSTANTIATE_TEST_SUITE_P(NvidiaSmiSamples, NvidiaSmiTopoSample, ::testing::ValuesIn(TopoSamples()),
                          SampleName);
 
 // Every sample file is claimed by one or more readers; a new file must be added here.

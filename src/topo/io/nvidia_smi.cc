@@ -805,11 +805,13 @@ StatusOr<NodeTopology> ParseTopoBlock(const std::vector<Line>& lines, const Bloc
     row_line[d] = line.number;
     for (int c = 0; c < n; ++c) {
       size_t k = static_cast<size_t>(c) + 1;
-      std::string expected = "expected " + std::to_string(n) + " device cells in row " +
-                             label_of(d) + " (one per header device)";
+      auto expected = [&] {
+        return "expected " + std::to_string(n) + " device cells in row " + label_of(d) +
+               " (one per header device)";
+      };
       if (k >= toks.size()) {
         return here(line.text.size(),
-                    expected + ", found the line ending after " + std::to_string(c));
+                    expected() + ", found the line ending after " + std::to_string(c));
       }
       std::string_view t = toks[k].text;
       if (t == "X") {
@@ -822,7 +824,7 @@ StatusOr<NodeTopology> ParseTopoBlock(const std::vector<Line>& lines, const Bloc
       auto p = ParsePath(t);
       if (!p.ok()) {
         if (IsDigit(t[0]) || t == "N/A") {
-          return here(toks[k].begin, expected + ", found " + std::to_string(c) +
+          return here(toks[k].begin, expected() + ", found " + std::to_string(c) +
                                          " cells then affinity text " + Quote(t));
         }
         return here(toks[k].begin,
@@ -943,6 +945,7 @@ StatusOr<NodeTopology> ParseTopoBlock(const std::vector<Line>& lines, const Bloc
       t.set_path(dev_of[a], dev_of[c], p);
     }
   }
+  t.InferNicNuma();
   t.InferNvSwitch();
   Status valid = t.Validate();
   if (!valid.ok()) return InvalidArgumentError(source + ": " + valid.message());

@@ -1,0 +1,828 @@
+#include "cost/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "core/strings.h"
+
+namespace toposched::cost {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Milliseconds to move `bytes` at `gbps` GB/s.
+double Ms(double bytes, double gbps) { return gbps > 0 ? bytes / (gbps * 1e9) * 1e3 : kInf; }
+
+std::string Normalize(std::string_view s) {
+  std::string out;
+  for (char c : ToLower(Trim(s))) {
+    if (c != '_' && c != '-' && c != ' ') out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* CollectiveName(Collective c) {
+  switch (c) {
+    case Collective::kAllReduce:
+      return "allreduce";
+    case Collective::kAllGather:
+      return "allgather";
+    case Collective::kReduceScatter:
+      return "reducescatter";
+    case Collective::kAllToAll:
+      return "alltoall";
+    case Collective::kSendRecv:
+      return "sendrecv";
+  }
+  return "?";
+}
+
+StatusOr<Collective> ParseCollective(std::string_view s) {
+  std::string n = Normalize(s);
+  if (n == "allreduce") return Collective::kAllReduce;
+  if (n == "allgather") return Collective::kAllGather;
+  if (n == "reducescatter") return Collective::kReduceScatter;
+  if (n == "alltoall") return Collective::kAllToAll;
+  if (n == "sendrecv" || n == "p2p") return Collective::kSendRecv;
+  return InvalidArgumentError("unknown collective \"" + std::string(s) +
+                              "\" (allreduce, allgather, reducescatter, alltoall, sendrecv)");
+}
+
+const char* AlgorithmName(Algorithm a) {
+  switch (a) {
+    case Algorithm::kAuto:
+      return "auto";
+    case Algorithm::kRing:
+      return "ring";
+    case Algorithm::kTree:
+      return "tree";
+    case Algorithm::kHierarchical:
+      return "hierarchical";
+    case Algorithm::kNvls:
+      return "nvls";
+    case Algorithm::kDirect:
+      return "direct";
+  }
+  return "?";
+}
+
+StatusOr<Algorithm> ParseAlgorithm(std::string_view s) {
+  std::string n = Normalize(s);
+  if (n == "auto") return Algorithm::kAuto;
+  if (n == "ring") return Algorithm::kRing;
+  if (n == "tree") return Algorithm::kTree;
+  if (n == "hierarchical" || n == "hier") return Algorithm::kHierarchical;
+  if (n == "nvls") return Algorithm::kNvls;
+  if (n == "direct") return Algorithm::kDirect;
+  return InvalidArgumentError("unknown algorithm \"" + std::string(s) +
+                              "\" (auto, ring, tree, hierarchical, nvls, direct)");
+}
+
+const char* TransportName(Transport t) {
+  switch (t) {
+    case Transport::kNVLink:
+      return "NVLink";
+    case Transport::kPcieP2P:
+      return "PCIe P2P";
+    case Transport::kShm:
+      return "SHM";
+    case Transport::kNetIB:
+      return "NET/IB";
+    case Transport::kNetSocket:
+      return "NET/Socket";
+  }
+  return "?";
+}
+
+double BusFactor(Collective c, int n) {
+  if (n < 2) return 0;
+  switch (c) {
+    case Collective::kAllReduce:
+      return 2.0 * (n - 1) / n;
+    case Collective::kAllGather:
+    case Collective::kReduceScatter:
+    case Collective::kAllToAll:
+      return static_cast<double>(n - 1) / n;
+    case Collective::kSendRecv:
+      return 1.0;
+  }
+  return 0;
+}
+
+// GPUs of the set that share one NVLink fabric: a node, or the nodes of one multi-node NVLink
+// domain. Collectives cross between islands over the network.
+struct CostModel::Island {
+  int nvlink_domain = -1;    // -1: a single node
+  std::vector<int> members;  // indices into the input, in ring order once prepared
+  std::vector<int> nodes;    // distinct nodes, first-seen order
+  // Inside the island.
+  double ring_gbps = kInf;    // ring capacity (kInf for one GPU)
+  double sum_latency_us = 0;  // Σ alpha over the ring's hops
+  Hop ring_hop;               // the ring's bottleneck hop
+  double nvls_busbw = 0;      // 0: no NVLS
+  double min_port_eff = 0;    // switched fabric: smallest port × efficiency (0: not switched)
+  bool fabric = false;        // every member on one switched fabric
+  double alpha_intra_us = 0;  // mean per-hop alpha inside
+  // Network side.
+  double net_gbps = 0;  // Σ distinct NICs the members use (× efficiency, GDR, socket cap)
+  Transport net_transport = Transport::kNetIB;
+  std::string nics;                // NIC names for hops
+  std::vector<double> share_gbps;  // per member (same order): its NIC's GB/s / GPUs sharing it
+};
+
+struct CostModel::Prepared {
+  std::vector<Island> islands;
+  int n = 0;
+  int nodes = 0;
+  bool multi_node = false;
+};
+
+CostModel::CostModel(const topo::Cluster& cluster, Options options, const CostTables& tables,
+                     const topo::HardwareTable& hw)
+    : cluster_(&cluster), options_(options), tables_(tables) {
+  profile_models_.reserve(cluster.profiles.size());
+  for (const topo::HardwareProfile& p : cluster.profiles) {
+    profile_models_.emplace_back(p.topology, tables, hw);
+  }
+}
+
+std::unique_ptr<CostModel> CostModel::ForNode(const topo::NodeTopology& topology, Options options,
+                                              const CostTables& tables,
+                                              const topo::HardwareTable& hw) {
+  auto cluster = std::make_unique<topo::Cluster>();
+  cluster->name = "node";
+  topo::HardwareProfile profile;
+  profile.name = "node";
+  profile.topology = topology;
+  cluster->profiles.push_back(std::move(profile));
+  topo::ClusterNode node;
+  node.name = "node0";
+  cluster->nodes.push_back(node);
+  auto model = std::unique_ptr<CostModel>(new CostModel(*cluster, options, tables, hw));
+  model->owned_ = std::move(cluster);
+  return model;
+}
+
+const NodeCostModel& CostModel::node_model(int node) const {
+  return profile_models_[cluster_->nodes[node].profile];
+}
+
+std::string CostModel::GpuName(const GpuRef& g, bool multi_node) const {
+  const std::string& gpu = node_model(g.node).gpu_name(g.gpu);
+  return multi_node ? cluster_->nodes[g.node].name + "/" + gpu : gpu;
+}
+
+namespace {
+
+// Worst oversubscription on the way between two nodes: the uplinks from each node's domain up
+// to (not including) the level where they meet, multiplied along the way (every node below an
+// uplink sending at once, as the design ratio assumes).
+double Oversubscription(const topo::Cluster& c, int a, int b) {
+  if (a == b || c.levels.empty()) return 1.0;
+  const int meet = c.MeetLevel(a, b);
+  const int n_domains = static_cast<int>(c.domains.size());
+  auto climb = [&](int node) {
+    double f = 1.0;
+    int d = c.nodes[node].domain;
+    for (int guard = 0; d >= 0 && d < n_domains && guard <= n_domains; ++guard) {
+      int level = c.domains[d].level;
+      if (level <= meet || level < 0 || level >= static_cast<int>(c.levels.size())) break;
+      f *= std::max(1.0, c.levels[level].oversubscription);
+      d = c.domains[d].parent;
+    }
+    return f;
+  };
+  return std::max(climb(a), climb(b));
+}
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  if (names.size() > 4) return std::to_string(names.size()) + " NICs";
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ",") + n;
+  return out;
+}
+
+// The network bandwidth a group of GPUs (`members`, indices into `gpus`) has together. Each
+// distinct NIC counts once, at the best rate any member gets through it: NCCL sends a channel's
+// network traffic through the GPU closest to the NIC. `share`: what each member gets through
+// its own NICs when every member sends at once (NICs split evenly among the members that have
+// them). NET/Socket is capped per node.
+struct NetShare {
+  double total = 0;
+  bool socket = false;
+  std::vector<double> share;
+  std::vector<std::string> names;
+};
+
+NetShare ComputeNet(const CostModel& model, std::span<const GpuRef> gpus,
+                    const std::vector<int>& members, bool prefix_node) {
+  const CostTables& tables = model.tables();
+  NetShare out;
+  std::map<std::pair<int, int>, double> nic_gbps;
+  std::map<std::pair<int, int>, int> users;
+  std::map<int, int> node_users;
+  for (int m : members) {
+    const GpuRef& g = gpus[m];
+    const NodeCostModel& nm = model.node_model(g.node);
+    ++node_users[g.node];
+    std::vector<int> nics = nm.NicsOf(g.gpu);
+    if (nics.empty()) nics.push_back(-1);
+    for (int c : nics) {
+      std::pair<int, int> key{g.node, c};
+      auto [it, inserted] = nic_gbps.emplace(key, nm.NicGbps(g.gpu, c));
+      if (!inserted) it->second = std::max(it->second, nm.NicGbps(g.gpu, c));
+      if (inserted) {
+        out.names.push_back((prefix_node ? model.cluster().nodes[g.node].name + "/" : "") +
+                            nm.NicName(c));
+      }
+      ++users[key];
+    }
+    out.socket = out.socket || nm.NetTransport(g.gpu) == Transport::kNetSocket;
+  }
+  std::map<int, double> node_net;
+  for (const auto& [key, gbps] : nic_gbps) node_net[key.first] += gbps;
+  for (auto& [node, gbps] : node_net) {
+    if (out.socket) gbps = std::min(gbps, tables.socket_max_gbps_per_node);
+    out.total += gbps;
+  }
+  for (int m : members) {
+    const GpuRef& g = gpus[m];
+    const NodeCostModel& nm = model.node_model(g.node);
+    std::vector<int> nics = nm.NicsOf(g.gpu);
+    if (nics.empty()) nics.push_back(-1);
+    double share = 0;
+    for (int c : nics) share += nm.NicGbps(g.gpu, c) / users[{g.node, c}];
+    if (out.socket) share = std::min(share, node_net[g.node] / node_users[g.node]);
+    out.share.push_back(share);
+  }
+  return out;
+}
+
+}  // namespace
+
+StatusOr<CostModel::Prepared> CostModel::Prepare(std::span<const GpuRef> gpus) const {
+  Prepared p;
+  p.n = static_cast<int>(gpus.size());
+  if (gpus.empty()) return InvalidArgumentError("cost: empty GPU set");
+  std::set<std::pair<int, int>> seen;
+  std::set<int> nodes;
+  for (const GpuRef& g : gpus) {
+    if (g.node < 0 || g.node >= static_cast<int>(cluster_->nodes.size())) {
+      return InvalidArgumentError("cost: node id " + std::to_string(g.node) + " out of range");
+    }
+    const int ng = node_model(g.node).num_gpus();
+    if (g.gpu < 0 || g.gpu >= ng) {
+      return InvalidArgumentError("cost: node \"" + cluster_->nodes[g.node].name +
+                                  "\" has no GPU position " + std::to_string(g.gpu));
+    }
+    if (!seen.insert({g.node, g.gpu}).second) {
+      return InvalidArgumentError("cost: GPU " + GpuName(g, true) + " listed twice");
+    }
+    nodes.insert(g.node);
+  }
+  p.nodes = static_cast<int>(nodes.size());
+  p.multi_node = p.nodes > 1;
+
+  // Group into islands, first-seen order; members grouped by node inside an island.
+  std::map<int, int> island_of_key;
+  for (int i = 0; i < p.n; ++i) {
+    const int node = gpus[i].node;
+    int dom = cluster_->nodes[node].nvlink_domain;
+    if (dom >= static_cast<int>(cluster_->nvlink_domains.size())) dom = -1;
+    if (dom >= 0 && cluster_->nvlink_domains[dom].gpu_bandwidth_gbps <= 0 &&
+        !node_model(node).switched()) {
+      dom = -1;  // a domain without a known per-GPU rate over non-switched nodes: per node
+    }
+    const int key = dom >= 0 ? dom : -1 - node;
+    auto [it, inserted] = island_of_key.emplace(key, static_cast<int>(p.islands.size()));
+    if (inserted) {
+      p.islands.emplace_back();
+      p.islands.back().nvlink_domain = dom;
+    }
+    Island& isl = p.islands[it->second];
+    if (std::find(isl.nodes.begin(), isl.nodes.end(), node) == isl.nodes.end()) {
+      isl.nodes.push_back(node);
+    }
+    isl.members.push_back(i);
+  }
+  const double eff_nv = tables_.Efficiency(Transport::kNVLink);
+  for (Island& isl : p.islands) {
+    std::stable_sort(isl.members.begin(), isl.members.end(), [&](int a, int b) {
+      auto pos = [&](int m) {
+        return std::find(isl.nodes.begin(), isl.nodes.end(), gpus[m].node) - isl.nodes.begin();
+      };
+      return pos(a) < pos(b);
+    });
+    const int k = static_cast<int>(isl.members.size());
+    if (isl.nvlink_domain < 0) {
+      const int node = isl.nodes[0];
+      const NodeCostModel& m = node_model(node);
+      std::vector<int> pos(k), order(k);
+      for (int i = 0; i < k; ++i) pos[i] = gpus[isl.members[i]].gpu;
+      bool fabric = m.switched();
+      double min_port = kInf;
+      for (int g : pos) {
+        fabric = fabric && m.PortGbps(g) > 0;
+        min_port = std::min(min_port, m.PortGbps(g));
+      }
+      isl.fabric = fabric;
+      isl.min_port_eff = fabric ? min_port : 0;
+      if (k >= 2) {
+        NodeCostModel::Ring ring = m.BestRing(pos, order.data());
+        std::vector<int> by_pos(m.num_gpus(), -1);
+        for (int i = 0; i < k; ++i) by_pos[pos[i]] = isl.members[i];
+        for (int i = 0; i < k; ++i) isl.members[i] = by_pos[order[i]];
+        isl.ring_gbps = ring.gbps;
+        isl.sum_latency_us = ring.sum_latency_us;
+        isl.alpha_intra_us = ring.sum_latency_us / k;
+        isl.ring_hop = Hop{GpuName({node, ring.from}, p.multi_node),
+                           GpuName({node, ring.to}, p.multi_node),
+                           m.EdgePath(ring.from, ring.to),
+                           m.EdgeTransport(ring.from, ring.to),
+                           ring.gbps,
+                           ""};
+        isl.nvls_busbw = m.NvlsBusBwGbps(pos);
+      }
+    } else {
+      // Multi-node NVLink domain: one switched fabric at the domain's per-GPU rate.
+      const topo::NvlinkDomain& dom = cluster_->nvlink_domains[isl.nvlink_domain];
+      double min_raw = kInf;
+      int worst = 0;
+      int gen = 0;
+      for (int i = 0; i < k; ++i) {
+        const GpuRef& g = gpus[isl.members[i]];
+        const NodeCostModel& m = node_model(g.node);
+        gen = std::max(gen, m.nvlink_gen());
+        double raw = dom.gpu_bandwidth_gbps > 0 ? dom.gpu_bandwidth_gbps : m.PortRawGbps(g.gpu);
+        if (raw < min_raw) {
+          min_raw = raw;
+          worst = i;
+        }
+      }
+      isl.fabric = true;
+      isl.min_port_eff = min_raw * eff_nv;
+      if (k >= 2) {
+        isl.ring_gbps = min_raw * eff_nv;
+        isl.alpha_intra_us = tables_.LatencyUs(Transport::kNVLink);
+        isl.sum_latency_us = k * isl.alpha_intra_us;
+        const GpuRef& a = gpus[isl.members[worst]];
+        const GpuRef& b = gpus[isl.members[(worst + 1) % k]];
+        std::string path = a.node == b.node ? node_model(a.node).EdgePath(a.gpu, b.gpu) : "MNNVL";
+        isl.ring_hop =
+            Hop{GpuName(a, true), GpuName(b, true), path, Transport::kNVLink, isl.ring_gbps, ""};
+        isl.nvls_busbw = min_raw * tables_.NvlsFactor(gen);
+      }
+    }
+    NetShare net = ComputeNet(*this, gpus, isl.members, p.multi_node && isl.nodes.size() > 1);
+    isl.net_gbps = net.total;
+    isl.net_transport = net.socket ? Transport::kNetSocket : Transport::kNetIB;
+    isl.nics = JoinNames(net.names);
+    isl.share_gbps = std::move(net.share);
+  }
+  return p;
+}
+
+namespace {
+
+struct Candidate {
+  Algorithm algorithm = Algorithm::kRing;
+  double time_ms = kInf;
+  Hop bottleneck;
+  std::vector<Hop> hops;
+  std::vector<int> order;  // input indices
+};
+
+}  // namespace
+
+StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const GpuRef> gpus,
+                                       double bytes, Algorithm algorithm) const {
+  if (!(bytes >= 0) || !std::isfinite(bytes)) {
+    return InvalidArgumentError("cost: bytes must be a finite number >= 0");
+  }
+  ASSIGN_OR_RETURN(Prepared p, Prepare(gpus));
+  const bool p2p = collective == Collective::kAllToAll || collective == Collective::kSendRecv;
+  if (p2p && algorithm != Algorithm::kAuto && algorithm != Algorithm::kDirect) {
+    return InvalidArgumentError(std::string("cost: ") + CollectiveName(collective) +
+                                " has only the direct algorithm");
+  }
+  if (!p2p && algorithm == Algorithm::kDirect) {
+    return InvalidArgumentError(std::string("cost: ") + CollectiveName(collective) +
+                                " has no direct algorithm");
+  }
+  if (collective != Collective::kAllReduce &&
+      (algorithm == Algorithm::kTree || algorithm == Algorithm::kHierarchical ||
+       algorithm == Algorithm::kNvls)) {
+    return InvalidArgumentError(std::string("cost: ") + AlgorithmName(algorithm) +
+                                " applies to allreduce only");
+  }
+  const int n = p.n;
+  const int ni = static_cast<int>(p.islands.size());
+  Estimate est;
+  est.ranks = n;
+  est.nodes = p.nodes;
+  if (n < 2) {
+    est.algorithm = p2p ? Algorithm::kDirect : Algorithm::kRing;
+    est.order.assign(gpus.begin(), gpus.end());
+    return est;
+  }
+  const double base_ms = tables_.base_latency_us * 1e-3;
+  const bool multi = p.multi_node;
+  auto name = [&](int m) { return GpuName(gpus[m], multi); };
+  auto island_factor = [&](int a, int b) {
+    return Oversubscription(*cluster_, p.islands[a].nodes[0], p.islands[b].nodes[0]);
+  };
+  auto intra_hop = [&](int a, int b) {
+    const GpuRef& ga = gpus[a];
+    const GpuRef& gb = gpus[b];
+    Hop h;
+    h.from = name(a);
+    h.to = name(b);
+    if (ga.node == gb.node) {
+      const NodeCostModel& m = node_model(ga.node);
+      h.path = m.EdgePath(ga.gpu, gb.gpu);
+      h.transport = m.EdgeTransport(ga.gpu, gb.gpu);
+      h.bandwidth_gbps = m.switched() && m.PortGbps(ga.gpu) > 0 && m.PortGbps(gb.gpu) > 0
+                             ? std::min(m.PortGbps(ga.gpu), m.PortGbps(gb.gpu))
+                             : m.EdgeGbps(ga.gpu, gb.gpu);
+    } else {
+      h.path = "MNNVL";
+      h.transport = Transport::kNVLink;
+      h.bandwidth_gbps = 0;
+      for (const Island& isl : p.islands) {
+        if (std::find(isl.members.begin(), isl.members.end(), a) != isl.members.end()) {
+          h.bandwidth_gbps = isl.min_port_eff;
+        }
+      }
+    }
+    return h;
+  };
+  auto net_hop = [&](int from_island, int a, int b, double gbps) {
+    const Island& isl = p.islands[from_island];
+    return Hop{name(a), name(b), "NET", isl.net_transport, gbps, isl.nics};
+  };
+  std::vector<int> ring_order;
+  for (const Island& isl : p.islands) {
+    ring_order.insert(ring_order.end(), isl.members.begin(), isl.members.end());
+  }
+
+  std::vector<Candidate> candidates;
+
+  // Ring (AllReduce, AllGather, ReduceScatter).
+  auto ring = [&]() {
+    Candidate c;
+    c.algorithm = Algorithm::kRing;
+    const bool ar = collective == Collective::kAllReduce;
+    const double traffic = ar ? 2.0 * (n - 1) / n : static_cast<double>(n - 1) / n;
+    double busbw = kInf;
+    double alpha_sum = 0;
+    for (const Island& isl : p.islands) {
+      if (isl.members.size() >= 2 && isl.ring_gbps < busbw) {
+        busbw = isl.ring_gbps;
+        c.bottleneck = isl.ring_hop;
+      }
+      if (ni == 1) {
+        alpha_sum += isl.sum_latency_us;
+      } else if (!isl.members.empty()) {
+        alpha_sum += isl.alpha_intra_us * (isl.members.size() - 1);
+      }
+    }
+    for (int i = 0; i < ni && ni >= 2; ++i) {
+      const int next = (i + 1) % ni, prev = (i + ni - 1) % ni;
+      const double f = std::max(island_factor(i, next), island_factor(prev, i));
+      const double bw = p.islands[i].net_gbps / f;
+      alpha_sum += tables_.LatencyUs(p.islands[i].net_transport);
+      if (bw < busbw) {
+        busbw = bw;
+        c.bottleneck = net_hop(i, p.islands[i].members.back(), p.islands[next].members.front(), bw);
+      }
+    }
+    c.bottleneck.bandwidth_gbps = busbw;
+    c.time_ms = base_ms + traffic * alpha_sum * 1e-3 + traffic * Ms(bytes, busbw);
+    c.order = ring_order;
+    for (int i = 0; i < ni; ++i) {
+      const Island& isl = p.islands[i];
+      const int k = static_cast<int>(isl.members.size());
+      for (int j = 0; j + 1 < k; ++j)
+        c.hops.push_back(intra_hop(isl.members[j], isl.members[j + 1]));
+      if (ni == 1 && k >= 2) c.hops.push_back(intra_hop(isl.members[k - 1], isl.members[0]));
+      if (ni >= 2) {
+        const int next = (i + 1) % ni;
+        const double f = std::max(island_factor(i, next), island_factor((i + ni - 1) % ni, i));
+        c.hops.push_back(
+            net_hop(i, isl.members.back(), p.islands[next].members.front(), isl.net_gbps / f));
+      }
+    }
+    return c;
+  };
+
+  // Tree (AllReduce): NCCL's double binary tree over islands, a chain inside each island.
+  auto tree = [&]() {
+    Candidate c;
+    c.algorithm = Algorithm::kTree;
+    double algbw = kInf;
+    double chain_alpha = 0;
+    for (const Island& isl : p.islands) {
+      const int k = static_cast<int>(isl.members.size());
+      if (k >= 2) {
+        double chain = k == 2 ? isl.ring_gbps : isl.ring_gbps / 2;
+        if (chain < algbw) {
+          algbw = chain;
+          c.bottleneck = isl.ring_hop;
+        }
+      }
+      chain_alpha = std::max(chain_alpha, isl.alpha_intra_us * std::max(0, k - 1));
+    }
+    double net_alpha = 0;
+    if (ni >= 2) {
+      // Two mirrored balanced binary trees, each carrying half of the data.
+      std::vector<std::vector<int>> parent(2, std::vector<int>(ni, -1));
+      auto build = [&](auto&& self, std::vector<int>& par, int lo, int hi, int up) -> void {
+        if (lo >= hi) return;
+        int mid = (lo + hi) / 2;
+        par[mid] = up;
+        self(self, par, lo, mid, mid);
+        self(self, par, mid + 1, hi, mid);
+      };
+      build(build, parent[0], 0, ni, -1);
+      std::vector<int> tmp(ni, -1);
+      build(build, tmp, 0, ni, -1);
+      for (int pos = 0; pos < ni; ++pos) {  // mirror: position pos is island ni-1-pos
+        parent[1][ni - 1 - pos] = tmp[pos] < 0 ? -1 : ni - 1 - tmp[pos];
+      }
+      std::vector<double> traffic(ni, 0), factor(ni, 1.0);
+      for (int t = 0; t < 2; ++t) {
+        for (int i = 0; i < ni; ++i) {
+          int up = parent[t][i];
+          if (up < 0) continue;
+          traffic[i] += 0.5;
+          traffic[up] += 0.5;
+          double f = island_factor(i, up);
+          factor[i] = std::max(factor[i], f);
+          factor[up] = std::max(factor[up], f);
+          c.hops.push_back(net_hop(i, p.islands[i].members.front(), p.islands[up].members.front(),
+                                   p.islands[i].net_gbps / f));
+        }
+      }
+      for (int i = 0; i < ni; ++i) {
+        double bw = p.islands[i].net_gbps / (traffic[i] * factor[i]);
+        if (bw < algbw) {
+          algbw = bw;
+          int up = parent[0][i] >= 0 ? parent[0][i] : parent[1][i];
+          c.bottleneck =
+              net_hop(i, p.islands[i].members.front(), p.islands[up].members.front(), bw);
+        }
+      }
+      int depth = static_cast<int>(std::ceil(std::log2(ni + 1.0)));
+      net_alpha = depth * tables_.LatencyUs(p.islands[0].net_transport);
+    }
+    c.bottleneck.bandwidth_gbps = algbw;
+    c.time_ms = base_ms + 2 * (net_alpha + chain_alpha) * 1e-3 + Ms(bytes, algbw);
+    c.order = ring_order;
+    for (const Island& isl : p.islands) {
+      for (size_t j = 0; j + 1 < isl.members.size(); ++j) {
+        c.hops.push_back(intra_hop(isl.members[j], isl.members[j + 1]));
+      }
+    }
+    return c;
+  };
+
+  // Hierarchical (AllReduce): reduce-scatter inside each island, AllReduce of each GPU's shard
+  // across islands over its NIC, all-gather inside. Needs the same GPU count per island.
+  auto hierarchical = [&]() -> std::optional<Candidate> {
+    if (ni < 2) return std::nullopt;
+    const int g = static_cast<int>(p.islands[0].members.size());
+    for (const Island& isl : p.islands) {
+      if (static_cast<int>(isl.members.size()) != g) return std::nullopt;
+    }
+    if (g < 2) return std::nullopt;
+    Candidate c;
+    c.algorithm = Algorithm::kHierarchical;
+    const double part = static_cast<double>(g - 1) / g;
+    double rs_ms = 0;
+    Hop rs_hop;
+    for (const Island& isl : p.islands) {
+      double t = part * (Ms(bytes, isl.ring_gbps) + isl.sum_latency_us * 1e-3);
+      if (t > rs_ms) {
+        rs_ms = t;
+        rs_hop = isl.ring_hop;
+      }
+    }
+    double shard_bw = kInf;
+    Hop net;
+    for (int i = 0; i < ni; ++i) {
+      const int next = (i + 1) % ni, prev = (i + ni - 1) % ni;
+      const double f = std::max(island_factor(i, next), island_factor(prev, i));
+      const Island& isl = p.islands[i];
+      for (int j = 0; j < g; ++j) {
+        double bw = isl.share_gbps[j] / f;
+        if (bw < shard_bw) {
+          shard_bw = bw;
+          net = net_hop(i, isl.members[j], p.islands[next].members[j], bw);
+        }
+      }
+    }
+    const double inter_traffic = 2.0 * (ni - 1) / ni;
+    const double inter_ms = inter_traffic * Ms(bytes / g, shard_bw) +
+                            2.0 * (ni - 1) * tables_.LatencyUs(p.islands[0].net_transport) * 1e-3;
+    c.time_ms = base_ms + 2 * rs_ms + inter_ms;
+    c.bottleneck = inter_ms >= rs_ms ? net : rs_hop;
+    c.order = ring_order;
+    for (int i = 0; i < ni; ++i) {
+      const Island& isl = p.islands[i];
+      for (int j = 0; j + 1 < g; ++j)
+        c.hops.push_back(intra_hop(isl.members[j], isl.members[j + 1]));
+      c.hops.push_back(intra_hop(isl.members[g - 1], isl.members[0]));
+      const int next = (i + 1) % ni;
+      for (int j = 0; j < g; ++j) {
+        c.hops.push_back(net_hop(i, isl.members[j], p.islands[next].members[j], isl.share_gbps[j]));
+      }
+    }
+    return c;
+  };
+
+  // NVLS (AllReduce): every GPU in one switched fabric with NVLink SHARP.
+  auto nvls = [&]() -> std::optional<Candidate> {
+    if (ni != 1 || p.islands[0].nvls_busbw <= 0) return std::nullopt;
+    const Island& isl = p.islands[0];
+    Candidate c;
+    c.algorithm = Algorithm::kNvls;
+    const double traffic = 2.0 * (n - 1) / n;
+    c.time_ms = base_ms + tables_.nvls_latency_us * 1e-3 + traffic * Ms(bytes, isl.nvls_busbw);
+    c.bottleneck = isl.ring_hop;
+    c.bottleneck.to = "NVSwitch";
+    c.bottleneck.bandwidth_gbps = isl.nvls_busbw;
+    c.order = ring_order;
+    for (int m : isl.members) {
+      Hop h = intra_hop(m, m == isl.members.front() ? isl.members.back() : isl.members.front());
+      h.to = "NVSwitch";
+      h.bandwidth_gbps = isl.nvls_busbw;
+      c.hops.push_back(h);
+    }
+    return c;
+  };
+
+  // AllToAll: every rank sends bytes/n to every other rank at once.
+  auto alltoall = [&]() {
+    Candidate c;
+    c.algorithm = Algorithm::kDirect;
+    double worst_ms = 0;
+    double alpha = 0;
+    for (int i = 0; i < ni; ++i) {
+      const Island& isl = p.islands[i];
+      const int k = static_cast<int>(isl.members.size());
+      if (k >= 2) {
+        if (isl.fabric) {
+          double bw = isl.min_port_eff;
+          double t = Ms(bytes * (k - 1) / n, bw);
+          if (t > worst_ms) {
+            worst_ms = t;
+            c.bottleneck = isl.ring_hop;
+            c.bottleneck.to = "NVSwitch";
+            c.bottleneck.bandwidth_gbps = bw * n / (n - 1.0);
+          }
+        } else {
+          for (int a : isl.members) {
+            for (int b : isl.members) {
+              if (a == b) continue;
+              Hop h = intra_hop(a, b);
+              double t = Ms(bytes / n, h.bandwidth_gbps);
+              if (t > worst_ms) {
+                worst_ms = t;
+                c.bottleneck = h;
+                c.bottleneck.bandwidth_gbps = h.bandwidth_gbps * n / (n - 1.0);
+              }
+            }
+          }
+        }
+        alpha = std::max(alpha, isl.alpha_intra_us);
+      }
+      if (ni >= 2) {
+        double f = 1.0;
+        for (int j = 0; j < ni; ++j) {
+          if (j != i) f = std::max(f, island_factor(i, j));
+        }
+        double bw = isl.net_gbps / f;
+        double t = Ms(bytes * k * (n - k) / n, bw);
+        alpha = std::max(alpha, tables_.LatencyUs(isl.net_transport));
+        const int next = (i + 1) % ni;
+        c.hops.push_back(net_hop(i, isl.members.front(), p.islands[next].members.front(), bw));
+        if (t > worst_ms) {
+          worst_ms = t;
+          c.bottleneck = c.hops.back();
+          // Bus bandwidth this bound allows: bytes·(n-1)/n over the time.
+          c.bottleneck.bandwidth_gbps = bw * (n - 1.0) / (k * (n - k));
+        }
+      }
+    }
+    c.time_ms = base_ms + (n - 1) * alpha * 1e-3 + worst_ms;
+    c.order.assign(gpus.size(), 0);
+    for (int i = 0; i < n; ++i) c.order[i] = i;
+    return c;
+  };
+
+  // Send/Recv: rank r sends `bytes` to rank r+1 (mod n) in the given order, all at once.
+  auto sendrecv = [&]() {
+    Candidate c;
+    c.algorithm = Algorithm::kDirect;
+    std::vector<int> island_of(n, 0);
+    for (int i = 0; i < ni; ++i) {
+      for (int m : p.islands[i].members) island_of[m] = i;
+    }
+    const int pairs = n == 2 ? 1 : n;
+    std::vector<int> cross;  // senders whose receiver is in another island
+    for (int r = 0; r < n; ++r) {
+      if (island_of[r] != island_of[(r + 1) % n] && (r < pairs || n == 2)) cross.push_back(r);
+    }
+    NetShare net = ComputeNet(*this, gpus, cross, multi);
+    double bw_min = kInf, alpha = 0;
+    for (int r = 0; r < pairs; ++r) {
+      int a = r, b = (r + 1) % n;
+      Hop h;
+      if (island_of[a] == island_of[b]) {
+        h = intra_hop(a, b);
+      } else {
+        const GpuRef& ga = gpus[a];
+        const NodeCostModel& m = node_model(ga.node);
+        int idx = static_cast<int>(std::find(cross.begin(), cross.end(), a) - cross.begin());
+        double bw = net.share[idx] / Oversubscription(*cluster_, ga.node, gpus[b].node);
+        const std::vector<int>& nics = m.NicsOf(ga.gpu);
+        h = Hop{name(a), name(b),
+                "NET",   m.NetTransport(ga.gpu),
+                bw,      m.NicName(nics.empty() ? -1 : nics[0])};
+      }
+      alpha = std::max(alpha, tables_.LatencyUs(h.transport));
+      c.hops.push_back(h);
+      if (h.bandwidth_gbps < bw_min) {
+        bw_min = h.bandwidth_gbps;
+        c.bottleneck = h;
+      }
+    }
+    c.time_ms = base_ms + alpha * 1e-3 + Ms(bytes, bw_min);
+    c.order.assign(n, 0);
+    for (int i = 0; i < n; ++i) c.order[i] = i;
+    return c;
+  };
+
+  switch (collective) {
+    case Collective::kAllReduce:
+      if (algorithm == Algorithm::kAuto || algorithm == Algorithm::kRing) {
+        candidates.push_back(ring());
+      }
+      if ((algorithm == Algorithm::kAuto && options_.allow_tree) || algorithm == Algorithm::kTree) {
+        candidates.push_back(tree());
+      }
+      if ((algorithm == Algorithm::kAuto && options_.allow_hierarchical) ||
+          algorithm == Algorithm::kHierarchical) {
+        if (auto h = hierarchical()) {
+          candidates.push_back(std::move(*h));
+        } else if (algorithm == Algorithm::kHierarchical) {
+          return InvalidArgumentError(
+              "cost: hierarchical needs GPUs on 2+ nodes (NVLink domains) with the same count, "
+              "at least 2, on each");
+        }
+      }
+      if ((algorithm == Algorithm::kAuto && options_.allow_nvls) || algorithm == Algorithm::kNvls) {
+        if (auto v = nvls()) {
+          candidates.push_back(std::move(*v));
+        } else if (algorithm == Algorithm::kNvls) {
+          return InvalidArgumentError(
+              "cost: nvls needs every GPU on one NVSwitch fabric with NVLink SHARP (NVLink 4+)");
+        }
+      }
+      break;
+    case Collective::kAllGather:
+    case Collective::kReduceScatter:
+      candidates.push_back(ring());
+      break;
+    case Collective::kAllToAll:
+      candidates.push_back(alltoall());
+      break;
+    case Collective::kSendRecv:
+      candidates.push_back(sendrecv());
+      break;
+  }
+  const Candidate* best = nullptr;
+  for (const Candidate& c : candidates) {
+    if (!best || c.time_ms < best->time_ms) best = &c;
+  }
+  if (!best || !std::isfinite(best->time_ms)) {
+    return InternalError("cost: no algorithm gives a finite time for this set");
+  }
+  est.time_ms = best->time_ms;
+  est.algorithm = best->algorithm;
+  est.bottleneck = best->bottleneck;
+  est.hops = best->hops;
+  for (int i : best->order) est.order.push_back(gpus[i]);
+  est.algbw_gbps = est.time_ms > 0 ? bytes / (est.time_ms * 1e-3) / 1e9 : 0;
+  est.busbw_gbps = est.algbw_gbps * BusFactor(collective, n);
+  return est;
+}
+
+}  // namespace toposched::cost

@@ -1,0 +1,179 @@
+// Runs the real `toposched` binary: exit codes, stdout/stderr, files written.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <string>
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string TempDir() {
+  static std::string dir = [] {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "toposched-cli-XXXXXX").string();
+    char* d = mkdtemp(tmpl.data());
+    return std::string(d ? d : "/tmp");
+  }();
+  return dir;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Result RunCli(const std::string& args) {
+  static int n = 0;
+  std::string out = TempDir() + "/out" + std::to_string(n) + ".txt";
+  std::string err = TempDir() + "/err" + std::to_string(n++) + ".txt";
+  std::string cmd = std::string(TS_CLI) + " " + args + " >" + out + " 2>" + err;
+  int st = std::system(cmd.c_str());
+  Result r;
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  r.out = Slurp(out);
+  r.err = Slurp(err);
+  return r;
+}
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  std::string p = TempDir() + "/" + name;
+  std::ofstream(p, std::ios::binary) << text;
+  return p;
+}
+
+const char* kSample24 = "data/samples/nvidia-smi/24-h100-sxm-8gpu-nv18-8nic-pix-sglang30401.txt";
+
+TEST(Cli, TopoImportPrintsTheDocumentedJson) {
+  Result r = RunCli(std::string("topo import ") + kSample24);
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["gpus"].size(), 8u);
+  EXPECT_EQ(j["gpus"][0]["name"], "GPU0");
+  EXPECT_EQ(j["gpus"][4]["numa"], 1);
+  EXPECT_EQ(j["gpus"][0]["cpus"], "0-47,96-143");
+  ASSERT_EQ(j["nics"].size(), 8u);
+  EXPECT_EQ(j["nics"][3]["name"], "mlx5_3");
+  EXPECT_EQ(j["nics"][5]["numa"], 1);  // inferred: NODE/PIX to the GPUs of NUMA 1
+  EXPECT_EQ(j["links"].size(), 16u * 15u / 2u);
+  bool found = false;
+  for (const auto& l : j["links"]) {
+    if (l["a"] == "GPU1" && l["b"] == "mlx5_1") {
+      EXPECT_EQ(l["path"], "PIX");
+      found = true;
+    }
+    if (l["a"] == "GPU0" && l["b"] == "GPU5") {
+      EXPECT_EQ(l["path"], "NV18");
+      EXPECT_EQ(l["nvlinks"], 18);
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(Cli, JsonOutputImportsBackToTheSameJson) {
+  Result a = RunCli(std::string("topo import ") + kSample24);
+  ASSERT_EQ(a.code, 0);
+  std::string p = WriteTemp("roundtrip.json", a.out);
+  Result b = RunCli("topo import --format json " + p);
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_EQ(b.out, a.out);
+}
+
+TEST(Cli, TopoShowSummarises) {
+  Result r = RunCli(std::string("topo show ") + kSample24);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("NVLink islands"), std::string::npos);
+  EXPECT_NE(r.out.find("island 0: GPU0 GPU1 GPU2 GPU3 GPU4 GPU5 GPU6 GPU7"), std::string::npos);
+  EXPECT_NE(r.out.find("GPU5: mlx5_5 (PIX, GPUDirect RDMA)"), std::string::npos);
+  EXPECT_NE(r.out.find("NUMA 1"), std::string::npos);
+}
+
+TEST(Cli, DiscoverWorksWithoutGpus) {
+  Result r = RunCli("topo discover --to json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["gpus"].is_array());
+  EXPECT_GE(j["numa_nodes"].size(), 1u);
+}
+
+// Malformed inputs: each gives a clear message on stderr and exit code 1.
+TEST(Cli, MalformedInputsExitOneWithAMessage) {
+  std::string header = "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\n";
+  std::string garbage;
+  std::mt19937 rng(7);
+  for (int i = 0; i < 4096; ++i) garbage += static_cast<char>(rng() & 0xff);
+  struct Case {
+    const char* name;
+    std::string text;
+    const char* want;  // substring of stderr
+  } cases[] = {
+      {"truncated", header + "GPU0\t X \tNV2\t0-7\t0\nGPU1\tNV2\n", ":3:"},
+      {"unknown label", header + "GPU0\t X \tNV2\t0-7\t0\nGPU1\tFOO\t X \t0-7\t0\n", "FOO"},
+      {"non-square", header + "GPU0\t X \tNV2\tNV2\t0-7\t0\nGPU1\tNV2\t X \t0-7\t0\n", ":2:"},
+      {"wrong counts",
+       header + "GPU0\t X \tNV2\t0-7\t0\nGPU1\tNV2\t X \t0-7\t0\nGPU2\tNV2\tNV2\t0-7\t0\n", ":4:"},
+      {"binary", garbage, "bad4.txt"},
+      {"10 MB line", std::string(10 << 20, 'A'), ":1:"},
+  };
+  int i = 0;
+  for (const auto& c : cases) {
+    std::string p = WriteTemp("bad" + std::to_string(i++) + ".txt", c.text);
+    Result r = RunCli("topo import --format nvidia-smi " + p);
+    EXPECT_EQ(r.code, 1) << c.name << ": " << r.err;
+    EXPECT_NE(r.err.find("toposched: "), std::string::npos) << c.name;
+    EXPECT_NE(r.err.find(c.want), std::string::npos) << c.name << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << c.name;
+  }
+}
+
+TEST(Cli, UsageErrorsExitTwo) {
+  EXPECT_EQ(RunCli("topo import").code, 2);
+  EXPECT_EQ(RunCli("topo import --format nope x").code, 2);
+  EXPECT_EQ(RunCli("frobnicate").code, 2);
+  EXPECT_EQ(RunCli("").code, 2);
+}
+
+TEST(Cli, MissingFileExitsOne) {
+  Result r = RunCli("topo import /nonexistent/file.txt");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("/nonexistent/file.txt"), std::string::npos);
+}
+
+TEST(Cli, ClusterCheckAndSlurmExport) {
+  Result c = RunCli("cluster check data/clusters/h100-2rack.yaml");
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("GPUs"), std::string::npos);
+  std::string dir = TempDir() + "/slurm-h100";
+  Result e = RunCli("export slurm data/clusters/h100-2rack.yaml --dir " + dir);
+  ASSERT_EQ(e.code, 0) << e.err;
+  std::string gres = Slurp(dir + "/gres.conf");
+  std::string topo = Slurp(dir + "/topology.conf");
+  EXPECT_NE(gres.find("Name=gpu"), std::string::npos);
+  EXPECT_NE(gres.find("Links="), std::string::npos);
+  EXPECT_NE(topo.find("SwitchName="), std::string::npos);
+  Result g = RunCli("export slurm data/clusters/gb200-nvl72.yaml");
+  ASSERT_EQ(g.code, 0) << g.err;
+  EXPECT_NE(g.out.find("BlockName="), std::string::npos);
+  Result bad = RunCli("cluster check " + WriteTemp("bad.yaml", "name: x\nprofiles: 3\n"));
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("bad.yaml:2"), std::string::npos) << bad.err;
+}
+
+TEST(Cli, DemoRunsOnTheExamples) {
+  Result r = RunCli("demo");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("== cluster"), std::string::npos);
+  EXPECT_NE(r.out.find("NVLink islands"), std::string::npos);
+}
+
+}  // namespace
