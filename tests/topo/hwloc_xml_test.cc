@@ -258,7 +258,20 @@ TEST(HwlocXmlMalformed, InvalidArgumentWithoutCrash) {
   std::string dgx2 = ReadText(kSampleDir + "hwloc-nvidiaDGX2.xml");
   std::string garbage;
   for (int i = 0; i < 4096; ++i) garbage.push_back(static_cast<char>((i * 7919 + 13) % 256));
+  // Well-formed XML that libhwloc would trust and crash or allocate gigabytes on.
+  std::string v2 = ReadText(kTestData + "hwloc-v2-power8-4xP100.xml");
+  auto replace = [&](const std::string& from, const std::string& to) {
+    std::string out = v2;
+    size_t pos = out.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    if (pos != std::string::npos) out.replace(pos, from.size(), to);
+    return out;
+  };
   std::vector<BadInput> cases = {
+      {"no-complete-cpuset", replace("complete_cpuset=", "incomplete_cpuset=")},
+      {"bad-bitmap", replace("nodeset=\"0x00000003\"", "nodeset=\"0c00000003\"")},
+      {"huge-nbobjs", replace("nbobjs=\"6\"", "nbobjs=\"-1\"")},
+      {"bad-osdev-type", replace("osdev_type=\"5\"", "osdev_type=\"16\"")},
       {"truncated", dgx2.substr(0, dgx2.size() / 2)},
       {"truncated-at-start", dgx2.substr(0, 200)},
       {"not-xml", "GPU0 GPU1 CPU Affinity\nGPU0 X NV1\n"},

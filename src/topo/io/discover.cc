@@ -14,25 +14,16 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/strings.h"
+#include "topo/io/hwloc_internal.h"
 
 namespace toposched::topo::io {
-
-namespace hwloc_internal {
-// Defined in hwloc_xml.cc (one hwloc -> NodeTopology conversion for XML and live systems).
-struct Conversion {
-  NodeTopology topology;
-  std::vector<std::vector<int>> nvlinks;
-  bool nvlink_known = false;
-};
-StatusOr<Conversion> Convert(hwloc_topology_t topo, const std::string& source);
-Status Finish(Conversion* c);
-}  // namespace hwloc_internal
 
 namespace {
 
@@ -167,11 +158,9 @@ StatusOr<NodeTopology> DiscoverLocal(const DiscoverOptions& options) {
     return InternalError(std::string("discover: hwloc could not read this machine: ") +
                          std::strerror(errno));
   }
-  ASSIGN_OR_RETURN(hwloc_internal::Conversion c,
-                   hwloc_internal::Convert(raw, "discover:" + HostName()));
-  EnrichFromSysfs(options.sysfs_root, &c.topology);
-  RETURN_IF_ERROR(hwloc_internal::Finish(&c));
-  return std::move(c.topology);
+  const fs::path root = options.sysfs_root;
+  return hwloc_internal::ToNodeTopology(raw, "discover:" + HostName(),
+                                        [&root](NodeTopology* t) { EnrichFromSysfs(root, t); });
 }
 
 }  // namespace toposched::topo::io

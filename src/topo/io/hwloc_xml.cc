@@ -1,7 +1,7 @@
 // hwloc XML reader, and the hwloc -> NodeTopology conversion shared with live discovery
-// (discover.cc declares the two hwloc_internal functions it uses).
+// (discover.cc declares hwloc_internal::ToNodeTopology, the one entry point it uses).
 //
-// Decisions (see also the report in the commit that added this file):
+// Decisions:
 //  - GPU: a PCI device that carries a GPU-kind OS device (cudaN, nvmlN, OpenCL device of type
 //    GPU, rsmiN, zeN) or, without one, a PCI display/3D controller (class 0x0300/0x0302) of
 //    NVIDIA (0x10de). The OS devices of one PCI device collapse into one GPU. So an AMD GPU that
@@ -26,6 +26,8 @@
 //    3.0 XML that we read differs.
 #include "topo/io/hwloc_xml.h"
 
+#include "topo/io/hwloc_internal.h"
+
 #include <hwloc.h>
 #include <tinyxml2.h>
 
@@ -34,6 +36,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -49,21 +52,18 @@ namespace toposched::topo::io {
 
 namespace hwloc_internal {
 
-// The result of converting a loaded hwloc topology, before paths are derived (discovery adds
-// sysfs facts in between).
-struct Conversion {
-  NodeTopology topology;
-  std::vector<std::vector<int>> nvlinks;  // GPU position x GPU position
-  bool nvlink_known = false;              // an NVLinkBandwidth matrix was present
-};
-
-StatusOr<Conversion> Convert(hwloc_topology_t topo, const std::string& source);
-Status Finish(Conversion* c);
 
 namespace {
 
 constexpr size_t kMaxXmlBytes = 64u << 20;
 constexpr int kMaxCpus = 1 << 20;
+
+// A converted topology before its paths are derived.
+struct Conversion {
+  NodeTopology topology;
+  std::vector<std::vector<int>> nvlinks;  // GPU position x GPU position
+  bool nvlink_known = false;              // an NVLinkBandwidth matrix was present
+};
 
 std::string FormatBusId(unsigned domain, unsigned bus, unsigned dev, unsigned func) {
   char buf[32];
@@ -420,8 +420,6 @@ void ReadNvlinks(hwloc_topology_t topo, const std::map<hwloc_obj_t, int>& gpu_of
   hwloc_distances_release(topo, dist);
 }
 
-}  // namespace
-
 StatusOr<Conversion> Convert(hwloc_topology_t topo, const std::string& source) {
   Conversion c;
   NodeTopology& t = c.topology;
@@ -552,6 +550,16 @@ Status Finish(Conversion* c) {
   return OkStatus();
 }
 
+}  // namespace
+
+StatusOr<NodeTopology> ToNodeTopology(hwloc_topology_t topo, const std::string& source,
+                                      const std::function<void(NodeTopology*)>& before_paths) {
+  ASSIGN_OR_RETURN(Conversion c, Convert(topo, source));
+  if (before_paths) before_paths(&c.topology);
+  RETURN_IF_ERROR(Finish(&c));
+  return std::move(c.topology);
+}
+
 }  // namespace hwloc_internal
 
 namespace {
@@ -608,7 +616,7 @@ bool IsNormalOrMemoryType(std::string_view type) {
 
 // libhwloc trusts its XML: an object without its sets, or a set that is not a bitmap, crashes
 // it inside hwloc_topology_load(). Such input is refused here, with the line.
-Status ValidateObjects(const tinyxml2::XMLElement* e, const std::string& source, bool v2) {
+Status ValidateObjects(const tinyxml2::XMLElement* e, const std::string& source, bool v2, bool v3) {
   static const char* const kSetAttrs[] = {"cpuset",         "complete_cpuset", "allowed_cpuset",
                                           "online_cpuset",  "nodeset",         "complete_nodeset",
                                           "allowed_nodeset"};
@@ -619,9 +627,34 @@ Status ValidateObjects(const tinyxml2::XMLElement* e, const std::string& source,
       return InvalidArgumentError(source + ":" + std::to_string(e->GetLineNum()) + ": <" +
                                   e->Name() + ">: " + what);
     };
+    // Sizes hwloc allocates from: an absurd value is an allocation of gigabytes.
+    if (const char* nb = e->Attribute("nbobjs"); nb != nullptr) {
+      auto n = ParseInt(nb);
+      if (!n.ok() || *n < 1 || *n > 4096) return fail("nbobjs=\"" + std::string(nb) + "\"");
+    }
+    if (const char* len = e->Attribute("length"); len != nullptr) {
+      auto n = ParseInt(len);
+      if (!n.ok() || *n < 0 || *n > static_cast<long long>(kMaxXmlBytes)) {
+        return fail("length=\"" + std::string(len) + "\"");
+      }
+    }
     if (std::strcmp(e->Name(), "object") == 0) {
       const char* type = e->Attribute("type");
       if (type == nullptr) return fail("object without type");
+      // hwloc stores these numbers in enums unchecked.
+      if (const char* ot = e->Attribute("osdev_type"); ot != nullptr) {
+        auto n = ParseInt(ot);
+        if (!n.ok() || *n < 0 || *n > (v3 ? 127 : HWLOC_OBJ_OSDEV_COPROC)) {
+          return fail("osdev_type=\"" + std::string(ot) + "\"");
+        }
+      }
+      if (const char* bt = e->Attribute("bridge_type"); bt != nullptr) {
+        std::string_view b = bt;
+        if (b.size() != 3 || (b[0] != '0' && b[0] != '1') || b[1] != '-' ||
+            (b[2] != '0' && b[2] != '1')) {
+          return fail("bridge_type=\"" + std::string(bt) + "\"");
+        }
+      }
       for (const char* attr : kSetAttrs) {
         const char* v = e->Attribute(attr);
         if (v != nullptr && !IsHwlocBitmap(v)) {
@@ -637,7 +670,7 @@ Status ValidateObjects(const tinyxml2::XMLElement* e, const std::string& source,
         }
       }
     }
-    RETURN_IF_ERROR(ValidateObjects(e->FirstChildElement(), source, v2));
+    RETURN_IF_ERROR(ValidateObjects(e->FirstChildElement(), source, v2, v3));
   }
   return OkStatus();
 }
@@ -666,7 +699,7 @@ StatusOr<std::string> PrepareXml(std::string_view text, const std::string& sourc
         std::strcmp(top->Attribute("type"), "System") == 0)) {
     return InvalidArgumentError(source + ": hwloc XML without a Machine root object");
   }
-  RETURN_IF_ERROR(ValidateObjects(root->FirstChildElement(), source, v2));
+  RETURN_IF_ERROR(ValidateObjects(root->FirstChildElement(), source, v2, v3));
   if (!v3) return std::string(text);
   root->SetAttribute("version", "2.0");
   DowngradeElement(root->FirstChildElement());
@@ -698,9 +731,7 @@ StatusOr<NodeTopology> ParseHwlocXml(const std::string& text, const std::string&
     return InvalidArgumentError(source +
                                 ": hwloc could not load the XML topology: " + std::strerror(errno));
   }
-  ASSIGN_OR_RETURN(hwloc_internal::Conversion c, hwloc_internal::Convert(raw, "hwloc:" + source));
-  RETURN_IF_ERROR(hwloc_internal::Finish(&c));
-  return std::move(c.topology);
+  return hwloc_internal::ToNodeTopology(raw, "hwloc:" + source, nullptr);
 }
 
 StatusOr<NodeTopology> ReadHwlocXmlFile(const std::string& path) {
