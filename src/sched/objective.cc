@@ -1,10 +1,9 @@
 #include "sched/objective.h"
 
 #include <cmath>
-#include <limits>
 #include <memory>
 
-#include "sched/ring.h"
+#include "cost/node_cost.h"
 
 namespace toposched::sched {
 
@@ -21,19 +20,12 @@ Status NodeRequest::Validate() const {
   return OkStatus();
 }
 
-Objective StandInObjective(const topo::NodeTopology& topo, StandInOptions options,
-                           const topo::HardwareTable& table) {
-  auto w = std::make_shared<const PairMatrix>(topo, table);
+Objective CostModelObjective(const topo::NodeTopology& topo) {
+  auto model = std::make_shared<const cost::NodeCostModel>(topo);
   Objective o;
-  o.id = "stand-in-ring/lat=" + std::to_string(options.step_latency_us);
-  o.set_ms = [w, options](std::span<const int> gpus, double bytes) -> double {
-    const size_t n = gpus.size();
-    if (n <= 1) return 0.0;
-    const double bottleneck = BestRing(*w, gpus, 10).bottleneck_gbps;
-    if (bottleneck <= 0) return std::numeric_limits<double>::infinity();
-    const double steps = 2.0 * static_cast<double>(n - 1);
-    const double moved = steps / static_cast<double>(n) * bytes;
-    return steps * options.step_latency_us * 1e-3 + moved / (bottleneck * 1e9) * 1e3;
+  o.id = "cost::NodeCostModel/allreduce";
+  o.set_ms = [model](std::span<const int> gpus, double bytes) -> double {
+    return gpus.size() <= 1 ? 0.0 : model->AllReduceTimeMs(gpus, bytes);
   };
   return o;
 }

@@ -9,7 +9,6 @@
 #include <string>
 
 #include "core/status.h"
-#include "topo/hardware.h"
 #include "topo/node_topology.h"
 
 namespace toposched::sched {
@@ -47,15 +46,5 @@ struct Objective {
 // The production objective: cost::NodeCostModel::AllReduceTimeMs of the topology (the better of
 // ring and NVLS, NCCL efficiencies and latencies from data/hardware/cost.json).
 Objective CostModelObjective(const topo::NodeTopology& topo);
-
-// A minimal stand-in with no cost-model dependency (tests of the search itself): alpha-beta
-// ring AllReduce over the set's best ring (sched::BestRing, exact up to 10 GPUs):
-// time = 2(n-1)·step_latency + 2(n-1)/n · bytes / bottleneck, the bottleneck being the slowest
-// ring edge by topo::PairBandwidthGbps.
-struct StandInOptions {
-  double step_latency_us = 5.0;  // per ring step
-};
-Objective StandInObjective(const topo::NodeTopology& topo, StandInOptions options = {},
-                           const topo::HardwareTable& table = topo::HardwareTable::Default());
 
 }  // namespace toposched::sched

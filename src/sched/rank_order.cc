@@ -15,6 +15,12 @@ bool RdmaCapable(const topo::Nic& n) {
   return n.link_layer != topo::LinkLayer::kEthernet;
 }
 
+// Readers name a NIC "NIC<index>" when the input gives no device name; NCCL cannot use that.
+bool PlaceholderName(const topo::Nic& n) {
+  if (n.name.size() <= 3 || n.name.compare(0, 3, "NIC") != 0) return false;
+  return std::all_of(n.name.begin() + 3, n.name.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 }  // namespace
 
 std::vector<int> AssignNics(const topo::NodeTopology& t, std::span<const int> order) {
@@ -93,7 +99,10 @@ RankLayout LayOutRanks(const topo::NodeTopology& t, std::span<const int> order, 
     std::string hca;
     std::set<int> seen;
     for (const RankPlacement& p : out.ranks) {
-      if (p.nic < 0 || !RdmaCapable(t.nics[p.nic]) || !seen.insert(p.nic).second) continue;
+      if (p.nic < 0 || !RdmaCapable(t.nics[p.nic]) || PlaceholderName(t.nics[p.nic]) ||
+          !seen.insert(p.nic).second) {
+        continue;
+      }
       hca += (hca.empty() ? "=" : ",") + t.nics[p.nic].name;
     }
     if (!hca.empty()) out.env.emplace_back("NCCL_IB_HCA", hca);

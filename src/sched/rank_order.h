@@ -43,6 +43,7 @@ std::vector<int> AssignNics(const topo::NodeTopology& t, std::span<const int> or
 //   CUDA_DEVICE_ORDER=PCI_BUS_ID      so CUDA ordinals are nvidia-smi indices
 //   CUDA_VISIBLE_DEVICES=3,1,0,2      GPU indices in rank order (local rank i → device i)
 //   NCCL_IB_HCA==mlx5_0,mlx5_3        exact-match list of the ranks' RDMA NICs, first-use order
+//                                     (NICs the input names only "NIC<i>" are left out)
 //   TOPOSCHED_NUMA_NODES=0,0,1,1      NUMA node per local rank (-1 unknown)
 //   TOPOSCHED_CPU_LISTS=0-23;0-23;... CPU list per local rank, ';'-separated (numactl -C / taskset)
 // Warnings: ranks whose NIC is not at PIX/PXB (no GPUDirect RDMA); no InfiniBand/RoCE NIC

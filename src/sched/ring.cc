@@ -110,6 +110,8 @@ SubsetRings::SubsetRings(const PairMatrix& w, std::vector<int> positions)
             cur = p;
           }
           out[0] = static_cast<uint8_t>(start);
+          // Canonical direction: the smaller neighbour of the start comes second.
+          if (len >= 3 && out[1] > out[len - 1]) std::reverse(out + 1, out + len);
           bottleneck_[s] = bottleneck;
           --unassigned;
         }
@@ -188,6 +190,20 @@ Ring GreedyRing(const PairMatrix& w, std::span<const int> gpus) {
   return ScoreRing(w, std::move(order));
 }
 
+namespace {
+
+// Start at the lowest member, the smaller of its two neighbours second.
+Ring Canonical(Ring r) {
+  auto& o = r.order;
+  if (o.size() >= 3) {
+    std::rotate(o.begin(), std::min_element(o.begin(), o.end()), o.end());
+    if (o[1] > o.back()) std::reverse(o.begin() + 1, o.end());
+  }
+  return r;
+}
+
+}  // namespace
+
 Ring BestRing(const PairMatrix& w, std::span<const int> gpus, int exact_max) {
   std::vector<int> sorted(gpus.begin(), gpus.end());
   std::sort(sorted.begin(), sorted.end());
@@ -196,7 +212,7 @@ Ring BestRing(const PairMatrix& w, std::span<const int> gpus, int exact_max) {
     SubsetRings rings(w, sorted);
     std::vector<int> order;
     rings.RingOf((1u << sorted.size()) - 1, &order);
-    return ScoreRing(w, std::move(order));
+    return Canonical(ScoreRing(w, std::move(order)));
   }
   Ring r = GreedyRing(w, sorted);
   // 2-opt: reversing order[i..j] swaps edges (i-1,i),(j,j+1) for (i-1,j),(i,j+1).
@@ -216,7 +232,7 @@ Ring BestRing(const PairMatrix& w, std::span<const int> gpus, int exact_max) {
     }
     if (!improved) break;
   }
-  return r;
+  return Canonical(std::move(r));
 }
 
 }  // namespace toposched::sched

@@ -33,7 +33,9 @@ class PairMatrix {
 };
 
 struct Ring {
-  std::vector<int> order;      // GPU positions; starts at the lowest position of the set
+  // GPU positions. BestRing and SubsetRings start at the lowest position of the set and put
+  // the smaller of its two ring neighbours second.
+  std::vector<int> order;
   double bottleneck_gbps = 0;  // slowest edge; +inf for one GPU
   double total_gbps = 0;       // sum of the edges (a 2-GPU ring counts its one pair twice)
 };
