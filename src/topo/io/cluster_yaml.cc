@@ -83,9 +83,9 @@ class Fields {
     f.node_ = node;
     f.path_ = path;
     for (auto it = node.begin(); it != node.end(); ++it) {
-      const YAML::Node& key = it->first;
+      const YAML::Node key = it->first;  // a copy: the iterator hands out a temporary
       if (!key.IsScalar()) return ctx.Err(key, path, "map keys must be plain names");
-      const std::string& name = key.Scalar();
+      const std::string name = key.Scalar();
       bool known = false;
       for (const char* a : allowed) known = known || name == a;
       if (!known) {
