@@ -36,8 +36,9 @@ int RunExportSlurm(const std::string& cluster_file, const std::string& dir) {
   auto e = topo::io::ExportSlurm(*c);
   if (!e.ok()) return Fail(e.status());
   if (dir.empty()) {
-    std::cout << "# ---- gres.conf ----\n" << e->gres_conf << "# ---- topology.conf ("
-              << e->topology_kind << ") ----\n" << e->topology_conf;
+    std::cout << "# ---- gres.conf ----\n"
+              << e->gres_conf << "# ---- topology.conf (" << e->topology_kind << ") ----\n"
+              << e->topology_conf;
     return 0;
   }
   std::error_code ec;
@@ -72,7 +73,8 @@ void RegisterClusterCommands(CLI::App& app, int& rc) {
       rc = Fail(c.status());
       return;
     }
-    std::cout << (*check_json ? topo::io::ClusterToJson(*c) + "\n" : topo::FormatClusterSummary(*c));
+    std::cout << (*check_json ? topo::io::ClusterToJson(*c) + "\n"
+                              : topo::FormatClusterSummary(*c));
     rc = 0;
   });
 
@@ -88,7 +90,8 @@ void RegisterClusterCommands(CLI::App& app, int& rc) {
   auto demo_cluster = std::make_shared<std::string>("data/clusters/h100-2rack.yaml");
   auto demo_topo = std::make_shared<std::string>(
       "data/samples/nvidia-smi/24-h100-sxm-8gpu-nv18-8nic-pix-sglang30401.txt");
-  CLI::App* demo = app.add_subcommand("demo", "Import the example cluster and a real node topology");
+  CLI::App* demo =
+      app.add_subcommand("demo", "Import the example cluster and a real node topology");
   demo->add_option("--cluster", *demo_cluster, "cluster spec");
   demo->add_option("--topo", *demo_topo, "node topology file");
   demo->callback([demo_cluster, demo_topo, &rc] {
@@ -102,7 +105,8 @@ void RegisterClusterCommands(CLI::App& app, int& rc) {
       rc = Fail(t.status());
       return;
     }
-    std::cout << "== cluster\n" << topo::FormatClusterSummary(*c) << "\n== node topology\n"
+    std::cout << "== cluster\n"
+              << topo::FormatClusterSummary(*c) << "\n== node topology\n"
               << topo::FormatTopologySummary(*t);
     rc = 0;
   });

@@ -64,10 +64,11 @@ inline Status OutOfRangeError(std::string m) {
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(const T& v) : v_(v) {}             // NOLINT: implicit by design
-  StatusOr(T&& v) : v_(std::move(v)) {}       // NOLINT
-  StatusOr(Status s) : v_(std::move(s)) {     // NOLINT
-    if (std::get<Status>(v_).ok()) v_ = Status(StatusCode::kInternal, "OK status given to StatusOr");
+  StatusOr(const T& v) : v_(v) {}          // NOLINT: implicit by design
+  StatusOr(T&& v) : v_(std::move(v)) {}    // NOLINT
+  StatusOr(Status s) : v_(std::move(s)) {  // NOLINT
+    if (std::get<Status>(v_).ok())
+      v_ = Status(StatusCode::kInternal, "OK status given to StatusOr");
   }
 
   bool ok() const { return std::holds_alternative<T>(v_); }
@@ -97,10 +98,10 @@ void StatusOr<T>::Check() const {
 #define TS_CONCAT_INNER(a, b) a##b
 #define TS_CONCAT(a, b) TS_CONCAT_INNER(a, b)
 
-#define RETURN_IF_ERROR(expr)                      \
-  do {                                             \
-    ::toposched::Status _ts_status = (expr);       \
-    if (!_ts_status.ok()) return _ts_status;       \
+#define RETURN_IF_ERROR(expr)                \
+  do {                                       \
+    ::toposched::Status _ts_status = (expr); \
+    if (!_ts_status.ok()) return _ts_status; \
   } while (0)
 
 #define ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \

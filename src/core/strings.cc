@@ -55,7 +55,8 @@ StatusOr<long long> ParseInt(std::string_view s) {
   long long v = 0;
   auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
   if (t.empty() || ec != std::errc() || p != t.data() + t.size()) {
-    return InvalidArgumentError("expected an integer, got \"" + std::string(s.substr(0, 64)) + "\"");
+    return InvalidArgumentError("expected an integer, got \"" + std::string(s.substr(0, 64)) +
+                                "\"");
   }
   return v;
 }
@@ -127,7 +128,8 @@ StatusOr<std::vector<std::string>> SplitTopLevel(std::string_view s) {
   for (char c : s) {
     if (c == '[') ++depth;
     if (c == ']') {
-      if (--depth < 0) return InvalidArgumentError("unbalanced ']' in host list \"" + std::string(s) + "\"");
+      if (--depth < 0)
+        return InvalidArgumentError("unbalanced ']' in host list \"" + std::string(s) + "\"");
     }
     if (c == ',' && depth == 0) {
       out.push_back(cur);
@@ -136,7 +138,8 @@ StatusOr<std::vector<std::string>> SplitTopLevel(std::string_view s) {
       cur += c;
     }
   }
-  if (depth != 0) return InvalidArgumentError("unbalanced '[' in host list \"" + std::string(s) + "\"");
+  if (depth != 0)
+    return InvalidArgumentError("unbalanced '[' in host list \"" + std::string(s) + "\"");
   out.push_back(cur);
   return out;
 }
@@ -186,7 +189,8 @@ StatusOr<std::vector<std::string>> ExpandHostList(std::string_view expr, int max
   ASSIGN_OR_RETURN(auto parts, SplitTopLevel(t));
   for (const std::string& p : parts) {
     std::string part(Trim(p));
-    if (part.empty()) return InvalidArgumentError("empty item in host list \"" + std::string(t) + "\"");
+    if (part.empty())
+      return InvalidArgumentError("empty item in host list \"" + std::string(t) + "\"");
     RETURN_IF_ERROR(ExpandOne(part, out, max_hosts));
   }
   return out;

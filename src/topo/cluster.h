@@ -16,8 +16,8 @@ namespace toposched::topo {
 
 struct HardwareProfile {
   std::string name;
-  std::string topology_file;   // as written in the spec (relative to the spec), may be empty
-  NodeTopology topology;       // GPU model/memory/NIC rates applied
+  std::string topology_file;  // as written in the spec (relative to the spec), may be empty
+  NodeTopology topology;      // GPU model/memory/NIC rates applied
 };
 
 // One tier of the network, top first in Cluster::levels. uplink_gbps: bandwidth (Gb/s) from
@@ -32,17 +32,17 @@ struct NetworkLevel {
 // A switch (or block/rack) of the network tree.
 struct NetworkDomain {
   std::string name;
-  int level = 0;               // index into Cluster::levels
-  int parent = -1;             // domain id, -1 for a root
-  std::vector<int> children;   // domain ids
-  std::vector<int> nodes;      // node ids directly attached (lowest level)
+  int level = 0;              // index into Cluster::levels
+  int parent = -1;            // domain id, -1 for a root
+  std::vector<int> children;  // domain ids
+  std::vector<int> nodes;     // node ids directly attached (lowest level)
 };
 
 struct ClusterNode {
   std::string name;
-  int profile = 0;             // index into Cluster::profiles
-  int domain = -1;             // lowest network domain holding the node, -1 = unattached
-  int nvlink_domain = -1;      // index into Cluster::nvlink_domains, -1 = none beyond the node
+  int profile = 0;         // index into Cluster::profiles
+  int domain = -1;         // lowest network domain holding the node, -1 = unattached
+  int nvlink_domain = -1;  // index into Cluster::nvlink_domains, -1 = none beyond the node
   Health health = Health::kHealthy;
 };
 
@@ -71,7 +71,7 @@ class Cluster {
  public:
   std::string name;
   std::vector<HardwareProfile> profiles;
-  std::vector<NetworkLevel> levels;     // top first; nodes attach below the last one
+  std::vector<NetworkLevel> levels;  // top first; nodes attach below the last one
   std::vector<NetworkDomain> domains;
   std::vector<ClusterNode> nodes;
   std::vector<NvlinkDomain> nvlink_domains;
@@ -80,7 +80,7 @@ class Cluster {
   // Builds the name indexes used by the Find* lookups. Call after building or editing.
   void Finalize();
 
-  int FindNode(const std::string& name) const;          // -1 when absent
+  int FindNode(const std::string& name) const;  // -1 when absent
   int FindDomain(const std::string& name) const;
   int FindLevel(const std::string& name) const;
   int FindProfile(const std::string& name) const;

@@ -27,7 +27,8 @@ StatusOr<HardwareTable> HardwareTable::FromJson(const std::string& text) {
   HardwareTable t;
   try {
     auto j = nlohmann::json::parse(text);
-    for (auto& [k, v] : j.at("nvlink_link_gbps").items()) t.nvlink_link_gbps[std::stoi(k)] = Rate(v);
+    for (auto& [k, v] : j.at("nvlink_link_gbps").items())
+      t.nvlink_link_gbps[std::stoi(k)] = Rate(v);
     for (auto& [k, v] : j.at("pcie_x16_gbps").items()) t.pcie_x16_gbps[std::stoi(k)] = Rate(v);
     t.host_bridge_factor = Value(j.at("host_bridge_factor"));
     t.node_gbps = Value(j.at("node_gbps"));
@@ -137,10 +138,14 @@ double PairBandwidthGbps(const NodeTopology& t, int a, int b, const HardwareTabl
       return links * per_link;
     }
     case PathClass::kPIX:
-    case PathClass::kPXB: return pcie_rate();
-    case PathClass::kPHB: return pcie_rate() * table.host_bridge_factor;
-    case PathClass::kNODE: return std::min(pcie_rate(), table.node_gbps);
-    case PathClass::kSYS: return std::min(pcie_rate(), table.sys_gbps);
+    case PathClass::kPXB:
+      return pcie_rate();
+    case PathClass::kPHB:
+      return pcie_rate() * table.host_bridge_factor;
+    case PathClass::kNODE:
+      return std::min(pcie_rate(), table.node_gbps);
+    case PathClass::kSYS:
+      return std::min(pcie_rate(), table.sys_gbps);
   }
   return 0;
 }

@@ -15,21 +15,21 @@
 namespace toposched::topo {
 
 struct GpuModelInfo {
-  std::string match;        // case-insensitive substring of the model name ("H100")
-  int nvlink_gen = 0;       // 0 = no NVLink
-  int nvlink_ports = 0;     // NVLinks per GPU
+  std::string match;     // case-insensitive substring of the model name ("H100")
+  int nvlink_gen = 0;    // 0 = no NVLink
+  int nvlink_ports = 0;  // NVLinks per GPU
   int pcie_gen = 4;
 };
 
 struct HardwareTable {
-  std::map<int, double> nvlink_link_gbps;   // generation -> GB/s per link per direction
-  std::map<int, double> pcie_x16_gbps;      // generation -> GB/s per direction, x16
-  double host_bridge_factor = 1.0;          // PHB: share of the PCIe rate that crosses the CPU
-  double node_gbps = 0;                     // between host bridges inside one socket
-  double sys_gbps = 0;                      // across sockets (UPI/xGMI/Infinity Fabric)
+  std::map<int, double> nvlink_link_gbps;  // generation -> GB/s per link per direction
+  std::map<int, double> pcie_x16_gbps;     // generation -> GB/s per direction, x16
+  double host_bridge_factor = 1.0;         // PHB: share of the PCIe rate that crosses the CPU
+  double node_gbps = 0;                    // between host bridges inside one socket
+  double sys_gbps = 0;                     // across sockets (UPI/xGMI/Infinity Fabric)
   int default_pcie_gen = 4;
   std::vector<GpuModelInfo> gpu_models;
-  std::map<int, int> nvlink_gen_by_ports;   // inference: most NV links on one GPU -> generation
+  std::map<int, int> nvlink_gen_by_ports;  // inference: most NV links on one GPU -> generation
   std::string source_notes;
 
   // The built-in table (from data/hardware/links.json). Never fails: the file is compiled in

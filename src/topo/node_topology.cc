@@ -11,12 +11,18 @@ namespace toposched::topo {
 
 std::string PathName(const Path& p) {
   switch (p.cls) {
-    case PathClass::kNV: return "NV" + std::to_string(p.nvlinks);
-    case PathClass::kPIX: return "PIX";
-    case PathClass::kPXB: return "PXB";
-    case PathClass::kPHB: return "PHB";
-    case PathClass::kNODE: return "NODE";
-    case PathClass::kSYS: return "SYS";
+    case PathClass::kNV:
+      return "NV" + std::to_string(p.nvlinks);
+    case PathClass::kPIX:
+      return "PIX";
+    case PathClass::kPXB:
+      return "PXB";
+    case PathClass::kPHB:
+      return "PHB";
+    case PathClass::kNODE:
+      return "NODE";
+    case PathClass::kSYS:
+      return "SYS";
   }
   return "SYS";
 }
@@ -44,9 +50,12 @@ int PathRank(const Path& p) {
 
 const char* HealthName(Health h) {
   switch (h) {
-    case Health::kHealthy: return "healthy";
-    case Health::kDegraded: return "degraded";
-    case Health::kUnhealthy: return "unhealthy";
+    case Health::kHealthy:
+      return "healthy";
+    case Health::kDegraded:
+      return "degraded";
+    case Health::kUnhealthy:
+      return "unhealthy";
   }
   return "healthy";
 }
@@ -62,10 +71,14 @@ StatusOr<Health> ParseHealth(std::string_view s) {
 
 const char* LinkLayerName(LinkLayer l) {
   switch (l) {
-    case LinkLayer::kUnknown: return "unknown";
-    case LinkLayer::kInfiniBand: return "ib";
-    case LinkLayer::kRoCE: return "roce";
-    case LinkLayer::kEthernet: return "ethernet";
+    case LinkLayer::kUnknown:
+      return "unknown";
+    case LinkLayer::kInfiniBand:
+      return "ib";
+    case LinkLayer::kRoCE:
+      return "roce";
+    case LinkLayer::kEthernet:
+      return "ethernet";
   }
   return "unknown";
 }
@@ -281,7 +294,8 @@ Status NodeTopology::Validate() const {
   }
   std::set<std::string> names;
   for (const Nic& c : nics) {
-    if (c.name.empty()) return InvalidArgumentError("NIC " + std::to_string(c.index) + " has no name");
+    if (c.name.empty())
+      return InvalidArgumentError("NIC " + std::to_string(c.index) + " has no name");
     if (!names.insert(c.name).second) {
       return InvalidArgumentError("NIC name \"" + c.name + "\" appears twice");
     }

@@ -41,7 +41,7 @@ const char* HealthName(Health h);
 StatusOr<Health> ParseHealth(std::string_view s);
 
 enum class LinkLayer { kUnknown, kInfiniBand, kRoCE, kEthernet };
-const char* LinkLayerName(LinkLayer l);  // "unknown", "ib", "roce", "ethernet"
+const char* LinkLayerName(LinkLayer l);                  // "unknown", "ib", "roce", "ethernet"
 StatusOr<LinkLayer> ParseLinkLayer(std::string_view s);  // accepts ib/infiniband/roce/ethernet/eth
 
 // Where a device hangs in the PCIe tree. Switch and host-bridge ids index
@@ -52,20 +52,20 @@ struct PciePlacement {
 };
 
 struct Gpu {
-  int index = 0;              // as the input numbers it (GPU<index>)
-  std::string pci_bus_id;     // "0000:18:00.0" when known
-  std::string model;          // "H100-SXM5-80GB" when known
+  int index = 0;           // as the input numbers it (GPU<index>)
+  std::string pci_bus_id;  // "0000:18:00.0" when known
+  std::string model;       // "H100-SXM5-80GB" when known
   std::optional<long long> memory_mib;
-  std::optional<int> numa;    // NUMA node the GPU is closest to
+  std::optional<int> numa;               // NUMA node the GPU is closest to
   std::optional<std::vector<int>> cpus;  // CPU affinity list
   Health health = Health::kHealthy;
-  int nvlink_ports = 0;       // NVLinks the GPU has in total (0 = none or unknown)
+  int nvlink_ports = 0;  // NVLinks the GPU has in total (0 = none or unknown)
   PciePlacement pcie;
 };
 
 struct Nic {
-  int index = 0;              // NIC<index> in nvidia-smi order
-  std::string name;           // device name (mlx5_0) when known, else "NIC<index>"
+  int index = 0;     // NIC<index> in nvidia-smi order
+  std::string name;  // device name (mlx5_0) when known, else "NIC<index>"
   int port = 1;
   std::optional<double> rate_gbps;  // line rate in Gb/s (bits), when known
   LinkLayer link_layer = LinkLayer::kUnknown;
@@ -82,11 +82,11 @@ struct NumaNode {
 
 struct PcieSwitch {
   int id = 0;
-  int parent = -1;            // parent switch id, -1 = directly under a host bridge
+  int parent = -1;  // parent switch id, -1 = directly under a host bridge
   int host_bridge = -1;
   std::string pci_bus_id;
-  int gen = 0;                // PCIe generation of its uplink when known (3, 4, 5, 6)
-  int width = 0;              // lanes when known
+  int gen = 0;    // PCIe generation of its uplink when known (3, 4, 5, 6)
+  int width = 0;  // lanes when known
 };
 
 struct HostBridge {
@@ -107,14 +107,14 @@ struct DeviceRef {
 // Value type; not synchronised: share const instances freely across threads.
 class NodeTopology {
  public:
-  std::string source;          // where it came from ("nvidia-smi:file.txt", "hwloc:...")
-  std::string gpu_model;       // node-wide GPU model when known
+  std::string source;     // where it came from ("nvidia-smi:file.txt", "hwloc:...")
+  std::string gpu_model;  // node-wide GPU model when known
   std::vector<Gpu> gpus;
   std::vector<Nic> nics;
   std::vector<NumaNode> numa_nodes;
   std::vector<PcieSwitch> pcie_switches;
   std::vector<HostBridge> host_bridges;
-  int nvswitch_count = 0;      // NVSwitch chips seen in the input (0 = none or unknown)
+  int nvswitch_count = 0;  // NVSwitch chips seen in the input (0 = none or unknown)
   // True when GPUs reach each other through NVSwitches (every GPU's links go into the switch
   // fabric and are shared by all its peers), false for direct per-pair links (DGX-1 cube-mesh,
   // NVLink bridges). Set by readers or by InferNvSwitch().

@@ -1,7 +1,8 @@
 #include "topo/summary.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <map>
 
 #include "core/strings.h"
@@ -30,12 +31,12 @@ std::string FormatTopologySummary(const NodeTopology& t) {
                      t.gpu_model.empty() ? "" : " x " + t.gpu_model, t.nics.size(),
                      t.numa_nodes.size(), t.pcie_switches.size());
   if (gen > 0) {
-    out += fmt::format("NVLink: generation {} ({}), {}\n", gen,
-                       t.gpu_model.empty() && (t.gpus.empty() || t.gpus[0].model.empty())
-                           ? "inferred from link counts"
-                           : "from the GPU model",
-                       t.nvswitch ? "NVSwitch fabric (links shared by all peers)"
-                                  : "direct point-to-point links");
+    out += fmt::format(
+        "NVLink: generation {} ({}), {}\n", gen,
+        t.gpu_model.empty() && (t.gpus.empty() || t.gpus[0].model.empty())
+            ? "inferred from link counts"
+            : "from the GPU model",
+        t.nvswitch ? "NVSwitch fabric (links shared by all peers)" : "direct point-to-point links");
   } else {
     out += "NVLink: none\n";
   }
@@ -79,7 +80,8 @@ std::string FormatTopologySummary(const NodeTopology& t) {
   out += "\n";
   for (int a = 0; a < n; ++a) {
     out += fmt::format("{:<{}}", t.device_name(a), w);
-    for (int b = 0; b < n; ++b) out += fmt::format("{:<{}}", a == b ? "X" : PathName(t.path(a, b)), w);
+    for (int b = 0; b < n; ++b)
+      out += fmt::format("{:<{}}", a == b ? "X" : PathName(t.path(a, b)), w);
     out += "\n";
   }
   return out;
@@ -105,8 +107,9 @@ std::string FormatClusterSummary(const Cluster& c) {
       out += fmt::format("  {}: {} domains (top)\n", c.levels[l].name, count);
       continue;
     }
-    out += fmt::format("  {}: {} domains, uplink {} Gb/s, oversubscription {}:1\n", c.levels[l].name,
-                       count, c.levels[l].uplink_gbps, c.levels[l].oversubscription);
+    out +=
+        fmt::format("  {}: {} domains, uplink {} Gb/s, oversubscription {}:1\n", c.levels[l].name,
+                    count, c.levels[l].uplink_gbps, c.levels[l].oversubscription);
   }
   for (size_t d = 0; d < c.domains.size(); ++d) {
     const NetworkDomain& dom = c.domains[d];

@@ -12,10 +12,10 @@ namespace {
 // DGX-1 hybrid cube-mesh link counts (V100): two quads with NV2/NV1 inside and one link to the
 // mirror GPU of the other quad.
 int CubeMeshLinks(int a, int b) {
-  static const int kLinks[8][8] = {
-      {0, 2, 2, 1, 1, 0, 0, 0}, {2, 0, 1, 1, 0, 2, 0, 0}, {2, 1, 0, 2, 0, 0, 1, 0},
-      {1, 1, 2, 0, 0, 0, 0, 2}, {1, 0, 0, 0, 0, 2, 2, 1}, {0, 2, 0, 0, 2, 0, 1, 1},
-      {0, 0, 1, 0, 2, 1, 0, 2}, {0, 0, 0, 2, 1, 1, 2, 0}};
+  static const int kLinks[8][8] = {{0, 2, 2, 1, 1, 0, 0, 0}, {2, 0, 1, 1, 0, 2, 0, 0},
+                                   {2, 1, 0, 2, 0, 0, 1, 0}, {1, 1, 2, 0, 0, 0, 0, 2},
+                                   {1, 0, 0, 0, 0, 2, 2, 1}, {0, 2, 0, 0, 2, 0, 1, 1},
+                                   {0, 0, 1, 0, 2, 1, 0, 2}, {0, 0, 0, 2, 1, 1, 2, 0}};
   return kLinks[a][b];
 }
 
@@ -27,8 +27,9 @@ StatusOr<NodeTopology> MakeSyntheticTopology(std::string_view description) {
     size_t colon = tok.find(':');
     std::string key = colon == std::string::npos ? tok : tok.substr(0, colon);
     std::string val = colon == std::string::npos ? "" : tok.substr(colon + 1);
-    static const char* kKeys[] = {"gpu",   "nvswitch", "cubemesh", "pcie",      "nvlink", "sockets",
-                                  "switches", "nics",  "model",    "nic_gbps", "linklayer"};
+    static const char* kKeys[] = {"gpu",    "nvswitch", "cubemesh", "pcie",
+                                  "nvlink", "sockets",  "switches", "nics",
+                                  "model",  "nic_gbps", "linklayer"};
     bool known = false;
     for (const char* k : kKeys) known = known || key == k;
     if (!known) {

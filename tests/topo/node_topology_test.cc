@@ -13,10 +13,10 @@ TEST(TopoPath, ParsesEveryNvidiaSmiLabel) {
     const char* text;
     PathClass cls;
     int links;
-  } cases[] = {{"NV1", PathClass::kNV, 1},   {"NV18", PathClass::kNV, 18},
-               {"PIX", PathClass::kPIX, 0},  {"PXB", PathClass::kPXB, 0},
-               {"PHB", PathClass::kPHB, 0},  {"NODE", PathClass::kNODE, 0},
-               {"SYS", PathClass::kSYS, 0},  {"SOC", PathClass::kSYS, 0}};
+  } cases[] = {{"NV1", PathClass::kNV, 1},  {"NV18", PathClass::kNV, 18},
+               {"PIX", PathClass::kPIX, 0}, {"PXB", PathClass::kPXB, 0},
+               {"PHB", PathClass::kPHB, 0}, {"NODE", PathClass::kNODE, 0},
+               {"SYS", PathClass::kSYS, 0}, {"SOC", PathClass::kSYS, 0}};
   for (const auto& c : cases) {
     auto p = ParsePath(c.text);
     ASSERT_TRUE(p.ok()) << c.text;

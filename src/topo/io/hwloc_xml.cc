@@ -26,8 +26,6 @@
 //    3.0 XML that we read differs.
 #include "topo/io/hwloc_xml.h"
 
-#include "topo/io/hwloc_internal.h"
-
 #include <hwloc.h>
 #include <tinyxml2.h>
 
@@ -46,12 +44,12 @@
 
 #include "core/strings.h"
 #include "topo/hardware.h"
+#include "topo/io/hwloc_internal.h"
 #include "topo/io/import.h"
 
 namespace toposched::topo::io {
 
 namespace hwloc_internal {
-
 
 namespace {
 

@@ -1,8 +1,9 @@
 #include "topo/io/import.h"
 
+#include <sys/stat.h>
+
 #include <fstream>
 #include <sstream>
-#include <sys/stat.h>
 
 #include "core/strings.h"
 #include "topo/io/hwloc_xml.h"
@@ -68,16 +69,22 @@ StatusOr<NodeTopology> ImportTopologyText(const std::string& text, const std::st
                                   "import the `nvidia-smi topo -m` matrix instead");
     } else {
       return InvalidArgumentError(
-          source + ": unrecognised topology format (expected nvidia-smi topo -m text, hwloc XML, "
-                   "NCCL topology XML or toposched JSON; use --format to force one)");
+          source +
+          ": unrecognised topology format (expected nvidia-smi topo -m text, hwloc XML, "
+          "NCCL topology XML or toposched JSON; use --format to force one)");
     }
   }
   switch (format) {
-    case TopoFormat::kNvidiaSmi: return ParseNvidiaSmiTopo(text, source);
-    case TopoFormat::kHwloc: return ParseHwlocXml(text, source);
-    case TopoFormat::kNcclXml: return ParseNcclXml(text, source);
-    case TopoFormat::kJson: return TopologyFromJson(text, source);
-    case TopoFormat::kAuto: break;
+    case TopoFormat::kNvidiaSmi:
+      return ParseNvidiaSmiTopo(text, source);
+    case TopoFormat::kHwloc:
+      return ParseHwlocXml(text, source);
+    case TopoFormat::kNcclXml:
+      return ParseNcclXml(text, source);
+    case TopoFormat::kJson:
+      return TopologyFromJson(text, source);
+    case TopoFormat::kAuto:
+      break;
   }
   return InternalError("unreachable format");
 }

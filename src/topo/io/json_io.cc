@@ -318,8 +318,8 @@ std::string ClusterToJson(const Cluster& c, int indent) {
   j["nodes"] = nodes;
   json nvd = json::array();
   for (const NvlinkDomain& d : c.nvlink_domains) {
-    nvd.push_back(json{
-        {"name", d.name}, {"nodes", d.nodes}, {"gpu_bandwidth_gbps", d.gpu_bandwidth_gbps}});
+    nvd.push_back(
+        json{{"name", d.name}, {"nodes", d.nodes}, {"gpu_bandwidth_gbps", d.gpu_bandwidth_gbps}});
   }
   j["nvlink_domains"] = nvd;
   j["rails"] = json{{"count", c.rails.count}, {"scope_level", c.rails.scope_level}};

@@ -22,9 +22,9 @@ bool LooksLikeNvidiaSmiTopo(std::string_view text);
 
 // `nvidia-smi topo -p2p r|w|rw|n|a`: status per GPU pair ("OK", "CNS", "NS", "TNS", ...).
 struct P2pMatrix {
-  std::string mode;                               // "read", "write", ... when the legend says
-  std::vector<int> gpus;                          // GPU indices in row order
-  std::vector<std::vector<std::string>> status;   // status[i][j], "X" on the diagonal
+  std::string mode;                              // "read", "write", ... when the legend says
+  std::vector<int> gpus;                         // GPU indices in row order
+  std::vector<std::vector<std::string>> status;  // status[i][j], "X" on the diagonal
 };
 StatusOr<P2pMatrix> ParseNvidiaSmiP2p(std::string_view text, const std::string& source);
 bool LooksLikeNvidiaSmiP2p(std::string_view text);
@@ -33,14 +33,13 @@ bool LooksLikeNvidiaSmiP2p(std::string_view text);
 struct NvlinkStatus {
   struct GpuLinks {
     int index = 0;
-    std::string name;                // "NVIDIA H100 80GB HBM3" when printed
-    std::vector<double> link_gbps;   // GB/s of each active link, in link order
+    std::string name;               // "NVIDIA H100 80GB HBM3" when printed
+    std::vector<double> link_gbps;  // GB/s of each active link, in link order
     int inactive = 0;
   };
   std::vector<GpuLinks> gpus;
 };
-StatusOr<NvlinkStatus> ParseNvidiaSmiNvlinkStatus(std::string_view text,
-                                                  const std::string& source);
+StatusOr<NvlinkStatus> ParseNvidiaSmiNvlinkStatus(std::string_view text, const std::string& source);
 bool LooksLikeNvidiaSmiNvlinkStatus(std::string_view text);
 
 }  // namespace toposched::topo::io

@@ -20,10 +20,10 @@ namespace toposched::topo::io {
 // BlockSizes are kept as given, not turned into levels.
 struct SlurmTopology {
   enum class Kind { kTree, kBlock } kind = Kind::kTree;
-  std::vector<NetworkLevel> levels;   // derived from tree depth ("switch-<depth>") or block
-  std::vector<NetworkDomain> domains; // nodes referenced by index into node_names
+  std::vector<NetworkLevel> levels;    // derived from tree depth ("switch-<depth>") or block
+  std::vector<NetworkDomain> domains;  // nodes referenced by index into node_names
   std::vector<std::string> node_names;
-  std::vector<int> block_sizes;       // block only
+  std::vector<int> block_sizes;  // block only
   // Per domain: LinkSpeed= as written (Slurm gives it no unit), 0 = not given. Each level's
   // uplink_gbps is the smallest LinkSpeed given at that level.
   std::vector<double> link_speed;
@@ -41,12 +41,12 @@ StatusOr<SlurmTopology> ParseTopologyConf(std::string_view text, const std::stri
 Status ApplySlurmTopology(const SlurmTopology& topo, Cluster& cluster);
 
 struct GresGpu {
-  std::string node;           // NodeName= (may be a host list, expanded by the reader)
-  std::string type;           // Type=
-  std::string file;           // File=/dev/nvidia3
-  int minor = -1;             // from File
-  std::vector<int> cores;     // Cores=
-  std::vector<int> links;     // Links= (-1 = self)
+  std::string node;        // NodeName= (may be a host list, expanded by the reader)
+  std::string type;        // Type=
+  std::string file;        // File=/dev/nvidia3
+  int minor = -1;          // from File
+  std::vector<int> cores;  // Cores=
+  std::vector<int> links;  // Links= (-1 = self)
 };
 // One entry per GPU and node: NodeName= and File= host-list ranges are expanded (a line
 // without NodeName= gives node ""); Count= without File= gives that many entries without a
