@@ -8,7 +8,7 @@ PACKAGES=(
   nlohmann-json3-dev libyaml-cpp-dev libcpp-httplib-dev libcli11-dev libfmt-dev libspdlog-dev
   libsqlite3-dev sqlite3 libhwloc-dev hwloc libtinyxml2-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev libglpk-dev
-  python3
+  python3 clang-format
 )
 
 missing=()

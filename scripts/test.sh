@@ -8,6 +8,10 @@ JOBS="${JOBS:-$(nproc)}"
 echo "== include direction"
 python3 scripts/check-includes.py
 
+echo "== format (clang-format, .clang-format)"
+find src tests bench \( -name '*.cc' -o -name '*.h' \) -not -path '*/testdata/*' -print0 |
+  xargs -0 clang-format --dry-run -Werror
+
 echo "== build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C build -j "$JOBS"

@@ -1,5 +1,4 @@
 // `toposched cluster check`, `toposched export slurm`, and `toposched demo`.
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -15,11 +14,6 @@
 namespace toposched::cli {
 
 namespace {
-
-int Fail(const Status& s) {
-  std::fprintf(stderr, "toposched: %s\n", s.message().c_str());
-  return 1;
-}
 
 Status WriteFile(const std::filesystem::path& p, const std::string& text) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);

@@ -4,8 +4,17 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "core/status.h"
 
 namespace toposched::cli {
+
+// Prints "toposched: <message>" to stderr; returns the exit code for bad input, 1.
+inline int Fail(const Status& s) {
+  std::fprintf(stderr, "toposched: %s\n", s.message().c_str());
+  return 1;
+}
 
 void RegisterTopoCommands(CLI::App& app, int& rc);     // topo import|show|discover
 void RegisterClusterCommands(CLI::App& app, int& rc);  // cluster check, export slurm, demo

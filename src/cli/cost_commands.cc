@@ -34,11 +34,6 @@ struct CalibrateArgs {
   bool markdown = false;
 };
 
-int Fail(const Status& s) {
-  std::fprintf(stderr, "toposched: %s\n", s.message().c_str());
-  return 1;
-}
-
 int Usage(const std::string& message) {
   std::fprintf(stderr, "toposched cost: %s\n", message.c_str());
   return 2;

@@ -1,5 +1,4 @@
 // `toposched topo import|show|discover`.
-#include <cstdio>
 #include <iostream>
 #include <memory>
 
@@ -18,11 +17,6 @@ struct TopoArgs {
   std::string format = "auto";
   std::string to = "json";
 };
-
-int Fail(const Status& s) {
-  std::fprintf(stderr, "toposched: %s\n", s.message().c_str());
-  return 1;
-}
 
 int Emit(const topo::NodeTopology& t, const std::string& to) {
   if (to == "json") {

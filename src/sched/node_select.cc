@@ -347,6 +347,19 @@ NodeChoice NodeSelector::SelectExact(ExactTables& tables, uint32_t free_local,
   ExactTables::Lazy* part = req.has_tp() ? tables.Parts(req.tp, req.tp_bytes) : nullptr;
   ExactTables::Lazy* follow = nullptr;  // looked up on the first tie
   const std::vector<double>& conn = tables.conn();
+  const std::vector<int>& local_pos = tables.rings().positions();
+  // NUMA nodes a set spans: among equally fast sets that leave equally good leftovers, fewer
+  // sockets keep the workers' host memory, data loading and NICs on one CPU.
+  uint32_t numa_bit[32] = {};
+  for (size_t i = 0; i < local_pos.size() && i < 32; ++i) {
+    const auto& numa = topo_.gpus[local_pos[i]].numa;
+    numa_bit[i] = numa ? 1u << (*numa & 31) : 0u;
+  }
+  auto numa_span = [&](uint32_t s) {
+    uint32_t nodes = 0;
+    for (uint32_t b = s; b; b &= b - 1) nodes |= numa_bit[std::countr_zero(b)];
+    return std::popcount(nodes);
+  };
   auto set_ms = [&](uint32_t s) {
     return tables.Time(dp, s) + (part ? tables.Part(part, tp_times, s) : 0.0);
   };
@@ -379,6 +392,7 @@ NodeChoice NodeSelector::SelectExact(ExactTables& tables, uint32_t free_local,
         if (!follow) follow = tables.Followups(k, req.dp_bytes);
         const uint32_t l = free_local ^ s, bl = free_local ^ best;
         cmp = CompareMs(tables.Followup(follow, dp, l), tables.Followup(follow, dp, bl));
+        if (cmp == 0) cmp = (numa_span(s) > numa_span(best)) - (numa_span(s) < numa_span(best));
         if (cmp == 0) cmp = -CompareMs(conn[l], conn[bl]);
         if (cmp == 0) {
           uint32_t d = s ^ best;

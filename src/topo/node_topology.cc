@@ -4,6 +4,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <utility>
 
 #include "core/strings.h"
 
@@ -119,6 +120,20 @@ int NodeTopology::gpu_pos(int index) const {
 int NodeTopology::nic_pos(const std::string& name) const {
   for (size_t i = 0; i < nics.size(); ++i) {
     if (nics[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int NodeTopology::FindDevice(std::string_view name) const {
+  if (StartsWith(name, "GPU")) {
+    auto index = ParseInt(name.substr(3));
+    if (index.ok()) {
+      int pos = std::in_range<int>(*index) ? gpu_pos(static_cast<int>(*index)) : -1;
+      return pos < 0 ? -1 : gpu_dev(pos);
+    }
+  }
+  for (size_t i = 0; i < nics.size(); ++i) {
+    if (nics[i].name == name) return nic_dev(static_cast<int>(i));
   }
   return -1;
 }

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -134,6 +135,10 @@ class NodeTopology {
   // Position of the GPU with this index, or -1.
   int gpu_pos(int index) const;
   int nic_pos(const std::string& name) const;
+  // Device number (row of the pair matrix) of "GPU<index>" (the GPU with that index field) or
+  // of the NIC with this name; -1 when there is no such device. A name that is not "GPU"
+  // followed by a decimal number is looked up among the NIC names.
+  int FindDevice(std::string_view name) const;
 
   // Fills gpu_gpu/gpu_nic/nic_nic paths from the PCIe placement, NUMA and NVLink counts
   // (readers of structural formats: hwloc, NCCL XML). `nvlinks[i][j]` = link count between

@@ -177,3 +177,85 @@ TEST(Cli, DemoRunsOnTheExamples) {
 }
 
 }  // namespace
+
+namespace {
+
+const char* kSample09 = "data/samples/nvidia-smi/09-8gpu-pcie-all-sys-2numa-mlsys-tutorial.txt";
+
+// The seed example of the cost model, through the binary: 1 GiB AllReduce over 8 GPUs on full
+// NVLink, over PCIe, and across two nodes over 200 Gb/s IB.
+TEST(CliCost, SeedExampleAndJsonContract) {
+  struct Case {
+    std::string args;
+    double min_ms, max_ms;
+    const char* transport;  // of the bottleneck hop
+  } cases[] = {
+      {std::string("--topo ") + kSample24 + " --gpus 0-7", 3.0, 6.0, "NVLink"},
+      {std::string("--topo ") + kSample09 + " --gpus 0-7", 60.0, 250.0, "SHM"},
+      {"--cluster data/calibration/seed-2x-dgx-a100-hdr.yaml --gpus 'gpu[001-002]' --algorithm "
+       "ring",
+       8.0, 16.0, "NET/IB"},
+  };
+  for (const auto& c : cases) {
+    Result r = RunCli("cost " + c.args + " --collective allreduce --bytes 1GiB --json");
+    ASSERT_EQ(r.code, 0) << c.args << ": " << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    for (const char* k : {"time_ms", "algbw_gbps", "busbw_gbps", "algorithm", "bottleneck"}) {
+      EXPECT_TRUE(j.contains(k)) << k;
+    }
+    for (const char* k : {"from", "to", "path", "transport", "bandwidth_gbps"}) {
+      EXPECT_TRUE(j["bottleneck"].contains(k)) << k;
+    }
+    double ms = j["time_ms"];
+    EXPECT_GE(ms, c.min_ms) << c.args;
+    EXPECT_LE(ms, c.max_ms) << c.args;
+    EXPECT_EQ(j["bottleneck"]["transport"], c.transport) << c.args;
+    // busbw = algbw x 2(n-1)/n for AllReduce.
+    int n = j["ranks"];
+    EXPECT_NEAR(double(j["busbw_gbps"]), double(j["algbw_gbps"]) * 2.0 * (n - 1) / n, 1e-6);
+  }
+}
+
+TEST(CliCost, BadInputExitsOneUsageTwo) {
+  EXPECT_EQ(RunCli(std::string("cost --topo ") + kSample24 + " --gpus 0-9").code, 1);
+  EXPECT_EQ(RunCli(std::string("cost --topo ") + kSample24 + " --gpus 0-7 --bytes 1XB").code, 1);
+  EXPECT_EQ(RunCli(std::string("cost --topo ") + kSample24 + " --collective nope").code, 1);
+  EXPECT_EQ(RunCli(std::string("cost --topo ") + kSample24 + " --cluster x.yaml").code, 2);
+}
+
+TEST(CliPlaceNode, JsonContractAndEnvironment) {
+  Result r = RunCli(std::string("place-node --topo ") + kSample24 + " --gpus 4 --free 2-7 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  // One socket: GPU4-7 (NUMA 1), each with its own PIX NIC.
+  EXPECT_EQ(j["gpus"], nlohmann::json({4, 5, 6, 7}));
+  ASSERT_EQ(j["ranks"].size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    const auto& rk = j["ranks"][i];
+    EXPECT_EQ(rk["rank"], i);
+    EXPECT_EQ(rk["gpu"], j["gpus"][i]);
+    EXPECT_EQ(rk["nic"], "mlx5_" + std::to_string(int(rk["gpu"])));
+    EXPECT_EQ(rk["numa"], 1);
+    EXPECT_EQ(rk["cpus"], "48-95,144-191");
+  }
+  EXPECT_EQ(j["env"]["CUDA_VISIBLE_DEVICES"], "4,5,6,7");
+  EXPECT_NE(std::string(j["env"]["NCCL_IB_HCA"]).find("mlx5_4"), std::string::npos);
+  EXPECT_GT(double(j["predicted_ms"]), 0.0);
+  EXPECT_TRUE(j["warnings"].empty());
+}
+
+TEST(CliPlaceNode, WarnsAboutSlowPathsAndRefusesWhatCannotFit) {
+  // 8x RTX 4090, all pairs SYS; the two NICs are PHB to GPU6 only: no GPUDirect for most ranks.
+  Result r = RunCli(
+      "place-node --topo data/samples/nvidia-smi/12-rtx4090-8gpu-2nic-all-sys-go-gpuallocator17.txt"
+      " --gpus 4 --tp 2 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(j["warnings"].empty());
+  Result no = RunCli(std::string("place-node --topo ") + kSample24 + " --gpus 4 --free 0-2");
+  EXPECT_EQ(no.code, 1);
+  EXPECT_EQ(RunCli(std::string("place-node --topo ") + kSample24 + " --gpus 4 --free 0-").code, 1);
+  EXPECT_EQ(RunCli(std::string("place-node --topo ") + kSample24 + " --gpus 4 --tp 3").code, 1);
+}
+
+}  // namespace

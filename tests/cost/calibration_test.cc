@@ -7,9 +7,9 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
+
+#include "testing/samples.h"
 
 namespace toposched::cost {
 namespace {
@@ -50,11 +50,8 @@ TEST(CalibrationTest, EveryNcclTestsSampleIsCalibratedOrExcluded) {
 TEST(CalibrationTest, DocsTableIsCurrent) {
   auto rep = RunCalibration(Manifest());
   ASSERT_TRUE(rep.ok()) << rep.status().ToString();
-  std::ifstream in(std::string(TS_SOURCE_DIR) + "/docs/calibration.md");
-  ASSERT_TRUE(in) << "docs/calibration.md missing";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string doc = ss.str();
+  const std::string doc = testing::ReadFileText(testing::SourceDir() + "/docs/calibration.md");
+  ASSERT_FALSE(doc.empty()) << "docs/calibration.md missing";
   const std::string begin = "<!-- calibration-table:begin -->\n";
   const std::string end = "<!-- calibration-table:end -->";
   size_t b = doc.find(begin), e = doc.find(end);

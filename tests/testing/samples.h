@@ -1,15 +1,39 @@
-// The real topology samples under data/samples, for tests that run over all of them.
+// The real samples under data/samples, for tests that run over all of them, and reading a
+// file whole.
 #pragma once
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 namespace toposched::testing {
 
 inline std::string SourceDir() { return TS_SOURCE_DIR; }
+
+// The whole file as bytes; empty when it cannot be read (the test's own checks then fail).
+inline std::string ReadFileText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Files under data/samples/<dir>, subfolders included, whose names end in `ext` (".xml"), as
+// paths relative to that folder ("partial/P01-....txt"), sorted.
+inline std::vector<std::string> SampleFiles(const std::string& dir, const std::string& ext) {
+  const std::filesystem::path root = std::filesystem::path(SourceDir()) / "data/samples" / dir;
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
+    if (!e.is_regular_file() || e.path().extension() != ext) continue;
+    out.push_back(std::filesystem::relative(e.path(), root).generic_string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 // Files under data/samples that are not node topologies: `nvidia-smi topo -p2p` and
 // `nvidia-smi nvlink -s` outputs, and an NCCL graph (not topology) file. Each has its own test.

@@ -4,37 +4,19 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/strings.h"
+#include "testing/samples.h"
 
 namespace toposched::topo::io {
 namespace {
 
 const std::string kSampleDir = std::string(TS_SOURCE_DIR) + "/data/samples/hwloc-xml/";
 const std::string kTestData = std::string(TS_SOURCE_DIR) + "/tests/topo/testdata/";
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-int Dev(const NodeTopology& t, const std::string& name) {
-  if (StartsWith(name, "GPU")) {
-    int pos = t.gpu_pos(std::stoi(name.substr(3)));
-    return pos < 0 ? -1 : t.gpu_dev(pos);
-  }
-  int pos = t.nic_pos(name);
-  return pos < 0 ? -1 : t.nic_dev(pos);
-}
 
 struct PairFact {
   std::string a, b, path;
@@ -118,14 +100,12 @@ std::vector<HwlocSample> Samples() {
 TEST(HwlocXmlSamples, EverySampleFileIsInTheTable) {
   std::set<std::string> listed;
   for (const HwlocSample& s : Samples()) listed.insert(s.path);
-  int files = 0;
-  for (const auto& e : std::filesystem::directory_iterator(kSampleDir)) {
-    if (e.path().extension() != ".xml") continue;
-    ++files;
-    std::string rel = "data/samples/hwloc-xml/" + e.path().filename().string();
+  std::vector<std::string> files = testing::SampleFiles("hwloc-xml", ".xml");
+  for (const std::string& f : files) {
+    std::string rel = "data/samples/hwloc-xml/" + f;
     EXPECT_TRUE(listed.count(rel)) << rel << " has no row in the sample table";
   }
-  EXPECT_EQ(files, 3);
+  EXPECT_EQ(files.size(), 3u);
 }
 
 TEST(HwlocXmlSamples, FactsReadByHand) {
@@ -159,7 +139,7 @@ TEST(HwlocXmlSamples, FactsReadByHand) {
       EXPECT_EQ(FormatIntList(*g.cpus), f.cpus) << "GPU" << f.index;
     }
     for (const PairFact& p : s.pairs) {
-      int a = Dev(t, p.a), b = Dev(t, p.b);
+      int a = t.FindDevice(p.a), b = t.FindDevice(p.b);
       ASSERT_GE(a, 0) << p.a;
       ASSERT_GE(b, 0) << p.b;
       EXPECT_EQ(PathName(t.path(a, b)), p.path) << p.a << "-" << p.b;
@@ -255,11 +235,11 @@ struct BadInput {
 };
 
 TEST(HwlocXmlMalformed, InvalidArgumentWithoutCrash) {
-  std::string dgx2 = ReadText(kSampleDir + "hwloc-nvidiaDGX2.xml");
+  std::string dgx2 = testing::ReadFileText(kSampleDir + "hwloc-nvidiaDGX2.xml");
   std::string garbage;
   for (int i = 0; i < 4096; ++i) garbage.push_back(static_cast<char>((i * 7919 + 13) % 256));
   // Well-formed XML that libhwloc would trust and crash or allocate gigabytes on.
-  std::string v2 = ReadText(kTestData + "hwloc-v2-power8-4xP100.xml");
+  std::string v2 = testing::ReadFileText(kTestData + "hwloc-v2-power8-4xP100.xml");
   auto replace = [&](const std::string& from, const std::string& to) {
     std::string out = v2;
     size_t pos = out.find(from);
@@ -304,7 +284,8 @@ TEST(HwlocXmlFile, MissingFileNamesThePath) {
 }
 
 TEST(HwlocXmlSniff, LooksLikeHwlocXml) {
-  EXPECT_TRUE(LooksLikeHwlocXml(ReadText(kSampleDir + "hwloc-power8-4xP100-nvlink.xml")));
+  EXPECT_TRUE(
+      LooksLikeHwlocXml(testing::ReadFileText(kSampleDir + "hwloc-power8-4xP100-nvlink.xml")));
   EXPECT_TRUE(LooksLikeHwlocXml("<topology version=\"2.0\">"));
   EXPECT_FALSE(LooksLikeHwlocXml("<system version=\"1\">"));
   EXPECT_FALSE(LooksLikeHwlocXml("\tGPU0\tGPU1\n"));

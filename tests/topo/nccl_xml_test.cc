@@ -5,43 +5,25 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/strings.h"
+#include "testing/samples.h"
 
 namespace toposched::topo::io {
 namespace {
 
 const std::string kSampleDir = std::string(TS_SOURCE_DIR) + "/data/samples/nccl-xml/";
 
-std::string ReadSample(const std::string& name) {
-  std::ifstream in(kSampleDir + name, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 StatusOr<NodeTopology> ParseSample(const std::string& name) {
-  return ParseNcclXml(ReadSample(name), name);
-}
-
-int Dev(const NodeTopology& t, const std::string& name) {
-  if (StartsWith(name, "GPU")) {
-    int pos = t.gpu_pos(std::stoi(name.substr(3)));
-    return pos < 0 ? -1 : t.gpu_dev(pos);
-  }
-  int pos = t.nic_pos(name);
-  return pos < 0 ? -1 : t.nic_dev(pos);
+  return ParseNcclXml(testing::ReadFileText(kSampleDir + name), name);
 }
 
 std::string P(const NodeTopology& t, const std::string& a, const std::string& b) {
-  int da = Dev(t, a), db = Dev(t, b);
+  int da = t.FindDevice(a), db = t.FindDevice(b);
   if (da < 0 || db < 0) return "missing " + (da < 0 ? a : b);
   return PathName(t.path(da, db));
 }
@@ -215,14 +197,11 @@ std::vector<NcclSample> Samples() {
 TEST(NcclXmlSamples, EverySampleFileIsInTheTable) {
   std::set<std::string> listed;
   for (const NcclSample& s : Samples()) listed.insert(s.file);
-  int files = 0;
-  for (const auto& e : std::filesystem::directory_iterator(kSampleDir)) {
-    if (e.path().extension() != ".xml") continue;
-    ++files;
-    EXPECT_TRUE(listed.count(e.path().filename().string()))
-        << e.path().filename() << " has no row in the sample table";
+  std::vector<std::string> files = testing::SampleFiles("nccl-xml", ".xml");
+  for (const std::string& f : files) {
+    EXPECT_TRUE(listed.count(f)) << f << " has no row in the sample table";
   }
-  EXPECT_EQ(files, 13);
+  EXPECT_EQ(files.size(), 13u);
 }
 
 TEST(NcclXmlSamples, FactsReadByHand) {
@@ -380,7 +359,7 @@ struct BadDoc {
 };
 
 TEST(NcclXmlMalformed, InvalidArgumentWithLine) {
-  std::string p4d = ReadSample("aws-ofi-nccl-p4d-24xl-topo.xml");
+  std::string p4d = testing::ReadFileText(kSampleDir + "aws-ofi-nccl-p4d-24xl-topo.xml");
   std::string garbage;
   for (int i = 0; i < 2048; ++i) garbage.push_back(static_cast<char>((i * 131 + 7) % 256));
   std::vector<BadDoc> cases = {
@@ -409,8 +388,9 @@ TEST(NcclXmlMalformed, InvalidArgumentWithLine) {
 }
 
 TEST(NcclXmlSniff, LooksLikeNcclXml) {
-  EXPECT_TRUE(LooksLikeNcclXml(ReadSample("azhpc-ndv4-topo.xml")));
-  EXPECT_TRUE(LooksLikeNcclXml(ReadSample("azhpc-ncv4-graph.xml")));  // routed here to be refused
+  EXPECT_TRUE(LooksLikeNcclXml(testing::ReadFileText(kSampleDir + "azhpc-ndv4-topo.xml")));
+  EXPECT_TRUE(LooksLikeNcclXml(
+      testing::ReadFileText(kSampleDir + "azhpc-ncv4-graph.xml")));  // routed here to be refused
   EXPECT_FALSE(LooksLikeNcclXml("<topology version=\"2.0\">"));
   EXPECT_FALSE(LooksLikeNcclXml("GPU0 GPU1"));
 }

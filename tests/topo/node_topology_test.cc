@@ -92,6 +92,29 @@ TEST(TopoValidate, RejectsNvlinkToANicAndAsymmetry) {
   EXPECT_FALSE(dup.Validate().ok());
 }
 
+TEST(TopoFindDevice, GpusByIndexFieldAndNicsByName) {
+  auto t = MakeSyntheticTopology("gpu:4 pcie nics:2");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  NodeTopology n = *t;
+  // GPU indices need not equal positions: "GPU<n>" names the index field.
+  n.gpus[0].index = 5;
+  n.gpus[2].index = 0;
+  EXPECT_EQ(n.FindDevice("GPU5"), n.gpu_dev(0));
+  EXPECT_EQ(n.FindDevice("GPU0"), n.gpu_dev(2));
+  EXPECT_EQ(n.FindDevice("GPU3"), n.gpu_dev(3));
+  EXPECT_EQ(n.FindDevice("GPU2"), -1);
+  EXPECT_EQ(n.FindDevice("mlx5_0"), n.nic_dev(0));
+  EXPECT_EQ(n.FindDevice("mlx5_1"), n.nic_dev(1));
+  EXPECT_EQ(n.device_name(n.FindDevice("mlx5_1")), "mlx5_1");
+  EXPECT_EQ(n.FindDevice("mlx5_2"), -1);
+  EXPECT_EQ(n.FindDevice(""), -1);
+  EXPECT_EQ(n.FindDevice("GPU"), -1);
+  EXPECT_EQ(n.FindDevice("GPU99999999999999999999"), -1);
+  // Not "GPU" and a number: a NIC name.
+  n.nics[1].name = "GPUx";
+  EXPECT_EQ(n.FindDevice("GPUx"), n.nic_dev(1));
+}
+
 TEST(TopoHardware, EmbeddedTableLoadsAndKnowsModels) {
   const HardwareTable& hw = HardwareTable::Default();
   EXPECT_DOUBLE_EQ(hw.nvlink_link_gbps.at(4), 25.0);

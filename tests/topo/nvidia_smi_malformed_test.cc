@@ -4,14 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/strings.h"
+#include "testing/samples.h"
 #include "topo/io/nvidia_smi.h"
 
 namespace toposched::topo::io {
@@ -217,17 +215,10 @@ TEST(NvidiaSmiMalformedNvlink, BrokenStatusIsInvalidArgument) {
 
 std::vector<std::string> SampleTexts() {
   std::vector<std::string> out;
-  std::vector<std::string> paths;
-  const std::string dir = std::string(TS_SOURCE_DIR) + "/data/samples/nvidia-smi";
-  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
-    if (e.is_regular_file() && e.path().extension() == ".txt") paths.push_back(e.path());
-  }
-  std::sort(paths.begin(), paths.end());  // deterministic order
-  for (const std::string& p : paths) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    out.push_back(ss.str());
+  const std::string dir = testing::SourceDir() + "/data/samples/nvidia-smi/";
+  // Sorted: a deterministic order.
+  for (const std::string& rel : testing::SampleFiles("nvidia-smi", ".txt")) {
+    out.push_back(testing::ReadFileText(dir + rel));
   }
   return out;
 }

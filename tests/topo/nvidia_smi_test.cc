@@ -5,39 +5,20 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/strings.h"
+#include "testing/samples.h"
 
 namespace toposched::topo::io {
 namespace {
 
 const std::string kSampleDir = std::string(TS_SOURCE_DIR) + "/data/samples/nvidia-smi/";
-
-std::string ReadSample(const std::string& rel) {
-  std::ifstream in(kSampleDir + rel, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Device number of "GPU<n>" or of a NIC by name; -1 when absent.
-int Dev(const NodeTopology& t, const std::string& name) {
-  if (StartsWith(name, "GPU")) {
-    int pos = t.gpu_pos(std::stoi(name.substr(3)));
-    return pos < 0 ? -1 : t.gpu_dev(pos);
-  }
-  int pos = t.nic_pos(name);
-  return pos < 0 ? -1 : t.nic_dev(pos);
-}
 
 const Gpu* FindGpu(const NodeTopology& t, int index) {
   int pos = t.gpu_pos(index);
@@ -193,7 +174,7 @@ class NvidiaSmiTopoSample : public ::testing::TestWithParam<SampleFacts> {};
 
 TEST_P(NvidiaSmiTopoSample, MatchesFactsReadByHand) {
   const SampleFacts& f = GetParam();
-  std::string text = ReadSample(f.file);
+  std::string text = testing::ReadFileText(kSampleDir + f.file);
   ASSERT_FALSE(text.empty()) << f.file;
   EXPECT_TRUE(LooksLikeNvidiaSmiTopo(text));
   EXPECT_FALSE(LooksLikeNvidiaSmiP2p(text));
@@ -210,7 +191,7 @@ TEST_P(NvidiaSmiTopoSample, MatchesFactsReadByHand) {
   for (const Nic& n : t.nics) names.push_back(n.name);
   EXPECT_EQ(names, f.nic_names);
   for (const PairFact& p : f.pairs) {
-    int a = Dev(t, p.a), b = Dev(t, p.b);
+    int a = t.FindDevice(p.a), b = t.FindDevice(p.b);
     ASSERT_GE(a, 0) << p.a;
     ASSERT_GE(b, 0) << p.b;
     EXPECT_EQ(PathName(t.path(a, b)), p.path) << p.a << "-" << p.b;
@@ -302,11 +283,8 @@ TEST(NvidiaSmiInventory, EverySampleFileIsReadByItsReader) {
       {"partial/P10-h100-8gpu-nv18-10nic-header-not-indented-vllm8257.txt", kTopo},
       {"partial/P11-8gpu-mlx4-pix-phb-2017-kubernetes53497.txt", kTopo},
   };
-  std::set<std::string> on_disk;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(kSampleDir)) {
-    if (!e.is_regular_file() || e.path().extension() != ".txt") continue;
-    on_disk.insert(std::filesystem::relative(e.path(), kSampleDir).generic_string());
-  }
+  std::vector<std::string> files = testing::SampleFiles("nvidia-smi", ".txt");
+  std::set<std::string> on_disk(files.begin(), files.end());
   std::set<std::string> listed;
   for (const auto& [file, readers] : kInventory) listed.insert(file);
   EXPECT_EQ(on_disk, listed) << "add new sample files to this table deliberately";
@@ -315,7 +293,7 @@ TEST(NvidiaSmiInventory, EverySampleFileIsReadByItsReader) {
   for (const SampleFacts& f : TopoSamples()) with_facts.insert(f.file);
   for (const auto& [file, readers] : kInventory) {
     SCOPED_TRACE(file);
-    std::string text = ReadSample(file);
+    std::string text = testing::ReadFileText(kSampleDir + file);
     auto topo = ParseNvidiaSmiTopo(text, file);
     auto p2p = ParseNvidiaSmiP2p(text, file);
     auto nvlink = ParseNvidiaSmiNvlinkStatus(text, file);
@@ -346,7 +324,7 @@ TEST(NvidiaSmiP2p, ReadsEverySample) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.file);
-    auto m = ParseNvidiaSmiP2p(ReadSample(c.file), c.file);
+    auto m = ParseNvidiaSmiP2p(testing::ReadFileText(kSampleDir + c.file), c.file);
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     EXPECT_EQ(m->mode, c.mode);
     ASSERT_EQ(static_cast<int>(m->gpus.size()), c.gpus);
@@ -362,7 +340,8 @@ TEST(NvidiaSmiP2p, ReadsEverySample) {
 }
 
 TEST(NvidiaSmiP2p, TopoReaderRejectsPureP2pOutput) {
-  auto t = ParseNvidiaSmiTopo(ReadSample("05-h100-8gpu-topo-p2p-r-stas00.txt"), "p2p.txt");
+  auto t = ParseNvidiaSmiTopo(
+      testing::ReadFileText(kSampleDir + "05-h100-8gpu-topo-p2p-r-stas00.txt"), "p2p.txt");
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(t.status().message().find("p2p.txt:4:"), std::string::npos) << t.status().message();
@@ -396,7 +375,7 @@ TEST(NvidiaSmiNvlink, ReadsEverySample) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.file);
-    auto s = ParseNvidiaSmiNvlinkStatus(ReadSample(c.file), c.file);
+    auto s = ParseNvidiaSmiNvlinkStatus(testing::ReadFileText(kSampleDir + c.file), c.file);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     ASSERT_EQ(s->gpus.size(), c.gpus.size());
     for (size_t i = 0; i < c.gpus.size(); ++i) {

@@ -1045,30 +1045,14 @@ StatusOr<P2pMatrix> ParseP2pBlock(const std::vector<Line>& lines, const Block& b
 // ---------------------------------------------------------------------------------------------
 // nvlink -s
 
-// "GPU 3: Tesla V100-SXM2-32GB (UUID: ...)" -> 3 and the name.
-std::optional<std::pair<int, std::string>> GpuHeading(std::string_view t) {
-  if (!StartsWith(t, "GPU ")) return std::nullopt;
+// "<prefix><number>: <rest>" with a prefix such as "GPU " or "Link " -> the number (1 to 7
+// digits, blanks around it allowed) and the trimmed text after the first colon.
+std::optional<std::pair<int, std::string_view>> NumberedLine(std::string_view t,
+                                                             std::string_view prefix) {
+  if (!StartsWith(t, prefix)) return std::nullopt;
   size_t colon = t.find(':');
   if (colon == std::string_view::npos) return std::nullopt;
-  std::string_view num = Trim(t.substr(3, colon - 3));
-  if (num.empty() || num.size() > 7) return std::nullopt;
-  int v = 0;
-  for (char c : num) {
-    if (!IsDigit(c)) return std::nullopt;
-    v = v * 10 + (c - '0');
-  }
-  std::string_view name = Trim(t.substr(colon + 1));
-  size_t uuid = name.find("(UUID:");
-  if (uuid != std::string_view::npos) name = Trim(name.substr(0, uuid));
-  return std::make_pair(v, std::string(name));
-}
-
-// "Link 4: 25.781 GB/s" -> link number and the text after the colon.
-std::optional<std::pair<int, std::string_view>> LinkLine(std::string_view t) {
-  if (!StartsWith(t, "Link ")) return std::nullopt;
-  size_t colon = t.find(':');
-  if (colon == std::string_view::npos) return std::nullopt;
-  std::string_view num = Trim(t.substr(5, colon - 5));
+  std::string_view num = Trim(t.substr(prefix.size(), colon - prefix.size()));
   if (num.empty() || num.size() > 7) return std::nullopt;
   int v = 0;
   for (char c : num) {
@@ -1076,6 +1060,21 @@ std::optional<std::pair<int, std::string_view>> LinkLine(std::string_view t) {
     v = v * 10 + (c - '0');
   }
   return std::make_pair(v, Trim(t.substr(colon + 1)));
+}
+
+// "GPU 3: Tesla V100-SXM2-32GB (UUID: ...)" -> 3 and the name.
+std::optional<std::pair<int, std::string>> GpuHeading(std::string_view t) {
+  auto heading = NumberedLine(t, "GPU ");
+  if (!heading) return std::nullopt;
+  std::string_view name = heading->second;
+  size_t uuid = name.find("(UUID:");
+  if (uuid != std::string_view::npos) name = Trim(name.substr(0, uuid));
+  return std::make_pair(heading->first, std::string(name));
+}
+
+// "Link 4: 25.781 GB/s" -> link number and the text after the colon.
+std::optional<std::pair<int, std::string_view>> LinkLine(std::string_view t) {
+  return NumberedLine(t, "Link ");
 }
 
 bool HasTopoBlock(const std::vector<Line>& lines) {
