@@ -380,6 +380,7 @@ NodeChoice NodeSelector::SelectExact(ExactTables& tables, uint32_t free_local,
     deposit_hi[i] = deposit_hi[i & (i - 1)] | (bit + 8 < m ? 1u << free_pos[bit + 8] : 0);
   }
   uint32_t best = 0;
+  int best_span = -1;  // NUMA span of `best`, computed on its first tie
   double best_ms = kInf;
   bool have = false;
   const uint32_t last = m >= 32 ? ~0u : (1u << m) - 1;
@@ -392,7 +393,11 @@ NodeChoice NodeSelector::SelectExact(ExactTables& tables, uint32_t free_local,
         if (!follow) follow = tables.Followups(k, req.dp_bytes);
         const uint32_t l = free_local ^ s, bl = free_local ^ best;
         cmp = CompareMs(tables.Followup(follow, dp, l), tables.Followup(follow, dp, bl));
-        if (cmp == 0) cmp = (numa_span(s) > numa_span(best)) - (numa_span(s) < numa_span(best));
+        if (cmp == 0) {
+          const int span = numa_span(s);
+          if (best_span < 0) best_span = numa_span(best);
+          cmp = (span > best_span) - (span < best_span);
+        }
         if (cmp == 0) cmp = -CompareMs(conn[l], conn[bl]);
         if (cmp == 0) {
           uint32_t d = s ^ best;
@@ -402,6 +407,7 @@ NodeChoice NodeSelector::SelectExact(ExactTables& tables, uint32_t free_local,
       if (cmp < 0) {
         best = s;
         best_ms = ms;
+        best_span = -1;
         have = true;
       }
     }
