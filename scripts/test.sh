@@ -19,10 +19,10 @@ ninja -C build -j "$JOBS"
 echo "== tests"
 ctest --test-dir build --output-on-failure -j "$JOBS"
 
-echo "== parser tests under ASan+UBSan"
+echo "== parser tests (topology, cluster, Slurm, jobs) under ASan+UBSan"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTOPOSCHED_SANITIZE=ON \
   -DTOPOSCHED_ONLY_PARSER_TESTS=ON >/dev/null
-ninja -C build-asan -j "$JOBS" topo_tests core_tests
+ninja -C build-asan -j "$JOBS" topo_tests core_tests job_tests
 export UBSAN_OPTIONS=print_stacktrace=1
 ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$JOBS" \
   -E '^DiscoverLocal\.'
