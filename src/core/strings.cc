@@ -50,6 +50,14 @@ std::string ToLower(std::string_view s) {
   return out;
 }
 
+std::string FieldPath(const std::string& path, const std::string& key) {
+  return path.empty() ? key : path + "." + key;
+}
+
+std::string IndexPath(const std::string& path, size_t i) {
+  return path + "[" + std::to_string(i) + "]";
+}
+
 StatusOr<long long> ParseInt(std::string_view s) {
   std::string_view t = Trim(s);
   long long v = 0;

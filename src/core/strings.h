@@ -27,6 +27,11 @@ StatusOr<std::vector<int>> ParseIntList(std::string_view s, int max_items = 1 <<
 // Inverse of ParseIntList: {0,2,3,4,5,7} -> "0,2-5,7".
 std::string FormatIntList(const std::vector<int>& values);
 
+// Field paths in error messages: FieldPath("jobs[2]", "layout") -> "jobs[2].layout" (no dot when
+// the path is empty); IndexPath("jobs", 2) -> "jobs[2]".
+std::string FieldPath(const std::string& path, const std::string& key);
+std::string IndexPath(const std::string& path, size_t i);
+
 // Slurm host-list expression: "gpu[001-003,007],login1" -> gpu001 gpu002 gpu003 gpu007 login1.
 // Zero padding is kept from the lower bound. Several bracket groups are expanded as a product.
 StatusOr<std::vector<std::string>> ExpandHostList(std::string_view expr, int max_hosts = 1 << 20);

@@ -1,8 +1,6 @@
 #include "cost/cost_tables.h"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 namespace toposched::cost {
 

@@ -52,12 +52,8 @@ const char* KindName(const Value& v) {
   }
 }
 
-std::string Join(const std::string& path, const std::string& key) {
-  return path.empty() ? key : path + "." + key;
-}
-std::string Index(const std::string& path, size_t i) {
-  return path + "[" + std::to_string(i) + "]";
-}
+using ::toposched::FieldPath;
+using ::toposched::IndexPath;
 
 // ---- YAML -> Value ----
 
@@ -147,7 +143,7 @@ class JsonBuilder {
   bool start_array(std::size_t) { return Open(Value::Kind::kList); }
   bool end_array() { return Close(); }
   bool key(json::string_t& k) {
-    if (!seen_.back().insert(k).second) return Fail(Join(Path(), k), "key given twice");
+    if (!seen_.back().insert(k).second) return Fail(FieldPath(Path(), k), "key given twice");
     keys_.back() = k;
     return true;
   }
@@ -203,9 +199,9 @@ class JsonBuilder {
     std::string p = "$";
     for (size_t i = 0; i + 1 < stack_.size(); ++i) {
       if (stack_[i].kind == Value::Kind::kList) {
-        p = Index(p, stack_[i].items.size());
+        p = IndexPath(p, stack_[i].items.size());
       } else {
-        p = Join(p, keys_[i]);
+        p = FieldPath(p, keys_[i]);
       }
     }
     return p;
@@ -277,11 +273,11 @@ class Fields {
       if (!known) {
         std::string list;
         for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
-        return ctx.Err(line, Join(path, name), "unknown key (expected one of: " + list + ")");
+        return ctx.Err(line, FieldPath(path, name), "unknown key (expected one of: " + list + ")");
       }
       for (size_t j = 0; j < i; ++j) {
         if (v.fields[j].first == name) {
-          return ctx.Err(line, Join(path, name),
+          return ctx.Err(line, FieldPath(path, name),
                          "key given twice (first at line " + std::to_string(v.key_lines[j]) + ")");
         }
       }
@@ -294,7 +290,7 @@ class Fields {
     }
     return nullptr;
   }
-  std::string Path(const std::string& key) const { return Join(path_, key); }
+  std::string Path(const std::string& key) const { return FieldPath(path_, key); }
   const Value& node() const { return *node_; }
 
  private:
@@ -492,7 +488,7 @@ class SpecParser {
       }
     }
     if (auto e = NormalizeSpec(s)) {
-      const std::string field = Join(path, e->field);
+      const std::string field = FieldPath(path, e->field);
       return ctx_.Err(LineFor(field, v.line), field, e->message);
     }
     return s;
@@ -636,7 +632,7 @@ StatusOr<std::vector<JobSpec>> ParseJobsValue(const Value& root, const Ctx& ctx,
   std::map<std::string, int> first_line;
   SpecParser parser(ctx);
   for (size_t i = 0; i < list->items.size(); ++i) {
-    const std::string p = Index(path, i);
+    const std::string p = IndexPath(path, i);
     ASSIGN_OR_RETURN(JobSpec s, parser.Parse(list->items[i], p));
     auto [it, fresh] = first_line.emplace(s.name, list->items[i].line);
     if (!fresh) {

@@ -82,3 +82,16 @@ TEST(Status, CarriesCodeAndContext) {
 
 }  // namespace
 }  // namespace toposched
+
+namespace toposched {
+namespace {
+
+TEST(FieldPath, BuildsPathsForErrorMessages) {
+  EXPECT_EQ(FieldPath("", "name"), "name");
+  EXPECT_EQ(FieldPath("jobs[2]", "layout"), "jobs[2].layout");
+  EXPECT_EQ(IndexPath("jobs", 2), "jobs[2]");
+  EXPECT_EQ(FieldPath(IndexPath("network.levels", 0), "name"), "network.levels[0].name");
+}
+
+}  // namespace
+}  // namespace toposched

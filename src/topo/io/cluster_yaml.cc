@@ -64,12 +64,8 @@ class Ctx {
   std::string source_;
 };
 
-std::string Join(const std::string& path, const std::string& key) {
-  return path.empty() ? key : path + "." + key;
-}
-std::string Index(const std::string& path, size_t i) {
-  return path + "[" + std::to_string(i) + "]";
-}
+using ::toposched::FieldPath;
+using ::toposched::IndexPath;
 
 // A YAML map checked against the keys it may have: unknown and repeated keys are errors, so a
 // typo never silently drops a setting.
@@ -91,11 +87,11 @@ class Fields {
       if (!known) {
         std::string list;
         for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
-        return ctx.Err(key, Join(path, name), "unknown key (expected one of: " + list + ")");
+        return ctx.Err(key, FieldPath(path, name), "unknown key (expected one of: " + list + ")");
       }
       for (const auto& [k, v] : f.entries_) {
         if (k == name) {
-          return ctx.Err(key, Join(path, name),
+          return ctx.Err(key, FieldPath(path, name),
                          "key given twice (first at line " + std::to_string(LineOf(v)) + ")");
         }
       }
@@ -112,7 +108,7 @@ class Fields {
     return nullptr;
   }
   bool Has(const std::string& key) const { return Get(key) != nullptr; }
-  std::string Path(const std::string& key) const { return Join(path_, key); }
+  std::string Path(const std::string& key) const { return FieldPath(path_, key); }
   const YAML::Node& node() const { return node_; }
   const std::string& path() const { return path_; }
 
@@ -237,7 +233,7 @@ class SpecParser {
     if (list.size() == 0) return ctx_.Err(list, "profiles", "at least one profile is needed");
     std::unordered_map<std::string, int> line_of;
     for (size_t i = 0; i < list.size(); ++i) {
-      const std::string path = Index("profiles", i);
+      const std::string path = IndexPath("profiles", i);
       ASSIGN_OR_RETURN(Fields f,
                        Fields::Read(ctx_, list[i], path,
                                     {"name", "topology", "format", "synthetic", "gpu_model",
@@ -337,7 +333,7 @@ class SpecParser {
       profile_of.emplace(cluster_.profiles[i].name, i);
     }
     for (size_t i = 0; i < list.size(); ++i) {
-      const std::string path = Index("nodes", i);
+      const std::string path = IndexPath("nodes", i);
       ASSIGN_OR_RETURN(Fields f, Fields::Read(ctx_, list[i], path, {"hosts", "profile", "health"}));
       const YAML::Node* hosts = f.Get("hosts");
       if (!hosts) return ctx_.Err(list[i], f.Path("hosts"), "missing");
@@ -402,7 +398,7 @@ class SpecParser {
     if (levels->size() == 0) return ctx_.Err(*levels, "network.levels", "at least one level");
     std::vector<std::optional<Generator>> generators;
     for (size_t i = 0; i < levels->size(); ++i) {
-      const std::string path = Index("network.levels", i);
+      const std::string path = IndexPath("network.levels", i);
       const YAML::Node& ln = (*levels)[i];
       ASSIGN_OR_RETURN(
           Fields lf,
@@ -434,7 +430,7 @@ class SpecParser {
     if (const YAML::Node* domains = f.Get("domains")) {
       RETURN_IF_ERROR(ExpectList(ctx_, *domains, "network.domains"));
       for (size_t i = 0; i < domains->size(); ++i) {
-        ASSIGN_OR_RETURN(DomainDecl d, ParseDomain((*domains)[i], Index("network.domains", i)));
+        ASSIGN_OR_RETURN(DomainDecl d, ParseDomain((*domains)[i], IndexPath("network.domains", i)));
         decls.push_back(d);
       }
     }
@@ -708,7 +704,7 @@ class SpecParser {
     RETURN_IF_ERROR(ExpectList(ctx_, list, "nvlink_domains"));
     std::unordered_map<std::string, int> line_of;
     for (size_t i = 0; i < list.size(); ++i) {
-      const std::string path = Index("nvlink_domains", i);
+      const std::string path = IndexPath("nvlink_domains", i);
       ASSIGN_OR_RETURN(Fields f,
                        Fields::Read(ctx_, list[i], path, {"name", "nodes", "gpu_bandwidth_gbps"}));
       NvlinkDomain nv;
