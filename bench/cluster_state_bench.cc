@@ -1,0 +1,154 @@
+// ClusterState on a generated 4,096-node × 8-GPU 3-tier cluster (core > 8 spines > 128 leaves of
+// 32 nodes): allocate + release of a whole node and of a 1-GPU slice (the incremental aggregate
+// update), building the state, the from-scratch invariant check, and the state's memory
+// (counters: state_bytes empty, with every GPU held by its own 1-GPU allocation, per node).
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "sched/cluster_state.h"
+#include "topo/synthetic.h"
+
+namespace ts = toposched;
+using ts::sched::ClusterState;
+using ts::sched::GpuMask;
+
+namespace {
+
+constexpr int kNodes = 4096;
+constexpr int kNodesPerLeaf = 32;
+constexpr int kLeavesPerSpine = 16;
+
+template <typename T>
+T OrDie(ts::StatusOr<T> v) {
+  if (!v.ok()) {
+    std::fprintf(stderr, "%s\n", v.status().ToString().c_str());
+    std::abort();
+  }
+  return std::move(v).value();
+}
+
+const ts::topo::Cluster& BigCluster() {
+  static const ts::topo::Cluster* cluster = [] {
+    auto* c = new ts::topo::Cluster();
+    c->name = "synthetic-4096";
+    ts::topo::HardwareProfile p;
+    p.name = "h100-synthetic";
+    p.topology = OrDie(ts::topo::MakeSyntheticTopology("gpu:8 nvswitch:18 nics:8"));
+    c->profiles.push_back(std::move(p));
+    c->levels = {{"core", 0, 1}, {"spine", 409600, 1}, {"leaf", 102400, 1}};
+    const int leaves = kNodes / kNodesPerLeaf;
+    const int spines = leaves / kLeavesPerSpine;
+    c->domains.push_back({"core0", 0, -1, {}, {}});
+    for (int s = 0; s < spines; ++s) {
+      c->domains.push_back({"spine" + std::to_string(s), 1, 0, {}, {}});
+      c->domains[0].children.push_back(static_cast<int>(c->domains.size()) - 1);
+    }
+    for (int l = 0; l < leaves; ++l) {
+      const int parent = 1 + l / kLeavesPerSpine;
+      c->domains.push_back({"leaf" + std::to_string(l), 2, parent, {}, {}});
+      c->domains[parent].children.push_back(static_cast<int>(c->domains.size()) - 1);
+    }
+    for (int n = 0; n < kNodes; ++n) {
+      char name[16];
+      std::snprintf(name, sizeof(name), "n%04d", n);
+      const int leaf = 1 + spines + n / kNodesPerLeaf;
+      c->nodes.push_back({name, 0, leaf, -1, ts::topo::Health::kHealthy});
+      c->domains[leaf].nodes.push_back(n);
+    }
+    c->rails = {8, "core"};
+    c->Finalize();
+    ts::Status v = c->Validate();
+    if (!v.ok()) {
+      std::fprintf(stderr, "%s\n", v.ToString().c_str());
+      std::abort();
+    }
+    return c;
+  }();
+  return *cluster;
+}
+
+void BM_AllocateReleaseWholeNode(benchmark::State& state) {
+  ClusterState s = OrDie(ClusterState::Create(BigCluster()));
+  int node = 0;
+  for (auto _ : state) {
+    if (!s.Allocate(1, {{node, GpuMask::FirstN(8)}}).ok()) std::abort();
+    if (!s.Release(1).ok()) std::abort();
+    node = (node + 97) % kNodes;
+  }
+  benchmark::DoNotOptimize(s.FreeGpus(0));
+}
+BENCHMARK(BM_AllocateReleaseWholeNode);
+
+void BM_AllocateReleaseOneGpu(benchmark::State& state) {
+  ClusterState s = OrDie(ClusterState::Create(BigCluster()));
+  // Half the cluster busy with 4-GPU slices, so the 1-GPU slice lands on a shared node.
+  for (int n = 0; n < kNodes; n += 2) {
+    if (!s.Allocate(1000 + n, {{n, GpuMask::FirstN(4)}}).ok()) std::abort();
+  }
+  int node = 0;
+  for (auto _ : state) {
+    GpuMask one;
+    one.set(5);
+    if (!s.Allocate(1, {{node, one}}).ok()) std::abort();
+    if (!s.Release(1).ok()) std::abort();
+    node = (node + 97) % kNodes;
+  }
+  benchmark::DoNotOptimize(s.LargestFreeOnNode(0));
+}
+BENCHMARK(BM_AllocateReleaseOneGpu);
+
+void BM_LargestFreeOnNode(benchmark::State& state) {
+  ClusterState s = OrDie(ClusterState::Create(BigCluster()));
+  for (int n = 0; n < kNodes; ++n) {
+    if (!s.Allocate(n, {{n, GpuMask::FirstN(1 + n % 8)}}).ok()) std::abort();
+  }
+  int d = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(s.LargestFreeOnNode(d));
+    d = (d + 1) % static_cast<int>(BigCluster().domains.size());
+  }
+}
+BENCHMARK(BM_LargestFreeOnNode);
+
+void BM_CreateState(benchmark::State& state) {
+  const ts::topo::Cluster& c = BigCluster();
+  size_t empty_bytes = 0;
+  for (auto _ : state) {
+    ClusterState s = OrDie(ClusterState::Create(c));
+    empty_bytes = s.MemoryBytes();
+    benchmark::DoNotOptimize(empty_bytes);
+  }
+  // The worst case for the allocation table: every GPU its own allocation.
+  ClusterState full = OrDie(ClusterState::Create(c));
+  for (int n = 0; n < kNodes; ++n) {
+    for (int g = 0; g < 8; ++g) {
+      GpuMask m;
+      m.set(g);
+      if (!full.Allocate(int64_t{n} * 8 + g, {{n, m}}).ok()) std::abort();
+    }
+  }
+  state.counters["state_bytes"] = static_cast<double>(empty_bytes);
+  state.counters["bytes_per_node"] = static_cast<double>(empty_bytes) / kNodes;
+  state.counters["full_1gpu_bytes"] = static_cast<double>(full.MemoryBytes());
+  state.counters["full_bytes_per_node"] = static_cast<double>(full.MemoryBytes()) / kNodes;
+}
+BENCHMARK(BM_CreateState)->Unit(benchmark::kMillisecond);
+
+void BM_CheckInvariants(benchmark::State& state) {
+  ClusterState s = OrDie(ClusterState::Create(BigCluster()));
+  for (int n = 0; n < kNodes; ++n) {
+    if (!s.Allocate(n, {{n, GpuMask::FirstN(1 + n % 8)}}).ok()) std::abort();
+  }
+  for (auto _ : state) {
+    ts::Status st = s.CheckInvariants();
+    if (!st.ok()) std::abort();
+  }
+}
+BENCHMARK(BM_CheckInvariants)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,675 @@
+#include "sched/cluster_state.h"
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+namespace toposched::sched {
+namespace {
+
+using topo::Health;
+
+std::string Quote(const std::string& s) { return "\"" + s + "\""; }
+
+bool Usable(uint8_t health) { return static_cast<Health>(health) != Health::kUnhealthy; }
+
+GpuMask AllOf(int gpu_count) { return GpuMask::FirstN(gpu_count); }
+
+}  // namespace
+
+StatusOr<ClusterState> ClusterState::Create(const topo::Cluster& cluster) {
+  static_assert(sizeof(NodeRec) == 56, "node record layout documented in the header");
+  ClusterState s;
+  s.cluster_ = &cluster;
+  s.num_domains_ = static_cast<int>(cluster.domains.size());
+  s.num_nvlink_ = static_cast<int>(cluster.nvlink_domains.size());
+  const int n_nodes = static_cast<int>(cluster.nodes.size());
+  s.nodes_.resize(n_nodes);
+  uint32_t offset = 0;
+  for (int n = 0; n < n_nodes; ++n) {
+    const topo::NodeTopology& t = cluster.topology(n);
+    const int g = static_cast<int>(t.gpus.size());
+    if (g > GpuMask::kMaxGpus) {
+      return InvalidArgumentError("node " + Quote(cluster.nodes[n].name) + " has " +
+                                  std::to_string(g) + " GPUs; at most " +
+                                  std::to_string(GpuMask::kMaxGpus) + " are supported");
+    }
+    NodeRec& rec = s.nodes_[n];
+    rec.gpu_offset = offset;
+    rec.gpu_count = static_cast<uint8_t>(g);
+    rec.health = static_cast<uint8_t>(cluster.nodes[n].health);
+    for (int i = 0; i < g; ++i) {
+      s.gpu_health_.push_back(static_cast<uint8_t>(t.gpus[i].health));
+      if (Usable(s.gpu_health_.back())) rec.healthy.set(i);
+    }
+    rec.free = ComputeFree(rec);
+    offset += g;
+    s.max_gpus_ = std::max(s.max_gpus_, g);
+  }
+  s.holders_.assign(offset, -1);
+  s.gpu_health_.shrink_to_fit();
+  s.ComputeAggregates(s.aggs_, s.hist_);
+  return s;
+}
+
+GpuMask ClusterState::ComputeFree(const NodeRec& n) {
+  if (!Usable(n.health) || n.drained) return GpuMask();
+  return n.healthy & ~n.held & AllOf(n.gpu_count);
+}
+
+ClusterState::Contribution ClusterState::ContributionOf(const NodeRec& n) const {
+  Contribution c;
+  c.free = n.free.count();
+  c.healthy = Usable(n.health) ? n.healthy.count() : 0;
+  return c;
+}
+
+void ClusterState::AddToAgg(std::vector<Agg>& aggs, std::vector<int32_t>& hist, int width, int agg,
+                            int gpu_count, Contribution c, int sign) {
+  Agg& a = aggs[agg];
+  a.free += sign * c.free;
+  a.healthy += sign * c.healthy;
+  if (gpu_count > 0 && c.free == gpu_count) a.fully_free += sign;
+  hist[static_cast<size_t>(agg) * width + c.free] += sign;
+}
+
+void ClusterState::ComputeAggregates(std::vector<Agg>& aggs, std::vector<int32_t>& hist) const {
+  const int width = max_gpus_ + 1;
+  const int n_aggs = num_domains_ + num_nvlink_ + 1;
+  aggs.assign(n_aggs, Agg{});
+  hist.assign(static_cast<size_t>(n_aggs) * width, 0);
+  const int n_nodes = static_cast<int>(nodes_.size());
+  for (int n = 0; n < n_nodes; ++n) {
+    const NodeRec& rec = nodes_[n];
+    const Contribution c = ContributionOf(rec);
+    auto add = [&](int agg) {
+      AddToAgg(aggs, hist, width, agg, rec.gpu_count, c, +1);
+      aggs[agg].total += rec.gpu_count;
+    };
+    for (int d = cluster_->nodes[n].domain; d != -1; d = cluster_->domains[d].parent) add(d);
+    const int nvd = cluster_->nodes[n].nvlink_domain;
+    if (nvd >= 0) add(num_domains_ + nvd);
+    add(ClusterAgg());
+  }
+}
+
+void ClusterState::Propagate(int node, Contribution before, Contribution after) {
+  if (before == after) return;
+  const int width = max_gpus_ + 1;
+  const int g = nodes_[node].gpu_count;
+  auto apply = [&](int agg) {
+    AddToAgg(aggs_, hist_, width, agg, g, before, -1);
+    AddToAgg(aggs_, hist_, width, agg, g, after, +1);
+  };
+  for (int d = cluster_->nodes[node].domain; d != -1; d = cluster_->domains[d].parent) apply(d);
+  const int nvd = cluster_->nodes[node].nvlink_domain;
+  if (nvd >= 0) apply(num_domains_ + nvd);
+  apply(ClusterAgg());
+}
+
+void ClusterState::Refresh(int node, Contribution before) {
+  NodeRec& rec = nodes_[node];
+  rec.free = ComputeFree(rec);
+  Propagate(node, before, ContributionOf(rec));
+}
+
+int ClusterState::Largest(int agg) const {
+  const int width = max_gpus_ + 1;
+  const int32_t* h = hist_.data() + static_cast<size_t>(agg) * width;
+  for (int k = max_gpus_; k > 0; --k) {
+    if (h[k] > 0) return k;
+  }
+  return 0;
+}
+
+Capacity ClusterState::CapacityOf(int agg) const {
+  const Agg& a = aggs_[agg];
+  return Capacity{a.free, a.fully_free, Largest(agg), a.healthy, a.total};
+}
+
+std::string ClusterState::NodeName(int node) const {
+  return "node " + Quote(cluster_->nodes[node].name);
+}
+
+topo::Health ClusterState::GpuHealth(int node, int gpu) const {
+  return static_cast<Health>(gpu_health_[nodes_[node].gpu_offset + gpu]);
+}
+
+std::optional<int64_t> ClusterState::Holder(int node, int gpu) const {
+  const int32_t slot = holders_[nodes_[node].gpu_offset + gpu];
+  if (slot < 0) return std::nullopt;
+  return allocs_[slot].id;
+}
+
+const std::vector<NodeGpus>* ClusterState::Allocation(int64_t alloc_id) const {
+  auto it = index_.find(alloc_id);
+  return it == index_.end() ? nullptr : &allocs_[it->second].parts;
+}
+
+std::vector<int64_t> ClusterState::AllocationIds() const {
+  std::vector<int64_t> ids;
+  ids.reserve(index_.size());
+  for (const auto& [id, slot] : index_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+Status ClusterState::Allocate(int64_t alloc_id, const std::vector<NodeGpus>& parts) {
+  const std::string who = "allocation " + std::to_string(alloc_id);
+  if (index_.count(alloc_id)) return Status(StatusCode::kAlreadyExists, who + " already exists");
+  if (parts.empty()) return InvalidArgumentError(who + ": no GPUs requested");
+  const int n_nodes = static_cast<int>(nodes_.size());
+  // Validate everything before touching anything: all or nothing.
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const NodeGpus& p = parts[i];
+    if (p.node < 0 || p.node >= n_nodes) {
+      return InvalidArgumentError(who + ": node id " + std::to_string(p.node) + " out of range (" +
+                                  std::to_string(n_nodes) + " nodes)");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (parts[j].node == p.node) {
+        return InvalidArgumentError(who + ": " + NodeName(p.node) + " listed twice");
+      }
+    }
+    const NodeRec& rec = nodes_[p.node];
+    if (p.gpus.empty()) return InvalidArgumentError(who + ": empty GPU set on " + NodeName(p.node));
+    const GpuMask outside = p.gpus & ~AllOf(rec.gpu_count);
+    if (!outside.empty()) {
+      return InvalidArgumentError(who + ": GPU " + std::to_string(outside.lowest()) + " of " +
+                                  NodeName(p.node) + " out of range (node has " +
+                                  std::to_string(rec.gpu_count) + " GPUs)");
+    }
+    const GpuMask taken = p.gpus & ~rec.free;
+    if (!taken.empty()) {
+      const int gpu = taken.lowest();
+      std::string why;
+      if (rec.held.test(gpu)) {
+        why = "is held by allocation " + std::to_string(*Holder(p.node, gpu));
+      } else if (!Usable(rec.health)) {
+        why = "is on an unhealthy node";
+      } else if (rec.drained) {
+        why = "is on a drained node";
+      } else {
+        why = "is unhealthy";
+      }
+      return InvalidArgumentError(who + ": GPU " + std::to_string(gpu) + " of " + NodeName(p.node) +
+                                  " " + why);
+    }
+  }
+
+  int32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<int32_t>(allocs_.size());
+    allocs_.emplace_back();
+  }
+  AllocRec& a = allocs_[slot];
+  a.id = alloc_id;
+  a.parts.assign(parts.begin(), parts.end());
+  std::sort(a.parts.begin(), a.parts.end(),
+            [](const NodeGpus& x, const NodeGpus& y) { return x.node < y.node; });
+  index_.emplace(alloc_id, slot);
+  for (const NodeGpus& p : a.parts) {
+    NodeRec& rec = nodes_[p.node];
+    const Contribution before = ContributionOf(rec);
+    for (GpuMask m = p.gpus; !m.empty();) {
+      const int gpu = m.lowest();
+      m.reset(gpu);
+      holders_[rec.gpu_offset + gpu] = slot;
+    }
+    rec.held = rec.held | p.gpus;
+    Refresh(p.node, before);
+  }
+  return OkStatus();
+}
+
+Status ClusterState::Release(int64_t alloc_id) {
+  auto it = index_.find(alloc_id);
+  if (it == index_.end()) {
+    return NotFoundError("allocation " + std::to_string(alloc_id) + " not found");
+  }
+  const int32_t slot = it->second;
+  AllocRec& a = allocs_[slot];
+  for (const NodeGpus& p : a.parts) {
+    NodeRec& rec = nodes_[p.node];
+    const Contribution before = ContributionOf(rec);
+    for (GpuMask m = p.gpus; !m.empty();) {
+      const int gpu = m.lowest();
+      m.reset(gpu);
+      holders_[rec.gpu_offset + gpu] = -1;
+    }
+    rec.held = rec.held & ~p.gpus;
+    Refresh(p.node, before);
+  }
+  a.parts.clear();  // keeps capacity for the slot's next user
+  free_slots_.push_back(slot);
+  index_.erase(it);
+  return OkStatus();
+}
+
+StatusOr<std::vector<int64_t>> ClusterState::SetGpuHealth(int node, int gpu, Health health) {
+  if (node < 0 || node >= static_cast<int>(nodes_.size())) {
+    return InvalidArgumentError("node id " + std::to_string(node) + " out of range");
+  }
+  NodeRec& rec = nodes_[node];
+  if (gpu < 0 || gpu >= rec.gpu_count) {
+    return InvalidArgumentError("GPU " + std::to_string(gpu) + " of " + NodeName(node) +
+                                " out of range (node has " + std::to_string(rec.gpu_count) +
+                                " GPUs)");
+  }
+  uint8_t& h = gpu_health_[rec.gpu_offset + gpu];
+  std::vector<int64_t> affected;
+  if (static_cast<uint8_t>(health) > h && rec.held.test(gpu)) {
+    affected.push_back(*Holder(node, gpu));
+  }
+  const Contribution before = ContributionOf(rec);
+  h = static_cast<uint8_t>(health);
+  if (Usable(h)) {
+    rec.healthy.set(gpu);
+  } else {
+    rec.healthy.reset(gpu);
+  }
+  Refresh(node, before);
+  return affected;
+}
+
+StatusOr<std::vector<int64_t>> ClusterState::SetNodeHealth(int node, Health health) {
+  if (node < 0 || node >= static_cast<int>(nodes_.size())) {
+    return InvalidArgumentError("node id " + std::to_string(node) + " out of range");
+  }
+  NodeRec& rec = nodes_[node];
+  std::vector<int64_t> affected;
+  if (static_cast<uint8_t>(health) > rec.health) {
+    for (GpuMask m = rec.held; !m.empty();) {
+      const int gpu = m.lowest();
+      m.reset(gpu);
+      affected.push_back(*Holder(node, gpu));
+    }
+    std::sort(affected.begin(), affected.end());
+    affected.erase(std::unique(affected.begin(), affected.end()), affected.end());
+  }
+  const Contribution before = ContributionOf(rec);
+  rec.health = static_cast<uint8_t>(health);
+  Refresh(node, before);
+  return affected;
+}
+
+Status ClusterState::SetNodeDrained(int node, bool drained) {
+  if (node < 0 || node >= static_cast<int>(nodes_.size())) {
+    return InvalidArgumentError("node id " + std::to_string(node) + " out of range");
+  }
+  NodeRec& rec = nodes_[node];
+  const Contribution before = ContributionOf(rec);
+  rec.drained = drained ? 1 : 0;
+  Refresh(node, before);
+  return OkStatus();
+}
+
+Status ClusterState::CheckInvariants() const {
+  const int n_nodes = static_cast<int>(nodes_.size());
+  if (static_cast<int>(cluster_->nodes.size()) != n_nodes) {
+    return InternalError("state has " + std::to_string(n_nodes) + " nodes, cluster " +
+                         std::to_string(cluster_->nodes.size()));
+  }
+  // Per node: holders agree with the held mask and with their allocation; cached masks.
+  size_t held_total = 0;
+  for (int n = 0; n < n_nodes; ++n) {
+    const NodeRec& rec = nodes_[n];
+    if (rec.gpu_count != cluster_->topology(n).gpus.size()) {
+      return InternalError(NodeName(n) + ": gpu_count " + std::to_string(rec.gpu_count) +
+                           ", topology has " + std::to_string(cluster_->topology(n).gpus.size()));
+    }
+    GpuMask held, healthy;
+    for (int g = 0; g < rec.gpu_count; ++g) {
+      const int32_t slot = holders_[rec.gpu_offset + g];
+      if (Usable(gpu_health_[rec.gpu_offset + g])) healthy.set(g);
+      if (slot < 0) continue;
+      held.set(g);
+      const std::string where = "GPU " + std::to_string(g) + " of " + NodeName(n);
+      if (slot >= static_cast<int32_t>(allocs_.size()) || allocs_[slot].parts.empty()) {
+        return InternalError(where + ": holder slot " + std::to_string(slot) + " is not in use");
+      }
+      bool listed = false;
+      for (const NodeGpus& p : allocs_[slot].parts) listed |= p.node == n && p.gpus.test(g);
+      if (!listed) {
+        return InternalError(where + ": held by allocation " + std::to_string(allocs_[slot].id) +
+                             " which does not list it");
+      }
+    }
+    if (held != rec.held) {
+      return InternalError(NodeName(n) + ": held mask " + rec.held.ToString() + ", holders say " +
+                           held.ToString());
+    }
+    if (healthy != rec.healthy) {
+      return InternalError(NodeName(n) + ": healthy mask " + rec.healthy.ToString() +
+                           ", GPU health says " + healthy.ToString());
+    }
+    if (ComputeFree(rec) != rec.free) {
+      return InternalError(NodeName(n) + ": free mask " + rec.free.ToString() + ", recomputed " +
+                           ComputeFree(rec).ToString());
+    }
+    held_total += held.count();
+  }
+  // Per allocation: every listed GPU's holder is this allocation (catches double holding).
+  size_t used = 0, listed_total = 0;
+  for (size_t slot = 0; slot < allocs_.size(); ++slot) {
+    const AllocRec& a = allocs_[slot];
+    if (a.parts.empty()) continue;
+    ++used;
+    const std::string who = "allocation " + std::to_string(a.id);
+    auto it = index_.find(a.id);
+    if (it == index_.end() || it->second != static_cast<int32_t>(slot)) {
+      return InternalError(who + ": id index does not point at slot " + std::to_string(slot));
+    }
+    for (const NodeGpus& p : a.parts) {
+      if (p.node < 0 || p.node >= n_nodes) {
+        return InternalError(who + ": node id " + std::to_string(p.node) + " out of range");
+      }
+      for (int g : p.gpus.Positions()) {
+        const int32_t h =
+            g < nodes_[p.node].gpu_count ? holders_[nodes_[p.node].gpu_offset + g] : -2;
+        if (h != static_cast<int32_t>(slot)) {
+          return InternalError(who + " lists GPU " + std::to_string(g) + " of " + NodeName(p.node) +
+                               " but its holder is " +
+                               (h >= 0 ? "allocation " + std::to_string(allocs_[h].id)
+                                       : std::string(h == -1 ? "none" : "out of range")));
+        }
+        ++listed_total;
+      }
+    }
+  }
+  if (used != index_.size()) {
+    return InternalError("id index has " + std::to_string(index_.size()) + " entries, " +
+                         std::to_string(used) + " slots in use");
+  }
+  if (listed_total != held_total) {
+    return InternalError("allocations list " + std::to_string(listed_total) + " GPUs, nodes hold " +
+                         std::to_string(held_total));
+  }
+  // Aggregates from scratch.
+  std::vector<Agg> aggs;
+  std::vector<int32_t> hist;
+  ComputeAggregates(aggs, hist);
+  const int width = max_gpus_ + 1;
+  for (size_t agg = 0; agg < aggs.size(); ++agg) {
+    const int ai = static_cast<int>(agg);
+    const std::string name =
+        ai < num_domains_ ? "domain " + Quote(cluster_->domains[ai].name)
+        : ai < num_domains_ + num_nvlink_
+            ? "NVLink domain " + Quote(cluster_->nvlink_domains[ai - num_domains_].name)
+            : std::string("cluster");
+    auto cmp = [&](const char* field, long long inc, long long fresh) -> Status {
+      if (inc == fresh) return OkStatus();
+      return InternalError(name + ": " + field + " incremental " + std::to_string(inc) +
+                           ", recomputed " + std::to_string(fresh));
+    };
+    RETURN_IF_ERROR(cmp("free_gpus", aggs_[agg].free, aggs[agg].free));
+    RETURN_IF_ERROR(cmp("fully_free_nodes", aggs_[agg].fully_free, aggs[agg].fully_free));
+    RETURN_IF_ERROR(cmp("healthy_gpus", aggs_[agg].healthy, aggs[agg].healthy));
+    RETURN_IF_ERROR(cmp("total_gpus", aggs_[agg].total, aggs[agg].total));
+    for (int k = 0; k < width; ++k) {
+      const size_t i = agg * width + k;
+      if (hist_[i] != hist[i]) {
+        return InternalError(name + ": nodes with " + std::to_string(k) +
+                             " free GPUs incremental " + std::to_string(hist_[i]) +
+                             ", recomputed " + std::to_string(hist[i]));
+      }
+    }
+  }
+  return OkStatus();
+}
+
+size_t ClusterState::MemoryBytes() const {
+  size_t bytes = sizeof(*this);
+  bytes += nodes_.capacity() * sizeof(NodeRec);
+  bytes += holders_.capacity() * sizeof(int32_t);
+  bytes += gpu_health_.capacity() * sizeof(uint8_t);
+  bytes += aggs_.capacity() * sizeof(Agg);
+  bytes += hist_.capacity() * sizeof(int32_t);
+  bytes += allocs_.capacity() * sizeof(AllocRec);
+  for (const AllocRec& a : allocs_) bytes += a.parts.capacity() * sizeof(NodeGpus);
+  bytes += free_slots_.capacity() * sizeof(int32_t);
+  // unordered_map: one heap node (next pointer + pair + cached hash) per entry, one bucket
+  // pointer per bucket.
+  bytes +=
+      index_.size() * (sizeof(void*) + sizeof(std::pair<const int64_t, int32_t>) + sizeof(size_t)) +
+      index_.bucket_count() * sizeof(void*);
+  return bytes;
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON
+
+std::string WriteClusterStateJson(const ClusterState& state) {
+  using Json = nlohmann::ordered_json;
+  const topo::Cluster& c = state.cluster();
+  Json root = Json::object();
+  root["version"] = 1;
+  root["cluster"] = c.name;
+  Json nodes = Json::array();
+  for (int n = 0; n < static_cast<int>(c.nodes.size()); ++n) {
+    Json gh = Json::array();
+    for (int g = 0; g < state.GpuCount(n); ++g) {
+      if (state.GpuHealth(n, g) != c.topology(n).gpus[g].health) {
+        gh.push_back(Json{{"gpu", g}, {"health", topo::HealthName(state.GpuHealth(n, g))}});
+      }
+    }
+    const bool node_health_changed = state.NodeHealth(n) != c.nodes[n].health;
+    if (gh.empty() && !node_health_changed && !state.NodeDrained(n)) continue;
+    Json node = Json::object();
+    node["name"] = c.nodes[n].name;
+    if (node_health_changed) {
+      node["health"] = topo::HealthName(state.NodeHealth(n));
+    }
+    if (state.NodeDrained(n)) node["drained"] = true;
+    if (!gh.empty()) node["gpu_health"] = std::move(gh);
+    nodes.push_back(std::move(node));
+  }
+  root["nodes"] = std::move(nodes);
+  Json allocs = Json::array();
+  for (int64_t id : state.AllocationIds()) {
+    Json parts = Json::array();
+    for (const NodeGpus& p : *state.Allocation(id)) {
+      parts.push_back(Json{{"node", c.nodes[p.node].name}, {"gpus", p.gpus.Positions()}});
+    }
+    allocs.push_back(Json{{"id", id}, {"nodes", std::move(parts)}});
+  }
+  root["allocations"] = std::move(allocs);
+  return root.dump(2) + "\n";
+}
+
+namespace {
+
+using Json = nlohmann::json;
+
+class StateReader {
+ public:
+  StateReader(const topo::Cluster& cluster, std::string source)
+      : cluster_(cluster), source_(std::move(source)) {}
+
+  Status Err(const std::string& path, const std::string& msg) const {
+    return InvalidArgumentError(source_ + ": " + path + ": " + msg);
+  }
+
+  static const char* Kind(const Json& v) { return v.type_name(); }
+
+  Status CheckKeys(const Json& v, const std::string& path,
+                   std::initializer_list<const char*> allowed) const {
+    if (!v.is_object()) return Err(path, std::string("expected an object, got ") + Kind(v));
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      bool ok = false;
+      for (const char* a : allowed) ok |= it.key() == a;
+      if (!ok) {
+        std::string list;
+        for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+        return Err(path + "." + it.key(), "unknown key (expected one of: " + list + ")");
+      }
+    }
+    return OkStatus();
+  }
+
+  StatusOr<int> Node(const Json& v, const std::string& path) const {
+    if (!v.is_string()) return Err(path, std::string("expected a node name, got ") + Kind(v));
+    const int n = cluster_.FindNode(v.get<std::string>());
+    if (n < 0) return Err(path, "unknown node " + Quote(v.get<std::string>()));
+    return n;
+  }
+
+  StatusOr<Health> ReadHealth(const Json& v, const std::string& path) const {
+    if (!v.is_string()) return Err(path, std::string("expected a health name, got ") + Kind(v));
+    StatusOr<Health> h = topo::ParseHealth(v.get<std::string>());
+    if (!h.ok()) return Err(path, h.status().message());
+    return h;
+  }
+
+  StatusOr<int> Gpu(const Json& v, const std::string& path, const ClusterState& st,
+                    int node) const {
+    if (!v.is_number_integer()) {
+      return Err(path, std::string("expected a GPU number, got ") + Kind(v));
+    }
+    const long long g = v.get<long long>();
+    if (g < 0 || g >= st.GpuCount(node)) {
+      return Err(path, "GPU " + std::to_string(g) + " out of range (node " +
+                           Quote(cluster_.nodes[node].name) + " has " +
+                           std::to_string(st.GpuCount(node)) + " GPUs)");
+    }
+    return static_cast<int>(g);
+  }
+
+  StatusOr<ClusterState> Read(const std::string& text) {
+    Json root;
+    try {
+      root = Json::parse(text);
+    } catch (const std::exception& e) {
+      return InvalidArgumentError(source_ + ": invalid JSON: " + e.what());
+    }
+    RETURN_IF_ERROR(CheckKeys(root, "$", {"version", "cluster", "nodes", "allocations"}));
+    if (!root.contains("version") || root["version"] != 1) {
+      return Err("$.version", "expected version 1");
+    }
+    if (root.contains("cluster")) {
+      const Json& c = root["cluster"];
+      if (!c.is_string()) return Err("$.cluster", "expected a string");
+      if (c.get<std::string>() != cluster_.name) {
+        return Err("$.cluster", "state is for cluster " + Quote(c.get<std::string>()) + ", not " +
+                                    Quote(cluster_.name));
+      }
+    }
+    ASSIGN_OR_RETURN(ClusterState st, ClusterState::Create(cluster_));
+
+    if (root.contains("allocations")) {
+      const Json& allocs = root["allocations"];
+      if (!allocs.is_array()) return Err("$.allocations", "expected an array");
+      for (size_t i = 0; i < allocs.size(); ++i) {
+        const std::string path = "$.allocations[" + std::to_string(i) + "]";
+        const Json& a = allocs[i];
+        RETURN_IF_ERROR(CheckKeys(a, path, {"id", "nodes"}));
+        if (!a.contains("id") || !a["id"].is_number_integer()) {
+          return Err(path + ".id", "expected an integer allocation id");
+        }
+        const int64_t id = a["id"].get<int64_t>();
+        if (st.HasAllocation(id))
+          return Err(path + ".id", "duplicate allocation id " + std::to_string(id));
+        if (!a.contains("nodes") || !a["nodes"].is_array() || a["nodes"].empty()) {
+          return Err(path + ".nodes", "expected a non-empty array");
+        }
+        std::vector<NodeGpus> parts;
+        for (size_t j = 0; j < a["nodes"].size(); ++j) {
+          const std::string ppath = path + ".nodes[" + std::to_string(j) + "]";
+          const Json& p = a["nodes"][j];
+          RETURN_IF_ERROR(CheckKeys(p, ppath, {"node", "gpus"}));
+          if (!p.contains("node")) return Err(ppath + ".node", "missing");
+          ASSIGN_OR_RETURN(int node, Node(p["node"], ppath + ".node"));
+          for (const NodeGpus& q : parts) {
+            if (q.node == node) {
+              return Err(ppath + ".node", "node " + Quote(cluster_.nodes[node].name) +
+                                              " listed twice in the allocation");
+            }
+          }
+          if (!p.contains("gpus") || !p["gpus"].is_array() || p["gpus"].empty()) {
+            return Err(ppath + ".gpus", "expected a non-empty array of GPU numbers");
+          }
+          NodeGpus part{node, GpuMask()};
+          for (size_t k = 0; k < p["gpus"].size(); ++k) {
+            const std::string gpath = ppath + ".gpus[" + std::to_string(k) + "]";
+            ASSIGN_OR_RETURN(int g, Gpu(p["gpus"][k], gpath, st, node));
+            if (part.gpus.test(g)) return Err(gpath, "GPU " + std::to_string(g) + " listed twice");
+            if (std::optional<int64_t> h = st.Holder(node, g)) {
+              return Err(gpath, "GPU " + std::to_string(g) + " of node " +
+                                    Quote(cluster_.nodes[node].name) + " is held by allocation " +
+                                    std::to_string(*h));
+            }
+            part.gpus.set(g);
+          }
+          parts.push_back(part);
+        }
+        Status s = st.Allocate(id, parts);
+        if (!s.ok()) return Err(path, s.message());
+      }
+    }
+
+    if (root.contains("nodes")) {
+      const Json& nodes = root["nodes"];
+      if (!nodes.is_array()) return Err("$.nodes", "expected an array");
+      std::set<int> seen;
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        const std::string path = "$.nodes[" + std::to_string(i) + "]";
+        const Json& nv = nodes[i];
+        RETURN_IF_ERROR(CheckKeys(nv, path, {"name", "health", "drained", "gpu_health"}));
+        if (!nv.contains("name")) return Err(path + ".name", "missing");
+        ASSIGN_OR_RETURN(int node, Node(nv["name"], path + ".name"));
+        if (!seen.insert(node).second) {
+          return Err(path + ".name", "node " + Quote(cluster_.nodes[node].name) + " listed twice");
+        }
+        if (nv.contains("health")) {
+          ASSIGN_OR_RETURN(Health h, ReadHealth(nv["health"], path + ".health"));
+          RETURN_IF_ERROR(st.SetNodeHealth(node, h).status());
+        }
+        if (nv.contains("drained")) {
+          if (!nv["drained"].is_boolean()) return Err(path + ".drained", "expected true or false");
+          RETURN_IF_ERROR(st.SetNodeDrained(node, nv["drained"].get<bool>()));
+        }
+        if (nv.contains("gpu_health")) {
+          const Json& gh = nv["gpu_health"];
+          if (!gh.is_array()) return Err(path + ".gpu_health", "expected an array");
+          for (size_t k = 0; k < gh.size(); ++k) {
+            const std::string gpath = path + ".gpu_health[" + std::to_string(k) + "]";
+            RETURN_IF_ERROR(CheckKeys(gh[k], gpath, {"gpu", "health"}));
+            if (!gh[k].contains("gpu")) return Err(gpath + ".gpu", "missing");
+            if (!gh[k].contains("health")) return Err(gpath + ".health", "missing");
+            ASSIGN_OR_RETURN(int g, Gpu(gh[k]["gpu"], gpath + ".gpu", st, node));
+            ASSIGN_OR_RETURN(Health h, ReadHealth(gh[k]["health"], gpath + ".health"));
+            RETURN_IF_ERROR(st.SetGpuHealth(node, g, h).status());
+          }
+        }
+      }
+    }
+    return st;
+  }
+
+ private:
+  const topo::Cluster& cluster_;
+  std::string source_;
+};
+
+}  // namespace
+
+StatusOr<ClusterState> ReadClusterStateJson(const std::string& text, const topo::Cluster& cluster,
+                                            const std::string& source) {
+  return StateReader(cluster, source).Read(text);
+}
+
+StatusOr<ClusterState> ReadClusterStateJsonFile(const std::string& path,
+                                                const topo::Cluster& cluster) {
+  std::ifstream in(path);
+  if (!in) return NotFoundError(path + ": cannot open");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ReadClusterStateJson(ss.str(), cluster, path);
+}
+
+}  // namespace toposched::sched
