@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/place_command.h"
 #include "cli/place_node_command.h"
 #include "cost/calibration.h"
 #include "cost/cost_model.h"
@@ -180,6 +181,7 @@ void AddCostCommand(CLI::App& app, int& rc) {
 void RegisterCostCommands(CLI::App& app, int& rc) {
   AddCostCommand(app, rc);
   AddPlaceNodeCommand(app, rc);
+  AddPlaceCommand(app, rc);
 }
 
 }  // namespace toposched::cli
