@@ -1,0 +1,146 @@
+#include "cli/place_command.h"
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "job/job_spec.h"
+#include "sched/cluster_state.h"
+#include "sched/gang.h"
+#include "topo/io/cluster_yaml.h"
+
+namespace toposched::cli {
+
+namespace {
+
+struct PlaceArgs {
+  std::string cluster;
+  std::string jobs;
+  std::string state;
+  bool json = false;
+};
+
+struct JobResult {
+  std::string name;
+  sched::Verdict verdict;
+  int64_t decision_us = 0;
+};
+
+nlohmann::json ResultJson(const topo::Cluster& c, const JobResult& r) {
+  nlohmann::json j;
+  j["name"] = r.name;
+  const bool placed = r.verdict.fit();
+  j["state"] = placed ? "RUNNING" : "PENDING";
+  nlohmann::json nodes = nlohmann::json::array();
+  nlohmann::json ranks = nlohmann::json::array();
+  if (placed) {
+    const sched::Placement& p = *r.verdict.placement;
+    for (const sched::NodeGpus& g : p.parts) nodes.push_back(c.nodes[g.node].name);
+    for (const sched::RankSlot& s : p.ranks) {
+      const topo::NodeTopology& t = c.topology(s.node);
+      ranks.push_back({{"rank", s.rank},
+                       {"node", c.nodes[s.node].name},
+                       {"gpu", t.gpus[s.gpu].index},
+                       {"nic", s.nic >= 0 ? nlohmann::json(t.nics[s.nic].name) : nullptr}});
+    }
+  }
+  j["nodes"] = nodes;
+  j["ranks"] = ranks;
+  j["predicted_ms"] = placed ? nlohmann::json(r.verdict.placement->predicted_ms) : nullptr;
+  j["best_possible_ms"] = placed ? nlohmann::json(r.verdict.placement->best_possible_ms) : nullptr;
+  j["explanation"] =
+      placed ? r.verdict.Explain()
+             : std::string(sched::VerdictKindName(r.verdict.kind)) + ": " + r.verdict.Explain();
+  j["decision_us"] = r.decision_us;
+  return j;
+}
+
+void PrintText(const topo::Cluster& c, const JobResult& r) {
+  const bool placed = r.verdict.fit();
+  std::printf("job %s: %s (decision %lld us)\n", r.name.c_str(), placed ? "RUNNING" : "PENDING",
+              static_cast<long long>(r.decision_us));
+  if (!placed) {
+    std::printf("  %s: %s\n", sched::VerdictKindName(r.verdict.kind), r.verdict.Explain().c_str());
+    return;
+  }
+  const sched::Placement& p = *r.verdict.placement;
+  std::string nodes;
+  for (const sched::NodeGpus& g : p.parts) {
+    nodes += (nodes.empty() ? "" : ",") + c.nodes[g.node].name;
+  }
+  std::printf("  nodes: %s\n", nodes.c_str());
+  std::printf("  predicted %.3f ms, best possible %.3f ms\n", p.predicted_ms, p.best_possible_ms);
+  std::printf("  %s\n", p.explanation.c_str());
+  std::printf("  %-5s %-12s %-4s %s\n", "rank", "node", "gpu", "nic");
+  for (const sched::RankSlot& s : p.ranks) {
+    const topo::NodeTopology& t = c.topology(s.node);
+    std::printf("  %-5d %-12s %-4d %s\n", s.rank, c.nodes[s.node].name.c_str(), t.gpus[s.gpu].index,
+                s.nic >= 0 ? t.nics[s.nic].name.c_str() : "-");
+  }
+}
+
+int RunPlace(const PlaceArgs& a) {
+  auto cluster_or = topo::io::ReadClusterYamlFile(a.cluster);
+  if (!cluster_or.ok()) return Fail(cluster_or.status());
+  topo::Cluster cluster = std::move(cluster_or).value();
+  cluster.Finalize();
+  auto jobs = job::ReadJobsFile(a.jobs);
+  if (!jobs.ok()) return Fail(jobs.status());
+  std::vector<std::string> levels;
+  for (const topo::NetworkLevel& l : cluster.levels) levels.push_back(l.name);
+  for (const job::JobSpec& j : *jobs) {
+    if (Status s = j.ValidateAgainstLevels(levels); !s.ok()) return Fail(s);
+  }
+  StatusOr<sched::ClusterState> state = a.state.empty()
+                                            ? sched::ClusterState::Create(cluster)
+                                            : sched::ReadClusterStateJsonFile(a.state, cluster);
+  if (!state.ok()) return Fail(state.status());
+  auto placer = sched::GangPlacer::Create(cluster);
+  if (!placer.ok()) return Fail(placer.status());
+
+  int64_t next_id = 1;
+  for (int64_t id : state->AllocationIds()) next_id = std::max(next_id, id + 1);
+  std::vector<JobResult> results;
+  for (const job::JobSpec& j : *jobs) {
+    JobResult r;
+    r.name = j.name;
+    auto t0 = std::chrono::steady_clock::now();
+    r.verdict = (*placer)->Place(*state, j);
+    auto t1 = std::chrono::steady_clock::now();
+    r.decision_us = std::chrono::duration_cast<std::chrono::microseconds>(t1 - t0).count();
+    if (r.verdict.fit()) {
+      r.verdict.placement->decision_us = r.decision_us;
+      Status s = state->Allocate(next_id++, r.verdict.placement->parts);
+      if (!s.ok()) return Fail(s.WithPrefix("job \"" + j.name + "\": allocate"));
+    }
+    results.push_back(std::move(r));
+  }
+  if (a.json) {
+    nlohmann::json out;
+    out["jobs"] = nlohmann::json::array();
+    for (const JobResult& r : results) out["jobs"].push_back(ResultJson(cluster, r));
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    for (const JobResult& r : results) PrintText(cluster, r);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddPlaceCommand(CLI::App& app, int& rc) {
+  auto args = std::make_shared<PlaceArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "place", "Gang-place the jobs of a file in one pass, in file order, with explanations");
+  cmd->add_option("--cluster", args->cluster, "cluster spec (YAML)")->required();
+  cmd->add_option("--jobs", args->jobs, "jobs file (YAML, or JSON by extension)")->required();
+  cmd->add_option("--state", args->state, "starting cluster state (JSON, as saved)");
+  cmd->add_flag("--json", args->json, "print JSON");
+  cmd->callback([args, &rc]() { rc = RunPlace(*args); });
+}
+
+}  // namespace toposched::cli

@@ -1,0 +1,712 @@
+#include "sched/gang.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numeric>
+#include <set>
+#include <utility>
+
+namespace toposched::sched {
+
+namespace {
+
+using job::ConstraintMode;
+
+std::string Fmt(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
+
+// How TP groups are laid out.
+enum class Mode {
+  kFlat,    // no grouping: any GPU counts (TP = 1, or TP allowed to span nodes)
+  kNodeTp,  // every TP group on one node: a node offers floor(free / TP) groups
+  kNvdTp,   // TP > GPUs per node: every TP group inside one NVLink domain
+};
+
+// Per-node view for one Place call.
+struct NodeView {
+  bool eligible = false;  // passes health/drain/model/rdma
+  int free = 0;           // free GPUs (0 when not eligible)
+  int cap = 0;            // usable GPUs under the mode (free rounded down to TP for kNodeTp)
+};
+
+struct Candidate {
+  std::string name;
+  std::vector<int> nodes;  // node-id order
+  int cap = 0;
+};
+
+// A chosen set of GPU counts per node, in fill order.
+struct Plan {
+  std::vector<std::pair<int, int>> chunks;  // (node, GPUs)
+  int frag = 0;                             // GPUs left free in partly used nodes
+};
+
+// Greedy bin choice: while the rest fits in one bin, take the smallest such bin (best fit);
+// otherwise take the largest bin whole. Returns the amount per bin; empty when sum < need.
+std::vector<int> PickBins(const std::vector<int>& caps, int need) {
+  std::vector<int> take(caps.size(), 0);
+  int64_t total = std::accumulate(caps.begin(), caps.end(), int64_t{0});
+  if (total < need) return {};
+  int rest = need;
+  std::vector<bool> used(caps.size(), false);
+  while (rest > 0) {
+    int best = -1;
+    for (size_t i = 0; i < caps.size(); ++i) {
+      if (used[i] || caps[i] < rest) continue;
+      if (best < 0 || caps[i] < caps[best]) best = static_cast<int>(i);
+    }
+    if (best >= 0) {
+      take[best] = rest;
+      break;
+    }
+    int largest = -1;
+    for (size_t i = 0; i < caps.size(); ++i) {
+      if (used[i] || caps[i] <= 0) continue;
+      if (largest < 0 || caps[i] > caps[largest]) largest = static_cast<int>(i);
+    }
+    if (largest < 0) return {};
+    used[largest] = true;
+    take[largest] = caps[largest];
+    rest -= caps[largest];
+  }
+  return take;
+}
+
+std::string ShapeKey(const job::JobSpec& j) {
+  const job::Layout& l = j.layout;
+  const job::Constraints& c = j.constraints;
+  return std::to_string(l.tp) + "/" + std::to_string(l.pp) + "/" + std::to_string(l.dp) + "/" +
+         std::to_string(l.tp_bytes) + "/" + std::to_string(l.pp_bytes) + "/" +
+         std::to_string(l.dp_bytes) + "/" + job::ConstraintModeName(c.job.mode) + ":" +
+         c.job.level + "/" + job::ConstraintModeName(c.tp.mode) + ":" + c.tp.level + "/" +
+         c.gpu_model + "/" + (c.rdma_required ? "rdma" : "");
+}
+
+const std::string& NodeGpuModel(const topo::NodeTopology& t) {
+  static const std::string kEmpty;
+  if (!t.gpu_model.empty()) return t.gpu_model;
+  return t.gpus.empty() ? kEmpty : t.gpus[0].model;
+}
+
+bool HasRdma(const topo::NodeTopology& t) {
+  for (const topo::Nic& n : t.nics) {
+    if (n.health == topo::Health::kUnhealthy) continue;
+    if (n.link_layer == topo::LinkLayer::kInfiniBand || n.link_layer == topo::LinkLayer::kRoCE) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// State of one Place call on one ClusterState.
+class Search {
+ public:
+  Search(const topo::Cluster& cluster, const ClusterState& state, const job::JobSpec& job,
+         const GangPlacerOptions& options, const cost::CostModel& cost,
+         const std::vector<std::unique_ptr<NodeSelector>>& selectors)
+      : c_(cluster),
+        state_(state),
+        job_(job),
+        opt_(options),
+        cost_(cost),
+        selectors_(selectors),
+        world_(job.layout.WorldSize()),
+        tp_(job.layout.tp) {}
+
+  Verdict Run();
+
+ private:
+  void Filter();
+  void SetMode(Mode m);
+  int CapOf(const std::vector<int>& nodes) const;
+  Plan MakePlan(const std::vector<int>& nodes) const;
+  // Builds ranks and parts for a plan and scores it with the cost model. nullopt when a node
+  // refuses (should not happen: the plan only uses free GPUs).
+  std::optional<Placement> Materialize(const Plan& plan) const;
+  bool Score(Placement& p) const;
+  std::optional<Verdict> TrySingleNode();
+  std::optional<Verdict> TryDomains(std::vector<std::string>& reasons);
+  Verdict Fitted(Placement p, const std::string& where, int spare, int frag) const;
+  std::string NodeSummary() const;
+  bool PreferredMet(const Placement& p) const;
+
+  const topo::Cluster& c_;
+  const ClusterState& state_;
+  const job::JobSpec& job_;
+  const GangPlacerOptions& opt_;
+  const cost::CostModel& cost_;
+  const std::vector<std::unique_ptr<NodeSelector>>& selectors_;
+  const int world_;
+  const int tp_;
+  Mode mode_ = Mode::kFlat;
+  std::vector<NodeView> nodes_;
+  // Filter counts, for explanations.
+  int n_unhealthy_ = 0, n_drained_ = 0, n_model_ = 0, n_rdma_ = 0;
+  int max_node_gpus_ = 0;
+};
+
+void Search::Filter() {
+  const job::Constraints& con = job_.constraints;
+  nodes_.assign(c_.nodes.size(), NodeView{});
+  for (size_t n = 0; n < c_.nodes.size(); ++n) {
+    const int node = static_cast<int>(n);
+    const topo::NodeTopology& t = c_.topology(node);
+    max_node_gpus_ = std::max(max_node_gpus_, state_.GpuCount(node));
+    if (state_.NodeHealth(node) == topo::Health::kUnhealthy) {
+      ++n_unhealthy_;
+    } else if (state_.NodeDrained(node)) {
+      ++n_drained_;
+    } else if (!con.gpu_model.empty() && NodeGpuModel(t) != con.gpu_model) {
+      ++n_model_;
+    } else if (con.rdma_required && !HasRdma(t)) {
+      ++n_rdma_;
+    } else {
+      nodes_[n].eligible = true;
+      nodes_[n].free = state_.FreeMask(node).count();
+    }
+  }
+}
+
+void Search::SetMode(Mode m) {
+  mode_ = m;
+  for (NodeView& v : nodes_) {
+    v.cap = m == Mode::kNodeTp ? v.free / tp_ * tp_ : v.free;
+  }
+}
+
+int Search::CapOf(const std::vector<int>& nodes) const {
+  if (mode_ != Mode::kNvdTp) {
+    int sum = 0;
+    for (int n : nodes) sum += nodes_[n].cap;
+    return sum;
+  }
+  std::map<int, int> per_nvd;
+  for (int n : nodes) {
+    int nvd = c_.nodes[n].nvlink_domain;
+    if (nvd >= 0) per_nvd[nvd] += nodes_[n].cap;
+  }
+  int sum = 0;
+  for (const auto& [nvd, f] : per_nvd) sum += f / tp_ * tp_;
+  return sum;
+}
+
+Plan Search::MakePlan(const std::vector<int>& nodes) const {
+  Plan plan;
+  auto add = [&](int node, int k) {
+    plan.chunks.emplace_back(node, k);
+    if (nodes_[node].free > k) plan.frag += nodes_[node].free - k;
+  };
+  if (mode_ != Mode::kNvdTp) {
+    std::vector<int> caps;
+    for (int n : nodes) caps.push_back(nodes_[n].cap);
+    std::vector<int> take = PickBins(caps, world_);
+    for (size_t i = 0; i < take.size(); ++i) {
+      if (take[i] > 0) add(nodes[i], take[i]);
+    }
+    return plan;
+  }
+  // NVLink domains are the bins; inside each, its nodes (a TP group may span its trays).
+  std::vector<int> nvds;
+  std::map<int, std::vector<int>> members;
+  for (int n : nodes) {
+    int nvd = c_.nodes[n].nvlink_domain;
+    if (nvd < 0) continue;
+    if (!members.count(nvd)) nvds.push_back(nvd);
+    members[nvd].push_back(n);
+  }
+  std::vector<int> caps;
+  for (int nvd : nvds) {
+    int f = 0;
+    for (int n : members[nvd]) f += nodes_[n].cap;
+    caps.push_back(f / tp_ * tp_);
+  }
+  std::vector<int> take = PickBins(caps, world_);
+  for (size_t i = 0; i < take.size(); ++i) {
+    if (take[i] == 0) continue;
+    const std::vector<int>& m = members[nvds[i]];
+    std::vector<int> ncaps;
+    for (int n : m) ncaps.push_back(nodes_[n].cap);
+    std::vector<int> ntake = PickBins(ncaps, take[i]);
+    for (size_t j = 0; j < ntake.size(); ++j) {
+      if (ntake[j] > 0) add(m[j], ntake[j]);
+    }
+  }
+  return plan;
+}
+
+std::optional<Placement> Search::Materialize(const Plan& plan) const {
+  Placement p;
+  int rank = 0;
+  for (const auto& [node, k] : plan.chunks) {
+    NodeRequest req;
+    req.gpus = k;
+    req.tp = (mode_ == Mode::kNodeTp && tp_ > 1) ? tp_ : 1;
+    req.dp_bytes = static_cast<double>(std::max<int64_t>(job_.layout.dp_bytes, 0));
+    req.tp_bytes = static_cast<double>(std::max<int64_t>(job_.layout.tp_bytes, 0));
+    const NodeSelector& sel = *selectors_[c_.nodes[node].profile];
+    auto choice = sel.Select(state_.FreeMask(node), req);
+    if (!choice.ok() || (*choice)->fit != Fit::kFit ||
+        static_cast<int>((*choice)->order.size()) != k) {
+      return std::nullopt;
+    }
+    const NodeChoice& ch = **choice;
+    p.parts.push_back(NodeGpus{node, ch.gpus});
+    for (int i = 0; i < k; ++i) {
+      int nic = i < static_cast<int>(ch.layout.ranks.size()) ? ch.layout.ranks[i].nic : -1;
+      p.ranks.push_back(RankSlot{rank++, node, ch.order[i], nic});
+    }
+  }
+  std::sort(p.parts.begin(), p.parts.end(),
+            [](const NodeGpus& a, const NodeGpus& b) { return a.node < b.node; });
+  if (rank != world_) return std::nullopt;
+  if (!Score(p)) return std::nullopt;
+  return p;
+}
+
+bool Search::Score(Placement& p) const {
+  const job::Layout& l = job_.layout;
+  auto refs = [&](const std::vector<int>& ranks) {
+    std::vector<cost::GpuRef> out;
+    for (int r : ranks) out.push_back(cost::GpuRef{p.ranks[r].node, p.ranks[r].gpu});
+    return out;
+  };
+  auto time = [&](cost::Collective coll, const std::vector<int>& ranks, int64_t bytes,
+                  double* out) {
+    *out = 0;
+    if (ranks.size() < 2 || bytes <= 0) return true;
+    auto e = cost_.Evaluate(coll, refs(ranks), static_cast<double>(bytes));
+    if (!e.ok()) return false;
+    *out = e->time_ms;
+    return true;
+  };
+  std::vector<int> pp_pair;
+  if (l.pp > 1) pp_pair = {0, l.RankOf(0, 0, 1)};
+  if (!time(cost::Collective::kAllReduce, l.DpGroup(0), l.dp_bytes, &p.dp_ms)) return false;
+  if (!time(cost::Collective::kAllReduce, l.TpGroup(0), l.tp_bytes, &p.tp_ms)) return false;
+  if (!time(cost::Collective::kSendRecv, pp_pair, l.pp_bytes, &p.pp_ms)) return false;
+  p.predicted_ms = p.dp_ms + p.tp_ms + p.pp_ms;
+  return true;
+}
+
+bool Search::PreferredMet(const Placement& p) const {
+  const std::string& level = job_.constraints.job.level;
+  if (level == job::kLevelNode) return p.parts.size() == 1;
+  if (level == job::kLevelNvlinkDomain) {
+    if (p.parts.size() == 1) return true;
+    int nvd = c_.nodes[p.parts[0].node].nvlink_domain;
+    for (const NodeGpus& g : p.parts) {
+      if (nvd < 0 || c_.nodes[g.node].nvlink_domain != nvd) return false;
+    }
+    return true;
+  }
+  int li = c_.FindLevel(level);
+  if (li < 0) return false;
+  auto ancestor = [&](int node) {
+    for (int d : c_.Ancestors(node)) {
+      if (c_.domains[d].level == li) return d;
+    }
+    return -1;
+  };
+  int first = ancestor(p.parts[0].node);
+  for (const NodeGpus& g : p.parts) {
+    if (first < 0 || ancestor(g.node) != first) return false;
+  }
+  return true;
+}
+
+Verdict Search::Fitted(Placement p, const std::string& where, int spare, int frag) const {
+  const job::Layout& l = job_.layout;
+  std::string e = std::to_string(world_) + " GPUs (tp=" + std::to_string(l.tp) +
+                  " pp=" + std::to_string(l.pp) + " dp=" + std::to_string(l.dp) + ") on " +
+                  std::to_string(p.parts.size()) + " node" + (p.parts.size() == 1 ? "" : "s") +
+                  " in " + p.domain + " (" + where + ", " + std::to_string(spare) +
+                  " spare GPUs, " + std::to_string(frag) + " left free on partly used nodes)";
+  if (mode_ == Mode::kNodeTp && tp_ > 1) e += "; each TP group on one node";
+  if (mode_ == Mode::kNvdTp) e += "; each TP group in one NVLink domain";
+  if (mode_ == Mode::kFlat && tp_ > 1) e += "; TP groups span nodes (no node has room)";
+  const job::LevelConstraint& jc = job_.constraints.job;
+  if (jc.mode == ConstraintMode::kPreferred) {
+    e += PreferredMet(p) ? "; preferred " + jc.level + " met"
+                         : "; preferred " + jc.level + " not met (fell back)";
+  }
+  e += "; predicted " + Fmt("%.3f", p.predicted_ms) + " ms = dp " + Fmt("%.3f", p.dp_ms) +
+       " + tp " + Fmt("%.3f", p.tp_ms) + " + pp " + Fmt("%.3f", p.pp_ms);
+  p.explanation = std::move(e);
+  Verdict v;
+  v.kind = VerdictKind::kFit;
+  v.placement = std::move(p);
+  return v;
+}
+
+std::string Search::NodeSummary() const {
+  int usable = 0, lack = 0;
+  for (const NodeView& v : nodes_) {
+    if (!v.eligible) continue;
+    if (v.cap > 0) {
+      ++usable;
+    } else {
+      ++lack;
+    }
+  }
+  std::string s = std::to_string(usable) + "/" + std::to_string(nodes_.size()) + " nodes usable";
+  std::vector<std::string> parts;
+  if (lack) parts.push_back(std::to_string(lack) + " lack free GPUs");
+  if (n_unhealthy_) parts.push_back(std::to_string(n_unhealthy_) + " unhealthy");
+  if (n_drained_) parts.push_back(std::to_string(n_drained_) + " drained");
+  if (n_model_) {
+    parts.push_back(std::to_string(n_model_) + " wrong GPU model (want " +
+                    job_.constraints.gpu_model + ")");
+  }
+  if (n_rdma_) parts.push_back(std::to_string(n_rdma_) + " without IB/RoCE NIC");
+  for (size_t i = 0; i < parts.size(); ++i) s += (i == 0 ? ": " : ", ") + parts[i];
+  return s;
+}
+
+std::optional<Verdict> Search::TrySingleNode() {
+  if (mode_ == Mode::kNvdTp || world_ > max_node_gpus_) return std::nullopt;
+  // Best fit: fewest free GPUs left on the node; ties by the node selector's predicted time,
+  // evaluated once per distinct (profile, free mask).
+  int best_left = std::numeric_limits<int>::max();
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    if (nodes_[n].cap >= world_) best_left = std::min(best_left, nodes_[n].free - world_);
+  }
+  if (best_left == std::numeric_limits<int>::max()) return std::nullopt;
+  std::set<std::pair<int, std::pair<uint64_t, uint64_t>>> seen;
+  int chosen = -1;
+  double chosen_ms = std::numeric_limits<double>::infinity();
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    if (nodes_[n].cap < world_ || nodes_[n].free - world_ != best_left) continue;
+    const int node = static_cast<int>(n);
+    const GpuMask& m = state_.FreeMask(node);
+    if (!seen.insert({c_.nodes[n].profile, {m.lo(), m.hi()}}).second) continue;
+    if (static_cast<int>(seen.size()) > opt_.max_node_evaluations) break;
+    NodeRequest req;
+    req.gpus = world_;
+    req.tp = (mode_ == Mode::kNodeTp && tp_ > 1) ? tp_ : 1;
+    req.dp_bytes = static_cast<double>(std::max<int64_t>(job_.layout.dp_bytes, 0));
+    req.tp_bytes = static_cast<double>(std::max<int64_t>(job_.layout.tp_bytes, 0));
+    auto ch = selectors_[c_.nodes[n].profile]->Select(m, req);
+    if (!ch.ok() || (*ch)->fit != Fit::kFit) continue;
+    if ((*ch)->predicted_ms < chosen_ms * (1 - 1e-9)) {
+      chosen_ms = (*ch)->predicted_ms;
+      chosen = node;
+    }
+  }
+  if (chosen < 0) return std::nullopt;
+  Plan plan;
+  plan.chunks.emplace_back(chosen, world_);
+  plan.frag = best_left;
+  std::optional<Placement> p = Materialize(plan);
+  if (!p) return std::nullopt;
+  p->domain = c_.nodes[chosen].name;
+  return Fitted(std::move(*p), "best-fit node", best_left, best_left);
+}
+
+std::optional<Verdict> Search::TryDomains(std::vector<std::string>& reasons) {
+  const job::LevelConstraint& jc = job_.constraints.job;
+  const bool required = jc.mode == ConstraintMode::kRequired;
+  const int num_levels = static_cast<int>(c_.levels.size());
+
+  // Candidate groups, lowest level first; each group is one level.
+  struct Group {
+    std::string level;
+    std::vector<Candidate> cands;
+    std::vector<int> domain_ids;  // network domains (for the O(1) capacity prune), else -1
+  };
+  std::vector<Group> groups;
+  if (required && jc.level == job::kLevelNode) {
+    // Only the single-node path can satisfy it.
+  } else if (required && jc.level == job::kLevelNvlinkDomain) {
+    Group g{job::kLevelNvlinkDomain, {}, {}};
+    for (const topo::NvlinkDomain& d : c_.nvlink_domains) {
+      std::vector<int> ns = d.nodes;
+      std::sort(ns.begin(), ns.end());
+      g.cands.push_back(Candidate{d.name, ns, 0});
+      g.domain_ids.push_back(-1);
+    }
+    groups.push_back(std::move(g));
+  } else {
+    int top = 0;
+    if (required) top = c_.FindLevel(jc.level);
+    for (int li = num_levels - 1; li >= std::max(top, 0); --li) {
+      Group g{c_.levels[li].name, {}, {}};
+      for (size_t d = 0; d < c_.domains.size(); ++d) {
+        if (c_.domains[d].level != li) continue;
+        g.cands.push_back(Candidate{c_.domains[d].name, c_.NodesUnder(static_cast<int>(d)), 0});
+        g.domain_ids.push_back(static_cast<int>(d));
+      }
+      groups.push_back(std::move(g));
+    }
+    int roots = 0;
+    for (const topo::NetworkDomain& d : c_.domains) roots += d.parent < 0 ? 1 : 0;
+    if (!required && (roots != 1 || num_levels == 0)) {
+      Group g{"cluster", {}, {}};
+      std::vector<int> all(c_.nodes.size());
+      std::iota(all.begin(), all.end(), 0);
+      g.cands.push_back(Candidate{c_.name.empty() ? "cluster" : c_.name, all, 0});
+      g.domain_ids.push_back(-1);
+      groups.push_back(std::move(g));
+    }
+  }
+
+  for (Group& g : groups) {
+    std::vector<Candidate> feasible;
+    int largest = -1;
+    std::string largest_name;
+    for (size_t i = 0; i < g.cands.size(); ++i) {
+      Candidate& cand = g.cands[i];
+      // ClusterState's aggregate bounds the usable capacity: skip the O(nodes) count for a
+      // domain that can neither hold the job nor beat the largest figure so far.
+      if (g.domain_ids[i] >= 0) {
+        int bound = state_.FreeGpus(g.domain_ids[i]);
+        if (bound < world_ && bound <= largest) continue;
+      }
+      cand.cap = CapOf(cand.nodes);
+      if (cand.cap > largest) {
+        largest = cand.cap;
+        largest_name = cand.name;
+      }
+      if (cand.cap >= world_) feasible.push_back(cand);
+    }
+    if (feasible.empty()) {
+      if (required && g.level == jc.level) {
+        std::string unit = mode_ == Mode::kFlat ? "" : " in TP groups of " + std::to_string(tp_);
+        reasons.push_back(
+            "needs " + std::to_string(world_) + " GPUs" + unit + " in one " + g.level +
+            "; largest free in a" +
+            (std::string("aeiou").find(g.level[0]) != std::string::npos ? "n " : " ") + g.level +
+            " is " + std::to_string(std::max(largest, 0)) +
+            (largest_name.empty() ? "" : " (" + largest_name + ")"));
+      }
+      continue;
+    }
+    // Best fit first: fewest spare GPUs, then domain order.
+    std::stable_sort(feasible.begin(), feasible.end(),
+                     [](const Candidate& a, const Candidate& b) { return a.cap < b.cap; });
+    if (static_cast<int>(feasible.size()) > opt_.max_candidate_domains) {
+      feasible.resize(opt_.max_candidate_domains);
+    }
+    std::optional<Placement> best;
+    double best_score = std::numeric_limits<double>::infinity();
+    int best_spare = 0, best_frag = 0;
+    for (const Candidate& cand : feasible) {
+      Plan plan = MakePlan(cand.nodes);
+      if (plan.chunks.empty()) continue;
+      std::optional<Placement> p = Materialize(plan);
+      if (!p) continue;
+      double score = opt_.comm_weight * p->predicted_ms + opt_.frag_weight_ms * plan.frag;
+      if (score < best_score * (1 - 1e-12)) {
+        best_score = score;
+        p->domain = cand.name;
+        best = std::move(p);
+        best_spare = cand.cap - world_;
+        best_frag = plan.frag;
+      }
+    }
+    if (best) {
+      return Fitted(std::move(*best), "lowest " + g.level + " with room, best fit", best_spare,
+                    best_frag);
+    }
+  }
+  return std::nullopt;
+}
+
+Verdict Search::Run() {
+  Filter();
+  const job::LevelConstraint& tpc = job_.constraints.tp;
+  const bool tp_required = tpc.mode == ConstraintMode::kRequired;
+  std::vector<Mode> modes;
+  std::vector<std::string> static_reasons;
+  if (tp_ <= 1) {
+    modes.push_back(Mode::kFlat);
+  } else if (tp_ <= max_node_gpus_) {
+    modes.push_back(Mode::kNodeTp);
+    if (!tp_required) modes.push_back(Mode::kFlat);
+  } else {
+    if (tp_required && tpc.level == job::kLevelNode) {
+      static_reasons.push_back("tp=" + std::to_string(tp_) +
+                               " required node, but the largest node has " +
+                               std::to_string(max_node_gpus_) + " GPUs");
+    } else if (!c_.nvlink_domains.empty()) {
+      modes.push_back(Mode::kNvdTp);
+    } else if (tp_required && tpc.level == job::kLevelNvlinkDomain) {
+      static_reasons.push_back("tp=" + std::to_string(tp_) +
+                               " required nvlink-domain, but the cluster has no NVLink domain "
+                               "beyond a node and the largest node has " +
+                               std::to_string(max_node_gpus_) + " GPUs");
+    }
+    if (!tp_required) modes.push_back(Mode::kFlat);
+  }
+
+  std::vector<std::string> reasons = static_reasons;
+  bool first = true;
+  for (Mode m : modes) {
+    SetMode(m);
+    std::vector<std::string> mode_reasons;
+    if (auto v = TrySingleNode()) return std::move(*v);
+    const job::LevelConstraint& jc = job_.constraints.job;
+    if (jc.mode == ConstraintMode::kRequired && jc.level == job::kLevelNode) {
+      int largest = 0;
+      std::string name;
+      for (size_t n = 0; n < nodes_.size(); ++n) {
+        if (nodes_[n].cap > largest) {
+          largest = nodes_[n].cap;
+          name = c_.nodes[n].name;
+        }
+      }
+      mode_reasons.push_back("needs " + std::to_string(world_) +
+                             " GPUs on one node (job required node); largest free on a node is " +
+                             std::to_string(largest) + (name.empty() ? "" : " (" + name + ")"));
+    } else if (auto v = TryDomains(mode_reasons)) {
+      return std::move(*v);
+    }
+    if (!first) continue;  // explain in terms of the preferred (first) mode only
+    first = false;
+    if (m == Mode::kNodeTp) {
+      int largest = 0;
+      std::string name;
+      for (size_t n = 0; n < nodes_.size(); ++n) {
+        if (nodes_[n].free > largest) {
+          largest = nodes_[n].free;
+          name = c_.nodes[n].name;
+        }
+      }
+      if (largest < tp_) {
+        reasons.push_back("needs " + std::to_string(tp_) +
+                          " GPUs on one node (tp=" + std::to_string(tp_) +
+                          (tp_required ? " required " + tpc.level : std::string(" group")) +
+                          "); largest free on a node is " + std::to_string(largest) +
+                          (name.empty() ? "" : " (" + name + ")"));
+      }
+    }
+    for (std::string& r : mode_reasons) reasons.push_back(std::move(r));
+    std::vector<int> all(c_.nodes.size());
+    std::iota(all.begin(), all.end(), 0);
+    int total = CapOf(all);
+    if (total < world_) {
+      reasons.push_back("needs " + std::to_string(world_) + " GPUs; " + std::to_string(total) +
+                        " usable free in the cluster" +
+                        (m == Mode::kFlat
+                             ? std::string()
+                             : " (in whole TP groups of " + std::to_string(tp_) + ")"));
+    }
+    reasons.push_back(NodeSummary());
+  }
+  if (reasons.empty()) reasons.push_back("no domain can hold the job whole");
+  Verdict v;
+  v.kind = VerdictKind::kUnschedulable;
+  v.reasons = std::move(reasons);
+  return v;
+}
+
+}  // namespace
+
+const char* VerdictKindName(VerdictKind k) {
+  switch (k) {
+    case VerdictKind::kFit:
+      return "fit";
+    case VerdictKind::kUnschedulable:
+      return "unschedulable";
+    case VerdictKind::kUnresolvable:
+      return "unresolvable";
+  }
+  return "?";
+}
+
+std::string Verdict::Explain() const {
+  if (placement && kind == VerdictKind::kFit) return placement->explanation;
+  std::string s;
+  for (const std::string& r : reasons) s += (s.empty() ? "" : "; ") + r;
+  return s;
+}
+
+Status GangPlacerOptions::Validate() const {
+  if (!std::isfinite(comm_weight) || comm_weight <= 0) {
+    return InvalidArgumentError("gang: comm_weight must be finite and > 0");
+  }
+  if (!std::isfinite(frag_weight_ms) || frag_weight_ms < 0) {
+    return InvalidArgumentError("gang: frag_weight_ms must be finite and >= 0");
+  }
+  if (max_candidate_domains < 1 || max_candidate_domains > 1024) {
+    return InvalidArgumentError("gang: max_candidate_domains must be in [1, 1024]");
+  }
+  if (max_node_evaluations < 1 || max_node_evaluations > 1024) {
+    return InvalidArgumentError("gang: max_node_evaluations must be in [1, 1024]");
+  }
+  return node_select.Validate();
+}
+
+GangPlacer::GangPlacer(const topo::Cluster& cluster, Options options)
+    : cluster_(&cluster), options_(std::move(options)) {}
+
+StatusOr<std::unique_ptr<GangPlacer>> GangPlacer::Create(const topo::Cluster& cluster,
+                                                         Options options) {
+  RETURN_IF_ERROR(options.Validate());
+  std::unique_ptr<GangPlacer> p(new GangPlacer(cluster, options));
+  p->cost_ = std::make_unique<cost::CostModel>(cluster);
+  for (const topo::HardwareProfile& prof : cluster.profiles) {
+    ASSIGN_OR_RETURN(std::unique_ptr<NodeSelector> sel,
+                     NodeSelector::Create(prof.topology, CostModelObjective(prof.topology),
+                                          options.node_select));
+    p->selectors_.push_back(std::move(sel));
+  }
+  ASSIGN_OR_RETURN(ClusterState empty, ClusterState::Create(cluster));
+  p->empty_ = std::make_unique<ClusterState>(std::move(empty));
+  return p;
+}
+
+Verdict GangPlacer::PlaceOn(const ClusterState& state, const job::JobSpec& job) const {
+  Search s(*cluster_, state, job, options_, *cost_, selectors_);
+  return s.Run();
+}
+
+Verdict GangPlacer::Place(const ClusterState& state, const job::JobSpec& job) const {
+  Verdict bad;
+  bad.kind = VerdictKind::kUnresolvable;
+  if (Status st = job.Validate(); !st.ok()) {
+    bad.reasons.push_back(st.message());
+    return bad;
+  }
+  std::vector<std::string> level_names;
+  for (const topo::NetworkLevel& l : cluster_->levels) level_names.push_back(l.name);
+  if (Status st = job.ValidateAgainstLevels(level_names); !st.ok()) {
+    bad.reasons.push_back(st.message());
+    return bad;
+  }
+  if (&state.cluster() != cluster_) {
+    bad.reasons.push_back("the state belongs to another cluster");
+    return bad;
+  }
+  // The same job on the empty cluster: the reference time, and the test for "never fits".
+  const std::string key = ShapeKey(job);
+  std::optional<Verdict> best;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = best_.find(key);
+    if (it != best_.end()) best = it->second;
+  }
+  if (!best) {
+    best = PlaceOn(*empty_, job);
+    std::lock_guard<std::mutex> lock(mu_);
+    best_.emplace(key, *best);
+  }
+  if (!best->fit()) {
+    bad.reasons.push_back("never fits this cluster, even empty");
+    for (const std::string& r : best->reasons) bad.reasons.push_back(r);
+    return bad;
+  }
+  Verdict v = PlaceOn(state, job);
+  if (v.fit()) {
+    v.placement->best_possible_ms = best->placement->predicted_ms;
+    v.placement->explanation +=
+        "; best possible " + Fmt("%.3f", v.placement->best_possible_ms) + " ms";
+  }
+  return v;
+}
+
+}  // namespace toposched::sched

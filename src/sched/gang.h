@@ -1,0 +1,117 @@
+// Gang placement of one job on the cluster: the lowest network domain that can hold the whole
+// job (best fit), TP groups on one node or NVLink domain, PP stages on neighbouring nodes, ranks
+// in Megatron order, scored by the cost model's predicted communication time. All-or-nothing:
+// the result is a whole placement or a verdict with reasons. Knows nothing of queues, policies,
+// stores or the CLI; it only reads a ClusterState and never changes it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "cost/cost_model.h"
+#include "job/job_spec.h"
+#include "sched/cluster_state.h"
+#include "sched/node_select.h"
+
+namespace toposched::sched {
+
+enum class VerdictKind {
+  kFit,            // `placement` holds the whole gang
+  kUnschedulable,  // does not fit now; may fit when other jobs finish (or after preemption)
+  kUnresolvable,   // never fits this cluster, even empty (size, GPU model, NICs, constraints)
+};
+const char* VerdictKindName(VerdictKind k);  // "fit", "unschedulable", "unresolvable"
+
+// One rank of the gang. `gpu` is a position in the node's NodeTopology::gpus; `nic` a position
+// in its NodeTopology::nics (-1 when the node has none).
+struct RankSlot {
+  int rank = 0;
+  int node = 0;
+  int gpu = 0;
+  int nic = -1;
+  bool operator==(const RankSlot&) const = default;
+};
+
+struct Placement {
+  std::vector<NodeGpus> parts;  // node-id order; ready for ClusterState::Allocate
+  std::vector<RankSlot> ranks;  // by rank (Megatron order: rank = tp + TP·(dp + DP·pp))
+  std::string domain;           // name of the domain the gang was placed in
+  double predicted_ms = 0;      // dp_ms + tp_ms + pp_ms
+  double dp_ms = 0;             // AllReduce of dp_bytes over rank 0's DP group
+  double tp_ms = 0;             // AllReduce of tp_bytes over rank 0's TP group
+  double pp_ms = 0;             // Send/Recv of pp_bytes from rank 0 to its next stage
+  double best_possible_ms = 0;  // predicted_ms of the same job on the empty cluster
+  std::string explanation;
+  int64_t decision_us = 0;  // filled by the caller, who owns the clock
+};
+
+struct Verdict {
+  VerdictKind kind = VerdictKind::kUnschedulable;
+  std::vector<std::string> reasons;  // why not, in numbers; empty on fit
+  std::optional<Placement> placement;
+  bool fit() const { return kind == VerdictKind::kFit; }
+  // Reasons joined with "; " (or the placement's explanation on fit).
+  std::string Explain() const;
+};
+
+struct GangPlacerOptions {
+  // score = comm_weight · predicted_ms + frag_weight_ms · GPUs left free in partly used nodes.
+  double comm_weight = 1.0;
+  double frag_weight_ms = 0.05;
+  // Candidate domains scored with the cost model per level (best fit first).
+  int max_candidate_domains = 4;
+  // Tied single-node candidates (same leftover) whose predicted time is compared.
+  int max_node_evaluations = 8;
+  NodeSelectOptions node_select;
+  // InvalidArgument unless the weights are finite and ≥ 0 (comm_weight > 0), the limits are in
+  // [1, 1024] and node_select is valid.
+  Status Validate() const;
+};
+
+// Places one job at a time. Holds a pointer to the cluster (which must outlive it), a cost
+// model, one NodeSelector per hardware profile, an empty ClusterState for best_possible_ms and a
+// cache of best_possible_ms per job shape. Place is thread-safe (the cache has a mutex).
+//
+// Method: (1) required constraints filter nodes (health, drain, gpu_model, rdma_required) and
+// domains (job level); (2) candidate domains are walked bottom-up (node, then the network levels
+// from the lowest up, then the whole cluster), keeping the lowest level with a domain whose free
+// capacity holds the job, best fit first; (3) inside a domain, TP groups go to one node each
+// (several per node allowed) or, when TP exceeds the node, to one NVLink domain; nodes are
+// filled in node order so PP stages and DP replicas land on neighbouring nodes of one leaf;
+// (4) up to max_candidate_domains candidates are scored by the cost model (3 evaluations each)
+// plus the fragmentation term. Cost: O(nodes + domains) per call plus the evaluations.
+class GangPlacer {
+ public:
+  using Options = GangPlacerOptions;
+
+  // InvalidArgument for bad options or a cluster ClusterState rejects; errors of NodeSelector.
+  static StatusOr<std::unique_ptr<GangPlacer>> Create(const topo::Cluster& cluster,
+                                                      Options options = {});
+
+  // The job must be normalized (JobSpec::Normalize); a spec that fails Validate or names an
+  // unknown level is unresolvable with the error as reason. Never a partial placement.
+  Verdict Place(const ClusterState& state, const job::JobSpec& job) const;
+
+  const topo::Cluster& cluster() const { return *cluster_; }
+  const cost::CostModel& cost_model() const { return *cost_; }
+
+ private:
+  GangPlacer(const topo::Cluster& cluster, Options options);
+  Verdict PlaceOn(const ClusterState& state, const job::JobSpec& job) const;
+
+  const topo::Cluster* cluster_;
+  Options options_;
+  std::unique_ptr<cost::CostModel> cost_;
+  std::vector<std::unique_ptr<NodeSelector>> selectors_;  // by profile
+  std::unique_ptr<ClusterState> empty_;
+  mutable std::mutex mu_;
+  mutable std::map<std::string, Verdict> best_;  // job shape → verdict on the empty cluster
+};
+
+}  // namespace toposched::sched

@@ -1,0 +1,361 @@
+#include "sched/gang.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "job/job_spec.h"
+#include "topo/io/cluster_yaml.h"
+
+namespace toposched::sched {
+namespace {
+
+using job::ConstraintMode;
+
+const topo::Cluster& LoadCluster(const std::string& name) {
+  static auto* cache = new std::map<std::string, topo::Cluster>();
+  auto it = cache->find(name);
+  if (it != cache->end()) return it->second;
+  StatusOr<topo::Cluster> c =
+      topo::io::ReadClusterYamlFile(std::string(TS_SOURCE_DIR) + "/data/clusters/" + name);
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  c->Finalize();
+  return cache->emplace(name, std::move(c).value()).first->second;
+}
+
+const topo::Cluster& H100() { return LoadCluster("h100-2rack.yaml"); }
+const topo::Cluster& Gb200() { return LoadCluster("gb200-nvl72.yaml"); }
+
+const GangPlacer& Placer(const topo::Cluster& c) {
+  static auto* cache = new std::map<const topo::Cluster*, std::unique_ptr<GangPlacer>>();
+  auto it = cache->find(&c);
+  if (it != cache->end()) return *it->second;
+  auto p = GangPlacer::Create(c);
+  EXPECT_TRUE(p.ok()) << p.status().ToString();
+  return *cache->emplace(&c, std::move(p).value()).first->second;
+}
+
+ClusterState NewState(const topo::Cluster& c) {
+  StatusOr<ClusterState> s = ClusterState::Create(c);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return std::move(s).value();
+}
+
+std::vector<job::JobSpec> ExampleJobs() {
+  auto jobs = job::ReadJobsFile(std::string(TS_SOURCE_DIR) + "/data/jobs/example-jobs.yaml");
+  EXPECT_TRUE(jobs.ok()) << jobs.status().ToString();
+  return jobs.ok() ? *jobs : std::vector<job::JobSpec>{};
+}
+
+job::JobSpec ExampleJob(const std::string& name) {
+  for (const job::JobSpec& j : ExampleJobs()) {
+    if (j.name == name) return j;
+  }
+  ADD_FAILURE() << "no example job " << name;
+  return {};
+}
+
+job::JobSpec MakeJob(int tp, int pp, int dp) {
+  job::JobSpec j;
+  j.name = "test";
+  j.layout.tp = tp;
+  j.layout.pp = pp;
+  j.layout.dp = dp;
+  j.layout.dp_bytes = int64_t{1} << 30;
+  j.layout.tp_bytes = tp > 1 ? int64_t{64} << 20 : 0;
+  j.layout.pp_bytes = pp > 1 ? int64_t{64} << 20 : 0;
+  EXPECT_TRUE(j.Normalize().ok());
+  return j;
+}
+
+void Constrain(job::LevelConstraint& c, ConstraintMode mode, const std::string& level) {
+  c.mode = mode;
+  c.level = level;
+}
+
+// Holds `n` GPUs (positions 0..n-1) of a node under a fresh allocation id.
+void Hold(ClusterState& s, int node, int n) {
+  static int64_t next = 1000;
+  if (n <= 0) return;
+  ASSERT_TRUE(s.Allocate(next++, {NodeGpus{node, GpuMask::FirstN(n)}}).ok());
+}
+
+int LevelDomain(const topo::Cluster& c, int node, const std::string& level) {
+  int li = c.FindLevel(level);
+  for (int d : c.Ancestors(node)) {
+    if (c.domains[d].level == li) return d;
+  }
+  return -1;
+}
+
+// Checks what every placement must satisfy: ranks 0..W-1 in order, distinct free GPUs, parts
+// matching ranks, TP groups on one node (when asked), and a clean Allocate.
+void CheckPlacement(ClusterState& s, const job::JobSpec& j, const Placement& p,
+                    bool tp_on_node = true) {
+  const int w = j.layout.WorldSize();
+  ASSERT_EQ(static_cast<int>(p.ranks.size()), w);
+  std::set<std::pair<int, int>> used;
+  std::map<int, GpuMask> per_node;
+  for (int r = 0; r < w; ++r) {
+    EXPECT_EQ(p.ranks[r].rank, r);
+    EXPECT_TRUE(used.insert({p.ranks[r].node, p.ranks[r].gpu}).second) << "rank " << r;
+    EXPECT_TRUE(s.FreeMask(p.ranks[r].node).test(p.ranks[r].gpu)) << "rank " << r;
+    per_node[p.ranks[r].node].set(p.ranks[r].gpu);
+  }
+  ASSERT_EQ(p.parts.size(), per_node.size());
+  for (const NodeGpus& g : p.parts) EXPECT_EQ(g.gpus, per_node[g.node]);
+  if (tp_on_node) {
+    for (int r = 0; r < w; r += j.layout.tp) {
+      for (int q : j.layout.TpGroup(r)) EXPECT_EQ(p.ranks[q].node, p.ranks[r].node) << q;
+    }
+  }
+  if (w > 1) {  // one GPU communicates with nobody: 0 ms
+    EXPECT_GT(p.predicted_ms, 0);
+    EXPECT_GT(p.best_possible_ms, 0);
+  }
+  EXPECT_LE(p.best_possible_ms, p.predicted_ms * (1 + 1e-9));
+  static int64_t id = 1;
+  ASSERT_TRUE(s.Allocate(id++, p.parts).ok());
+  Status inv = s.CheckInvariants();
+  EXPECT_TRUE(inv.ok()) << inv.ToString();
+}
+
+TEST(GangOptions, Validate) {
+  struct Case {
+    std::function<void(GangPlacerOptions&)> edit;
+    bool ok;
+  };
+  const Case cases[] = {
+      {[](GangPlacerOptions&) {}, true},
+      {[](GangPlacerOptions& o) { o.comm_weight = 0; }, false},
+      {[](GangPlacerOptions& o) { o.frag_weight_ms = -1; }, false},
+      {[](GangPlacerOptions& o) { o.max_candidate_domains = 0; }, false},
+      {[](GangPlacerOptions& o) { o.max_node_evaluations = 5000; }, false},
+      {[](GangPlacerOptions& o) { o.node_select.beam_width = 0; }, false},
+  };
+  for (const Case& c : cases) {
+    GangPlacerOptions o;
+    c.edit(o);
+    EXPECT_EQ(o.Validate().ok(), c.ok);
+  }
+}
+
+TEST(Gang, Tp8Pp2Dp2LandsOnWholeNodesInOneLeafInMegatronOrder) {
+  const topo::Cluster& c = H100();
+  ClusterState s = NewState(c);
+  job::JobSpec j = MakeJob(8, 2, 2);
+  Verdict v = Placer(c).Place(s, j);
+  ASSERT_TRUE(v.fit()) << v.Explain();
+  const Placement& p = *v.placement;
+  ASSERT_EQ(p.parts.size(), 4u);
+  int leaf = LevelDomain(c, p.parts[0].node, "leaf");
+  for (const NodeGpus& g : p.parts) {
+    EXPECT_EQ(g.gpus.count(), 8);
+    EXPECT_EQ(LevelDomain(c, g.node, "leaf"), leaf);
+  }
+  // Megatron order: a PP stage is TP·DP = 16 consecutive ranks on neighbouring nodes; stage 1
+  // follows stage 0 in node order.
+  const job::Layout& l = j.layout;
+  EXPECT_EQ(l.RankOf(3, 1, 1), 3 + 8 * (1 + 2 * 1));
+  int last_stage0 = -1, first_stage1 = 1 << 30;
+  for (const RankSlot& r : p.ranks) {
+    if (l.CoordOf(r.rank).pp == 0) last_stage0 = std::max(last_stage0, r.node);
+    if (l.CoordOf(r.rank).pp == 1) first_stage1 = std::min(first_stage1, r.node);
+  }
+  EXPECT_LT(last_stage0, first_stage1);
+  EXPECT_NEAR(p.predicted_ms, p.best_possible_ms, 1e-9);  // empty cluster: the best there is
+  for (const RankSlot& r : p.ranks) EXPECT_GE(r.nic, 0);
+  CheckPlacement(s, j, p);
+}
+
+TEST(Gang, SingleNodeJobGoesToTheBestFittingNode) {
+  const topo::Cluster& c = H100();
+  ClusterState s = NewState(c);
+  // Node i has 8 - i % 8 free GPUs: nodes 4, 12, 20, 28 have exactly 4 free, node 5 has 3.
+  for (int n = 0; n < static_cast<int>(c.nodes.size()); ++n) Hold(s, n, n % 8);
+  job::JobSpec j = MakeJob(1, 1, 4);
+  Verdict v = Placer(c).Place(s, j);
+  ASSERT_TRUE(v.fit()) << v.Explain();
+  ASSERT_EQ(v.placement->parts.size(), 1u);
+  EXPECT_EQ(v.placement->parts[0].node, 4);
+  EXPECT_EQ(v.placement->parts[0].gpus, GpuMask::FromPositions(std::vector<int>{4, 5, 6, 7}));
+  CheckPlacement(s, j, *v.placement);
+}
+
+// Verdicts on prepared states: kind and a piece of the explanation.
+TEST(Gang, VerdictTable) {
+  struct Case {
+    std::string name;
+    const topo::Cluster* cluster;
+    std::function<void(const topo::Cluster&, ClusterState&)> setup;
+    std::function<job::JobSpec()> job;
+    VerdictKind kind;
+    std::string explanation;  // substring of Verdict::Explain()
+  };
+  auto one_node_busy_per_leaf = [](const topo::Cluster&, ClusterState& s) {
+    Hold(s, 0, 8);   // leaf0: 120 free
+    Hold(s, 16, 4);  // leaf1: 124 free, but only 120 in whole TP groups... 15 nodes + 4
+    Hold(s, 17, 4);
+  };
+  auto llama = [] { return ExampleJob("llama70b-pretrain"); };
+  auto llama_required_leaf = [] {
+    job::JobSpec j = ExampleJob("llama70b-pretrain");
+    Constrain(j.constraints.job, ConstraintMode::kRequired, "leaf");
+    return j;
+  };
+  auto half_nodes = [](const topo::Cluster& c, ClusterState& s) {
+    for (int n = 0; n < static_cast<int>(c.nodes.size()); ++n) Hold(s, n, 4);
+  };
+  const Case cases[] = {
+      {"preferred leaf falls back across leaves", &H100(), one_node_busy_per_leaf, llama,
+       VerdictKind::kFit, "preferred leaf not met"},
+      {"required leaf cannot fit", &H100(), one_node_busy_per_leaf, llama_required_leaf,
+       VerdictKind::kUnschedulable,
+       "needs 128 GPUs in TP groups of 8 in one leaf; largest free in a leaf is 120 (leaf0)"},
+      {"tp=8 required node on half-used nodes", &H100(), half_nodes,
+       [] { return ExampleJob("llama8b-sft"); }, VerdictKind::kUnschedulable,
+       "needs 8 GPUs on one node (tp=8 required node); largest free on a node is 4 (gpu001)"},
+      {"node summary", &H100(), half_nodes, [] { return ExampleJob("llama8b-sft"); },
+       VerdictKind::kUnschedulable, "0/32 nodes usable: 32 lack free GPUs"},
+      {"gpu model mismatch", &H100(), [](const topo::Cluster&, ClusterState&) {},
+       [] {
+         job::JobSpec j = MakeJob(1, 1, 2);
+         j.constraints.gpu_model = "B200";
+         return j;
+       },
+       VerdictKind::kUnresolvable, "32 wrong GPU model (want B200)"},
+      {"more GPUs than the cluster", &H100(), [](const topo::Cluster&, ClusterState&) {},
+       [] { return MakeJob(8, 1, 33); }, VerdictKind::kUnresolvable, "never fits"},
+      {"tp larger than a node, required node", &H100(), [](const topo::Cluster&, ClusterState&) {},
+       [] {
+         job::JobSpec j = MakeJob(16, 1, 1);
+         Constrain(j.constraints.tp, ConstraintMode::kRequired, "node");
+         return j;
+       },
+       VerdictKind::kUnresolvable, "largest node has 8 GPUs"},
+      {"unhealthy nodes are counted", &H100(),
+       [](const topo::Cluster& c, ClusterState& s) {
+         for (int n = 0; n < static_cast<int>(c.nodes.size()); ++n) {
+           if (n < 2) {
+             ASSERT_TRUE(s.SetNodeHealth(n, topo::Health::kUnhealthy).ok());
+           } else {
+             Hold(s, n, 8);
+           }
+         }
+       },
+       [] { return MakeJob(1, 1, 1); }, VerdictKind::kUnschedulable,
+       "0/32 nodes usable: 30 lack free GPUs, 2 unhealthy"},
+  };
+  for (const Case& tc : cases) {
+    SCOPED_TRACE(tc.name);
+    ClusterState s = NewState(*tc.cluster);
+    tc.setup(*tc.cluster, s);
+    job::JobSpec j = tc.job();
+    Verdict v = Placer(*tc.cluster).Place(s, j);
+    EXPECT_EQ(VerdictKindName(v.kind), std::string(VerdictKindName(tc.kind))) << v.Explain();
+    EXPECT_NE(v.Explain().find(tc.explanation), std::string::npos) << v.Explain();
+    EXPECT_EQ(v.placement.has_value(), tc.kind == VerdictKind::kFit);
+    if (v.fit()) {
+      std::set<int> leaves;
+      for (const NodeGpus& g : v.placement->parts) {
+        leaves.insert(LevelDomain(*tc.cluster, g.node, "leaf"));
+      }
+      EXPECT_EQ(leaves.size(), 2u);  // the only fitting case here crosses leaves
+      CheckPlacement(s, j, *v.placement);
+    }
+  }
+}
+
+TEST(Gang, ExampleJobsInOnePassAreAllOrNothing) {
+  const topo::Cluster& c = H100();
+  ClusterState s = NewState(c);
+  int held = 0;
+  int placed = 0;
+  for (const job::JobSpec& j : ExampleJobs()) {
+    SCOPED_TRACE(j.name);
+    Verdict v = Placer(c).Place(s, j);
+    if (!v.fit()) {
+      EXPECT_FALSE(v.reasons.empty());
+      continue;
+    }
+    ++placed;
+    held += j.layout.WorldSize();
+    CheckPlacement(s, j, *v.placement, j.constraints.tp.mode == ConstraintMode::kRequired);
+    EXPECT_EQ(c.TotalGpus() - s.ClusterCapacity().free_gpus, held);
+  }
+  EXPECT_GE(placed, 6);
+  // The pass leaves 256 - 128 - 8 - 1 - 2 - 4 - 64 - 32 = 17 GPUs: another 128-GPU job pends,
+  // and nothing changes.
+  ClusterState before = s;
+  Verdict v = Placer(c).Place(s, ExampleJob("llama70b-pretrain"));
+  EXPECT_EQ(v.kind, VerdictKind::kUnschedulable) << v.Explain();
+  EXPECT_TRUE(s.CheckInvariants().ok());
+  EXPECT_EQ(s.ClusterCapacity(), before.ClusterCapacity());
+}
+
+TEST(Gang, SmallJobsPackNodesAndRequiredNodeKeepsOneNode) {
+  const topo::Cluster& c = H100();
+  ClusterState s = NewState(c);
+  job::JobSpec bert = ExampleJob("bert-large-dp2");
+  Verdict v = Placer(c).Place(s, bert);
+  ASSERT_TRUE(v.fit()) << v.Explain();
+  EXPECT_EQ(v.placement->parts.size(), 1u);
+  CheckPlacement(s, bert, *v.placement);
+  // The next small job goes to the partly used node (best fit), not a fresh one.
+  job::JobSpec vit = ExampleJob("vit-h-dp4");
+  Verdict w = Placer(c).Place(s, vit);
+  ASSERT_TRUE(w.fit()) << w.Explain();
+  EXPECT_EQ(w.placement->parts[0].node, v.placement->parts[0].node);
+  CheckPlacement(s, vit, *w.placement);
+}
+
+TEST(Gang, Gb200Tp8RequiredNvlinkDomainUsesTwoTraysOfOneDomain) {
+  const topo::Cluster& c = Gb200();
+  ClusterState s = NewState(c);
+  job::JobSpec j = MakeJob(8, 1, 1);
+  Constrain(j.constraints.tp, ConstraintMode::kRequired, job::kLevelNvlinkDomain);
+  Verdict v = Placer(c).Place(s, j);
+  ASSERT_TRUE(v.fit()) << v.Explain();
+  const Placement& p = *v.placement;
+  ASSERT_EQ(p.parts.size(), 2u);
+  int nvd = c.nodes[p.parts[0].node].nvlink_domain;
+  EXPECT_GE(nvd, 0);
+  for (const NodeGpus& g : p.parts) {
+    EXPECT_EQ(g.gpus.count(), 4);
+    EXPECT_EQ(c.nodes[g.node].nvlink_domain, nvd);
+  }
+  CheckPlacement(s, j, p, /*tp_on_node=*/false);
+
+  // Two TP=8 groups with DP: every group stays inside one NVLink domain.
+  job::JobSpec big = MakeJob(8, 1, 10);  // 80 GPUs: more than one 72-GPU domain holds
+  Constrain(big.constraints.tp, ConstraintMode::kRequired, job::kLevelNvlinkDomain);
+  Verdict w = Placer(c).Place(s, big);
+  ASSERT_TRUE(w.fit()) << w.Explain();
+  for (int r = 0; r < 80; r += 8) {
+    int d = c.nodes[w.placement->ranks[r].node].nvlink_domain;
+    for (int q : big.layout.TpGroup(r)) {
+      EXPECT_EQ(c.nodes[w.placement->ranks[q].node].nvlink_domain, d) << q;
+    }
+  }
+  CheckPlacement(s, big, *w.placement, /*tp_on_node=*/false);
+}
+
+TEST(Gang, BestPossibleIsTheEmptyClusterTime) {
+  const topo::Cluster& c = H100();
+  ClusterState s = NewState(c);
+  // Leave 4 free GPUs on each node: an 8-GPU TP=1 job must span two nodes now.
+  for (int n = 0; n < static_cast<int>(c.nodes.size()); ++n) Hold(s, n, 4);
+  job::JobSpec j = MakeJob(1, 1, 8);
+  Verdict v = Placer(c).Place(s, j);
+  ASSERT_TRUE(v.fit()) << v.Explain();
+  EXPECT_EQ(v.placement->parts.size(), 2u);
+  EXPECT_GT(v.placement->predicted_ms, v.placement->best_possible_ms);
+  CheckPlacement(s, j, *v.placement);
+}
+
+}  // namespace
+}  // namespace toposched::sched
