@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -256,6 +257,67 @@ TEST(CliPlaceNode, WarnsAboutSlowPathsAndRefusesWhatCannotFit) {
   EXPECT_EQ(no.code, 1);
   EXPECT_EQ(RunCli(std::string("place-node --topo ") + kSample24 + " --gpus 4 --free 0-").code, 1);
   EXPECT_EQ(RunCli(std::string("place-node --topo ") + kSample24 + " --gpus 4 --tp 3").code, 1);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(CliPlace, OnePassOverTheExampleJobs) {
+  Result r = RunCli(
+      "place --cluster data/clusters/h100-2rack.yaml --jobs data/jobs/example-jobs.yaml --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_GE(j["jobs"].size(), 5u);
+  std::set<std::pair<std::string, int>> used;
+  for (const auto& job : j["jobs"]) {
+    for (const char* k : {"name", "state", "nodes", "ranks", "predicted_ms", "best_possible_ms",
+                          "explanation", "decision_us"}) {
+      EXPECT_TRUE(job.contains(k)) << k;
+    }
+    EXPECT_EQ(job["state"], "RUNNING") << job["name"];
+    for (size_t i = 0; i < job["ranks"].size(); ++i) {
+      const auto& rk = job["ranks"][i];
+      EXPECT_EQ(rk["rank"], static_cast<int>(i));
+      // No GPU is given twice within the pass.
+      EXPECT_TRUE(used.insert({std::string(rk["node"]), int(rk["gpu"])}).second)
+          << rk["node"] << "/" << rk["gpu"];
+    }
+  }
+  // The 128-GPU TP8 job sits in one leaf, each TP group (8 consecutive ranks) on one node.
+  const auto& big = j["jobs"][0];
+  ASSERT_EQ(big["ranks"].size(), 128u);
+  for (int g = 0; g < 16; ++g) {
+    for (int i = 1; i < 8; ++i) {
+      EXPECT_EQ(big["ranks"][g * 8 + i]["node"], big["ranks"][g * 8]["node"]);
+    }
+  }
+}
+
+TEST(CliPlace, PendingJobsAreExplainedAndBadInputExitsOne) {
+  std::string jobs = WriteTemp("too-big.yaml", R"(jobs:
+  - name: two-leaves
+    replicas: 24
+    gpus_per_replica: 8
+    layout: {tp: 8, pp: 1, dp: 24}
+    priority: 10
+    queue: default
+    constraints:
+      tp: {required: node}
+      job: {required: leaf}
+)");
+  Result r = RunCli("place --cluster data/clusters/h100-2rack.yaml --jobs " + jobs + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["jobs"].size(), 1u);
+  EXPECT_EQ(j["jobs"][0]["state"], "PENDING");
+  std::string why = j["jobs"][0]["explanation"];
+  EXPECT_NE(why.find("leaf"), std::string::npos) << why;
+  EXPECT_NE(why.find("128"), std::string::npos) << why;  // the most one leaf can hold
+  Result bad = RunCli("place --cluster data/clusters/h100-2rack.yaml --jobs " +
+                      WriteTemp("bad-jobs.yaml", "jobs:\n  - name: x\n    replicas: -1\n"));
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("bad-jobs.yaml:3"), std::string::npos) << bad.err;
 }
 
 }  // namespace
