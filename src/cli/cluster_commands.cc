@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/generate_command.h"
 #include "topo/io/cluster_yaml.h"
 #include "topo/io/import.h"
 #include "topo/io/json_io.h"
@@ -71,6 +72,8 @@ void RegisterClusterCommands(CLI::App& app, int& rc) {
                               : topo::FormatClusterSummary(*c));
     rc = 0;
   });
+
+  AddClusterGenerateCommand(*cluster, rc);
 
   CLI::App* exp = app.add_subcommand("export", "Export configuration for other systems");
   exp->require_subcommand(1);

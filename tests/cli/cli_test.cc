@@ -11,47 +11,11 @@
 #include <sstream>
 #include <string>
 
+#include "cli/cli_util.h"
+
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string TempDir() {
-  static std::string dir = [] {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "toposched-cli-XXXXXX").string();
-    char* d = mkdtemp(tmpl.data());
-    return std::string(d ? d : "/tmp");
-  }();
-  return dir;
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-Result RunCli(const std::string& args) {
-  static int n = 0;
-  std::string out = TempDir() + "/out" + std::to_string(n) + ".txt";
-  std::string err = TempDir() + "/err" + std::to_string(n++) + ".txt";
-  std::string cmd = std::string(TS_CLI) + " " + args + " >" + out + " 2>" + err;
-  int st = std::system(cmd.c_str());
-  Result r;
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  r.out = Slurp(out);
-  r.err = Slurp(err);
-  return r;
-}
-
-std::string WriteTemp(const std::string& name, const std::string& text) {
-  std::string p = TempDir() + "/" + name;
-  std::ofstream(p, std::ios::binary) << text;
-  return p;
-}
+using namespace toposched::cli_testing;  // NOLINT: RunCli, WriteTemp, TempDir, Slurp
 
 const char* kSample24 = "data/samples/nvidia-smi/24-h100-sxm-8gpu-nv18-8nic-pix-sglang30401.txt";
 
