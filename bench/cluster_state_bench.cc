@@ -4,12 +4,10 @@
 // (counters: state_bytes empty, with every GPU held by its own 1-GPU allocation, per node).
 #include <benchmark/benchmark.h>
 
-#include <cstdio>
 #include <cstdlib>
-#include <string>
 
+#include "bench_clusters.h"
 #include "sched/cluster_state.h"
-#include "topo/synthetic.h"
 
 namespace ts = toposched;
 using ts::sched::ClusterState;
@@ -17,58 +15,9 @@ using ts::sched::GpuMask;
 
 namespace {
 
-constexpr int kNodes = 4096;
-constexpr int kNodesPerLeaf = 32;
-constexpr int kLeavesPerSpine = 16;
-
-template <typename T>
-T OrDie(ts::StatusOr<T> v) {
-  if (!v.ok()) {
-    std::fprintf(stderr, "%s\n", v.status().ToString().c_str());
-    std::abort();
-  }
-  return std::move(v).value();
-}
-
-const ts::topo::Cluster& BigCluster() {
-  static const ts::topo::Cluster* cluster = [] {
-    auto* c = new ts::topo::Cluster();
-    c->name = "synthetic-4096";
-    ts::topo::HardwareProfile p;
-    p.name = "h100-synthetic";
-    p.topology = OrDie(ts::topo::MakeSyntheticTopology("gpu:8 nvswitch:18 nics:8"));
-    c->profiles.push_back(std::move(p));
-    c->levels = {{"core", 0, 1}, {"spine", 409600, 1}, {"leaf", 102400, 1}};
-    const int leaves = kNodes / kNodesPerLeaf;
-    const int spines = leaves / kLeavesPerSpine;
-    c->domains.push_back({"core0", 0, -1, {}, {}});
-    for (int s = 0; s < spines; ++s) {
-      c->domains.push_back({"spine" + std::to_string(s), 1, 0, {}, {}});
-      c->domains[0].children.push_back(static_cast<int>(c->domains.size()) - 1);
-    }
-    for (int l = 0; l < leaves; ++l) {
-      const int parent = 1 + l / kLeavesPerSpine;
-      c->domains.push_back({"leaf" + std::to_string(l), 2, parent, {}, {}});
-      c->domains[parent].children.push_back(static_cast<int>(c->domains.size()) - 1);
-    }
-    for (int n = 0; n < kNodes; ++n) {
-      char name[16];
-      std::snprintf(name, sizeof(name), "n%04d", n);
-      const int leaf = 1 + spines + n / kNodesPerLeaf;
-      c->nodes.push_back({name, 0, leaf, -1, ts::topo::Health::kHealthy});
-      c->domains[leaf].nodes.push_back(n);
-    }
-    c->rails = {8, "core"};
-    c->Finalize();
-    ts::Status v = c->Validate();
-    if (!v.ok()) {
-      std::fprintf(stderr, "%s\n", v.ToString().c_str());
-      std::abort();
-    }
-    return c;
-  }();
-  return *cluster;
-}
+using ts::bench::BigCluster;
+using ts::bench::OrDie;
+constexpr int kNodes = ts::bench::kBigNodes;
 
 void BM_AllocateReleaseWholeNode(benchmark::State& state) {
   ClusterState s = OrDie(ClusterState::Create(BigCluster()));
