@@ -1,0 +1,556 @@
+#include "sched/scheduler.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <limits>
+#include <queue>
+#include <set>
+#include <utility>
+
+namespace toposched::sched {
+
+namespace {
+
+using job::JobState;
+
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+
+std::string JobName(int64_t id) { return "job-" + std::to_string(id); }
+
+std::string Seconds(int64_t us) {
+  if (us == kNever) return "never";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%" PRId64 ".%06" PRId64 "s", us / 1000000, us % 1000000);
+  return buf;
+}
+
+int GpusOf(const std::vector<NodeGpus>& parts) {
+  int n = 0;
+  for (const NodeGpus& p : parts) n += p.gpus.count();
+  return n;
+}
+
+// Holds the currently free GPUs of `parts` in `state` under `dummy_id` (so a placement on the
+// result avoids them). GPUs held by someone else stay theirs.
+void Block(ClusterState& state, const std::vector<NodeGpus>& parts, int64_t dummy_id) {
+  std::vector<NodeGpus> free_parts;
+  for (const NodeGpus& p : parts) {
+    GpuMask m = p.gpus & state.FreeMask(p.node);
+    if (!m.empty()) free_parts.push_back(NodeGpus{p.node, m});
+  }
+  if (!free_parts.empty()) (void)state.Allocate(dummy_id, free_parts);
+}
+
+}  // namespace
+
+Status SchedulerOptions::Validate() const {
+  for (const auto* weights : {&user_weights, &queue_weights}) {
+    for (const auto& [name, w] : *weights) {
+      if (!(w > 0) || w > 1e12) {
+        return InvalidArgumentError("fair-share weight of \"" + name + "\" must be > 0");
+      }
+    }
+  }
+  for (const auto* limits : {&user_gpu_limits, &queue_gpu_limits}) {
+    for (const auto& [name, l] : *limits) {
+      if (l < 0) return InvalidArgumentError("GPU limit of \"" + name + "\" must be >= 0");
+    }
+  }
+  if (max_preempt_candidates < 1 || max_preempt_candidates > 64 || max_preempt_combinations < 1 ||
+      max_preempt_combinations > 100000) {
+    return InvalidArgumentError("preemption bounds out of range");
+  }
+  if (kill_grace_us < 0) return InvalidArgumentError("kill_grace_us must be >= 0");
+  return OkStatus();
+}
+
+Scheduler::Scheduler(const GangPlacer& placer, Options options, ClusterState state)
+    : placer_(&placer), options_(std::move(options)), state_(std::move(state)) {}
+
+StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const GangPlacer& placer, Options options) {
+  RETURN_IF_ERROR(options.Validate());
+  ASSIGN_OR_RETURN(ClusterState state, ClusterState::Create(placer.cluster()));
+  return std::unique_ptr<Scheduler>(new Scheduler(placer, std::move(options), std::move(state)));
+}
+
+Scheduler::Job* Scheduler::Find(int64_t id) {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+const Scheduler::Job* Scheduler::Find(int64_t id) const {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+void Scheduler::Sync(Job& j) {
+  const auto& ev = j.record.events();
+  for (; j.logged < ev.size(); ++j.logged) log_.push_back(ev[j.logged]);
+}
+
+int64_t Scheduler::EndUs(const Job& j) {
+  if (auto kill = j.record.kill_deadline_us()) return *kill;
+  if (j.spec.time_limit_s <= 0) return kNever;
+  const int64_t lim = j.spec.time_limit_s;
+  if (lim > (kNever - j.start_us) / 1000000) return kNever;
+  return j.start_us + lim * 1000000;
+}
+
+StatusOr<int64_t> Scheduler::Submit(job::JobSpec spec, int64_t now_us) {
+  RETURN_IF_ERROR(spec.Normalize());
+  const int64_t id = next_id_++;
+  Job j{id, std::move(spec), job::JobRecord(JobName(id), now_us), std::nullopt, 0, "", 0};
+  j.pending_reason = "submitted; not yet considered by a scheduling pass";
+  RETURN_IF_ERROR(
+      j.record.Note(now_us, "submitted \"" + j.spec.name + "\" (user " + j.spec.user + ", queue " +
+                                j.spec.queue + ", priority " + std::to_string(j.spec.priority) +
+                                ", " + std::to_string(j.spec.total_gpus) + " GPUs, limit " +
+                                (j.spec.time_limit_s > 0 ? job::FormatDuration(j.spec.time_limit_s)
+                                                         : std::string("none")) +
+                                ")"));
+  auto [it, inserted] = jobs_.emplace(id, std::move(j));
+  (void)inserted;
+  Sync(it->second);
+  return id;
+}
+
+Status Scheduler::ReleaseIfStopped(Job& j) {
+  if (job::HoldsResources(j.record.state()) || !j.placement) return OkStatus();
+  j.placement.reset();
+  return state_.Release(j.id);
+}
+
+Status Scheduler::Cancel(int64_t id, int64_t now_us) {
+  Job* j = Find(id);
+  if (j == nullptr) return NotFoundError("no job " + JobName(id));
+  const JobState s = j->record.state();
+  Status st = OkStatus();
+  if (s == JobState::kPending || s == JobState::kRequeued) {
+    st = j->record.Transition(now_us, JobState::kCancelled, "cancelled by user");
+  } else if (s == JobState::kRunning) {
+    st = j->record.Terminate(now_us, options_.kill_grace_us, JobState::kCancelled,
+                             "cancelled by user");
+  } else {
+    st = FailedPreconditionError(JobName(id) + ": cannot cancel a job in state " +
+                                 job::JobStateName(s));
+  }
+  Sync(*j);
+  RETURN_IF_ERROR(st);
+  return ReleaseIfStopped(*j);
+}
+
+Status Scheduler::Complete(int64_t id, int64_t now_us) {
+  Job* j = Find(id);
+  if (j == nullptr) return NotFoundError("no job " + JobName(id));
+  Status st = OkStatus();
+  if (j->record.state() == JobState::kRunning) {
+    st = j->record.Transition(now_us, JobState::kCompleting, "job finished: running epilog");
+    if (st.ok()) st = j->record.Transition(now_us, JobState::kCompleted, "epilog done");
+  } else if (j->record.state() == JobState::kCompleting) {
+    st = j->record.ProcessesExited(now_us);
+  } else {
+    st = FailedPreconditionError(JobName(id) + ": cannot complete a job in state " +
+                                 job::JobStateName(j->record.state()));
+  }
+  Sync(*j);
+  RETURN_IF_ERROR(st);
+  return ReleaseIfStopped(*j);
+}
+
+Status Scheduler::Tick(int64_t now_us) {
+  for (auto& [id, j] : jobs_) {
+    if (j.record.state() == JobState::kRunning && j.spec.time_limit_s > 0 && now_us >= EndUs(j)) {
+      Status st = j.record.Timeout(now_us, options_.kill_grace_us);
+      Sync(j);
+      RETURN_IF_ERROR(st);
+    }
+    if (j.record.AdvanceTo(now_us)) Sync(j);
+    RETURN_IF_ERROR(ReleaseIfStopped(j));
+  }
+  return OkStatus();
+}
+
+Scheduler::Usage Scheduler::CurrentUsage() const {
+  Usage u;
+  for (const auto& [id, j] : jobs_) {
+    if (!j.placement) continue;
+    const int g = GpusOf(j.placement->parts);
+    u.user_gpus[j.spec.user] += g;
+    u.queue_gpus[j.spec.queue] += g;
+  }
+  return u;
+}
+
+namespace {
+double WeightOf(const std::map<std::string, double>& w, const std::string& k) {
+  auto it = w.find(k);
+  return it == w.end() ? 1.0 : it->second;
+}
+int UsedBy(const std::map<std::string, int>& m, const std::string& k) {
+  auto it = m.find(k);
+  return it == m.end() ? 0 : it->second;
+}
+}  // namespace
+
+Scheduler::Shares Scheduler::ActiveWeights() const {
+  // Weight shares are over the users/queues with a PENDING or RUNNING job.
+  std::set<std::string> users, queues;
+  for (const auto& [id, o] : jobs_) {
+    const JobState s = o.record.state();
+    if (s == JobState::kPending || job::HoldsResources(s)) {
+      users.insert(o.spec.user);
+      queues.insert(o.spec.queue);
+    }
+  }
+  Shares sh;
+  for (const std::string& s : users) sh.user_weight_sum += WeightOf(options_.user_weights, s);
+  for (const std::string& s : queues) sh.queue_weight_sum += WeightOf(options_.queue_weights, s);
+  return sh;
+}
+
+double Scheduler::Penalty(const Job& j, const Usage& u, const Shares& sh) const {
+  const double total = std::max(1, state_.ClusterCapacity().total_gpus);
+  const double user_share =
+      WeightOf(options_.user_weights, j.spec.user) / std::max(sh.user_weight_sum, 1e-12);
+  const double queue_share =
+      WeightOf(options_.queue_weights, j.spec.queue) / std::max(sh.queue_weight_sum, 1e-12);
+  return UsedBy(u.user_gpus, j.spec.user) / total / user_share +
+         UsedBy(u.queue_gpus, j.spec.queue) / total / queue_share;
+}
+
+std::string Scheduler::LimitReason(const Job& j, const Usage& u) const {
+  auto check = [&](const std::map<std::string, int>& limits, const std::map<std::string, int>& use,
+                   const std::string& what, const std::string& key) -> std::string {
+    auto it = limits.find(key);
+    if (it == limits.end()) return "";
+    auto ut = use.find(key);
+    const int held = ut == use.end() ? 0 : ut->second;
+    if (held + j.spec.total_gpus <= it->second) return "";
+    return what + " GPU limit: " + what + " \"" + key + "\" holds " + std::to_string(held) +
+           " GPUs, limit " + std::to_string(it->second) + ", job needs " +
+           std::to_string(j.spec.total_gpus);
+  };
+  std::string r = check(options_.user_gpu_limits, u.user_gpus, "user", j.spec.user);
+  if (r.empty()) r = check(options_.queue_gpu_limits, u.queue_gpus, "queue", j.spec.queue);
+  return r;
+}
+
+Status Scheduler::Start(Job& j, Placement p, int64_t now_us, const std::string& reason) {
+  RETURN_IF_ERROR(state_.Allocate(j.id, p.parts));
+  Status st = j.record.Transition(now_us, JobState::kRunning, reason);
+  Sync(j);
+  if (!st.ok()) {
+    (void)state_.Release(j.id);
+    return st;
+  }
+  p.decision_us = now_us;
+  j.placement = std::move(p);
+  j.start_us = now_us;
+  j.pending_reason.clear();
+  return OkStatus();
+}
+
+Scheduler::Reservation Scheduler::MakeReservation(const Job& j, int64_t now_us) const {
+  std::vector<const Job*> running;
+  for (const auto& [id, o] : jobs_) {
+    if (o.placement) running.push_back(&o);
+  }
+  std::stable_sort(running.begin(), running.end(),
+                   [](const Job* a, const Job* b) { return EndUs(*a) < EndUs(*b); });
+  ClusterState trial = state_;
+  Reservation r{j.id, kNever, {}};
+  for (const Job* o : running) {
+    (void)trial.Release(o->id);
+    const int64_t end = EndUs(*o);
+    if (end == kNever) continue;  // only reached when released as part of "never"
+    Verdict v = placer_->Place(trial, j.spec);
+    if (v.fit()) {
+      r.start_us = std::max(end, now_us);
+      r.parts = v.placement->parts;
+      return r;
+    }
+  }
+  // Never by time limits: reserve the GPUs it would take with every running job gone.
+  Verdict v = placer_->Place(trial, j.spec);
+  if (v.fit()) r.parts = v.placement->parts;
+  return r;
+}
+
+StatusOr<bool> Scheduler::TryPreempt(Job& j, int64_t now_us) {
+  struct Cand {
+    const Job* job;
+    int64_t cost;
+    int gpus;
+  };
+  std::vector<Cand> cands;
+  for (const auto& [id, o] : jobs_) {
+    if (o.record.state() != JobState::kRunning || o.spec.priority >= j.spec.priority) continue;
+    const int g = GpusOf(o.placement->parts);
+    cands.push_back({&o, int64_t{g} * (1 + std::max(o.spec.priority, 0)), g});
+  }
+  std::stable_sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) {
+    return a.cost != b.cost ? a.cost < b.cost : a.job->id < b.job->id;
+  });
+  if (static_cast<int>(cands.size()) > options_.max_preempt_candidates) {
+    cands.resize(options_.max_preempt_candidates);
+  }
+  if (cands.empty()) return false;
+  const int free_now = state_.ClusterCapacity().free_gpus;
+
+  // Best-first enumeration of subsets in non-decreasing total cost: from a subset whose largest
+  // index is i, the successors are (add i+1) and (replace i by i+1).
+  struct Node {
+    int64_t cost;
+    std::vector<int> idx;
+    bool operator>(const Node& o) const {
+      return cost != o.cost ? cost > o.cost : idx.size() > o.idx.size();
+    }
+  };
+  std::priority_queue<Node, std::vector<Node>, std::greater<Node>> heap;
+  heap.push({cands[0].cost, {0}});
+  const int n = static_cast<int>(cands.size());
+  int attempts = 0, popped = 0;
+  std::optional<Node> best;
+  std::optional<Placement> best_placement;
+  int best_free_nodes = -1;
+  while (!heap.empty() && attempts < options_.max_preempt_combinations && popped < 100000) {
+    Node cur = heap.top();
+    heap.pop();
+    ++popped;
+    if (best && cur.cost > best->cost) break;
+    const int last = cur.idx.back();
+    if (last + 1 < n) {
+      Node add = cur;
+      add.idx.push_back(last + 1);
+      add.cost += cands[last + 1].cost;
+      heap.push(add);
+      Node rep = cur;
+      rep.idx.back() = last + 1;
+      rep.cost += cands[last + 1].cost - cands[last].cost;
+      heap.push(rep);
+    }
+    int freed = 0;
+    for (int i : cur.idx) freed += cands[i].gpus;
+    if (free_now + freed < j.spec.total_gpus) continue;  // cannot fit: no placement attempt
+    ++attempts;
+    ClusterState trial = state_;
+    for (int i : cur.idx) (void)trial.Release(cands[i].job->id);
+    Verdict v = placer_->Place(trial, j.spec);
+    if (!v.fit()) continue;
+    const int free_nodes = trial.ClusterCapacity().fully_free_nodes;
+    if (!best || free_nodes > best_free_nodes ||
+        (free_nodes == best_free_nodes && cur.idx.size() < best->idx.size())) {
+      best = cur;
+      best_placement = std::move(v.placement);
+      best_free_nodes = free_nodes;
+    }
+  }
+  if (!best) return false;
+
+  std::vector<int64_t> victims;
+  for (int i : best->idx) victims.push_back(cands[i].job->id);
+  std::sort(victims.begin(), victims.end());
+  std::string names;
+  for (int64_t v : victims) names += (names.empty() ? "" : ", ") + JobName(v);
+  const std::string by =
+      "preempted by " + JobName(j.id) + " (priority " + std::to_string(j.spec.priority) + ")";
+  for (int64_t vid : victims) {
+    Job& v = *Find(vid);
+    Status st = v.record.Transition(now_us, JobState::kPreempted, by);
+    if (st.ok()) {
+      st = v.record.Transition(now_us, JobState::kRequeued, "requeued after being " + by);
+    }
+    if (st.ok()) {
+      st = v.record.Transition(now_us, JobState::kPending,
+                               "back in queue after preemption by " + JobName(j.id));
+    }
+    Sync(v);
+    RETURN_IF_ERROR(st);
+    RETURN_IF_ERROR(ReleaseIfStopped(v));
+    v.pending_reason = "requeued after being " + by;
+  }
+  RETURN_IF_ERROR(Start(
+      j, std::move(*best_placement), now_us,
+      "scheduled after preempting " + names + " (" + std::to_string(j.spec.total_gpus) + " GPUs)"));
+  return true;
+}
+
+StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
+  std::vector<int64_t> started;
+  std::vector<Job*> pending;
+  for (auto& [id, j] : jobs_) {
+    if (j.record.state() == JobState::kPending) pending.push_back(&j);
+  }
+  const Shares shares = ActiveWeights();
+  std::optional<Reservation> res;
+  std::optional<ClusterState> shadow;  // state_ with the reserved free GPUs blocked
+  constexpr int64_t kShadowId = -1;
+
+  while (!pending.empty()) {
+    // Pick the next job by the current order (usage changes as jobs start).
+    const Usage usage = CurrentUsage();
+    size_t best = 0;
+    double best_pen = 0;
+    for (size_t i = 0; i < pending.size(); ++i) {
+      const Job& a = *pending[i];
+      const double pen = Penalty(a, usage, shares);
+      if (i == 0) {
+        best_pen = pen;
+        continue;
+      }
+      const Job& b = *pending[best];
+      bool better;
+      if (a.spec.priority != b.spec.priority) {
+        better = a.spec.priority > b.spec.priority;
+      } else if (pen != best_pen) {
+        better = pen < best_pen;
+      } else if (a.record.submit_time_us() != b.record.submit_time_us()) {
+        better = a.record.submit_time_us() < b.record.submit_time_us();
+      } else {
+        better = a.id < b.id;
+      }
+      if (better) {
+        best = i;
+        best_pen = pen;
+      }
+    }
+    Job& j = *pending[best];
+    pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(best));
+
+    if (std::string lim = LimitReason(j, usage); !lim.empty()) {
+      j.pending_reason = lim;
+      continue;
+    }
+    Verdict now_v = placer_->Place(state_, j.spec);
+    if (now_v.kind == VerdictKind::kUnresolvable) {
+      j.pending_reason = "unresolvable: " + now_v.Explain();
+      continue;
+    }
+    const std::string gpus = std::to_string(j.spec.total_gpus) + " GPUs";
+    if (!res) {
+      if (now_v.fit()) {
+        RETURN_IF_ERROR(Start(j, std::move(*now_v.placement), now_us, "scheduled (" + gpus + ")"));
+        started.push_back(j.id);
+        continue;
+      }
+      if (j.spec.priority >= options_.preempt_priority_threshold) {
+        ASSIGN_OR_RETURN(bool ok, TryPreempt(j, now_us));
+        if (ok) {
+          started.push_back(j.id);
+          continue;
+        }
+      }
+      if (!options_.backfill) {
+        j.pending_reason = "waiting for resources: " + now_v.Explain();
+        break;  // strict order: nobody passes the head
+      }
+      res = MakeReservation(j, now_us);
+      shadow = state_;
+      Block(*shadow, res->parts, kShadowId);
+      j.pending_reason =
+          "head of queue, reserved to start at " + Seconds(res->start_us) + ": " + now_v.Explain();
+      continue;
+    }
+    // Behind the reservation: backfill only.
+    const std::string behind =
+        "behind the reservation of " + JobName(res->job_id) + " at " + Seconds(res->start_us);
+    if (!now_v.fit()) {
+      j.pending_reason = "waiting for resources (" + behind + "): " + now_v.Explain();
+      continue;
+    }
+    const bool ends_before = j.spec.time_limit_s > 0 && res->start_us != kNever &&
+                             now_us + j.spec.time_limit_s * 1000000 <= res->start_us;
+    if (ends_before) {
+      RETURN_IF_ERROR(Start(j, std::move(*now_v.placement), now_us,
+                            "backfilled (" + gpus + ", ends by " +
+                                Seconds(now_us + j.spec.time_limit_s * 1000000) +
+                                " before the reservation of " + JobName(res->job_id) + " at " +
+                                Seconds(res->start_us) + ")"));
+      Block(*shadow, j.placement->parts, j.id);
+      started.push_back(j.id);
+      continue;
+    }
+    Verdict side = placer_->Place(*shadow, j.spec);
+    if (side.fit()) {
+      RETURN_IF_ERROR(Start(j, std::move(*side.placement), now_us,
+                            "backfilled (" + gpus + ", clear of the GPUs reserved for " +
+                                JobName(res->job_id) + ")"));
+      Block(*shadow, j.placement->parts, j.id);
+      started.push_back(j.id);
+      continue;
+    }
+    j.pending_reason = "would delay the reservation of " + JobName(res->job_id) + " at " +
+                       Seconds(res->start_us) + ": fits only on its reserved GPUs and its limit " +
+                       (j.spec.time_limit_s > 0 ? job::FormatDuration(j.spec.time_limit_s)
+                                                : std::string("(none)")) +
+                       " ends after it";
+  }
+  if (!options_.backfill) {
+    for (Job* j : pending) {
+      if (j->pending_reason.empty() || j->pending_reason.rfind("submitted", 0) == 0) {
+        j->pending_reason = "waiting behind a higher-ordered job (no backfill)";
+      }
+    }
+  }
+  return started;
+}
+
+StatusOr<std::string> Scheduler::Explain(int64_t id) const {
+  const Job* j = Find(id);
+  if (j == nullptr) return NotFoundError("no job " + JobName(id));
+  const JobState s = j->record.state();
+  if (s == JobState::kPending) return JobName(id) + " PENDING: " + j->pending_reason;
+  if (j->placement) {
+    const Placement& p = *j->placement;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, ": predicted %.3f ms per step, best possible %.3f ms",
+                  p.predicted_ms, p.best_possible_ms);
+    return JobName(id) + " " + job::JobStateName(s) + " on " + p.domain + buf;
+  }
+  return JobName(id) + " " + job::JobStateName(s);
+}
+
+std::optional<job::JobState> Scheduler::State(int64_t id) const {
+  const Job* j = Find(id);
+  if (j == nullptr) return std::nullopt;
+  return j->record.state();
+}
+
+const Placement* Scheduler::PlacementOf(int64_t id) const {
+  const Job* j = Find(id);
+  return j == nullptr || !j->placement ? nullptr : &*j->placement;
+}
+
+Status Scheduler::CheckInvariants() const {
+  RETURN_IF_ERROR(state_.CheckInvariants());
+  size_t holders = 0;
+  std::set<std::pair<int, int>> seen;
+  for (const auto& [id, j] : jobs_) {
+    const bool holds = job::HoldsResources(j.record.state());
+    if (holds != state_.HasAllocation(id) || holds != j.placement.has_value()) {
+      return InternalError(JobName(id) + " in state " + job::JobStateName(j.record.state()) +
+                           (state_.HasAllocation(id) ? " has" : " has no") + " allocation");
+    }
+    if (!holds) continue;
+    ++holders;
+    if (*state_.Allocation(id) != j.placement->parts) {
+      return InternalError(JobName(id) + ": allocation differs from its placement");
+    }
+    for (const NodeGpus& p : j.placement->parts) {
+      for (int g = 0; g < state_.GpuCount(p.node); ++g) {
+        if (!p.gpus.test(g)) continue;
+        if (!seen.insert({p.node, g}).second) {
+          return InternalError("GPU " + std::to_string(g) + " of node " + std::to_string(p.node) +
+                               " held by two jobs");
+        }
+      }
+    }
+  }
+  if (holders != state_.AllocationCount()) {
+    return InternalError("ClusterState holds " + std::to_string(state_.AllocationCount()) +
+                         " allocations, jobs " + std::to_string(holders));
+  }
+  return OkStatus();
+}
+
+}  // namespace toposched::sched

@@ -1,0 +1,159 @@
+// The event-driven scheduler core: a queue of jobs, one ClusterState, and the policies that
+// decide who runs (priority + fair share ordering, per-user/per-queue GPU limits, EASY backfill
+// with one head-of-line reservation, priority preemption). The daemon and the simulator drive
+// it with an injected clock (int64 microseconds); it never reads a clock and never sleeps.
+//
+// Queue order (recomputed before each pick inside a pass, so a job started earlier in the pass
+// counts as usage for the next pick), lexicographic:
+//   1. priority, higher first;
+//   2. fair-share penalty, lower first:
+//        penalty = user_usage / user_weight_share + queue_usage / queue_weight_share
+//      where usage = GPUs held by the user's (queue's) RUNNING jobs / cluster GPUs, and
+//      weight_share = weight / Σ weights of the users (queues) with a PENDING or RUNNING job
+//      (weights default to 1). Equal usage ⇒ equal penalty; a user under its share sorts first.
+//   3. submit time, earlier first; 4. job id.
+// (This is effective priority = priority − w·penalty with w → 0+: fair share only orders jobs of
+// equal priority. Usage is instantaneous, not decayed history.) A pass picks each next job by a
+// linear scan: O(pending²) per pass, fine for thousands of pending jobs, not for millions.
+//
+// One pass (Schedule): walk the order. A job over its user/queue GPU limit, or unresolvable on
+// this cluster, stays PENDING with a reason and blocks nobody. The first job that fits nowhere
+// now (and cannot preempt, see below) becomes the reservation: its earliest start is found by
+// releasing the running jobs in order of their end (start + time limit; a job without a limit
+// never ends) on a copy of the state until it fits; its GPUs are the placement found there
+// (no end at all: the placement on a state with every running job released, start = never).
+// Each later job may start now only if it fits now AND either its time limit ends at or before
+// the reservation's start, or it is placed without touching the reserved GPUs (conservative
+// EASY rule: the reserved GPUs are blocked when placing it). Later jobs never get reservations.
+//
+// Preemption: a job with priority >= preempt_priority_threshold that does not fit, met before
+// any reservation, may preempt RUNNING jobs of strictly lower priority. Victims are whole jobs;
+// cost(victim) = GPUs · (1 + max(priority, 0)). Candidates (the max_preempt_candidates cheapest)
+// are tried as sets in non-decreasing total cost (best-first enumeration of subsets, at most
+// max_preempt_combinations placement attempts); the first fitting cost wins, ties broken by more
+// fully free nodes after the release (whole nodes/domains freed), then fewer victims. Victims go
+// RUNNING -> PREEMPTED -> REQUEUED -> PENDING with reasons naming the preemptor, keeping their
+// submit time.
+//
+// Allocations: allocation id == job id. A job holds an allocation exactly while its state holds
+// resources (RUNNING, or COMPLETING during a kill grace period > 0; with the default grace 0
+// COMPLETING is never observable between calls).
+//
+// Not thread-safe: one owner drives it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "job/job_spec.h"
+#include "job/job_state.h"
+#include "sched/cluster_state.h"
+#include "sched/gang.h"
+
+namespace toposched::sched {
+
+struct SchedulerOptions {
+  std::map<std::string, double> user_weights;   // fair-share weight per user; default 1
+  std::map<std::string, double> queue_weights;  // fair-share weight per queue; default 1
+  std::map<std::string, int> user_gpu_limits;   // max GPUs RUNNING per user; absent = none
+  std::map<std::string, int> queue_gpu_limits;  // max GPUs RUNNING per queue; absent = none
+  bool backfill = true;
+  // Jobs with priority >= this may preempt lower-priority running jobs.
+  int preempt_priority_threshold = 1000;
+  int max_preempt_candidates = 16;
+  int max_preempt_combinations = 64;
+  // SIGTERM -> SIGKILL grace for timeouts and cancellations of running jobs.
+  int64_t kill_grace_us = 0;
+  Status Validate() const;
+};
+
+class Scheduler {
+ public:
+  using Options = SchedulerOptions;
+
+  // The placer (and its cluster) must outlive the scheduler. InvalidArgument for bad options.
+  static StatusOr<std::unique_ptr<Scheduler>> Create(const GangPlacer& placer,
+                                                     Options options = {});
+
+  // Normalizes the spec (InvalidArgument when it is malformed) and queues it PENDING with a
+  // "submitted" note. Ids are sequential from 1; the JobRecord id is "job-<id>".
+  StatusOr<int64_t> Submit(job::JobSpec spec, int64_t now_us);
+  // PENDING/REQUEUED -> CANCELLED; RUNNING -> COMPLETING -> CANCELLED (after kill_grace_us,
+  // in Tick). NotFound for an unknown id; FailedPrecondition for a job already finished.
+  Status Cancel(int64_t id, int64_t now_us);
+  // The job's processes finished: RUNNING -> COMPLETING -> COMPLETED, allocation released.
+  // For a job already terminating (COMPLETING), its processes exited: the pending final state.
+  Status Complete(int64_t id, int64_t now_us);
+  // RUNNING jobs at or past start + time limit go to TIMEOUT (JobRecord::Timeout with
+  // kill_grace_us); due SIGKILLs fire. Releases the allocations of jobs that stopped.
+  Status Tick(int64_t now_us);
+  // One scheduling pass (see the file comment). Returns the ids started, in start order.
+  StatusOr<std::vector<int64_t>> Schedule(int64_t now_us);
+
+  // Every event of every job, in the order they happened.
+  const std::vector<job::JobEvent>& Events() const { return log_; }
+  // PENDING: why (limit, reservation, the placer's reasons); RUNNING: domain, predicted vs best
+  // possible ms; otherwise the state. NotFound for an unknown id.
+  StatusOr<std::string> Explain(int64_t id) const;
+
+  std::optional<job::JobState> State(int64_t id) const;
+  const Placement* PlacementOf(int64_t id) const;  // nullptr unless holding GPUs
+  const ClusterState& cluster_state() const { return state_; }
+
+  // ClusterState::CheckInvariants, plus: a job holds an allocation iff HoldsResources(state),
+  // with exactly its placement's GPUs, and no GPU is in two jobs' placements. Internal if not.
+  Status CheckInvariants() const;
+
+ private:
+  struct Job {
+    int64_t id = 0;
+    job::JobSpec spec;
+    job::JobRecord record;
+    std::optional<Placement> placement;  // set while holding GPUs
+    int64_t start_us = 0;
+    std::string pending_reason;
+    size_t logged = 0;  // record events copied to log_
+  };
+  struct Usage {
+    std::map<std::string, int> user_gpus, queue_gpus;
+  };
+  struct Reservation {
+    int64_t job_id = 0;
+    int64_t start_us = 0;  // INT64_MAX: never (running jobs without a time limit)
+    std::vector<NodeGpus> parts;
+  };
+
+  Scheduler(const GangPlacer& placer, Options options, ClusterState state);
+
+  Job* Find(int64_t id);
+  const Job* Find(int64_t id) const;
+  void Sync(Job& j);  // copies new record events into log_
+  Usage CurrentUsage() const;
+  struct Shares {
+    double user_weight_sum = 0, queue_weight_sum = 0;
+  };
+  Shares ActiveWeights() const;
+  double Penalty(const Job& j, const Usage& u, const Shares& sh) const;
+  // Reason the job is over a limit, empty when within.
+  std::string LimitReason(const Job& j, const Usage& u) const;
+  Status Start(Job& j, Placement p, int64_t now_us, const std::string& reason);
+  Status ReleaseIfStopped(Job& j);
+  Reservation MakeReservation(const Job& j, int64_t now_us) const;
+  // Tries to place `j` by preempting; on success performs it and starts j.
+  StatusOr<bool> TryPreempt(Job& j, int64_t now_us);
+  static int64_t EndUs(const Job& j);  // INT64_MAX without a limit
+
+  const GangPlacer* placer_;
+  Options options_;
+  ClusterState state_;
+  std::map<int64_t, Job> jobs_;
+  std::vector<job::JobEvent> log_;
+  int64_t next_id_ = 1;
+};
+
+}  // namespace toposched::sched
