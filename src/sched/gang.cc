@@ -5,10 +5,27 @@
 #include <cstdio>
 #include <limits>
 #include <numeric>
-#include <set>
 #include <utility>
 
 namespace toposched::sched {
+
+namespace detail {
+// Lookups that depend only on the cluster, built once in GangPlacer::Create so that Place does
+// not rebuild them per call.
+struct GangIndex {
+  int max_node_gpus = 0;                       // most GPUs on one node
+  std::vector<int> node_profile;               // per node: index in Cluster::profiles
+  std::vector<std::vector<int>> domain_nodes;  // per network domain: NodesUnder (sorted)
+  std::vector<std::vector<int>> nvd_nodes;     // per NVLink domain: its nodes, sorted
+  std::vector<int> all_nodes;                  // 0 .. nodes-1
+  // Runs of consecutive node ids with the same lowest network domain (-1: none), in node order.
+  // ClusterState::LargestFreeOnNode of that domain bounds every node's free count in the run.
+  struct Run {
+    int begin = 0, end = 0, domain = -1;
+  };
+  std::vector<Run> runs;
+};
+}  // namespace detail
 
 namespace {
 
@@ -35,8 +52,8 @@ struct NodeView {
 };
 
 struct Candidate {
-  std::string name;
-  std::vector<int> nodes;  // node-id order
+  const std::string* name = nullptr;
+  const std::vector<int>* nodes = nullptr;  // node-id order
   int cap = 0;
 };
 
@@ -48,31 +65,51 @@ struct Plan {
 
 // Greedy bin choice: while the rest fits in one bin, take the smallest such bin (best fit);
 // otherwise take the largest bin whole. Returns the amount per bin; empty when sum < need.
+// Ties go to the lowest bin index. O(bins + largest cap) via a counting sort of the bins by
+// capacity (descending, index ascending): the bins taken whole are a prefix of that order and
+// the best-fit bin is found by binary search in the rest.
 std::vector<int> PickBins(const std::vector<int>& caps, int need) {
-  std::vector<int> take(caps.size(), 0);
-  int64_t total = std::accumulate(caps.begin(), caps.end(), int64_t{0});
+  int64_t total = 0;
+  int max_cap = 0;
+  for (int c : caps) {
+    total += c;
+    max_cap = std::max(max_cap, c);
+  }
   if (total < need) return {};
-  int rest = need;
-  std::vector<bool> used(caps.size(), false);
-  while (rest > 0) {
-    int best = -1;
-    for (size_t i = 0; i < caps.size(); ++i) {
-      if (used[i] || caps[i] < rest) continue;
-      if (best < 0 || caps[i] < caps[best]) best = static_cast<int>(i);
+  std::vector<int> take(caps.size(), 0);
+  if (need <= 0) return take;
+  std::vector<int> order;  // bins with cap > 0: cap descending, index ascending
+  if (max_cap <= 4 * static_cast<int>(caps.size()) + 64) {
+    std::vector<int> start(static_cast<size_t>(max_cap) + 2, 0);
+    for (int c : caps) {
+      if (c > 0) ++start[max_cap - c + 1];
     }
-    if (best >= 0) {
-      take[best] = rest;
+    for (size_t i = 1; i < start.size(); ++i) start[i] += start[i - 1];
+    order.resize(static_cast<size_t>(start.back()));
+    for (size_t i = 0; i < caps.size(); ++i) {
+      if (caps[i] > 0) order[start[max_cap - caps[i]]++] = static_cast<int>(i);
+    }
+  } else {
+    for (size_t i = 0; i < caps.size(); ++i) {
+      if (caps[i] > 0) order.push_back(static_cast<int>(i));
+    }
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return caps[a] > caps[b]; });
+  }
+  int rest = need;
+  auto pos = order.begin();
+  while (rest > 0) {
+    if (pos == order.end()) return {};
+    if (caps[*pos] >= rest) {
+      auto fits_end =
+          std::partition_point(pos, order.end(), [&](int i) { return caps[i] >= rest; });
+      const int c = caps[*(fits_end - 1)];
+      auto best = std::partition_point(pos, fits_end, [&](int i) { return caps[i] > c; });
+      take[*best] = rest;
       break;
     }
-    int largest = -1;
-    for (size_t i = 0; i < caps.size(); ++i) {
-      if (used[i] || caps[i] <= 0) continue;
-      if (largest < 0 || caps[i] > caps[largest]) largest = static_cast<int>(i);
-    }
-    if (largest < 0) return {};
-    used[largest] = true;
-    take[largest] = caps[largest];
-    rest -= caps[largest];
+    take[*pos] = caps[*pos];
+    rest -= caps[*pos];
+    ++pos;
   }
   return take;
 }
@@ -108,20 +145,26 @@ class Search {
  public:
   Search(const topo::Cluster& cluster, const ClusterState& state, const job::JobSpec& job,
          const GangPlacerOptions& options, const cost::CostModel& cost,
-         const std::vector<std::unique_ptr<NodeSelector>>& selectors)
+         const std::vector<std::unique_ptr<NodeSelector>>& selectors,
+         const detail::GangIndex& index)
       : c_(cluster),
         state_(state),
         job_(job),
         opt_(options),
         cost_(cost),
         selectors_(selectors),
+        ix_(index),
         world_(job.layout.WorldSize()),
-        tp_(job.layout.tp) {}
+        tp_(job.layout.tp),
+        max_node_gpus_(index.max_node_gpus) {}
 
   Verdict Run();
 
  private:
   void Filter();
+  void EnsureFiltered();
+  // Whether nodes of each profile pass the job's gpu_model / rdma_required constraints.
+  void ProfileFilter();
   void SetMode(Mode m);
   int CapOf(const std::vector<int>& nodes) const;
   Plan MakePlan(const std::vector<int>& nodes) const;
@@ -141,14 +184,38 @@ class Search {
   const GangPlacerOptions& opt_;
   const cost::CostModel& cost_;
   const std::vector<std::unique_ptr<NodeSelector>>& selectors_;
+  const detail::GangIndex& ix_;
   const int world_;
   const int tp_;
+  const int max_node_gpus_;
   Mode mode_ = Mode::kFlat;
-  std::vector<NodeView> nodes_;
+  bool filtered_ = false;
+  std::vector<NodeView> nodes_;  // built by Filter only when the single-node path fails
+  std::vector<uint8_t> profile_ok_;
+  bool all_profiles_ok_ = true;
   // Filter counts, for explanations.
   int n_unhealthy_ = 0, n_drained_ = 0, n_model_ = 0, n_rdma_ = 0;
-  int max_node_gpus_ = 0;
 };
+
+void Search::ProfileFilter() {
+  const job::Constraints& con = job_.constraints;
+  profile_ok_.assign(c_.profiles.size(), 1);
+  all_profiles_ok_ = true;
+  for (size_t p = 0; p < c_.profiles.size(); ++p) {
+    const topo::NodeTopology& t = c_.profiles[p].topology;
+    if ((!con.gpu_model.empty() && NodeGpuModel(t) != con.gpu_model) ||
+        (con.rdma_required && !HasRdma(t))) {
+      profile_ok_[p] = 0;
+      all_profiles_ok_ = false;
+    }
+  }
+}
+
+void Search::EnsureFiltered() {
+  if (filtered_) return;
+  filtered_ = true;
+  Filter();
+}
 
 void Search::Filter() {
   const job::Constraints& con = job_.constraints;
@@ -156,7 +223,6 @@ void Search::Filter() {
   for (size_t n = 0; n < c_.nodes.size(); ++n) {
     const int node = static_cast<int>(n);
     const topo::NodeTopology& t = c_.topology(node);
-    max_node_gpus_ = std::max(max_node_gpus_, state_.GpuCount(node));
     if (state_.NodeHealth(node) == topo::Health::kUnhealthy) {
       ++n_unhealthy_;
     } else if (state_.NodeDrained(node)) {
@@ -367,34 +433,87 @@ std::string Search::NodeSummary() const {
   return s;
 }
 
+// Reads free masks straight from the state: a node's free mask is empty when the node is
+// unhealthy or drained, so only the per-profile constraints need checking, and the scan stops at
+// the first node that fits exactly. Same result as a scan over the filtered node view.
 std::optional<Verdict> Search::TrySingleNode() {
   if (mode_ == Mode::kNvdTp || world_ > max_node_gpus_) return std::nullopt;
   // Best fit: fewest free GPUs left on the node; ties by the node selector's predicted time,
-  // evaluated once per distinct (profile, free mask).
-  int best_left = std::numeric_limits<int>::max();
-  for (size_t n = 0; n < nodes_.size(); ++n) {
-    if (nodes_[n].cap >= world_) best_left = std::min(best_left, nodes_[n].free - world_);
+  // evaluated once per distinct (profile, free mask). world_ is a multiple of tp_, so under
+  // kNodeTp a node holds the job iff its free count does.
+  const int* prof = ix_.node_profile.data();
+  const bool all_ok = all_profiles_ok_;
+  int best_free = std::numeric_limits<int>::max();
+  int first = -1;
+  for (const detail::GangIndex::Run& r : ix_.runs) {
+    if (r.domain >= 0 && state_.LargestFreeOnNode(r.domain) < world_) continue;
+    for (int n = r.begin; n < r.end; ++n) {
+      if (!all_ok && !profile_ok_[prof[n]]) continue;
+      const int f = state_.FreeMask(n).count();
+      if (f >= world_ && f < best_free) {
+        best_free = f;
+        first = n;
+        if (f == world_) break;
+      }
+    }
+    if (best_free == world_) break;  // nothing fits tighter; `first` is the earliest such node
   }
-  if (best_left == std::numeric_limits<int>::max()) return std::nullopt;
-  std::set<std::pair<int, std::pair<uint64_t, uint64_t>>> seen;
+  if (first < 0) return std::nullopt;
+  const int best_left = best_free - world_;
+  struct Seen {
+    int profile;
+    uint64_t lo, hi;
+  };
+  Seen seen[1025];  // max_node_evaluations ≤ 1024, plus the one that ends the scan
+  int n_seen = 0;
   int chosen = -1;
   double chosen_ms = std::numeric_limits<double>::infinity();
-  for (size_t n = 0; n < nodes_.size(); ++n) {
-    if (nodes_[n].cap < world_ || nodes_[n].free - world_ != best_left) continue;
-    const int node = static_cast<int>(n);
-    const GpuMask& m = state_.FreeMask(node);
-    if (!seen.insert({c_.nodes[n].profile, {m.lo(), m.hi()}}).second) continue;
-    if (static_cast<int>(seen.size()) > opt_.max_node_evaluations) break;
-    NodeRequest req;
-    req.gpus = world_;
-    req.tp = (mode_ == Mode::kNodeTp && tp_ > 1) ? tp_ : 1;
-    req.dp_bytes = static_cast<double>(std::max<int64_t>(job_.layout.dp_bytes, 0));
-    req.tp_bytes = static_cast<double>(std::max<int64_t>(job_.layout.tp_bytes, 0));
-    auto ch = selectors_[c_.nodes[n].profile]->Select(m, req);
-    if (!ch.ok() || (*ch)->fit != Fit::kFit) continue;
-    if ((*ch)->predicted_ms < chosen_ms * (1 - 1e-9)) {
-      chosen_ms = (*ch)->predicted_ms;
-      chosen = node;
+  NodeRequest req;
+  req.gpus = world_;
+  req.tp = (mode_ == Mode::kNodeTp && tp_ > 1) ? tp_ : 1;
+  req.dp_bytes = static_cast<double>(std::max<int64_t>(job_.layout.dp_bytes, 0));
+  req.tp_bytes = static_cast<double>(std::max<int64_t>(job_.layout.tp_bytes, 0));
+  // Distinct (profile, mask) keys that can exist: Σ over allowed profiles of C(gpus, best_free).
+  // Once all were seen, the rest of the scan could only find duplicates, so it stops there.
+  int64_t possible = 0;
+  for (size_t pi = 0; pi < c_.profiles.size() && possible <= 2048; ++pi) {
+    if (!profile_ok_[pi]) continue;
+    const int g = static_cast<int>(c_.profiles[pi].topology.gpus.size());
+    if (best_free > g) continue;
+    int64_t b = 1;
+    for (int i = 1; i <= best_free && b <= 2048; ++i) b = b * (g - best_free + i) / i;
+    possible += b;
+  }
+  // Candidates in node order from `first` (no earlier node has best_free free GPUs).
+  bool done = false;
+  for (const detail::GangIndex::Run& r : ix_.runs) {
+    if (done) break;
+    if (r.end <= first) continue;
+    if (r.domain >= 0 && state_.LargestFreeOnNode(r.domain) < best_free) continue;
+    for (int node = std::max(r.begin, first); node < r.end; ++node) {
+      if (!all_ok && !profile_ok_[prof[node]]) continue;
+      const GpuMask& m = state_.FreeMask(node);
+      if (m.count() != best_free) continue;
+      const int p = prof[node];
+      bool dup = false;
+      for (int i = 0; i < n_seen && !dup; ++i) {
+        dup = seen[i].profile == p && seen[i].lo == m.lo() && seen[i].hi == m.hi();
+      }
+      if (dup) continue;
+      seen[n_seen++] = Seen{p, m.lo(), m.hi()};
+      if (n_seen > opt_.max_node_evaluations) {
+        done = true;
+        break;
+      }
+      auto ch = selectors_[p]->Select(m, req);
+      if (ch.ok() && (*ch)->fit == Fit::kFit && (*ch)->predicted_ms < chosen_ms * (1 - 1e-9)) {
+        chosen_ms = (*ch)->predicted_ms;
+        chosen = node;
+      }
+      if (n_seen >= possible) {
+        done = true;
+        break;
+      }
     }
   }
   if (chosen < 0) return std::nullopt;
@@ -423,10 +542,8 @@ std::optional<Verdict> Search::TryDomains(std::vector<std::string>& reasons) {
     // Only the single-node path can satisfy it.
   } else if (required && jc.level == job::kLevelNvlinkDomain) {
     Group g{job::kLevelNvlinkDomain, {}, {}};
-    for (const topo::NvlinkDomain& d : c_.nvlink_domains) {
-      std::vector<int> ns = d.nodes;
-      std::sort(ns.begin(), ns.end());
-      g.cands.push_back(Candidate{d.name, ns, 0});
+    for (size_t d = 0; d < c_.nvlink_domains.size(); ++d) {
+      g.cands.push_back(Candidate{&c_.nvlink_domains[d].name, &ix_.nvd_nodes[d], 0});
       g.domain_ids.push_back(-1);
     }
     groups.push_back(std::move(g));
@@ -437,7 +554,7 @@ std::optional<Verdict> Search::TryDomains(std::vector<std::string>& reasons) {
       Group g{c_.levels[li].name, {}, {}};
       for (size_t d = 0; d < c_.domains.size(); ++d) {
         if (c_.domains[d].level != li) continue;
-        g.cands.push_back(Candidate{c_.domains[d].name, c_.NodesUnder(static_cast<int>(d)), 0});
+        g.cands.push_back(Candidate{&c_.domains[d].name, &ix_.domain_nodes[d], 0});
         g.domain_ids.push_back(static_cast<int>(d));
       }
       groups.push_back(std::move(g));
@@ -446,9 +563,8 @@ std::optional<Verdict> Search::TryDomains(std::vector<std::string>& reasons) {
     for (const topo::NetworkDomain& d : c_.domains) roots += d.parent < 0 ? 1 : 0;
     if (!required && (roots != 1 || num_levels == 0)) {
       Group g{"cluster", {}, {}};
-      std::vector<int> all(c_.nodes.size());
-      std::iota(all.begin(), all.end(), 0);
-      g.cands.push_back(Candidate{c_.name.empty() ? "cluster" : c_.name, all, 0});
+      static const std::string kCluster = "cluster";
+      g.cands.push_back(Candidate{c_.name.empty() ? &kCluster : &c_.name, &ix_.all_nodes, 0});
       g.domain_ids.push_back(-1);
       groups.push_back(std::move(g));
     }
@@ -466,10 +582,10 @@ std::optional<Verdict> Search::TryDomains(std::vector<std::string>& reasons) {
         int bound = state_.FreeGpus(g.domain_ids[i]);
         if (bound < world_ && bound <= largest) continue;
       }
-      cand.cap = CapOf(cand.nodes);
+      cand.cap = CapOf(*cand.nodes);
       if (cand.cap > largest) {
         largest = cand.cap;
-        largest_name = cand.name;
+        largest_name = *cand.name;
       }
       if (cand.cap >= world_) feasible.push_back(cand);
     }
@@ -495,14 +611,14 @@ std::optional<Verdict> Search::TryDomains(std::vector<std::string>& reasons) {
     double best_score = std::numeric_limits<double>::infinity();
     int best_spare = 0, best_frag = 0;
     for (const Candidate& cand : feasible) {
-      Plan plan = MakePlan(cand.nodes);
+      Plan plan = MakePlan(*cand.nodes);
       if (plan.chunks.empty()) continue;
       std::optional<Placement> p = Materialize(plan);
       if (!p) continue;
       double score = opt_.comm_weight * p->predicted_ms + opt_.frag_weight_ms * plan.frag;
       if (score < best_score * (1 - 1e-12)) {
         best_score = score;
-        p->domain = cand.name;
+        p->domain = *cand.name;
         best = std::move(p);
         best_spare = cand.cap - world_;
         best_frag = plan.frag;
@@ -517,7 +633,7 @@ std::optional<Verdict> Search::TryDomains(std::vector<std::string>& reasons) {
 }
 
 Verdict Search::Run() {
-  Filter();
+  ProfileFilter();
   const job::LevelConstraint& tpc = job_.constraints.tp;
   const bool tp_required = tpc.mode == ConstraintMode::kRequired;
   std::vector<Mode> modes;
@@ -546,9 +662,11 @@ Verdict Search::Run() {
   std::vector<std::string> reasons = static_reasons;
   bool first = true;
   for (Mode m : modes) {
+    mode_ = m;
+    if (auto v = TrySingleNode()) return std::move(*v);
+    EnsureFiltered();
     SetMode(m);
     std::vector<std::string> mode_reasons;
-    if (auto v = TrySingleNode()) return std::move(*v);
     const job::LevelConstraint& jc = job_.constraints.job;
     if (jc.mode == ConstraintMode::kRequired && jc.level == job::kLevelNode) {
       int largest = 0;
@@ -585,9 +703,7 @@ Verdict Search::Run() {
       }
     }
     for (std::string& r : mode_reasons) reasons.push_back(std::move(r));
-    std::vector<int> all(c_.nodes.size());
-    std::iota(all.begin(), all.end(), 0);
-    int total = CapOf(all);
+    int total = CapOf(ix_.all_nodes);
     if (total < world_) {
       reasons.push_back("needs " + std::to_string(world_) + " GPUs; " + std::to_string(total) +
                         " usable free in the cluster" +
@@ -655,13 +771,38 @@ StatusOr<std::unique_ptr<GangPlacer>> GangPlacer::Create(const topo::Cluster& cl
                                           options.node_select));
     p->selectors_.push_back(std::move(sel));
   }
+  auto ix = std::make_shared<detail::GangIndex>();
+  ix->node_profile.resize(cluster.nodes.size());
+  ix->all_nodes.resize(cluster.nodes.size());
+  for (size_t n = 0; n < cluster.nodes.size(); ++n) {
+    ix->node_profile[n] = cluster.nodes[n].profile;
+    ix->all_nodes[n] = static_cast<int>(n);
+    ix->max_node_gpus = std::max(
+        ix->max_node_gpus, static_cast<int>(cluster.topology(static_cast<int>(n)).gpus.size()));
+  }
+  for (size_t n = 0; n < cluster.nodes.size(); ++n) {
+    const int d = cluster.nodes[n].domain;
+    if (ix->runs.empty() || ix->runs.back().domain != d) {
+      ix->runs.push_back(detail::GangIndex::Run{static_cast<int>(n), static_cast<int>(n), d});
+    }
+    ix->runs.back().end = static_cast<int>(n) + 1;
+  }
+  for (size_t d = 0; d < cluster.domains.size(); ++d) {
+    ix->domain_nodes.push_back(cluster.NodesUnder(static_cast<int>(d)));
+  }
+  for (const topo::NvlinkDomain& d : cluster.nvlink_domains) {
+    std::vector<int> ns = d.nodes;
+    std::sort(ns.begin(), ns.end());
+    ix->nvd_nodes.push_back(std::move(ns));
+  }
+  p->index_ = std::move(ix);
   ASSIGN_OR_RETURN(ClusterState empty, ClusterState::Create(cluster));
   p->empty_ = std::make_unique<ClusterState>(std::move(empty));
   return p;
 }
 
 Verdict GangPlacer::PlaceOn(const ClusterState& state, const job::JobSpec& job) const {
-  Search s(*cluster_, state, job, options_, *cost_, selectors_);
+  Search s(*cluster_, state, job, options_, *cost_, selectors_, *index_);
   return s.Run();
 }
 
@@ -683,26 +824,43 @@ Verdict GangPlacer::Place(const ClusterState& state, const job::JobSpec& job) co
     return bad;
   }
   // The same job on the empty cluster: the reference time, and the test for "never fits".
+  // Only the figure (or the reasons) are copied out of the cache, not the whole placement.
   const std::string key = ShapeKey(job);
-  std::optional<Verdict> best;
+  bool known = false, best_fit = false;
+  double best_ms = 0;
+  std::vector<std::string> best_reasons;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = best_.find(key);
-    if (it != best_.end()) best = it->second;
+    if (it != best_.end()) {
+      known = true;
+      best_fit = it->second.fit();
+      if (best_fit) {
+        best_ms = it->second.placement->predicted_ms;
+      } else {
+        best_reasons = it->second.reasons;
+      }
+    }
   }
-  if (!best) {
-    best = PlaceOn(*empty_, job);
+  if (!known) {
+    Verdict b = PlaceOn(*empty_, job);
+    best_fit = b.fit();
+    if (best_fit) {
+      best_ms = b.placement->predicted_ms;
+    } else {
+      best_reasons = b.reasons;
+    }
     std::lock_guard<std::mutex> lock(mu_);
-    best_.emplace(key, *best);
+    best_.emplace(key, std::move(b));
   }
-  if (!best->fit()) {
+  if (!best_fit) {
     bad.reasons.push_back("never fits this cluster, even empty");
-    for (const std::string& r : best->reasons) bad.reasons.push_back(r);
+    for (const std::string& r : best_reasons) bad.reasons.push_back(r);
     return bad;
   }
   Verdict v = PlaceOn(state, job);
   if (v.fit()) {
-    v.placement->best_possible_ms = best->placement->predicted_ms;
+    v.placement->best_possible_ms = best_ms;
     v.placement->explanation +=
         "; best possible " + Fmt("%.3f", v.placement->best_possible_ms) + " ms";
   }

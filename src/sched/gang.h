@@ -21,6 +21,10 @@
 
 namespace toposched::sched {
 
+namespace detail {
+struct GangIndex;  // per-cluster lookups built once by GangPlacer::Create (gang.cc)
+}  // namespace detail
+
 enum class VerdictKind {
   kFit,            // `placement` holds the whole gang
   kUnschedulable,  // does not fit now; may fit when other jobs finish (or after preemption)
@@ -110,6 +114,7 @@ class GangPlacer {
   std::unique_ptr<cost::CostModel> cost_;
   std::vector<std::unique_ptr<NodeSelector>> selectors_;  // by profile
   std::unique_ptr<ClusterState> empty_;
+  std::shared_ptr<const detail::GangIndex> index_;
   mutable std::mutex mu_;
   mutable std::map<std::string, Verdict> best_;  // job shape → verdict on the empty cluster
 };
