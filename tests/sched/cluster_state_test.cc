@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "testing/clusters.h"
 #include "topo/io/cluster_yaml.h"
 
 namespace toposched::sched {
@@ -18,19 +19,8 @@ namespace {
 
 using topo::Health;
 
-const topo::Cluster& LoadCluster(const std::string& name) {
-  static std::map<std::string, topo::Cluster>* cache = new std::map<std::string, topo::Cluster>();
-  auto it = cache->find(name);
-  if (it != cache->end()) return it->second;
-  StatusOr<topo::Cluster> c =
-      topo::io::ReadClusterYamlFile(std::string(TS_SOURCE_DIR) + "/data/clusters/" + name);
-  EXPECT_TRUE(c.ok()) << c.status().ToString();
-  c->Finalize();
-  return cache->emplace(name, std::move(c).value()).first->second;
-}
-
-const topo::Cluster& H100() { return LoadCluster("h100-2rack.yaml"); }
-const topo::Cluster& Gb200() { return LoadCluster("gb200-nvl72.yaml"); }
+const topo::Cluster& H100() { return testing::H100Cluster(); }
+const topo::Cluster& Gb200() { return testing::Gb200Cluster(); }
 
 ClusterState NewState(const topo::Cluster& c) {
   StatusOr<ClusterState> s = ClusterState::Create(c);

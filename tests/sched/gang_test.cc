@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "job/job_spec.h"
+#include "testing/clusters.h"
 #include "topo/io/cluster_yaml.h"
 
 namespace toposched::sched {
@@ -16,19 +17,8 @@ namespace {
 
 using job::ConstraintMode;
 
-const topo::Cluster& LoadCluster(const std::string& name) {
-  static auto* cache = new std::map<std::string, topo::Cluster>();
-  auto it = cache->find(name);
-  if (it != cache->end()) return it->second;
-  StatusOr<topo::Cluster> c =
-      topo::io::ReadClusterYamlFile(std::string(TS_SOURCE_DIR) + "/data/clusters/" + name);
-  EXPECT_TRUE(c.ok()) << c.status().ToString();
-  c->Finalize();
-  return cache->emplace(name, std::move(c).value()).first->second;
-}
-
-const topo::Cluster& H100() { return LoadCluster("h100-2rack.yaml"); }
-const topo::Cluster& Gb200() { return LoadCluster("gb200-nvl72.yaml"); }
+const topo::Cluster& H100() { return testing::H100Cluster(); }
+const topo::Cluster& Gb200() { return testing::Gb200Cluster(); }
 
 const GangPlacer& Placer(const topo::Cluster& c) {
   static auto* cache = new std::map<const topo::Cluster*, std::unique_ptr<GangPlacer>>();
