@@ -156,6 +156,14 @@ std::vector<int64_t> ClusterState::AllocationIds() const {
   return ids;
 }
 
+void ClusterState::SetHolder(const NodeRec& rec, GpuMask gpus, int32_t slot) {
+  for (; !gpus.empty();) {
+    const int gpu = gpus.lowest();
+    gpus.reset(gpu);
+    holders_[rec.gpu_offset + gpu] = slot;
+  }
+}
+
 Status ClusterState::Allocate(int64_t alloc_id, const std::vector<NodeGpus>& parts) {
   const std::string who = "allocation " + std::to_string(alloc_id);
   if (index_.count(alloc_id)) return Status(StatusCode::kAlreadyExists, who + " already exists");
@@ -216,11 +224,7 @@ Status ClusterState::Allocate(int64_t alloc_id, const std::vector<NodeGpus>& par
   for (const NodeGpus& p : a.parts) {
     NodeRec& rec = nodes_[p.node];
     const Contribution before = ContributionOf(rec);
-    for (GpuMask m = p.gpus; !m.empty();) {
-      const int gpu = m.lowest();
-      m.reset(gpu);
-      holders_[rec.gpu_offset + gpu] = slot;
-    }
+    SetHolder(rec, p.gpus, slot);
     rec.held = rec.held | p.gpus;
     Refresh(p.node, before);
   }
@@ -237,11 +241,7 @@ Status ClusterState::Release(int64_t alloc_id) {
   for (const NodeGpus& p : a.parts) {
     NodeRec& rec = nodes_[p.node];
     const Contribution before = ContributionOf(rec);
-    for (GpuMask m = p.gpus; !m.empty();) {
-      const int gpu = m.lowest();
-      m.reset(gpu);
-      holders_[rec.gpu_offset + gpu] = -1;
-    }
+    SetHolder(rec, p.gpus, -1);
     rec.held = rec.held & ~p.gpus;
     Refresh(p.node, before);
   }

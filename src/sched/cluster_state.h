@@ -151,6 +151,8 @@ class ClusterState {
 
   int ClusterAgg() const { return num_domains_ + num_nvlink_; }
   int Largest(int agg) const;
+  // Marks every GPU of `gpus` on the node as held by allocation slot `slot` (-1: by none).
+  void SetHolder(const NodeRec& rec, GpuMask gpus, int32_t slot);
   Capacity CapacityOf(int agg) const;
   Contribution ContributionOf(const NodeRec& n) const;
   static GpuMask ComputeFree(const NodeRec& n);

@@ -557,6 +557,18 @@ std::string DeviceList(const Header& h) {
   return out;
 }
 
+// The header column a matrix row belongs to, from its label; -1 when the line is not a row
+// at all (the matrix ended); an error for a row-shaped line with a label not in the header.
+StatusOr<int> RowDevice(const Header& h, const std::vector<Token>& toks, const std::string& source,
+                        int line_number) {
+  auto found = h.by_name.find(std::string(toks[0].text));
+  if (found != h.by_name.end()) return found->second;
+  if (!IsRowShaped(toks)) return -1;
+  return ErrorAt(
+      source, line_number, toks[0].begin,
+      "expected a row label from the header (" + DeviceList(h) + "), found " + Quote(toks[0].text));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Affinity cells
 
@@ -786,14 +798,8 @@ StatusOr<NodeTopology> ParseTopoBlock(const std::vector<Line>& lines, const Bloc
     const Line& line = lines[i];
     std::vector<Token> toks = Tokenize(line.text);
     if (toks.empty()) break;
-    auto found = h.by_name.find(std::string(toks[0].text));
-    if (found == h.by_name.end()) {
-      if (!IsRowShaped(toks)) break;  // the matrix ended (legend, prose)
-      return ErrorAt(source, line.number, toks[0].begin,
-                     "expected a row label from the header (" + DeviceList(h) + "), found " +
-                         Quote(toks[0].text));
-    }
-    const int d = found->second;
+    ASSIGN_OR_RETURN(const int d, RowDevice(h, toks, source, line.number));
+    if (d < 0) break;  // the matrix ended (legend, prose)
     auto here = [&](size_t col, const std::string& what) {
       return ErrorAt(source, line.number, col, what);
     };
@@ -989,14 +995,8 @@ StatusOr<P2pMatrix> ParseP2pBlock(const std::vector<Line>& lines, const Block& b
     const Line& line = lines[i];
     std::vector<Token> toks = Tokenize(line.text);
     if (toks.empty()) break;
-    auto found = h.by_name.find(std::string(toks[0].text));
-    if (found == h.by_name.end()) {
-      if (!IsRowShaped(toks)) break;
-      return ErrorAt(source, line.number, toks[0].begin,
-                     "expected a row label from the header (" + DeviceList(h) + "), found " +
-                         Quote(toks[0].text));
-    }
-    const int d = found->second;
+    ASSIGN_OR_RETURN(const int d, RowDevice(h, toks, source, line.number));
+    if (d < 0) break;  // the matrix ended (legend, prose)
     if (row_line[d]) {
       return ErrorAt(source, line.number, toks[0].begin,
                      "expected one row per GPU, found a second row for " + h.devices[d].name +
