@@ -1,0 +1,375 @@
+#include "api/server.h"
+
+#include <arpa/inet.h>
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include <cctype>
+#include <chrono>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <utility>
+
+namespace toposched::api {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+thread_local std::chrono::steady_clock::time_point t_request_start;
+
+void SetError(httplib::Response& res, int http, const std::string& code,
+              const std::string& message) {
+  res.status = http;
+  res.set_content(json{{"code", code}, {"message", message}}.dump(-1, ' ', false,
+                                                                  json::error_handler_t::replace),
+                  "application/json");
+}
+
+void SetStatusError(httplib::Response& res, const Status& s) {
+  SetError(res, HttpStatusOf(s.code()), ErrorCodeName(s.code()), s.message());
+}
+
+void SetJson(httplib::Response& res, int http, std::string body) {
+  res.status = http;
+  res.set_content(std::move(body), "application/json");
+}
+
+// Constant-time comparison of the presented token with the configured one.
+bool TokenMatches(const std::string& presented, const std::string& token) {
+  unsigned char diff = presented.size() == token.size() ? 0 : 1;
+  for (size_t i = 0; i < presented.size(); ++i) {
+    diff |=
+        static_cast<unsigned char>(presented[i] ^ token[i % (token.empty() ? 1 : token.size())]);
+  }
+  return diff == 0 && !token.empty();
+}
+
+// Parses a JSON object body whose keys must all be in `allowed`.
+StatusOr<json> ParseObject(const std::string& body, const std::set<std::string>& allowed) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded()) return InvalidArgumentError("request body: malformed JSON");
+  if (!j.is_object()) return InvalidArgumentError("request body: expected a JSON object");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (allowed.count(it.key()) == 0) {
+      return InvalidArgumentError("request body: unknown field \"" + it.key() + "\"");
+    }
+  }
+  return j;
+}
+
+// Query parameters must all be in `allowed`.
+Status CheckParams(const httplib::Request& req, const std::set<std::string>& allowed) {
+  for (const auto& [k, v] : req.params) {
+    if (allowed.count(k) == 0) {
+      return InvalidArgumentError("unknown query parameter \"" + k + "\"");
+    }
+  }
+  return OkStatus();
+}
+
+StatusOr<int64_t> IntParam(const httplib::Request& req, const std::string& name, int64_t def,
+                           int64_t lo, int64_t hi) {
+  if (!req.has_param(name.c_str())) return def;
+  const std::string v = req.get_param_value(name.c_str());
+  int64_t out = 0;
+  size_t used = 0;
+  try {
+    out = std::stoll(v, &used);
+  } catch (...) {
+    used = 0;
+  }
+  if (used == 0 || used != v.size() || out < lo || out > hi) {
+    return InvalidArgumentError("query parameter \"" + name + "\": expected an integer in [" +
+                                std::to_string(lo) + ", " + std::to_string(hi) + "], got \"" + v +
+                                "\"");
+  }
+  return out;
+}
+
+int64_t JobIdOf(const httplib::Request& req) { return std::stoll(req.matches[1].str()); }
+
+}  // namespace
+
+int HttpStatusOf(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk:
+      return 200;
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kOutOfRange:
+      return 400;
+    case StatusCode::kNotFound:
+      return 404;
+    case StatusCode::kAlreadyExists:
+    case StatusCode::kFailedPrecondition:
+      return 409;
+    case StatusCode::kUnimplemented:
+      return 501;
+    case StatusCode::kUnavailable:
+      return 503;
+    case StatusCode::kInternal:
+    case StatusCode::kDataLoss:
+      return 500;
+  }
+  return 500;
+}
+
+std::string ErrorCodeName(StatusCode code) {
+  std::string s = StatusCodeName(code);
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool IsLoopback(const std::string& host) {
+  if (host == "localhost" || host == "::1") return true;
+  in_addr a{};
+  if (inet_pton(AF_INET, host.c_str(), &a) == 1) return (ntohl(a.s_addr) >> 24) == 127;
+  return false;
+}
+
+Status ServerOptions::Validate() const {
+  if (host.empty()) return InvalidArgumentError("listen host is empty");
+  if (port < 0 || port > 65535) return InvalidArgumentError("port out of range");
+  if (!IsLoopback(host) && token.empty()) {
+    return InvalidArgumentError("listening on " + host +
+                                " (beyond loopback) needs a bearer token (--token-file)");
+  }
+  if (max_body_bytes < 1024) return InvalidArgumentError("max_body_bytes must be >= 1024");
+  if (read_timeout_ms < 1 || write_timeout_ms < 1) {
+    return InvalidArgumentError("timeouts must be >= 1 ms");
+  }
+  if (threads < 1 || threads > 1024) return InvalidArgumentError("threads must be in [1, 1024]");
+  return OkStatus();
+}
+
+Server::Server(Service& service, Options options)
+    : service_(&service), options_(std::move(options)), http_(new httplib::Server) {}
+
+Server::~Server() { Stop(); }
+
+void Server::Stop() {
+  if (http_) http_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Server::Wait() {
+  if (thread_.joinable()) thread_.join();
+}
+
+StatusOr<std::unique_ptr<Server>> Server::Start(Service& service, Options options) {
+  RETURN_IF_ERROR(options.Validate());
+  std::unique_ptr<Server> s(new Server(service, std::move(options)));
+  httplib::Server& h = *s->http_;
+  const int threads = s->options_.threads;
+  h.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  h.set_payload_max_length(s->options_.max_body_bytes);
+  h.set_read_timeout(std::chrono::milliseconds(s->options_.read_timeout_ms));
+  h.set_write_timeout(std::chrono::milliseconds(s->options_.write_timeout_ms));
+  h.set_keep_alive_timeout(5);
+  h.set_keep_alive_max_count(10000);
+  s->Routes();
+  const int port =
+      s->options_.port == 0
+          ? h.bind_to_any_port(s->options_.host)
+          : (h.bind_to_port(s->options_.host, s->options_.port) ? s->options_.port : -1);
+  if (port <= 0) {
+    return Status(StatusCode::kUnavailable,
+                  "cannot listen on " + s->options_.host + ":" + std::to_string(s->options_.port));
+  }
+  s->port_ = port;
+  s->thread_ = std::thread([hp = s->http_.get()] { hp->listen_after_bind(); });
+  for (int i = 0; i < 5000 && !h.is_running(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (!h.is_running()) return InternalError("HTTP server did not start");
+  spdlog::info("msg=listening host={} port={}", s->options_.host, port);
+  return s;
+}
+
+void Server::Routes() {
+  httplib::Server& h = *http_;
+  Service& svc = *service_;
+  const bool loopback = IsLoopback(options_.host);
+  const std::string token = options_.token;
+  const bool log_requests = options_.log_requests;
+
+  h.set_pre_routing_handler([loopback, token](const httplib::Request& req, httplib::Response& res) {
+    t_request_start = std::chrono::steady_clock::now();
+    const bool mutating = req.method != "GET" && req.method != "HEAD";
+    if (!mutating && loopback) return httplib::Server::HandlerResponse::Unhandled;
+    const std::string auth = req.get_header_value("Authorization");
+    const std::string prefix = "Bearer ";
+    if (token.empty()) {
+      SetError(res, 401, "unauthorized",
+               "this server has no token configured, so it refuses changes (start it with "
+               "--token-file)");
+    } else if (auth.rfind(prefix, 0) != 0) {
+      SetError(res, 401, "unauthorized", "missing bearer token (Authorization: Bearer <token>)");
+    } else if (!TokenMatches(auth.substr(prefix.size()), token)) {
+      SetError(res, 401, "unauthorized", "wrong bearer token");
+    } else {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    res.set_header("WWW-Authenticate", "Bearer");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+
+  h.set_error_handler(
+      httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        switch (res.status) {
+          case 404:
+            SetError(res, 404, "not_found", "no route " + req.method + " " + req.path);
+            break;
+          case 413:
+            SetError(res, 413, "payload_too_large", "request body over the server's limit");
+            break;
+          case 400:
+            SetError(res, 400, "bad_request", "malformed HTTP request");
+            break;
+          default:
+            SetError(res, res.status, "error", "HTTP " + std::to_string(res.status));
+        }
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+
+  h.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unknown exception";
+        try {
+          if (ep) std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        SetError(res, 500, "internal", what);
+      });
+
+  if (log_requests) {
+    h.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+      const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::steady_clock::now() - t_request_start)
+                          .count();
+      spdlog::info(
+          "msg=request method={} path={} status={} remote={}:{} req_bytes={} "
+          "resp_bytes={} duration_us={}",
+          req.method, req.path, res.status, req.remote_addr, req.remote_port, req.body.size(),
+          res.body.size(), us);
+    });
+  }
+
+  h.Get("/healthz", [&svc](const httplib::Request&, httplib::Response& res) {
+    Status st = svc.health();
+    if (!st.ok()) return SetStatusError(res, st);
+    SetJson(res, 200,
+            json{{"status", "ok"},
+                 {"applied_seq", svc.applied_seq()},
+                 {"durable_seq", svc.durable_seq()}}
+                .dump());
+  });
+
+  h.Get("/metrics", [&svc](const httplib::Request&, httplib::Response& res) {
+    res.status = 200;
+    res.set_content(svc.MetricsText(), "text/plain; version=0.0.4");
+  });
+
+  h.Post("/api/v1/jobs", [&svc](const httplib::Request& req, httplib::Response& res) {
+    if (Status p = CheckParams(req, {}); !p.ok()) return SetStatusError(res, p);
+    StatusOr<Service::SubmitResult> r =
+        svc.Submit(req.body, req.get_header_value("Idempotency-Key"));
+    if (!r.ok()) return SetStatusError(res, r.status());
+    SetJson(res, r->created ? 201 : 200,
+            json{{"id", r->id}, {"job_id", "job-" + std::to_string(r->id)}, {"created", r->created}}
+                .dump());
+  });
+
+  h.Get("/api/v1/jobs", [&svc](const httplib::Request& req, httplib::Response& res) {
+    if (Status p = CheckParams(req, {"state", "user", "queue", "name", "after", "limit"});
+        !p.ok()) {
+      return SetStatusError(res, p);
+    }
+    ListFilter f;
+    if (req.has_param("state")) {
+      StatusOr<job::JobState> st = job::ParseJobState(req.get_param_value("state"));
+      if (!st.ok()) return SetStatusError(res, st.status().WithPrefix("query parameter \"state\""));
+      f.state = *st;
+    }
+    if (req.has_param("user")) f.user = req.get_param_value("user");
+    if (req.has_param("queue")) f.queue = req.get_param_value("queue");
+    if (req.has_param("name")) f.name = req.get_param_value("name");
+    StatusOr<int64_t> after = IntParam(req, "after", 0, 0, INT64_MAX);
+    if (!after.ok()) return SetStatusError(res, after.status());
+    StatusOr<int64_t> limit = IntParam(req, "limit", 1000, 1, 100000);
+    if (!limit.ok()) return SetStatusError(res, limit.status());
+    f.after_id = *after;
+    f.limit = static_cast<int>(*limit);
+    SetJson(res, 200, svc.JobsJson(f));
+  });
+
+  const std::string job_re = R"(/api/v1/jobs/(?:job-)?(\d{1,18}))";
+  h.Get(job_re, [&svc](const httplib::Request& req, httplib::Response& res) {
+    if (Status p = CheckParams(req, {}); !p.ok()) return SetStatusError(res, p);
+    StatusOr<std::string> j = svc.JobJson(JobIdOf(req), true);
+    if (!j.ok()) return SetStatusError(res, j.status());
+    SetJson(res, 200, *j);
+  });
+  h.Get(job_re + "/explain", [&svc](const httplib::Request& req, httplib::Response& res) {
+    StatusOr<std::string> j = svc.ExplainJson(JobIdOf(req));
+    if (!j.ok()) return SetStatusError(res, j.status());
+    SetJson(res, 200, *j);
+  });
+  h.Post(job_re + "/cancel", [&svc](const httplib::Request& req, httplib::Response& res) {
+    if (!req.body.empty()) {
+      if (auto b = ParseObject(req.body, {}); !b.ok()) return SetStatusError(res, b.status());
+    }
+    Status st = svc.Cancel(JobIdOf(req));
+    if (!st.ok()) return SetStatusError(res, st);
+    StatusOr<std::string> j = svc.JobJson(JobIdOf(req), false);
+    SetJson(res, 200, j.ok() ? *j : "{}");
+  });
+  h.Post(job_re + "/complete", [&svc](const httplib::Request& req, httplib::Response& res) {
+    if (!req.body.empty()) {
+      if (auto b = ParseObject(req.body, {}); !b.ok()) return SetStatusError(res, b.status());
+    }
+    Status st = svc.Complete(JobIdOf(req));
+    if (!st.ok()) return SetStatusError(res, st);
+    StatusOr<std::string> j = svc.JobJson(JobIdOf(req), false);
+    SetJson(res, 200, j.ok() ? *j : "{}");
+  });
+
+  h.Post("/api/v1/schedule", [&svc](const httplib::Request& req, httplib::Response& res) {
+    if (!req.body.empty()) {
+      if (auto b = ParseObject(req.body, {}); !b.ok()) return SetStatusError(res, b.status());
+    }
+    StatusOr<std::vector<int64_t>> r = svc.RunPass();
+    if (!r.ok()) return SetStatusError(res, r.status());
+    SetJson(res, 200, json{{"started", *r}}.dump());
+  });
+
+  h.Get("/api/v1/nodes", [&svc](const httplib::Request& req, httplib::Response& res) {
+    if (Status p = CheckParams(req, {}); !p.ok()) return SetStatusError(res, p);
+    SetJson(res, 200, svc.NodesJson());
+  });
+  h.Get("/api/v1/topology", [&svc](const httplib::Request&, httplib::Response& res) {
+    SetJson(res, 200, svc.TopologyJson());
+  });
+  h.Get("/api/v1/events", [&svc](const httplib::Request& req, httplib::Response& res) {
+    if (Status p = CheckParams(req, {"after", "limit", "job"}); !p.ok()) {
+      return SetStatusError(res, p);
+    }
+    StatusOr<int64_t> after = IntParam(req, "after", 0, 0, INT64_MAX);
+    if (!after.ok()) return SetStatusError(res, after.status());
+    StatusOr<int64_t> limit = IntParam(req, "limit", 1000, 1, 100000);
+    if (!limit.ok()) return SetStatusError(res, limit.status());
+    std::string job = req.has_param("job") ? req.get_param_value("job") : "";
+    if (!job.empty() && job.rfind("job-", 0) != 0) job = "job-" + job;
+    SetJson(res, 200, svc.EventsJson(*after, static_cast<int>(*limit), job));
+  });
+
+  // Kubernetes scheduler extender verbs (POST /extender/{filter,prioritize,bind,preempt}) are
+  // registered here once the extender module (src/api/extender*) is in the tree: each route
+  // passes the request body to the extender and returns its JSON answer.
+}
+
+}  // namespace toposched::api

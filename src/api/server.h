@@ -1,0 +1,67 @@
+// The daemon's HTTP server: REST under /api/v1/, GET /healthz, GET /metrics (Prometheus text),
+// on top of one api::Service. Adds what HTTP needs and the service must not know: bearer-token
+// authentication, request size and time limits, error bodies {"code","message"} with the HTTP
+// status of the Status code, and one structured log line per request.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "api/service.h"
+#include "core/status.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace toposched::api {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 0;  // 0: any free port (see Server::port)
+  // Bearer token. Required for every mutating call; required for every call when `host` is not
+  // a loopback address. Empty is allowed only on loopback, and then mutating calls are refused.
+  std::string token;
+  size_t max_body_bytes = 1 << 20;
+  int read_timeout_ms = 5000;
+  int write_timeout_ms = 5000;
+  int threads = 16;  // request worker threads
+  bool log_requests = true;
+  Status Validate() const;
+};
+
+// HTTP status for a Status code (InvalidArgument 400, NotFound 404, AlreadyExists and
+// FailedPrecondition 409, Unavailable 503, Unimplemented 501, others 500), and its
+// lower-case code name for error bodies ("invalid_argument").
+int HttpStatusOf(StatusCode code);
+std::string ErrorCodeName(StatusCode code);
+// True for 127.0.0.0/8, ::1 and "localhost".
+bool IsLoopback(const std::string& host);
+
+// Owns the listening thread. The service must outlive the server.
+class Server {
+ public:
+  using Options = ServerOptions;
+  // Binds (InvalidArgument for bad options, Unavailable when the address cannot be bound) and
+  // serves on a thread of its own; returns once the server accepts connections.
+  static StatusOr<std::unique_ptr<Server>> Start(Service& service, Options options);
+  ~Server();  // Stop()
+  void Stop();
+  int port() const { return port_; }
+  // Blocks until Stop() is called from another thread (or a signal handler's thread).
+  void Wait();
+
+ private:
+  Server(Service& service, Options options);
+  void Routes();
+
+  Service* service_;
+  Options options_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+}  // namespace toposched::api

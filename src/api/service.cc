@@ -1,0 +1,656 @@
+#include "api/service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "topo/io/json_io.h"
+
+namespace toposched::api {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+using job::JobState;
+
+int64_t RealClockUs() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// "job-17" -> 17; 0 when the text is not a job name.
+int64_t IdOfName(const std::string& name) {
+  if (name.rfind("job-", 0) != 0) return 0;
+  int64_t v = 0;
+  for (size_t i = 4; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9' || v > std::numeric_limits<int64_t>::max() / 10) return 0;
+    v = v * 10 + (name[i] - '0');
+  }
+  return v;
+}
+
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+json EventJson(const job::JobEvent& e, int64_t seq) {
+  return json{{"seq", seq},
+              {"time_us", e.time_us},
+              {"job", e.job_id},
+              {"from", job::JobStateName(e.from)},
+              {"to", job::JobStateName(e.to)},
+              {"reason", e.reason}};
+}
+
+std::string Escape(const std::string& s) {  // Prometheus label value
+  std::string out;
+  for (char c : s) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+Status ServiceOptions::Validate() const {
+  if (db_path.empty()) return InvalidArgumentError("db_path must be set");
+  if (pass_interval_ms < 1 || pass_interval_ms > 3600 * 1000) {
+    return InvalidArgumentError("pass_interval_ms must be in [1, 3600000]");
+  }
+  if (min_pass_gap_ms < 0 || min_pass_gap_ms > 60 * 1000) {
+    return InvalidArgumentError("min_pass_gap_ms must be in [0, 60000]");
+  }
+  RETURN_IF_ERROR(store.Validate());
+  RETURN_IF_ERROR(scheduler.Validate());
+  return placer.Validate();
+}
+
+Service::Service(const topo::Cluster& cluster, Options options)
+    : cluster_(&cluster), options_(std::move(options)) {
+  metrics_.latency_bounds_s = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                               0.01,   0.025,   0.05,   0.1,   0.25,   1.0};
+  metrics_.latency_buckets.assign(metrics_.latency_bounds_s.size() + 1, 0);
+  for (const topo::NetworkLevel& l : cluster.levels) level_names_.push_back(l.name);
+}
+
+StatusOr<std::unique_ptr<Service>> Service::Open(const topo::Cluster& cluster, Options options) {
+  RETURN_IF_ERROR(options.Validate());
+  if (!options.clock_us) options.clock_us = RealClockUs;
+  std::unique_ptr<Service> s(new Service(cluster, std::move(options)));
+  ASSIGN_OR_RETURN(s->placer_, sched::GangPlacer::Create(cluster, s->options_.placer));
+  ASSIGN_OR_RETURN(s->sched_, sched::Scheduler::Create(*s->placer_, s->options_.scheduler));
+  ASSIGN_OR_RETURN(s->store_, store::OpenSqliteStore(s->options_.db_path, s->options_.store));
+  ASSIGN_OR_RETURN(std::vector<store::InputRecord> inputs, s->store_->ReadInputs());
+  RETURN_IF_ERROR(s->Replay(inputs));
+  s->committer_ = std::thread([p = s.get()] { p->CommitLoop(); });
+  if (s->options_.background_passes) s->passer_ = std::thread([p = s.get()] { p->PassLoop(); });
+  return s;
+}
+
+Service::~Service() {
+  {
+    std::lock_guard<std::mutex> lk(pmu_);
+    stop_passes_ = true;
+  }
+  pcv_.notify_all();
+  if (passer_.joinable()) passer_.join();
+  {
+    std::lock_guard<std::mutex> lk(qmu_);
+    stop_commit_ = true;
+  }
+  qcv_.notify_all();
+  if (committer_.joinable()) committer_.join();
+}
+
+int64_t Service::NowLocked() {
+  last_now_us_ = std::max(last_now_us_, options_.clock_us());
+  return last_now_us_;
+}
+
+Status Service::ApplySubmit(job::JobSpec spec, const std::string& spec_json, const std::string& key,
+                            int64_t now_us, int64_t expect_id, int64_t* id_out) {
+  JobInfo info;
+  info.spec = spec;
+  info.spec_json = spec_json;
+  info.idem_key = key;
+  info.submit_time_us = now_us;
+  info.priority = spec.priority;
+  ASSIGN_OR_RETURN(int64_t id, sched_->Submit(std::move(spec), now_us));
+  if (expect_id != 0 && id != expect_id) {
+    return Status(StatusCode::kDataLoss, "replay gave job id " + std::to_string(id) +
+                                             ", the store says " + std::to_string(expect_id));
+  }
+  queues_.insert(info.spec.queue);
+  if (!key.empty()) by_key_[key] = id;
+  jobs_.emplace(id, std::move(info));
+  *id_out = id;
+  return OkStatus();
+}
+
+StatusOr<std::vector<int64_t>> Service::ApplyPass(int64_t now_us) {
+  RETURN_IF_ERROR(sched_->Tick(now_us));
+  ASSIGN_OR_RETURN(std::vector<int64_t> started, sched_->Schedule(now_us));
+  metrics_.placements += static_cast<int64_t>(started.size());
+  return started;
+}
+
+int64_t Service::RecordLocked(store::InputRecord input, size_t events_before, int64_t extra_job) {
+  store::Change c;
+  input.seq = ++applied_seq_;
+  c.input = std::move(input);
+  const std::vector<job::JobEvent>& log = sched_->Events();
+  std::set<int64_t> touched;
+  if (extra_job != 0) touched.insert(extra_job);
+  for (size_t i = events_before; i < log.size(); ++i) {
+    c.events.push_back(log[i]);
+    touched.insert(IdOfName(log[i].job_id));
+  }
+  for (int64_t id : touched) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) continue;
+    const JobInfo& ji = it->second;
+    std::optional<JobState> st = sched_->State(id);
+    c.jobs.push_back({id, ji.spec.name, ji.spec.user, ji.spec.queue, ji.priority,
+                      st ? job::JobStateName(*st) : "UNKNOWN", ji.spec.total_gpus,
+                      ji.submit_time_us, ji.idem_key, ji.spec_json});
+  }
+  const int64_t seq = c.input.seq;
+  {
+    std::lock_guard<std::mutex> lk(qmu_);
+    queue_.push_back(std::move(c));
+  }
+  qcv_.notify_one();
+  return seq;
+}
+
+Status Service::Replay(const std::vector<store::InputRecord>& inputs) {
+  std::lock_guard<std::mutex> lk(mu_);
+  for (const store::InputRecord& in : inputs) {
+    const std::string where = "input " + std::to_string(in.seq) + " (" + in.kind + ")";
+    Status st = OkStatus();
+    if (in.kind == "submit") {
+      StatusOr<job::JobSpec> spec = job::ParseJobJson(in.payload, where);
+      if (!spec.ok()) return Status(StatusCode::kDataLoss, spec.status().message());
+      int64_t id = 0;
+      st =
+          ApplySubmit(std::move(spec).value(), in.payload, in.idem_key, in.time_us, in.job_id, &id);
+      if (!st.ok()) return Status(StatusCode::kDataLoss, where + ": " + st.message());
+    } else if (in.kind == "cancel") {
+      st = sched_->Cancel(in.job_id, in.time_us);
+    } else if (in.kind == "complete") {
+      st = sched_->Complete(in.job_id, in.time_us);
+    } else if (in.kind == "pass") {
+      st = ApplyPass(in.time_us).status();
+    } else {
+      return Status(StatusCode::kDataLoss, where +
+                                               ": unknown input kind (written by a newer "
+                                               "build?)");
+    }
+    // A refused input is never stored; one that changed something and still reported an error
+    // is replayed the same way, and the event comparison below is the judge.
+    if (!st.ok()) spdlog::warn("replay {}: {}", where, st.message());
+    last_now_us_ = std::max(last_now_us_, in.time_us);
+    applied_seq_ = in.seq;
+  }
+  durable_seq_ = applied_seq_;
+  replayed_ = inputs.size();
+  ASSIGN_OR_RETURN(std::vector<job::JobEvent> stored,
+                   store_->Events(0, std::numeric_limits<int>::max()));
+  const std::vector<job::JobEvent>& log = sched_->Events();
+  if (stored.size() != log.size()) {
+    return Status(StatusCode::kDataLoss,
+                  options_.db_path + ": replay gave " + std::to_string(log.size()) +
+                      " events, the store has " + std::to_string(stored.size()));
+  }
+  for (size_t i = 0; i < log.size(); ++i) {
+    if (!(stored[i] == log[i])) {
+      return Status(StatusCode::kDataLoss, options_.db_path + ": event " + std::to_string(i) +
+                                               " differs after replay: stored \"" +
+                                               job::FormatEvent(stored[i]) + "\", replayed \"" +
+                                               job::FormatEvent(log[i]) + "\"");
+    }
+  }
+  RETURN_IF_ERROR(sched_->CheckInvariants());
+  return OkStatus();
+}
+
+Status Service::WaitDurable(int64_t seq) const {
+  std::unique_lock<std::mutex> lk(qmu_);
+  durable_cv_.wait(lk, [&] { return durable_seq_ >= seq || !commit_error_.ok(); });
+  if (durable_seq_ >= seq) return OkStatus();
+  return Status(StatusCode::kUnavailable, "not committed: " + commit_error_.message());
+}
+
+void Service::CommitLoop() {
+  std::vector<store::Change> batch;
+  std::unique_lock<std::mutex> lk(qmu_);
+  while (true) {
+    qcv_.wait(lk, [&] { return stop_commit_ || !queue_.empty(); });
+    if (queue_.empty()) break;  // stopping and drained
+    batch.clear();
+    batch.swap(queue_);
+    lk.unlock();
+    Status st = commit_error_.ok() ? store_->Append(batch) : commit_error_;
+    lk.lock();
+    if (st.ok()) {
+      durable_seq_ = batch.back().input.seq;
+    } else if (commit_error_.ok()) {
+      commit_error_ = st;
+      spdlog::error("commit failed, refusing further changes: {}", st.ToString());
+    }
+    durable_cv_.notify_all();
+  }
+}
+
+void Service::TriggerPass() {
+  if (!options_.background_passes) return;
+  {
+    std::lock_guard<std::mutex> lk(pmu_);
+    pass_requested_ = true;
+  }
+  pcv_.notify_one();
+}
+
+void Service::PassLoop() {
+  std::unique_lock<std::mutex> lk(pmu_);
+  while (!stop_passes_) {
+    pcv_.wait_for(lk, std::chrono::milliseconds(options_.pass_interval_ms),
+                  [&] { return stop_passes_ || pass_requested_; });
+    if (stop_passes_) break;
+    pass_requested_ = false;
+    lk.unlock();
+    StatusOr<std::vector<int64_t>> r = RunPass();
+    if (!r.ok()) spdlog::error("scheduling pass failed: {}", r.status().ToString());
+    lk.lock();
+    // Coalesce triggered passes so that passes take at most about a third of the lock's time.
+    const int64_t gap_us =
+        std::max<int64_t>(int64_t{options_.min_pass_gap_ms} * 1000, 2 * last_pass_duration_us_);
+    pcv_.wait_for(lk, std::chrono::microseconds(gap_us), [&] { return stop_passes_; });
+  }
+}
+
+Status Service::health() const {
+  std::lock_guard<std::mutex> lk(qmu_);
+  return commit_error_;
+}
+
+int64_t Service::applied_seq() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return applied_seq_;
+}
+
+int64_t Service::durable_seq() const {
+  std::lock_guard<std::mutex> lk(qmu_);
+  return durable_seq_;
+}
+
+StatusOr<Service::SubmitResult> Service::Submit(const std::string& spec_json,
+                                                const std::string& idem_key) {
+  if (idem_key.size() > 256) {
+    return InvalidArgumentError("idempotency key longer than 256 bytes");
+  }
+  ASSIGN_OR_RETURN(job::JobSpec parsed, job::ParseJobJson(spec_json, "request body"));
+  RETURN_IF_ERROR(parsed.ValidateAgainstLevels(level_names_));
+  // The stored form is the canonical JSON, and the job is submitted from its parse, so that the
+  // live run and a replay see the very same spec.
+  const std::string canon = job::JobSpecToJson(parsed, -1);
+  ASSIGN_OR_RETURN(job::JobSpec spec, job::ParseJobJson(canon, "canonical spec"));
+  RETURN_IF_ERROR(health());
+  SubmitResult r;
+  int64_t seq = 0;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = idem_key.empty() ? by_key_.end() : by_key_.find(idem_key);
+    if (it != by_key_.end()) {
+      const JobInfo& ji = jobs_.at(it->second);
+      if (ji.spec_json != canon) {
+        return Status(StatusCode::kAlreadyExists,
+                      "idempotency key \"" + idem_key + "\" was used for job-" +
+                          std::to_string(it->second) + " with a different spec");
+      }
+      r = {it->second, false};
+      seq = applied_seq_;
+    } else {
+      const int64_t now = NowLocked();
+      const size_t before = sched_->Events().size();
+      RETURN_IF_ERROR(ApplySubmit(std::move(spec), canon, idem_key, now, 0, &r.id));
+      r.created = true;
+      seq = RecordLocked({0, "submit", now, r.id, idem_key, canon}, before, r.id);
+    }
+  }
+  if (r.created) TriggerPass();
+  RETURN_IF_ERROR(WaitDurable(seq));
+  return r;
+}
+
+Status Service::Cancel(int64_t id) {
+  RETURN_IF_ERROR(health());
+  int64_t seq = 0;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    const int64_t now = NowLocked();
+    const size_t before = sched_->Events().size();
+    Status st = sched_->Cancel(id, now);
+    if (!st.ok() && sched_->Events().size() == before) return st;
+    seq = RecordLocked({0, "cancel", now, id, "", "{}"}, before, id);
+  }
+  TriggerPass();
+  return WaitDurable(seq);
+}
+
+Status Service::Complete(int64_t id) {
+  RETURN_IF_ERROR(health());
+  int64_t seq = 0;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    const int64_t now = NowLocked();
+    const size_t before = sched_->Events().size();
+    Status st = sched_->Complete(id, now);
+    if (!st.ok() && sched_->Events().size() == before) return st;
+    seq = RecordLocked({0, "complete", now, id, "", "{}"}, before, id);
+  }
+  TriggerPass();
+  return WaitDurable(seq);
+}
+
+StatusOr<std::vector<int64_t>> Service::RunPass() {
+  RETURN_IF_ERROR(health());
+  int64_t seq = 0;
+  std::vector<int64_t> started;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    const int64_t now = NowLocked();
+    const size_t before = sched_->Events().size();
+    const auto t0 = std::chrono::steady_clock::now();
+    StatusOr<std::vector<int64_t>> r = ApplyPass(now);
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    last_pass_duration_us_ = static_cast<int64_t>(secs * 1e6);
+    ++metrics_.passes;
+    size_t b = 0;
+    while (b < metrics_.latency_bounds_s.size() && secs > metrics_.latency_bounds_s[b]) ++b;
+    ++metrics_.latency_buckets[b];
+    metrics_.latency_sum_s += secs;
+    ++metrics_.latency_count;
+    if (sched_->Events().size() != before) {
+      seq = RecordLocked({0, "pass", now, 0, "", "{}"}, before, 0);
+    }
+    if (!r.ok()) return r.status();
+    started = std::move(r).value();
+  }
+  if (seq != 0) RETURN_IF_ERROR(WaitDurable(seq));
+  return started;
+}
+
+std::string Service::JobJsonLocked(int64_t id, bool with_events) const {
+  const JobInfo& ji = jobs_.at(id);
+  const std::optional<JobState> st = sched_->State(id);
+  json j{{"id", id},
+         {"job_id", "job-" + std::to_string(id)},
+         {"name", ji.spec.name},
+         {"user", ji.spec.user},
+         {"queue", ji.spec.queue},
+         {"priority", ji.priority},
+         {"state", st ? job::JobStateName(*st) : "UNKNOWN"},
+         {"gpus", ji.spec.total_gpus},
+         {"replicas", ji.spec.replicas},
+         {"gpus_per_replica", ji.spec.gpus_per_replica},
+         {"submit_time_us", ji.submit_time_us},
+         {"time_limit_s", ji.spec.time_limit_s},
+         {"idempotency_key", ji.idem_key}};
+  if (const sched::Placement* p = sched_->PlacementOf(id)) {
+    json nodes = json::array();
+    for (const sched::NodeGpus& part : p->parts) {
+      json gpus = json::array();
+      for (int g = 0; g < sched_->cluster_state().GpuCount(part.node); ++g) {
+        if (part.gpus.test(g)) gpus.push_back(g);
+      }
+      nodes.push_back({{"node", cluster_->nodes[part.node].name}, {"gpus", gpus}});
+    }
+    j["placement"] = {{"domain", p->domain},
+                      {"predicted_ms", p->predicted_ms},
+                      {"best_possible_ms", p->best_possible_ms},
+                      {"decision_us", p->decision_us},
+                      {"nodes", nodes}};
+  } else {
+    j["placement"] = nullptr;
+  }
+  if (with_events) {
+    StatusOr<std::string> ex = sched_->Explain(id);
+    j["explanation"] = ex.ok() ? *ex : ex.status().message();
+    j["spec"] = json::parse(ji.spec_json, nullptr, false);
+    json evs = json::array();
+    const std::string name = "job-" + std::to_string(id);
+    const auto& log = sched_->Events();
+    for (size_t i = 0; i < log.size(); ++i) {
+      if (log[i].job_id == name) evs.push_back(EventJson(log[i], static_cast<int64_t>(i)));
+    }
+    j["events"] = evs;
+  }
+  return Dump(j);
+}
+
+StatusOr<std::string> Service::JobJson(int64_t id, bool with_events) const {
+  std::string out;
+  int64_t seq = 0;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (jobs_.count(id) == 0) return NotFoundError("no job job-" + std::to_string(id));
+    out = JobJsonLocked(id, with_events);
+    seq = applied_seq_;
+  }
+  RETURN_IF_ERROR(WaitDurable(seq));
+  return out;
+}
+
+std::string Service::JobsJson(const ListFilter& f) const {
+  std::string out = "{\"jobs\":[";
+  int64_t seq = 0;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    int n = 0;
+    for (auto it = jobs_.upper_bound(f.after_id); it != jobs_.end() && n < f.limit; ++it) {
+      const JobInfo& ji = it->second;
+      if (f.user && ji.spec.user != *f.user) continue;
+      if (f.queue && ji.spec.queue != *f.queue) continue;
+      if (f.name && ji.spec.name != *f.name) continue;
+      if (f.state && sched_->State(it->first) != f.state) continue;
+      if (n++ > 0) out += ',';
+      out += JobJsonLocked(it->first, false);
+    }
+    seq = applied_seq_;
+  }
+  out += "]}";
+  (void)WaitDurable(seq);
+  return out;
+}
+
+StatusOr<std::string> Service::ExplainJson(int64_t id) const {
+  json j;
+  int64_t seq = 0;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    ASSIGN_OR_RETURN(std::string ex, sched_->Explain(id));
+    const std::optional<JobState> st = sched_->State(id);
+    j = {{"id", id}, {"state", st ? job::JobStateName(*st) : "UNKNOWN"}, {"explanation", ex}};
+    if (const sched::Placement* p = sched_->PlacementOf(id)) {
+      j["predicted_ms"] = p->predicted_ms;
+      j["best_possible_ms"] = p->best_possible_ms;
+      j["dp_ms"] = p->dp_ms;
+      j["tp_ms"] = p->tp_ms;
+      j["pp_ms"] = p->pp_ms;
+      j["placement_explanation"] = p->explanation;
+    }
+    seq = applied_seq_;
+  }
+  RETURN_IF_ERROR(WaitDurable(seq));
+  return Dump(j);
+}
+
+std::string Service::NodesJson() const {
+  json nodes = json::array();
+  int64_t seq = 0;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    const sched::ClusterState& cs = sched_->cluster_state();
+    for (size_t n = 0; n < cluster_->nodes.size(); ++n) {
+      const int node = static_cast<int>(n);
+      json bad = json::array();
+      std::set<int64_t> holders;
+      for (int g = 0; g < cs.GpuCount(node); ++g) {
+        if (cs.GpuHealth(node, g) != topo::Health::kHealthy) {
+          bad.push_back({{"gpu", g}, {"health", topo::HealthName(cs.GpuHealth(node, g))}});
+        }
+        if (auto h = cs.Holder(node, g)) holders.insert(*h);
+      }
+      json jobs = json::array();
+      for (int64_t h : holders) jobs.push_back("job-" + std::to_string(h));
+      const topo::ClusterNode& cn = cluster_->nodes[n];
+      nodes.push_back({{"name", cn.name},
+                       {"profile", cluster_->profiles[cn.profile].name},
+                       {"gpus", cs.GpuCount(node)},
+                       {"free", cs.FreeMask(node).count()},
+                       {"allocated", cs.HeldMask(node).count()},
+                       {"health", topo::HealthName(cs.NodeHealth(node))},
+                       {"drained", cs.NodeDrained(node)},
+                       {"gpu_health", bad},
+                       {"jobs", jobs}});
+    }
+    seq = applied_seq_;
+  }
+  (void)WaitDurable(seq);
+  return Dump(json{{"nodes", nodes}});
+}
+
+std::string Service::TopologyJson() const { return topo::io::ClusterToJson(*cluster_, -1); }
+
+std::string Service::EventsJson(int64_t after, int limit, const std::string& job) const {
+  json evs = json::array();
+  int64_t next = after;
+  int64_t seq = 0;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    const auto& log = sched_->Events();
+    int n = 0;
+    for (size_t i = static_cast<size_t>(std::max<int64_t>(after, 0)); i < log.size() && n < limit;
+         ++i) {
+      next = static_cast<int64_t>(i) + 1;
+      if (!job.empty() && log[i].job_id != job) continue;
+      evs.push_back(EventJson(log[i], static_cast<int64_t>(i)));
+      ++n;
+    }
+    seq = applied_seq_;
+  }
+  (void)WaitDurable(seq);
+  return Dump(json{{"events", evs}, {"next", next}});
+}
+
+std::string Service::MetricsText() const {
+  std::string o;
+  auto line = [&o](const std::string& s) { o += s + "\n"; };
+  auto num = [](double v) {
+    char b[64];
+    std::snprintf(b, sizeof b, "%.17g", v);
+    return std::string(b);
+  };
+  std::lock_guard<std::mutex> lk(mu_);
+  std::map<std::string, int> pending;
+  for (const std::string& q : queues_) pending[q] = 0;
+  std::map<std::string, int> by_state;
+  for (int s = 0; s < job::kNumJobStates; ++s) by_state[job::JobStateName(JobState(s))] = 0;
+  for (const auto& [id, ji] : jobs_) {
+    const std::optional<JobState> st = sched_->State(id);
+    if (!st) continue;
+    ++by_state[job::JobStateName(*st)];
+    if (*st == JobState::kPending) ++pending[ji.spec.queue];
+  }
+  line("# HELP toposched_queue_length Pending jobs per queue.");
+  line("# TYPE toposched_queue_length gauge");
+  for (const auto& [q, n] : pending) {
+    line("toposched_queue_length{queue=\"" + Escape(q) + "\"} " + std::to_string(n));
+  }
+  line("# HELP toposched_jobs Jobs per state.");
+  line("# TYPE toposched_jobs gauge");
+  for (const auto& [s, n] : by_state) {
+    line("toposched_jobs{state=\"" + s + "\"} " + std::to_string(n));
+  }
+  line("# HELP toposched_placements_total Jobs started by scheduling passes (the whole history).");
+  line("# TYPE toposched_placements_total counter");
+  line("toposched_placements_total " + std::to_string(metrics_.placements));
+  line("# HELP toposched_decision_latency_seconds Duration of one scheduling pass.");
+  line("# TYPE toposched_decision_latency_seconds histogram");
+  int64_t cum = 0;
+  for (size_t b = 0; b < metrics_.latency_bounds_s.size(); ++b) {
+    cum += metrics_.latency_buckets[b];
+    line("toposched_decision_latency_seconds_bucket{le=\"" + num(metrics_.latency_bounds_s[b]) +
+         "\"} " + std::to_string(cum));
+  }
+  cum += metrics_.latency_buckets.back();
+  line("toposched_decision_latency_seconds_bucket{le=\"+Inf\"} " + std::to_string(cum));
+  line("toposched_decision_latency_seconds_sum " + num(metrics_.latency_sum_s));
+  line("toposched_decision_latency_seconds_count " + std::to_string(metrics_.latency_count));
+
+  const sched::ClusterState& cs = sched_->cluster_state();
+  int total = 0, allocated = 0, free = 0, unhealthy = 0, free_partial = 0;
+  for (size_t n = 0; n < cluster_->nodes.size(); ++n) {
+    const int node = static_cast<int>(n);
+    const int g = cs.GpuCount(node);
+    const int f = cs.FreeMask(node).count();
+    total += g;
+    allocated += cs.HeldMask(node).count();
+    free += f;
+    if (f < g) free_partial += f;
+    for (int i = 0; i < g; ++i) {
+      if (cs.NodeHealth(node) == topo::Health::kUnhealthy ||
+          cs.GpuHealth(node, i) == topo::Health::kUnhealthy) {
+        ++unhealthy;
+      }
+    }
+  }
+  line("# HELP toposched_gpus GPUs by state (allocated, free, unhealthy; total).");
+  line("# TYPE toposched_gpus gauge");
+  line("toposched_gpus{state=\"allocated\"} " + std::to_string(allocated));
+  line("toposched_gpus{state=\"free\"} " + std::to_string(free));
+  line("toposched_gpus{state=\"unhealthy\"} " + std::to_string(unhealthy));
+  line("toposched_gpus{state=\"total\"} " + std::to_string(total));
+  line("# HELP toposched_fragmentation_ratio Share of free GPUs on partly used nodes.");
+  line("# TYPE toposched_fragmentation_ratio gauge");
+  line("toposched_fragmentation_ratio " + num(free > 0 ? double(free_partial) / free : 0.0));
+  line(
+      "# HELP toposched_job_predicted_comm_ms Predicted communication time per step of a running "
+      "job.");
+  line("# TYPE toposched_job_predicted_comm_ms gauge");
+  double sum_ms = 0;
+  for (const auto& [id, ji] : jobs_) {
+    const sched::Placement* p = sched_->PlacementOf(id);
+    if (p == nullptr) continue;
+    sum_ms += p->predicted_ms;
+    line("toposched_job_predicted_comm_ms{job=\"job-" + std::to_string(id) + "\",name=\"" +
+         Escape(ji.spec.name) + "\"} " + num(p->predicted_ms));
+  }
+  line(
+      "# HELP toposched_running_predicted_comm_ms Sum of the running jobs' predicted "
+      "communication time per step.");
+  line("# TYPE toposched_running_predicted_comm_ms gauge");
+  line("toposched_running_predicted_comm_ms " + num(sum_ms));
+  line("# HELP toposched_store_applied_seq Inputs applied to the scheduler.");
+  line("# TYPE toposched_store_applied_seq gauge");
+  line("toposched_store_applied_seq " + std::to_string(applied_seq_));
+  return o;
+}
+
+Status Service::CheckInvariants() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return sched_->CheckInvariants();
+}
+
+}  // namespace toposched::api

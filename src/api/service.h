@@ -1,0 +1,171 @@
+// The daemon's core: one sched::Scheduler driven by the real clock, made durable by a
+// store::JobStore. Every input (submit, cancel, complete, scheduling pass, ...) is applied to the
+// scheduler under one mutex, then written with what it changed to the store by a committer
+// thread that groups concurrent inputs into one transaction; a call returns only once its input
+// is committed, and a read returns only once everything it saw is committed, so no client ever
+// sees state that a crash could take back. On open, the stored inputs are replayed with their
+// recorded clock values through a fresh scheduler (deterministic), and the replayed event log is
+// checked against the stored one. Knows nothing of HTTP: the server maps its calls to routes.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/status.h"
+#include "job/job_spec.h"
+#include "sched/gang.h"
+#include "sched/scheduler.h"
+#include "store/job_store.h"
+#include "topo/cluster.h"
+
+namespace toposched::api {
+
+struct ServiceOptions {
+  std::string db_path;  // SQLite file, created when absent
+  store::StoreOptions store;
+  sched::SchedulerOptions scheduler;
+  sched::GangPlacerOptions placer;
+  // The clock, in µs. Empty: the real clock (system_clock). Values are made non-decreasing.
+  std::function<int64_t()> clock_us;
+  // A pass runs after each submit/cancel/complete (coalesced: at most one pass per
+  // max(min_pass_gap_ms, 2 × the last pass's duration)) and every pass_interval_ms.
+  int pass_interval_ms = 1000;
+  int min_pass_gap_ms = 5;
+  bool background_passes = true;  // false: passes run only when RunPass is called (tests)
+  Status Validate() const;
+};
+
+struct ListFilter {
+  std::optional<job::JobState> state;
+  std::optional<std::string> user, queue, name;
+  int64_t after_id = 0;
+  int limit = 1000;  // 1..100000
+};
+
+// Thread-safe: every public method may be called from any thread.
+class Service {
+ public:
+  using Options = ServiceOptions;
+
+  // The cluster must be finalized and outlive the service. Errors: InvalidArgument for bad
+  // options; the store's errors on open; DataLoss when the stored inputs do not replay to the
+  // stored event log.
+  static StatusOr<std::unique_ptr<Service>> Open(const topo::Cluster& cluster, Options options);
+  ~Service();  // stops the pass thread, commits what is queued
+
+  struct SubmitResult {
+    int64_t id = 0;
+    bool created = false;  // false: the idempotency key named an existing job
+  };
+  // `spec_json`: one job spec (docs/jobs.md fields). InvalidArgument for a bad spec or one that
+  // names a level the cluster lacks; AlreadyExists when `idem_key` was used for a different
+  // spec. An empty key: no idempotency.
+  StatusOr<SubmitResult> Submit(const std::string& spec_json, const std::string& idem_key);
+  // NotFound / FailedPrecondition as the scheduler says.
+  Status Cancel(int64_t id);
+  Status Complete(int64_t id);
+  // Tick + one scheduling pass now. Returns the ids started.
+  StatusOr<std::vector<int64_t>> RunPass();
+
+  // Reads, as JSON text (shapes in docs/api.md).
+  StatusOr<std::string> JobJson(int64_t id, bool with_events) const;
+  std::string JobsJson(const ListFilter& filter) const;
+  StatusOr<std::string> ExplainJson(int64_t id) const;
+  std::string NodesJson() const;
+  std::string TopologyJson() const;
+  // Events after position `after` (0-based count of earlier events); job: "job-7" or empty.
+  std::string EventsJson(int64_t after, int limit, const std::string& job) const;
+  // Prometheus text exposition format 0.0.4.
+  std::string MetricsText() const;
+
+  // Unavailable after a failed commit (the daemon must restart and replay); OK otherwise.
+  Status health() const;
+  int64_t applied_seq() const;
+  int64_t durable_seq() const;
+  size_t replayed_inputs() const { return replayed_; }
+  const topo::Cluster& cluster() const { return *cluster_; }
+
+  // Checks the scheduler's invariants (no GPU in two jobs, allocations match placements).
+  Status CheckInvariants() const;
+
+ private:
+  struct JobInfo {
+    job::JobSpec spec;
+    std::string spec_json;
+    std::string idem_key;
+    int64_t submit_time_us = 0;
+    int priority = 0;
+  };
+  struct Metrics {
+    int64_t placements = 0;
+    std::vector<double> latency_bounds_s;
+    std::vector<int64_t> latency_buckets;  // per bound, non-cumulative; last = +Inf
+    double latency_sum_s = 0;
+    int64_t latency_count = 0;
+    int64_t passes = 0;
+  };
+
+  Service(const topo::Cluster& cluster, Options options);
+  int64_t NowLocked();
+  // Applies one input to the scheduler (live or replay). On success fills `change` with the
+  // input and what it changed (rows, events) unless `change` is null.
+  Status ApplySubmit(job::JobSpec spec, const std::string& spec_json, const std::string& key,
+                     int64_t now_us, int64_t expect_id, int64_t* id_out);
+  StatusOr<std::vector<int64_t>> ApplyPass(int64_t now_us);
+  // Builds the Change for the input just applied: events since `events_before`, rows of the
+  // jobs they touch (and `extra_job`). Queues it for the committer; returns its seq.
+  int64_t RecordLocked(store::InputRecord input, size_t events_before, int64_t extra_job);
+  Status Replay(const std::vector<store::InputRecord>& inputs);
+  Status WaitDurable(int64_t seq) const;
+  void CommitLoop();
+  void PassLoop();
+  void TriggerPass();
+  std::string JobJsonLocked(int64_t id, bool with_events) const;
+
+  const topo::Cluster* cluster_;
+  Options options_;
+  std::unique_ptr<sched::GangPlacer> placer_;
+  std::unique_ptr<store::JobStore> store_;
+  std::vector<std::string> level_names_;
+
+  // Guarded by mu_: the scheduler and everything derived from it.
+  mutable std::mutex mu_;
+  std::unique_ptr<sched::Scheduler> sched_;
+  std::map<int64_t, JobInfo> jobs_;
+  std::map<std::string, int64_t> by_key_;
+  std::set<std::string> queues_;
+  int64_t last_now_us_ = 0;
+  int64_t applied_seq_ = 0;
+  Metrics metrics_;
+
+  // Guarded by qmu_: the commit queue and its outcome.
+  mutable std::mutex qmu_;
+  mutable std::condition_variable qcv_;         // committer: work to do
+  mutable std::condition_variable durable_cv_;  // waiters: durable_seq_ moved
+  std::vector<store::Change> queue_;
+  int64_t durable_seq_ = 0;
+  Status commit_error_;
+  bool stop_commit_ = false;
+
+  // Pass thread.
+  std::mutex pmu_;
+  std::condition_variable pcv_;
+  bool pass_requested_ = false;
+  bool stop_passes_ = false;
+  int64_t last_pass_duration_us_ = 0;
+
+  size_t replayed_ = 0;
+  std::thread committer_;
+  std::thread passer_;
+};
+
+}  // namespace toposched::api

@@ -1,0 +1,400 @@
+// Client subcommands of `toposched`, talking to a running daemon over its REST API, with the
+// habits of Slurm and kubectl users: submit, queue (squeue), show, cancel, complete, nodes
+// (sinfo), explain, drain/resume, events. Each takes --server URL (or $TOPOSCHED_SERVER),
+// --token-file F (or $TOPOSCHED_TOKEN_FILE) and --json.
+#include <httplib.h>
+
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "cli/commands.h"
+#include "job/job_spec.h"
+
+namespace toposched::cli {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr const char* kDefaultServer = "http://127.0.0.1:8470";
+
+// Percent-encodes everything but RFC 3986 unreserved characters.
+std::string UrlEncode(const std::string& s) {
+  std::string out;
+  const char* hex = "0123456789ABCDEF";
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+struct ClientArgs {
+  std::string server;
+  std::string token_file;
+  bool json = false;
+};
+
+struct Reply {
+  int status = 0;
+  json body;
+};
+
+std::string ServerUrl(const ClientArgs& a) {
+  if (!a.server.empty()) return a.server;
+  const char* env = std::getenv("TOPOSCHED_SERVER");
+  return env != nullptr && *env != '\0' ? env : kDefaultServer;
+}
+
+StatusOr<std::string> Token(const ClientArgs& a) {
+  std::string path = a.token_file;
+  if (path.empty()) {
+    const char* env = std::getenv("TOPOSCHED_TOKEN_FILE");
+    if (env == nullptr || *env == '\0') return std::string();
+    path = env;
+  }
+  std::ifstream in(path);
+  if (!in) return NotFoundError(path + ": cannot read the token file");
+  std::string t;
+  std::getline(in, t);
+  while (!t.empty() && (t.back() == '\r' || t.back() == ' ')) t.pop_back();
+  return t;
+}
+
+// One request; retries connection failures (not HTTP errors) for about 5 s so that a client
+// riding out a daemon restart gets through. Requests are idempotent or carry a key.
+StatusOr<Reply> Call(const ClientArgs& a, const std::string& method, const std::string& path,
+                     const std::string& body = "",
+                     const httplib::Headers& extra = httplib::Headers()) {
+  const std::string url = ServerUrl(a);
+  ASSIGN_OR_RETURN(std::string token, Token(a));
+  httplib::Client cli(url);
+  if (!cli.is_valid()) return InvalidArgumentError("--server: bad URL \"" + url + "\"");
+  cli.set_connection_timeout(std::chrono::seconds(5));
+  cli.set_read_timeout(std::chrono::seconds(60));
+  httplib::Headers h = extra;
+  if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
+  auto send = [&]() {
+    return method == "GET" ? cli.Get(path, h) : cli.Post(path, h, body, "application/json");
+  };
+  httplib::Result r = send();
+  for (int attempt = 1; !r && attempt < 50; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    r = send();
+  }
+  if (!r) {
+    return Status(StatusCode::kUnavailable,
+                  "cannot reach " + url + ": " + httplib::to_string(r.error()));
+  }
+  Reply rep;
+  rep.status = r->status;
+  rep.body = json::parse(r->body, nullptr, false);
+  if (r->status >= 400) {
+    std::string code = "error", msg = r->body;
+    if (rep.body.is_object()) {
+      code = rep.body.value("code", code);
+      msg = rep.body.value("message", msg);
+    }
+    return Status(StatusCode::kFailedPrecondition,
+                  msg + " (HTTP " + std::to_string(r->status) + " " + code + ")");
+  }
+  if (rep.body.is_discarded()) return InternalError("server answered with malformed JSON");
+  return rep;
+}
+
+std::string NewKey() {
+  std::random_device rd;
+  std::string k = "cli-";
+  const char* hex = "0123456789abcdef";
+  for (int i = 0; i < 32; ++i) k += hex[rd() % 16];
+  return k;
+}
+
+std::string JobPath(const std::string& job) {
+  std::string id = job.rfind("job-", 0) == 0 ? job.substr(4) : job;
+  return "/api/v1/jobs/" + UrlEncode(id);
+}
+
+void PrintJson(const json& j) { std::printf("%s\n", j.dump(2).c_str()); }
+
+std::string Str(const json& j, const char* key) {
+  if (!j.contains(key) || j[key].is_null()) return "-";
+  return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
+}
+
+void AddCommon(CLI::App* cmd, ClientArgs& a) {
+  cmd->add_option("--server", a.server,
+                  "daemon URL (default $TOPOSCHED_SERVER or " + std::string(kDefaultServer) + ")");
+  cmd->add_option("--token-file", a.token_file,
+                  "bearer token file (default $TOPOSCHED_TOKEN_FILE)");
+  cmd->add_flag("--json", a.json, "print JSON");
+}
+
+struct SubmitArgs : ClientArgs {
+  std::string file;
+  std::string key;
+};
+
+int RunSubmit(const SubmitArgs& a) {
+  std::ifstream in(a.file, std::ios::binary);
+  if (!in) return Fail(NotFoundError(a.file + ": cannot read"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const bool is_json = a.file.size() > 5 && a.file.substr(a.file.size() - 5) == ".json";
+  StatusOr<job::JobSpec> spec =
+      is_json ? job::ParseJobJson(text, a.file) : job::ParseJobYaml(text, a.file);
+  if (!spec.ok()) return Fail(spec.status());
+  // The key makes the retries inside Call safe: a submit the daemon committed before a lost
+  // answer is not submitted twice.
+  const std::string key = a.key.empty() ? NewKey() : a.key;
+  StatusOr<Reply> r =
+      Call(a, "POST", "/api/v1/jobs", job::JobSpecToJson(*spec, -1), {{"Idempotency-Key", key}});
+  if (!r.ok()) return Fail(r.status());
+  const int64_t id = r->body.value("id", int64_t{0});
+  if (a.json) {
+    std::printf("%s\n", json{{"id", id}}.dump().c_str());
+  } else {
+    std::printf("%lld\n", static_cast<long long>(id));
+  }
+  return 0;
+}
+
+struct QueueArgs : ClientArgs {
+  std::string state, user, queue;
+  bool all = false;
+};
+
+int RunQueue(const QueueArgs& a) {
+  json jobs = json::array();
+  int64_t after = 0;
+  while (true) {
+    std::string path = "/api/v1/jobs?limit=10000&after=" + std::to_string(after);
+    if (!a.state.empty()) path += "&state=" + UrlEncode(a.state);
+    if (!a.user.empty()) path += "&user=" + UrlEncode(a.user);
+    if (!a.queue.empty()) path += "&queue=" + UrlEncode(a.queue);
+    StatusOr<Reply> r = Call(a, "GET", path);
+    if (!r.ok()) return Fail(r.status());
+    const json& page = r->body["jobs"];
+    for (const json& j : page) {
+      const std::string st = j.value("state", "");
+      const bool done = st == "COMPLETED" || st == "CANCELLED" || st == "TIMEOUT" ||
+                        st == "FAILED" || st == "NODE_FAIL";
+      if (a.all || !a.state.empty() || !done) jobs.push_back(j);
+      after = j.value("id", after);
+    }
+    if (page.size() < 10000) break;
+  }
+  if (a.json) {
+    PrintJson(json{{"jobs", jobs}});
+    return 0;
+  }
+  std::printf("%8s  %-24s %-10s %-12s %4s %5s  %-11s %s\n", "JOBID", "NAME", "USER", "QUEUE",
+              "PRIO", "GPUS", "STATE", "NODES");
+  for (const json& j : jobs) {
+    std::string nodes = "-";
+    if (j.contains("placement") && j["placement"].is_object()) {
+      nodes.clear();
+      for (const json& n : j["placement"]["nodes"]) {
+        nodes += (nodes.empty() ? "" : ",") + n.value("node", "");
+      }
+    }
+    std::printf("%8lld  %-24s %-10s %-12s %4d %5d  %-11s %s\n",
+                static_cast<long long>(j.value("id", int64_t{0})), Str(j, "name").c_str(),
+                Str(j, "user").c_str(), Str(j, "queue").c_str(), j.value("priority", 0),
+                j.value("gpus", 0), Str(j, "state").c_str(), nodes.c_str());
+  }
+  return 0;
+}
+
+struct JobArgs : ClientArgs {
+  std::string job;
+};
+
+int RunShow(const JobArgs& a) {
+  StatusOr<Reply> r = Call(a, "GET", JobPath(a.job));
+  if (!r.ok()) return Fail(r.status());
+  const json& j = r->body;
+  if (a.json) {
+    PrintJson(j);
+    return 0;
+  }
+  for (const char* k : {"job_id", "name", "user", "queue", "priority", "state", "gpus", "replicas",
+                        "gpus_per_replica", "submit_time_us", "time_limit_s"}) {
+    std::printf("%-17s %s\n", (std::string(k) + ":").c_str(), Str(j, k).c_str());
+  }
+  if (j.contains("placement") && j["placement"].is_object()) {
+    const json& p = j["placement"];
+    std::printf("%-17s %s (predicted %.3f ms, best possible %.3f ms)\n",
+                "placement:", Str(p, "domain").c_str(), p.value("predicted_ms", 0.0),
+                p.value("best_possible_ms", 0.0));
+    for (const json& n : p["nodes"]) {
+      std::printf("  %-15s gpus %s\n", n.value("node", "").c_str(), n["gpus"].dump().c_str());
+    }
+  }
+  std::printf("%-17s %s\n", "explanation:", Str(j, "explanation").c_str());
+  std::printf("events:\n");
+  for (const json& e : j["events"]) {
+    std::printf("  %lld %s -> %s: %s\n", static_cast<long long>(e.value("time_us", int64_t{0})),
+                Str(e, "from").c_str(), Str(e, "to").c_str(), Str(e, "reason").c_str());
+  }
+  return 0;
+}
+
+int RunJobAction(const JobArgs& a, const std::string& action) {
+  StatusOr<Reply> r = Call(a, "POST", JobPath(a.job) + "/" + action, "");
+  if (!r.ok()) return Fail(r.status());
+  if (a.json) {
+    PrintJson(r->body);
+  } else {
+    std::printf("%s %s\n", Str(r->body, "job_id").c_str(), Str(r->body, "state").c_str());
+  }
+  return 0;
+}
+
+int RunExplain(const JobArgs& a) {
+  StatusOr<Reply> r = Call(a, "GET", JobPath(a.job) + "/explain");
+  if (!r.ok()) return Fail(r.status());
+  if (a.json) {
+    PrintJson(r->body);
+  } else {
+    std::printf("%s\n", Str(r->body, "explanation").c_str());
+    if (r->body.contains("placement_explanation")) {
+      std::printf("%s\n", Str(r->body, "placement_explanation").c_str());
+    }
+  }
+  return 0;
+}
+
+int RunNodes(const ClientArgs& a) {
+  StatusOr<Reply> r = Call(a, "GET", "/api/v1/nodes");
+  if (!r.ok()) return Fail(r.status());
+  if (a.json) {
+    PrintJson(r->body);
+    return 0;
+  }
+  std::printf("%-16s %-12s %4s %4s %5s  %-9s %-7s %s\n", "NODE", "PROFILE", "GPUS", "FREE", "ALLOC",
+              "HEALTH", "DRAINED", "JOBS");
+  for (const json& n : r->body["nodes"]) {
+    std::string jobs;
+    for (const json& j : n["jobs"]) jobs += (jobs.empty() ? "" : ",") + j.get<std::string>();
+    std::printf("%-16s %-12s %4d %4d %5d  %-9s %-7s %s\n", Str(n, "name").c_str(),
+                Str(n, "profile").c_str(), n.value("gpus", 0), n.value("free", 0),
+                n.value("allocated", 0), Str(n, "health").c_str(),
+                n.value("drained", false) ? "yes" : "no", jobs.empty() ? "-" : jobs.c_str());
+  }
+  return 0;
+}
+
+struct NodeArgs : ClientArgs {
+  std::string node;
+  std::string reason;
+};
+
+int RunDrain(const NodeArgs& a, bool drain) {
+  const std::string path = "/api/v1/nodes/" + UrlEncode(a.node) + (drain ? "/drain" : "/resume");
+  StatusOr<Reply> r = Call(a, "POST", path, json{{"reason", a.reason}}.dump());
+  if (!r.ok()) return Fail(r.status());
+  if (a.json) {
+    PrintJson(r->body);
+  } else {
+    std::printf("%s %s\n", a.node.c_str(), drain ? "drained" : "resumed");
+  }
+  return 0;
+}
+
+struct EventsArgs : ClientArgs {
+  std::string job;
+  int64_t after = 0;
+  int limit = 1000;
+};
+
+int RunEvents(const EventsArgs& a) {
+  std::string path =
+      "/api/v1/events?after=" + std::to_string(a.after) + "&limit=" + std::to_string(a.limit);
+  if (!a.job.empty()) path += "&job=" + UrlEncode(a.job);
+  StatusOr<Reply> r = Call(a, "GET", path);
+  if (!r.ok()) return Fail(r.status());
+  if (a.json) {
+    PrintJson(r->body);
+    return 0;
+  }
+  for (const json& e : r->body["events"]) {
+    std::printf("%lld %s %s -> %s: %s\n", static_cast<long long>(e.value("time_us", int64_t{0})),
+                Str(e, "job").c_str(), Str(e, "from").c_str(), Str(e, "to").c_str(),
+                Str(e, "reason").c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+void RegisterClientCommands(CLI::App& app, int& rc) {
+  {
+    auto a = std::make_shared<SubmitArgs>();
+    CLI::App* c = app.add_subcommand("submit", "submit one job spec (YAML, or JSON by extension)");
+    c->add_option("FILE", a->file, "job spec file")->required();
+    c->add_option("--key", a->key, "idempotency key (default: a new random key)");
+    AddCommon(c, *a);
+    c->callback([a, &rc] { rc = RunSubmit(*a); });
+  }
+  {
+    auto a = std::make_shared<QueueArgs>();
+    CLI::App* c = app.add_subcommand("queue", "list jobs (pending and running unless --all)");
+    c->add_option("--state", a->state, "only this state (PENDING, R, ...)");
+    c->add_option("--user", a->user, "only this user");
+    c->add_option("--queue", a->queue, "only this queue");
+    c->add_flag("--all", a->all, "include finished jobs");
+    AddCommon(c, *a);
+    c->callback([a, &rc] { rc = RunQueue(*a); });
+  }
+  auto job_cmd = [&](const char* name, const char* help, auto run) {
+    auto a = std::make_shared<JobArgs>();
+    CLI::App* c = app.add_subcommand(name, help);
+    c->add_option("JOB", a->job, "job id (17 or job-17)")->required();
+    AddCommon(c, *a);
+    c->callback([a, &rc, run] { rc = run(*a); });
+  };
+  job_cmd("show", "a job's state, placement, explanation and events", RunShow);
+  job_cmd("cancel", "cancel a job", [](const JobArgs& a) { return RunJobAction(a, "cancel"); });
+  job_cmd("complete", "report that a running job's processes finished",
+          [](const JobArgs& a) { return RunJobAction(a, "complete"); });
+  job_cmd("explain", "why a job waits, or why it runs where it does", RunExplain);
+  {
+    auto a = std::make_shared<ClientArgs>();
+    CLI::App* c = app.add_subcommand("nodes", "nodes with free/allocated GPUs, health, drain");
+    AddCommon(c, *a);
+    c->callback([a, &rc] { rc = RunNodes(*a); });
+  }
+  for (bool drain : {true, false}) {
+    auto a = std::make_shared<NodeArgs>();
+    CLI::App* c = app.add_subcommand(
+        drain ? "drain" : "resume",
+        drain ? "drain a node (no new jobs; running ones stay)" : "resume a drained node");
+    c->add_option("NODE", a->node, "node name")->required();
+    c->add_option("--reason", a->reason, "why (kept in the event log)");
+    AddCommon(c, *a);
+    c->callback([a, &rc, drain] { rc = RunDrain(*a, drain); });
+  }
+  {
+    auto a = std::make_shared<EventsArgs>();
+    CLI::App* c = app.add_subcommand("events", "the event log");
+    c->add_option("--job", a->job, "only this job");
+    c->add_option("--after", a->after, "events after this position");
+    c->add_option("--limit", a->limit, "at most this many")->capture_default_str();
+    AddCommon(c, *a);
+    c->callback([a, &rc] { rc = RunEvents(*a); });
+  }
+}
+
+}  // namespace toposched::cli

@@ -1,0 +1,144 @@
+// The client subcommands against a real `toposched serve` child: the output contract of submit
+// and queue, and the other commands' answers and exit codes.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "api/api_testing.h"
+
+namespace toposched::api {
+namespace {
+
+using nlohmann::json;
+
+struct CliRun {
+  int code = -1;
+  std::string out, err;
+};
+
+class CliClientTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = testing_api::MakeTempDir("toposched-cli-client");
+    testing_api::WriteFile(dir_ + "/token", "cli-client-token-0123456789\n");
+    serve_ = new testing_api::ServeProcess(
+        TS_CLI, std::string(TS_SOURCE_DIR) + "/data/clusters/h100-2rack.yaml", dir_ + "/state.db",
+        dir_ + "/token", dir_);
+    ASSERT_TRUE(serve_->Start()) << serve_->log(0);
+  }
+  static void TearDownTestSuite() {
+    delete serve_;
+    testing_api::RemoveDir(dir_);
+  }
+
+  static CliRun Cli(const std::string& args, bool with_token = true) {
+    static int n = 0;
+    const std::string out = dir_ + "/out" + std::to_string(n);
+    const std::string err = dir_ + "/err" + std::to_string(n++);
+    std::string cmd = std::string(TS_CLI) + " " + args +
+                      " --server http://127.0.0.1:" + std::to_string(serve_->port()) +
+                      (with_token ? " --token-file " + dir_ + "/token" : "") + " >" + out + " 2>" +
+                      err;
+    const int st = std::system(cmd.c_str());
+    return {WEXITSTATUS(st), testing_api::ReadFile(out), testing_api::ReadFile(err)};
+  }
+
+  static std::string dir_;
+  static testing_api::ServeProcess* serve_;
+};
+std::string CliClientTest::dir_;
+testing_api::ServeProcess* CliClientTest::serve_ = nullptr;
+
+TEST_F(CliClientTest, SubmitQueueShowExplainCancelNodesEvents) {
+  const std::string spec = dir_ + "/job.yaml";
+  testing_api::WriteFile(spec,
+                         "name: cli-llama\nuser: alice\nqueue: research\npriority: 10\n"
+                         "replicas: 2\ngpus_per_replica: 8\nlayout: {tp: 8, dp: 2}\n"
+                         "model_params: 8B\ntime_limit: 2h\n");
+  CliRun sub = Cli("submit " + spec + " --json");
+  ASSERT_EQ(sub.code, 0) << sub.err;
+  json id = json::parse(sub.out);
+  ASSERT_TRUE(id.is_object());
+  ASSERT_TRUE(id["id"].is_number_integer()) << sub.out;
+  const std::string jid = std::to_string(id["id"].get<int64_t>());
+
+  CliRun plain = Cli("submit " + spec);
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  EXPECT_EQ(plain.out, std::to_string(id["id"].get<int64_t>() + 1) + "\n");
+
+  CliRun q = Cli("queue --json");
+  ASSERT_EQ(q.code, 0) << q.err;
+  json jobs = json::parse(q.out)["jobs"];
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[0]["id"].get<int64_t>(), id["id"].get<int64_t>());
+  EXPECT_EQ(jobs[0]["name"], "cli-llama");
+  EXPECT_TRUE(jobs[0]["state"] == "PENDING" || jobs[0]["state"] == "RUNNING");
+
+  CliRun table = Cli("queue");
+  ASSERT_EQ(table.code, 0);
+  EXPECT_NE(table.out.find("JOBID"), std::string::npos);
+  EXPECT_NE(table.out.find("cli-llama"), std::string::npos);
+
+  CliRun show = Cli("show job-" + jid);
+  ASSERT_EQ(show.code, 0) << show.err;
+  EXPECT_NE(show.out.find("name:"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("cli-llama"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("submitted"), std::string::npos);
+
+  CliRun ex = Cli("explain " + jid + " --json");
+  ASSERT_EQ(ex.code, 0) << ex.err;
+  EXPECT_FALSE(json::parse(ex.out)["explanation"].get<std::string>().empty());
+
+  CliRun nodes = Cli("nodes --json");
+  ASSERT_EQ(nodes.code, 0);
+  EXPECT_EQ(json::parse(nodes.out)["nodes"].size(), 32u);
+  CliRun sinfo = Cli("nodes");
+  EXPECT_NE(sinfo.out.find("gpu001"), std::string::npos);
+
+  CliRun cancel = Cli("cancel " + jid);
+  ASSERT_EQ(cancel.code, 0) << cancel.err;
+  EXPECT_EQ(cancel.out, "job-" + jid + " CANCELLED\n");
+  CliRun again = Cli("cancel " + jid);
+  EXPECT_EQ(again.code, 1);
+  EXPECT_NE(again.err.find("HTTP 409"), std::string::npos) << again.err;
+
+  CliRun ev = Cli("events --job " + jid + " --json");
+  ASSERT_EQ(ev.code, 0);
+  EXPECT_EQ(json::parse(ev.out)["events"].back()["to"], "CANCELLED");
+
+  CliRun all = Cli("queue --all --json");
+  EXPECT_EQ(json::parse(all.out)["jobs"].size(), 2u);
+  CliRun active = Cli("queue --json");
+  EXPECT_EQ(json::parse(active.out)["jobs"].size(), 1u);
+}
+
+TEST_F(CliClientTest, ErrorsAreClearAndExitNonZero) {
+  const std::string spec = dir_ + "/ok.yaml";
+  testing_api::WriteFile(spec, "name: tokenless\ntotal_gpus: 1\n");
+  CliRun no_token = Cli("submit " + spec, false);
+  EXPECT_EQ(no_token.code, 1);
+  EXPECT_NE(no_token.err.find("HTTP 401"), std::string::npos) << no_token.err;
+
+  const std::string bad = dir_ + "/bad.yaml";
+  testing_api::WriteFile(bad, "name: bad\ntotal_gpus: -3\n");
+  CliRun b = Cli("submit " + bad);
+  EXPECT_EQ(b.code, 1);
+  EXPECT_NE(b.err.find("bad.yaml:2"), std::string::npos) << b.err;
+
+  CliRun missing = Cli("show 4242");
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.err.find("HTTP 404"), std::string::npos) << missing.err;
+
+  // Nobody listens on port 1: a clear "cannot reach" after the client's retries.
+  const std::string err = dir_ + "/down.err";
+  const int st = std::system(
+      (std::string(TS_CLI) + " queue --server http://127.0.0.1:1 2>" + err + " >/dev/null")
+          .c_str());
+  EXPECT_EQ(WEXITSTATUS(st), 1);
+  EXPECT_NE(testing_api::ReadFile(err).find("cannot reach http://127.0.0.1:1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace toposched::api

@@ -1,0 +1,248 @@
+// The HTTP server against a real SQLite file, on 127.0.0.1 port 0: the REST contract, the token,
+// the limits, and bad requests that get a clear 4xx and change nothing.
+#include "api/server.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "api/api_testing.h"
+#include "testing/clusters.h"
+
+namespace toposched::api {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kToken = "test-token-0123456789abcdef";
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing_api::MakeTempDir("toposched-server");
+    Boot();
+  }
+  void TearDown() override {
+    server_.reset();
+    service_.reset();
+    testing_api::RemoveDir(dir_);
+  }
+
+  void Boot() {
+    ServiceOptions o;
+    o.db_path = dir_ + "/state.db";
+    o.background_passes = false;
+    auto s = Service::Open(toposched::testing::H100Cluster(), o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    service_ = std::move(s).value();
+    ServerOptions so;
+    so.token = kToken;
+    so.log_requests = false;
+    auto srv = Server::Start(*service_, so);
+    ASSERT_TRUE(srv.ok()) << srv.status().ToString();
+    server_ = std::move(srv).value();
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+    client_->set_read_timeout(std::chrono::seconds(30));
+  }
+
+  httplib::Headers Auth() { return {{"Authorization", std::string("Bearer ") + kToken}}; }
+
+  httplib::Result Post(const std::string& path, const std::string& body, httplib::Headers h = {}) {
+    for (auto& kv : Auth()) h.insert(kv);
+    return client_->Post(path, h, body, "application/json");
+  }
+
+  json Get(const std::string& path, int expect = 200) {
+    auto r = client_->Get(path);
+    EXPECT_TRUE(r) << path;
+    if (!r) return json();
+    EXPECT_EQ(r->status, expect) << path << ": " << r->body;
+    return json::parse(r->body, nullptr, false);
+  }
+
+  // Asserts a 4xx with the error shape, and that nothing changed.
+  void ExpectRejected(const httplib::Result& r, int status, const std::string& code,
+                      const std::string& message_part) {
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, status) << r->body;
+    json j = json::parse(r->body, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << r->body;
+    EXPECT_EQ(j.value("code", ""), code) << r->body;
+    EXPECT_NE(j.value("message", "").find(message_part), std::string::npos) << r->body;
+    EXPECT_EQ(service_->applied_seq(), seq_before_);
+  }
+
+  std::string dir_;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<Server> server_;
+  std::unique_ptr<httplib::Client> client_;
+  int64_t seq_before_ = 0;
+};
+
+TEST_F(ServerTest, SubmitGetListCancelExplainNodesEvents) {
+  auto r = Post("/api/v1/jobs", testing_api::JobJson("first", 8, 5, "research"),
+                {{"Idempotency-Key", "k-first"}});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 201) << r->body;
+  json sub = json::parse(r->body);
+  EXPECT_EQ(sub["id"], 1);
+  EXPECT_EQ(sub["job_id"], "job-1");
+  EXPECT_EQ(sub["created"], true);
+
+  // The same key again: the same job, 200, nothing new.
+  auto again = Post("/api/v1/jobs", testing_api::JobJson("first", 8, 5, "research"),
+                    {{"Idempotency-Key", "k-first"}});
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 200);
+  EXPECT_EQ(json::parse(again->body)["id"], 1);
+  // The same key with another spec: 409.
+  auto other =
+      Post("/api/v1/jobs", testing_api::JobJson("first", 4), {{"Idempotency-Key", "k-first"}});
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->status, 409);
+  EXPECT_EQ(json::parse(other->body)["code"], "already_exists");
+
+  ASSERT_EQ(Post("/api/v1/jobs", testing_api::JobJson("second", 2))->status, 201);
+  json pending = Get("/api/v1/jobs?state=PENDING");
+  ASSERT_EQ(pending["jobs"].size(), 2u);
+  EXPECT_EQ(pending["jobs"][0]["name"], "first");
+  EXPECT_EQ(pending["jobs"][0]["state"], "PENDING");
+  EXPECT_EQ(pending["jobs"][0]["queue"], "research");
+
+  auto pass = Post("/api/v1/schedule", "");
+  ASSERT_TRUE(pass);
+  ASSERT_EQ(pass->status, 200) << pass->body;
+  EXPECT_EQ(json::parse(pass->body)["started"], json::array({1, 2}));
+
+  json job = Get("/api/v1/jobs/job-1");
+  EXPECT_EQ(job["state"], "RUNNING");
+  ASSERT_TRUE(job["placement"].is_object());
+  EXPECT_EQ(job["placement"]["nodes"].size(), 1u);
+  EXPECT_EQ(job["placement"]["nodes"][0]["gpus"].size(), 8u);
+  EXPECT_GT(job["placement"]["predicted_ms"].get<double>(), 0.0);
+  EXPECT_GE(job["events"].size(), 2u);
+  EXPECT_EQ(Get("/api/v1/jobs?queue=research")["jobs"].size(), 1u);
+  EXPECT_EQ(Get("/api/v1/jobs?user=nobody")["jobs"].size(), 0u);
+  EXPECT_EQ(Get("/api/v1/jobs?after=1")["jobs"].size(), 1u);
+
+  json ex = Get("/api/v1/jobs/1/explain");
+  EXPECT_EQ(ex["state"], "RUNNING");
+  EXPECT_NE(ex["explanation"].get<std::string>().find("predicted"), std::string::npos);
+
+  json nodes = Get("/api/v1/nodes");
+  ASSERT_EQ(nodes["nodes"].size(), 32u);
+  int allocated = 0;
+  for (const json& n : nodes["nodes"]) allocated += n["allocated"].get<int>();
+  EXPECT_EQ(allocated, 10);
+
+  auto cancel = Post("/api/v1/jobs/1/cancel", "");
+  ASSERT_TRUE(cancel);
+  ASSERT_EQ(cancel->status, 200) << cancel->body;
+  EXPECT_EQ(json::parse(cancel->body)["state"], "CANCELLED");
+  auto cancel2 = Post("/api/v1/jobs/1/cancel", "");
+  EXPECT_EQ(cancel2->status, 409);
+  EXPECT_EQ(Post("/api/v1/jobs/77/cancel", "")->status, 404);
+
+  json events = Get("/api/v1/events?job=1");
+  ASSERT_FALSE(events["events"].empty());
+  EXPECT_EQ(events["events"].back()["to"], "CANCELLED");
+  json topo = Get("/api/v1/topology");
+  EXPECT_EQ(topo["name"], "h100-2rack");
+
+  json health = Get("/healthz");
+  EXPECT_EQ(health["status"], "ok");
+  auto metrics = client_->Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->status, 200);
+  EXPECT_NE(metrics->get_header_value("Content-Type").find("text/plain"), std::string::npos);
+  EXPECT_NE(metrics->body.find("toposched_gpus{state=\"allocated\"} 2\n"), std::string::npos)
+      << metrics->body;
+}
+
+TEST_F(ServerTest, BadRequestsGetAClear4xxAndChangeNothing) {
+  ASSERT_EQ(Post("/api/v1/jobs", testing_api::JobJson("ok", 1))->status, 201);
+  seq_before_ = service_->applied_seq();
+
+  ExpectRejected(Post("/api/v1/jobs", "{\"name\": \"x\", "), 400, "invalid_argument",
+                 "request body");
+  ExpectRejected(Post("/api/v1/jobs", R"({"name": "x", "total_gpus": 8, "colour": "red"})"), 400,
+                 "invalid_argument", "colour");
+  ExpectRejected(Post("/api/v1/jobs", R"({"name": "x", "total_gpus": -8})"), 400,
+                 "invalid_argument", "total_gpus");
+  ExpectRejected(Post("/api/v1/jobs", R"({"name": "x", "replicas": 1, "gpus_per_replica": -2})"),
+                 400, "invalid_argument", "gpus_per_replica");
+  ExpectRejected(Post("/api/v1/jobs?force=1", testing_api::JobJson("x", 1)), 400,
+                 "invalid_argument", "force");
+  ExpectRejected(Post("/api/v1/jobs/1/cancel", R"({"now": true})"), 400, "invalid_argument", "now");
+
+  // No token, a wrong token: 401 before the body is looked at.
+  ExpectRejected(client_->Post("/api/v1/jobs", testing_api::JobJson("x", 1), "application/json"),
+                 401, "unauthorized", "missing bearer token");
+  ExpectRejected(client_->Post("/api/v1/jobs", {{"Authorization", "Bearer wrong-token-xxxx"}},
+                               testing_api::JobJson("x", 1), "application/json"),
+                 401, "unauthorized", "wrong bearer token");
+  ExpectRejected(client_->Post("/api/v1/jobs/1/cancel", "", "application/json"), 401,
+                 "unauthorized", "token");
+
+  // 100 MB: refused by size before it is read whole.
+  const std::string huge(100u << 20, ' ');
+  auto big = Post("/api/v1/jobs", huge);
+  if (big) {
+    ExpectRejected(big, 413, "payload_too_large", "limit");
+  } else {
+    // The server may close the connection while the client is still sending; either way the
+    // job count must not move.
+    EXPECT_EQ(service_->applied_seq(), seq_before_);
+  }
+
+  auto r = client_->Get("/api/v1/nope");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_EQ(json::parse(r->body)["code"], "not_found");
+  EXPECT_EQ(Get("/api/v1/jobs/99", 404)["code"], "not_found");
+  EXPECT_EQ(Get("/api/v1/jobs?limit=0", 400)["code"], "invalid_argument");
+  EXPECT_EQ(Get("/api/v1/jobs?state=SLEEPING", 400)["code"], "invalid_argument");
+
+  EXPECT_EQ(Get("/api/v1/jobs")["jobs"].size(), 1u);
+  EXPECT_EQ(service_->applied_seq(), seq_before_);
+}
+
+TEST_F(ServerTest, RestartKeepsJobsAllocationsAndEvents) {
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_EQ(Post("/api/v1/jobs", testing_api::JobJson("r" + std::to_string(i), 8))->status, 201);
+  }
+  ASSERT_EQ(Post("/api/v1/schedule", "")->status, 200);
+  ASSERT_EQ(Post("/api/v1/jobs/7/complete", "")->status, 200);
+  const std::string jobs = Get("/api/v1/jobs").dump();
+  const std::string nodes = Get("/api/v1/nodes").dump();
+  const std::string events = Get("/api/v1/events?limit=100000").dump();
+  server_.reset();
+  service_.reset();
+  Boot();
+  EXPECT_EQ(Get("/api/v1/jobs").dump(), jobs);
+  EXPECT_EQ(Get("/api/v1/nodes").dump(), nodes);
+  EXPECT_EQ(Get("/api/v1/events?limit=100000").dump(), events);
+  auto pass = Post("/api/v1/schedule", "");
+  ASSERT_TRUE(pass);
+  EXPECT_EQ(json::parse(pass->body)["started"], json::array({33}));
+}
+
+TEST(ServerOptionsTest, BeyondLoopbackNeedsAToken) {
+  ServerOptions o;
+  o.host = "0.0.0.0";
+  EXPECT_EQ(o.Validate().code(), StatusCode::kInvalidArgument);
+  o.token = kToken;
+  EXPECT_TRUE(o.Validate().ok());
+  EXPECT_TRUE(IsLoopback("127.0.0.1"));
+  EXPECT_TRUE(IsLoopback("127.1.2.3"));
+  EXPECT_TRUE(IsLoopback("::1"));
+  EXPECT_FALSE(IsLoopback("10.0.0.1"));
+  EXPECT_EQ(HttpStatusOf(StatusCode::kNotFound), 404);
+  EXPECT_EQ(ErrorCodeName(StatusCode::kFailedPrecondition), "failed_precondition");
+}
+
+}  // namespace
+}  // namespace toposched::api

@@ -1,0 +1,171 @@
+// The daemon's service against a real SQLite file: durability, restart by replay, idempotency,
+// bad input that changes nothing.
+#include "api/service.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "api/api_testing.h"
+#include "job/job_spec.h"
+#include "testing/clusters.h"
+
+namespace toposched::api {
+namespace {
+
+using nlohmann::json;
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = testing_api::MakeTempDir("toposched-service"); }
+  void TearDown() override { testing_api::RemoveDir(dir_); }
+
+  std::unique_ptr<Service> Open() {
+    ServiceOptions o;
+    o.db_path = dir_ + "/state.db";
+    o.store.sync_full = false;
+    o.background_passes = false;
+    o.clock_us = [this] { return now_us_; };
+    auto s = Service::Open(toposched::testing::H100Cluster(), o);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+
+  std::string dir_;
+  int64_t now_us_ = 1'000'000;
+};
+
+TEST_F(ServiceTest, RestartBringsBackQueueAllocationsAndEvents) {
+  std::string jobs, nodes, events, metrics;
+  {
+    auto s = Open();
+    ASSERT_NE(s, nullptr);
+    // 33 jobs of 8 GPUs on 32 nodes: 32 run, one waits.
+    for (int i = 0; i < 33; ++i) {
+      auto r = s->Submit(testing_api::JobJson("train-" + std::to_string(i), 8), "");
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      EXPECT_EQ(r->id, i + 1);
+      now_us_ += 1000;
+    }
+    auto started = s->RunPass();
+    ASSERT_TRUE(started.ok());
+    EXPECT_EQ(started->size(), 32u);
+    now_us_ += 1'000'000;
+    ASSERT_TRUE(s->Cancel(3).ok());
+    ASSERT_TRUE(s->Complete(4).ok());
+    now_us_ += 1000;
+    auto again = s->RunPass();  // the waiting job takes a freed node
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->size(), 1u);
+    ASSERT_TRUE(s->CheckInvariants().ok());
+    jobs = s->JobsJson({});
+    nodes = s->NodesJson();
+    events = s->EventsJson(0, 100000, "");
+  }
+  auto s = Open();
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->replayed_inputs(), 33u + 4u);
+  EXPECT_EQ(s->JobsJson({}), jobs);
+  EXPECT_EQ(s->NodesJson(), nodes);
+  EXPECT_EQ(s->EventsJson(0, 100000, ""), events);
+  EXPECT_TRUE(s->CheckInvariants().ok());
+  // And it goes on: ids continue, a freed node is used.
+  now_us_ += 1000;
+  auto r = s->Submit(testing_api::JobJson("after-restart", 8), "");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->id, 34);
+  ASSERT_TRUE(s->Complete(5).ok());
+  auto started = s->RunPass();
+  ASSERT_TRUE(started.ok());
+  EXPECT_EQ(*started, std::vector<int64_t>{34});
+}
+
+TEST_F(ServiceTest, IdempotencyKeyGivesTheSameJobOnceAndRefusesAnotherSpec) {
+  auto s = Open();
+  ASSERT_NE(s, nullptr);
+  auto a = s->Submit(testing_api::JobJson("a", 2), "key-1");
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(a->created);
+  auto b = s->Submit(testing_api::JobJson("a", 2), "key-1");
+  ASSERT_TRUE(b.ok());
+  EXPECT_FALSE(b->created);
+  EXPECT_EQ(b->id, a->id);
+  auto c = s->Submit(testing_api::JobJson("a", 4), "key-1");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(json::parse(s->JobsJson({}))["jobs"].size(), 1u);
+  // The key survives a restart.
+  s.reset();
+  s = Open();
+  auto d = s->Submit(testing_api::JobJson("a", 2), "key-1");
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->created);
+  EXPECT_EQ(d->id, a->id);
+}
+
+TEST_F(ServiceTest, BadSpecsChangeNothing) {
+  auto s = Open();
+  ASSERT_NE(s, nullptr);
+  const int64_t seq = s->applied_seq();
+  const char* bad[] = {
+      "{not json",
+      R"({"name": "x", "total_gpus": -8})",
+      R"({"name": "x", "total_gpus": 8, "colour": "blue"})",
+      R"({"name": "x", "total_gpus": 8, "constraints": {"job": {"required": "rack"}}})",
+      R"([1, 2, 3])",
+  };
+  for (const char* b : bad) {
+    auto r = s->Submit(b, "");
+    ASSERT_FALSE(r.ok()) << b;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << b;
+  }
+  EXPECT_EQ(s->applied_seq(), seq);
+  EXPECT_EQ(json::parse(s->JobsJson({}))["jobs"].size(), 0u);
+  EXPECT_EQ(s->Cancel(99).code(), StatusCode::kNotFound);
+  EXPECT_EQ(s->applied_seq(), seq);
+}
+
+TEST_F(ServiceTest, TamperedLogIsDetectedOnOpen) {
+  {
+    auto s = Open();
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->Submit(testing_api::JobJson("a", 8), "").ok());
+    ASSERT_TRUE(s->Submit(testing_api::JobJson("b", 8), "").ok());
+    ASSERT_TRUE(s->RunPass().ok());
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ + "/state.db").c_str(), &db), SQLITE_OK);
+  // Drop the record of the pass: the stored events then say more than the inputs replay to.
+  ASSERT_EQ(sqlite3_exec(db, "DELETE FROM inputs WHERE kind = 'pass'", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  ServiceOptions o;
+  o.db_path = dir_ + "/state.db";
+  o.background_passes = false;
+  auto s = Service::Open(toposched::testing::H100Cluster(), o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.status().message().find("events"), std::string::npos) << s.status().message();
+}
+
+TEST_F(ServiceTest, MetricsCountQueueGpusAndPredictedTime) {
+  auto s = Open();
+  ASSERT_NE(s, nullptr);
+  for (int i = 0; i < 34; ++i) {
+    ASSERT_TRUE(s->Submit(testing_api::JobJson("m" + std::to_string(i), 8), "").ok());
+  }
+  ASSERT_TRUE(s->RunPass().ok());
+  const std::string m = s->MetricsText();
+  EXPECT_NE(m.find("toposched_queue_length{queue=\"default\"} 2\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("toposched_gpus{state=\"allocated\"} 256\n"), std::string::npos);
+  EXPECT_NE(m.find("toposched_gpus{state=\"free\"} 0\n"), std::string::npos);
+  EXPECT_NE(m.find("toposched_placements_total 32\n"), std::string::npos);
+  EXPECT_NE(m.find("toposched_decision_latency_seconds_count 1\n"), std::string::npos);
+  EXPECT_NE(m.find("toposched_job_predicted_comm_ms{job=\"job-1\",name=\"m0\"}"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace toposched::api
