@@ -166,6 +166,7 @@ StatusOr<std::unique_ptr<Server>> Server::Start(Service& service, Options option
   h.set_payload_max_length(s->options_.max_body_bytes);
   h.set_read_timeout(std::chrono::milliseconds(s->options_.read_timeout_ms));
   h.set_write_timeout(std::chrono::milliseconds(s->options_.write_timeout_ms));
+  h.set_tcp_nodelay(true);
   h.set_keep_alive_timeout(5);
   h.set_keep_alive_max_count(10000);
   s->Routes();

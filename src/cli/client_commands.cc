@@ -83,6 +83,7 @@ StatusOr<Reply> Call(const ClientArgs& a, const std::string& method, const std::
   httplib::Client cli(url);
   if (!cli.is_valid()) return InvalidArgumentError("--server: bad URL \"" + url + "\"");
   cli.set_connection_timeout(std::chrono::seconds(5));
+  cli.set_tcp_nodelay(true);
   cli.set_read_timeout(std::chrono::seconds(60));
   httplib::Headers h = extra;
   if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
