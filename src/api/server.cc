@@ -339,6 +339,74 @@ void Server::Routes() {
     SetJson(res, 200, j.ok() ? *j : "{}");
   });
 
+  h.Post(job_re + "/priority", [&svc](const httplib::Request& req, httplib::Response& res) {
+    StatusOr<json> b = ParseObject(req.body, {"priority"});
+    if (!b.ok()) return SetStatusError(res, b.status());
+    if (!b->contains("priority") || !(*b)["priority"].is_number_integer() ||
+        (*b)["priority"].get<int64_t>() < -1000000000 ||
+        (*b)["priority"].get<int64_t>() > 1000000000) {
+      return SetStatusError(
+          res, InvalidArgumentError("request body: priority: expected an integer in [-1e9, 1e9]"));
+    }
+    Status st = svc.SetPriority(JobIdOf(req), (*b)["priority"].get<int>());
+    if (!st.ok()) return SetStatusError(res, st);
+    StatusOr<std::string> j = svc.JobJson(JobIdOf(req), false);
+    SetJson(res, 200, j.ok() ? *j : "{}");
+  });
+
+  for (bool drain : {true, false}) {
+    h.Post(std::string(R"(/api/v1/nodes/([A-Za-z0-9_.\-]{1,128})/)") + (drain ? "drain" : "resume"),
+           [&svc, drain](const httplib::Request& req, httplib::Response& res) {
+             std::string reason;
+             if (!req.body.empty()) {
+               StatusOr<json> b = ParseObject(req.body, {"reason"});
+               if (!b.ok()) return SetStatusError(res, b.status());
+               if (b->contains("reason")) {
+                 if (!(*b)["reason"].is_string()) {
+                   return SetStatusError(
+                       res, InvalidArgumentError("request body: reason: expected a string"));
+                 }
+                 reason = (*b)["reason"].get<std::string>();
+               }
+             }
+             const std::string node = req.matches[1].str();
+             Status st = svc.SetDrained(node, drain, reason);
+             if (!st.ok()) return SetStatusError(res, st);
+             SetJson(res, 200, json{{"node", node}, {"drained", drain}}.dump());
+           });
+  }
+
+  h.Post("/api/v1/health", [&svc](const httplib::Request& req, httplib::Response& res) {
+    StatusOr<json> b = ParseObject(req.body, {"node", "component", "index", "health", "reason"});
+    if (!b.ok()) return SetStatusError(res, b.status());
+    const json& j = *b;
+    for (const char* k : {"node", "component", "health"}) {
+      if (!j.contains(k) || !j[k].is_string()) {
+        return SetStatusError(
+            res, InvalidArgumentError(std::string("request body: ") + k + ": required, a string"));
+      }
+    }
+    if (j.contains("reason") && !j["reason"].is_string()) {
+      return SetStatusError(res, InvalidArgumentError("request body: reason: expected a string"));
+    }
+    int index = 0;
+    if (j.contains("index")) {
+      if (!j["index"].is_number_integer() || j["index"].get<int64_t>() < 0 ||
+          j["index"].get<int64_t>() > 1024) {
+        return SetStatusError(
+            res, InvalidArgumentError("request body: index: expected an integer in [0, 1024]"));
+      }
+      index = j["index"].get<int>();
+    } else if (j["component"] != "node") {
+      return SetStatusError(
+          res, InvalidArgumentError("request body: index: required for a gpu, nic or nvlink"));
+    }
+    Status st = svc.ReportHealth(j["component"].get<std::string>(), j["node"].get<std::string>(),
+                                 index, j["health"].get<std::string>(), j.value("reason", ""));
+    if (!st.ok()) return SetStatusError(res, st);
+    SetJson(res, 200, json{{"status", "recorded"}}.dump());
+  });
+
   h.Post("/api/v1/schedule", [&svc](const httplib::Request& req, httplib::Response& res) {
     if (!req.body.empty()) {
       if (auto b = ParseObject(req.body, {}); !b.ok()) return SetStatusError(res, b.status());

@@ -159,9 +159,11 @@ int64_t Service::RecordLocked(store::InputRecord input, size_t events_before, in
     if (it == jobs_.end()) continue;
     const JobInfo& ji = it->second;
     std::optional<JobState> st = sched_->State(id);
+    const job::JobSpec* cur = sched_->Spec(id);
     c.jobs.push_back({id, ji.spec.name, ji.spec.user, ji.spec.queue, ji.priority,
-                      st ? job::JobStateName(*st) : "UNKNOWN", ji.spec.total_gpus,
-                      ji.submit_time_us, ji.idem_key, ji.spec_json});
+                      st ? job::JobStateName(*st) : "UNKNOWN",
+                      cur != nullptr ? cur->total_gpus : ji.spec.total_gpus, ji.submit_time_us,
+                      ji.idem_key, ji.spec_json});
   }
   const int64_t seq = c.input.seq;
   {
@@ -184,16 +186,9 @@ Status Service::Replay(const std::vector<store::InputRecord>& inputs) {
       st =
           ApplySubmit(std::move(spec).value(), in.payload, in.idem_key, in.time_us, in.job_id, &id);
       if (!st.ok()) return Status(StatusCode::kDataLoss, where + ": " + st.message());
-    } else if (in.kind == "cancel") {
-      st = sched_->Cancel(in.job_id, in.time_us);
-    } else if (in.kind == "complete") {
-      st = sched_->Complete(in.job_id, in.time_us);
-    } else if (in.kind == "pass") {
-      st = ApplyPass(in.time_us).status();
     } else {
-      return Status(StatusCode::kDataLoss, where +
-                                               ": unknown input kind (written by a newer "
-                                               "build?)");
+      st = ApplyLocked(in);
+      if (st.code() == StatusCode::kDataLoss) return st;
     }
     // A refused input is never stored; one that changed something and still reported an error
     // is replayed the same way, and the event comparison below is the judge.
@@ -332,34 +327,96 @@ StatusOr<Service::SubmitResult> Service::Submit(const std::string& spec_json,
   return r;
 }
 
-Status Service::Cancel(int64_t id) {
+Status Service::ApplyLocked(const store::InputRecord& in) {
+  const std::string where = "input " + std::to_string(in.seq) + " (" + in.kind + ")";
+  if (in.kind == "cancel") return sched_->Cancel(in.job_id, in.time_us);
+  if (in.kind == "complete") return sched_->Complete(in.job_id, in.time_us);
+  if (in.kind == "pass") return ApplyPass(in.time_us).status();
+  const json p = json::parse(in.payload, nullptr, false);
+  if (!p.is_object()) return Status(StatusCode::kDataLoss, where + ": malformed payload");
+  try {
+    if (in.kind == "priority") {
+      const int pr = p.at("priority").get<int>();
+      RETURN_IF_ERROR(sched_->SetPriority(in.job_id, pr, in.time_us));
+      jobs_.at(in.job_id).priority = pr;
+      return OkStatus();
+    }
+    const std::string node_name = p.at("node").get<std::string>();
+    const int node = cluster_->FindNode(node_name);
+    if (node < 0) return NotFoundError("no node \"" + node_name + "\"");
+    const std::string reason = p.value("reason", "");
+    if (in.kind == "drain") {
+      return sched_->SetNodeDrained(node, p.at("drained").get<bool>(), in.time_us,
+                                    reason.empty() ? "drained by operator" : reason);
+    }
+    if (in.kind == "health") {
+      StatusOr<topo::Health> h = topo::ParseHealth(p.at("health").get<std::string>());
+      if (!h.ok()) return h.status().WithPrefix("health");
+      const std::string comp = p.at("component").get<std::string>();
+      const int index = p.value("index", 0);
+      const std::string why =
+          reason.empty() ? comp + " health report: " + topo::HealthName(*h) : reason;
+      if (comp == "node") return sched_->SetNodeHealth(node, *h, in.time_us, why);
+      if (comp == "gpu") return sched_->SetGpuHealth(node, index, *h, in.time_us, why);
+      if (comp == "nic") return sched_->SetNicHealth(node, index, *h, in.time_us, why);
+      if (comp == "nvlink") return sched_->SetNvlinkHealth(node, index, *h, in.time_us, why);
+      return InvalidArgumentError("component: expected node, gpu, nic or nvlink, got \"" + comp +
+                                  "\"");
+    }
+  } catch (const std::exception& e) {
+    return Status(StatusCode::kDataLoss, where + ": malformed payload: " + e.what());
+  }
+  return Status(StatusCode::kDataLoss, where + ": unknown input kind (written by a newer build?)");
+}
+
+Status Service::Mutate(store::InputRecord in) {
   RETURN_IF_ERROR(health());
   int64_t seq = 0;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    const int64_t now = NowLocked();
+    in.time_us = NowLocked();
     const size_t before = sched_->Events().size();
-    Status st = sched_->Cancel(id, now);
+    Status st = ApplyLocked(in);
+    // A refused input changed nothing and is not stored.
     if (!st.ok() && sched_->Events().size() == before) return st;
-    seq = RecordLocked({0, "cancel", now, id, "", "{}"}, before, id);
+    const int64_t job = in.job_id;
+    seq = RecordLocked(std::move(in), before, job);
   }
   TriggerPass();
   return WaitDurable(seq);
 }
 
-Status Service::Complete(int64_t id) {
-  RETURN_IF_ERROR(health());
-  int64_t seq = 0;
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    const int64_t now = NowLocked();
-    const size_t before = sched_->Events().size();
-    Status st = sched_->Complete(id, now);
-    if (!st.ok() && sched_->Events().size() == before) return st;
-    seq = RecordLocked({0, "complete", now, id, "", "{}"}, before, id);
+Status Service::Cancel(int64_t id) { return Mutate({0, "cancel", 0, id, "", "{}"}); }
+
+Status Service::Complete(int64_t id) { return Mutate({0, "complete", 0, id, "", "{}"}); }
+
+Status Service::SetPriority(int64_t id, int priority) {
+  return Mutate({0, "priority", 0, id, "", Dump(json{{"priority", priority}})});
+}
+
+Status Service::SetDrained(const std::string& node, bool drained, const std::string& reason) {
+  if (cluster_->FindNode(node) < 0) return NotFoundError("no node \"" + node + "\"");
+  return Mutate(
+      {0, "drain", 0, 0, "", Dump(json{{"node", node}, {"drained", drained}, {"reason", reason}})});
+}
+
+Status Service::ReportHealth(const std::string& component, const std::string& node, int index,
+                             const std::string& health, const std::string& reason) {
+  if (cluster_->FindNode(node) < 0) return NotFoundError("node: no node \"" + node + "\"");
+  if (component != "node" && component != "gpu" && component != "nic" && component != "nvlink") {
+    return InvalidArgumentError("component: expected node, gpu, nic or nvlink, got \"" + component +
+                                "\"");
   }
-  TriggerPass();
-  return WaitDurable(seq);
+  if (StatusOr<topo::Health> h = topo::ParseHealth(health); !h.ok()) {
+    return h.status().WithPrefix("health");
+  }
+  if (index < 0) return InvalidArgumentError("index: must be >= 0");
+  return Mutate({0, "health", 0, 0, "",
+                 Dump(json{{"component", component},
+                           {"node", node},
+                           {"index", index},
+                           {"health", health},
+                           {"reason", reason}})});
 }
 
 StatusOr<std::vector<int64_t>> Service::RunPass() {
@@ -394,6 +451,8 @@ StatusOr<std::vector<int64_t>> Service::RunPass() {
 std::string Service::JobJsonLocked(int64_t id, bool with_events) const {
   const JobInfo& ji = jobs_.at(id);
   const std::optional<JobState> st = sched_->State(id);
+  const job::JobSpec* cur = sched_->Spec(id);  // elastic jobs change size
+  const job::JobSpec& spec = cur != nullptr ? *cur : ji.spec;
   json j{{"id", id},
          {"job_id", "job-" + std::to_string(id)},
          {"name", ji.spec.name},
@@ -401,9 +460,9 @@ std::string Service::JobJsonLocked(int64_t id, bool with_events) const {
          {"queue", ji.spec.queue},
          {"priority", ji.priority},
          {"state", st ? job::JobStateName(*st) : "UNKNOWN"},
-         {"gpus", ji.spec.total_gpus},
-         {"replicas", ji.spec.replicas},
-         {"gpus_per_replica", ji.spec.gpus_per_replica},
+         {"gpus", spec.total_gpus},
+         {"replicas", spec.replicas},
+         {"gpus_per_replica", spec.gpus_per_replica},
          {"submit_time_us", ji.submit_time_us},
          {"time_limit_s", ji.spec.time_limit_s},
          {"idempotency_key", ji.idem_key}};

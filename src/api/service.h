@@ -73,6 +73,15 @@ class Service {
   // NotFound / FailedPrecondition as the scheduler says.
   Status Cancel(int64_t id);
   Status Complete(int64_t id);
+  // NotFound for an unknown job; FailedPrecondition for a finished one.
+  Status SetPriority(int64_t id, int priority);
+  // NotFound for an unknown node name.
+  Status SetDrained(const std::string& node, bool drained, const std::string& reason);
+  // A health report. component: "node", "gpu", "nic" or "nvlink" (the NVLinks of GPU `index`);
+  // `index` is the GPU/NIC position on the node (ignored for "node"); health: "healthy",
+  // "degraded" or "unhealthy". InvalidArgument / NotFound naming the bad field.
+  Status ReportHealth(const std::string& component, const std::string& node, int index,
+                      const std::string& health, const std::string& reason);
   // Tick + one scheduling pass now. Returns the ids started.
   StatusOr<std::vector<int64_t>> RunPass();
 
@@ -121,6 +130,11 @@ class Service {
   Status ApplySubmit(job::JobSpec spec, const std::string& spec_json, const std::string& key,
                      int64_t now_us, int64_t expect_id, int64_t* id_out);
   StatusOr<std::vector<int64_t>> ApplyPass(int64_t now_us);
+  // Applies one input other than a submit (cancel, complete, pass, priority, drain, health)
+  // with its time_us: the same code live and in replay.
+  Status ApplyLocked(const store::InputRecord& in);
+  // Live path for ApplyLocked: stamps the time, applies, records, triggers a pass, waits.
+  Status Mutate(store::InputRecord in);
   // Builds the Change for the input just applied: events since `events_before`, rows of the
   // jobs they touch (and `extra_job`). Queues it for the committer; returns its seq.
   int64_t RecordLocked(store::InputRecord input, size_t events_before, int64_t extra_job);

@@ -114,6 +114,22 @@ TEST_F(CliClientTest, SubmitQueueShowExplainCancelNodesEvents) {
   EXPECT_EQ(json::parse(active.out)["jobs"].size(), 1u);
 }
 
+TEST_F(CliClientTest, DrainAndResumeANode) {
+  CliRun d = Cli("drain gpu005 --reason maintenance");
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_EQ(d.out, "gpu005 drained\n");
+  json nodes = json::parse(Cli("nodes --json").out)["nodes"];
+  EXPECT_EQ(nodes[4]["name"], "gpu005");
+  EXPECT_EQ(nodes[4]["drained"], true);
+  CliRun r = Cli("resume gpu005");
+  ASSERT_EQ(r.code, 0) << r.err;
+  nodes = json::parse(Cli("nodes --json").out)["nodes"];
+  EXPECT_EQ(nodes[4]["drained"], false);
+  CliRun bad = Cli("drain gpu999");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("HTTP 404"), std::string::npos) << bad.err;
+}
+
 TEST_F(CliClientTest, ErrorsAreClearAndExitNonZero) {
   const std::string spec = dir_ + "/ok.yaml";
   testing_api::WriteFile(spec, "name: tokenless\ntotal_gpus: 1\n");

@@ -230,6 +230,62 @@ TEST_F(ServerTest, RestartKeepsJobsAllocationsAndEvents) {
   EXPECT_EQ(json::parse(pass->body)["started"], json::array({33}));
 }
 
+TEST_F(ServerTest, PriorityDrainAndHealthReportsAreAppliedAndSurviveRestart) {
+  ASSERT_EQ(Post("/api/v1/jobs", testing_api::JobJson("low", 8))->status, 201);
+  auto pr = Post("/api/v1/jobs/1/priority", R"({"priority": 42})");
+  ASSERT_TRUE(pr);
+  ASSERT_EQ(pr->status, 200) << pr->body;
+  EXPECT_EQ(json::parse(pr->body)["priority"], 42);
+
+  auto drain = Post("/api/v1/nodes/gpu001/drain", R"({"reason": "maintenance"})");
+  ASSERT_TRUE(drain);
+  ASSERT_EQ(drain->status, 200) << drain->body;
+  auto sick = Post("/api/v1/health",
+                   R"({"node": "gpu002", "component": "gpu", "index": 3, "health": "unhealthy",
+                       "reason": "XID 79"})");
+  ASSERT_TRUE(sick);
+  ASSERT_EQ(sick->status, 200) << sick->body;
+  ASSERT_EQ(Post("/api/v1/schedule", "")->status, 200);
+  json job = Get("/api/v1/jobs/1");
+  ASSERT_EQ(job["state"], "RUNNING");
+  const std::string node = job["placement"]["nodes"][0]["node"];
+  EXPECT_NE(node, "gpu001");  // drained
+  EXPECT_NE(node, "gpu002");  // a GPU down: no whole free node of 8
+  json nodes = Get("/api/v1/nodes");
+  EXPECT_EQ(nodes["nodes"][0]["drained"], true);
+  ASSERT_EQ(nodes["nodes"][1]["gpu_health"].size(), 1u);
+  EXPECT_EQ(nodes["nodes"][1]["gpu_health"][0]["gpu"], 3);
+  EXPECT_EQ(nodes["nodes"][1]["gpu_health"][0]["health"], "unhealthy");
+  auto metrics = client_->Get("/metrics");
+  EXPECT_NE(metrics->body.find("toposched_gpus{state=\"unhealthy\"} 1\n"), std::string::npos);
+
+  // Refused, and nothing changes.
+  seq_before_ = service_->applied_seq();
+  ExpectRejected(Post("/api/v1/nodes/gpu999/drain", ""), 404, "not_found", "gpu999");
+  ExpectRejected(Post("/api/v1/health", R"({"node": "gpu003", "component": "gpu", "index": 1,
+                                             "health": "sparkly"})"),
+                 400, "invalid_argument", "health");
+  ExpectRejected(Post("/api/v1/health", R"({"node": "gpu003", "component": "fan", "index": 1,
+                                             "health": "unhealthy"})"),
+                 400, "invalid_argument", "component");
+  ExpectRejected(Post("/api/v1/health", R"({"node": "gpu003", "component": "gpu",
+                                             "health": "unhealthy"})"),
+                 400, "invalid_argument", "index");
+  ExpectRejected(Post("/api/v1/jobs/1/priority", R"({"priority": "high"})"), 400,
+                 "invalid_argument", "priority");
+  ExpectRejected(Post("/api/v1/jobs/9/priority", R"({"priority": 1})"), 404, "not_found", "9");
+
+  const std::string jobs = Get("/api/v1/jobs").dump();
+  const std::string node_view = Get("/api/v1/nodes").dump();
+  server_.reset();
+  service_.reset();
+  Boot();
+  EXPECT_EQ(Get("/api/v1/jobs").dump(), jobs);
+  EXPECT_EQ(Get("/api/v1/nodes").dump(), node_view);
+  ASSERT_EQ(Post("/api/v1/nodes/gpu001/resume", "")->status, 200);
+  EXPECT_EQ(Get("/api/v1/nodes")["nodes"][0]["drained"], false);
+}
+
 TEST(ServerOptionsTest, BeyondLoopbackNeedsAToken) {
   ServerOptions o;
   o.host = "0.0.0.0";
