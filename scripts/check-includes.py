@@ -14,10 +14,11 @@ ALLOWED = {
     "cost": {"topo", "core"},
     "job": {"core", "topo"},
     "sched": {"core", "topo", "cost", "job"},
+    "slurm": {"core", "topo", "cost", "job", "sched"},
     "store": {"core", "job"},
     "api": {"core", "topo", "cost", "job", "sched", "store"},
     "sim": {"core", "topo", "cost", "job", "sched", "store"},
-    "cli": {"core", "topo", "cost", "job", "sched", "store", "api", "sim"},
+    "cli": {"core", "topo", "cost", "job", "sched", "store", "api", "sim", "slurm"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
