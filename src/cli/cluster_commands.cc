@@ -51,8 +51,7 @@ int RunExportSlurm(const std::string& cluster_file, const std::string& dir) {
   if (!ec) std::filesystem::rename(d / "nodes.conf.tmp", d / "nodes.conf", ec);
   if (ec) return Fail(InvalidArgumentError(dir + ": rename failed: " + ec.message()));
   std::cout << "wrote " << (d / "gres.conf").string() << ", " << (d / "topology.conf").string()
-            << " (topology/" << e->topology_kind << ") and " << (d / "nodes.conf").string()
-            << "\n";
+            << " (topology/" << e->topology_kind << ") and " << (d / "nodes.conf").string() << "\n";
   return 0;
 }
 
@@ -83,9 +82,11 @@ void RegisterClusterCommands(CLI::App& app, int& rc) {
   exp->require_subcommand(1);
   auto cl = std::make_shared<std::string>();
   auto dir = std::make_shared<std::string>();
-  CLI::App* slurm = exp->add_subcommand("slurm", "Write gres.conf, topology.conf and slurm.conf node lines");
+  CLI::App* slurm =
+      exp->add_subcommand("slurm", "Write gres.conf, topology.conf and slurm.conf node lines");
   slurm->add_option("CLUSTER", *cl, "cluster spec (YAML)")->required();
-  slurm->add_option("--dir", *dir, "write gres.conf, topology.conf and nodes.conf here (default: stdout)");
+  slurm->add_option("--dir", *dir,
+                    "write gres.conf, topology.conf and nodes.conf here (default: stdout)");
   slurm->callback([cl, dir, &rc] { rc = RunExportSlurm(*cl, *dir); });
 
   auto demo_cluster = std::make_shared<std::string>("data/clusters/h100-2rack.yaml");

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstdio>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -174,8 +174,8 @@ int RunCost(const std::string& cluster_file, bool ring, const std::vector<std::s
     slurm::MarkOptions mo;
     mo.partition = "";
     auto mark = slurm::MarkOf(j, script, mo);
-    slurm::LayoutRequest layout = mark.ok() && mark->has_value() ? (*mark)->layout
-                                                                  : slurm::LayoutRequest{};
+    slurm::LayoutRequest layout =
+        mark.ok() && mark->has_value() ? (*mark)->layout : slurm::LayoutRequest{};
     auto spec = slurm::SpecForJob(j, layout);
     if (!spec.ok()) return Fail(spec.status());
     auto hosts = ExpandHostList(j.node_list);

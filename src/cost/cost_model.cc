@@ -575,6 +575,9 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
         if (bw < algbw) {
           algbw = bw;
           int up = parent[0][i] >= 0 ? parent[0][i] : parent[1][i];
+          // With an odd island count the middle island is the root of both trees: name its
+          // link to a neighbour (ni >= 2 here).
+          if (up < 0) up = i == 0 ? 1 : i - 1;
           c.bottleneck =
               net_hop(i, p.islands[i].members.front(), p.islands[up].members.front(), bw);
         }

@@ -148,7 +148,8 @@ StatusOr<ExecPlan> PlanExec(const std::map<std::string, std::string>& env,
   std::vector<int> positions;
   for (int g : p.gpus) positions.push_back(pos_of[g]);
   sched::PairMatrix w(t);
-  std::vector<int> ring_pos = positions.size() > 2 ? sched::BestRing(w, positions).order : positions;
+  std::vector<int> ring_pos =
+      positions.size() > 2 ? sched::BestRing(w, positions).order : positions;
   std::map<int, int> idx_of_pos;
   for (int g : p.gpus) idx_of_pos[pos_of[g]] = g;
   for (int pos : ring_pos) p.ring.push_back(idx_of_pos[pos]);

@@ -14,7 +14,7 @@ namespace toposched::slurm {
 
 struct ImportOptions {
   std::string cluster_name = "slurm";
-  std::string default_topology;               // topology file for nodes not in per_node
+  std::string default_topology;                 // topology file for nodes not in per_node
   std::map<std::string, std::string> per_node;  // node name → topology file
   std::string gpu_model;  // sets every GPU's model when the files do not say ("" = keep)
   // InvalidArgument when no topology file is given at all.

@@ -26,8 +26,8 @@ int64_t JobNumber(const std::string& id) {
 }
 
 std::string LayoutText(const job::Layout& l) {
-  std::string s = "tp=" + std::to_string(l.tp) + " pp=" + std::to_string(l.pp) +
-                  " dp=" + std::to_string(l.dp);
+  std::string s =
+      "tp=" + std::to_string(l.tp) + " pp=" + std::to_string(l.pp) + " dp=" + std::to_string(l.dp);
   if (l.ep > 1) s += " ep=" + std::to_string(l.ep);
   return s;
 }
@@ -86,8 +86,8 @@ StatusOr<sched::ClusterState> StateFromNodes(const topo::Cluster& cluster,
     for (int idx : n.gpus_used) {
       int pos = GpuPosOfSlurmIndex(t, idx);
       if (pos < 0) {
-        return FailedPreconditionError("node \"" + n.name + "\": GPU index " +
-                                       std::to_string(idx) + " in use is out of range");
+        return FailedPreconditionError("node \"" + n.name + "\": GPU index " + std::to_string(idx) +
+                                       " in use is out of range");
       }
       used.set(pos);
     }
@@ -139,8 +139,8 @@ StatusOr<std::optional<MarkedLayout>> MarkOf(const SlurmJob& job, const std::str
   if (!options.comment.empty()) {
     std::vector<std::string> words = SplitWhitespace(job.comment);
     if (!words.empty() && words[0] == options.comment) {
-      std::string rest = job.comment.substr(job.comment.find(options.comment) +
-                                            options.comment.size());
+      std::string rest =
+          job.comment.substr(job.comment.find(options.comment) + options.comment.size());
       auto l = ParseLayoutRequest(rest);
       if (!l.ok()) return with_job(l.status().WithPrefix("comment"));
       return std::optional<MarkedLayout>(MarkedLayout{"comment", *l});
@@ -155,7 +155,9 @@ StatusOr<std::optional<MarkedLayout>> MarkOf(const SlurmJob& job, const std::str
 }
 
 StatusOr<job::JobSpec> SpecForJob(const SlurmJob& job, const LayoutRequest& layout) {
-  auto fail = [&](const std::string& m) { return InvalidArgumentError("job " + job.id + ": " + m); };
+  auto fail = [&](const std::string& m) {
+    return InvalidArgumentError("job " + job.id + ": " + m);
+  };
   if (job.gpus_per_node <= 0) {
     return fail("asks no GPUs per node (submit with --gpus-per-node=N or --gres=gpu:N)");
   }
@@ -245,9 +247,8 @@ StatusOr<PlaceReport> PlaceOnce(const topo::Cluster& cluster, CommandRunner& run
   ASSIGN_OR_RETURN(std::string job_text,
                    RunChecked(runner, {"scontrol", "-d", "-o", "show", "job"}));
   ASSIGN_OR_RETURN(std::vector<SlurmJob> jobs, ParseJobs(job_text, "scontrol show job"));
-  std::sort(jobs.begin(), jobs.end(), [](const SlurmJob& a, const SlurmJob& b) {
-    return JobNumber(a.id) < JobNumber(b.id);
-  });
+  std::sort(jobs.begin(), jobs.end(),
+            [](const SlurmJob& a, const SlurmJob& b) { return JobNumber(a.id) < JobNumber(b.id); });
   ASSIGN_OR_RETURN(std::unique_ptr<sched::GangPlacer> placer,
                    sched::GangPlacer::Create(cluster, options.placer));
 
@@ -269,7 +270,8 @@ StatusOr<PlaceReport> PlaceOnce(const topo::Cluster& cluster, CommandRunner& run
           --want;
         }
       }
-      if (!take.empty()) RETURN_IF_ERROR(state.Allocate(next_hidden++, {sched::NodeGpus{node, take}}));
+      if (!take.empty())
+        RETURN_IF_ERROR(state.Allocate(next_hidden++, {sched::NodeGpus{node, take}}));
     }
   }
 
@@ -337,7 +339,8 @@ StatusOr<PlaceReport> PlaceOnce(const topo::Cluster& cluster, CommandRunner& run
       d.nodes.push_back(cluster.nodes[part.node].name);
       std::vector<int> idx;
       for (int pos = 0; pos < static_cast<int>(cluster.topology(part.node).gpus.size()); ++pos) {
-        if (part.gpus.test(pos)) idx.push_back(SlurmIndexOfGpuPos(cluster.topology(part.node), pos));
+        if (part.gpus.test(pos))
+          idx.push_back(SlurmIndexOfGpuPos(cluster.topology(part.node), pos));
       }
       std::sort(idx.begin(), idx.end());
       d.slurm_gpus.push_back(std::move(idx));
@@ -346,9 +349,9 @@ StatusOr<PlaceReport> PlaceOnce(const topo::Cluster& cluster, CommandRunner& run
     if (!options.dry_run) {
       std::string list;
       for (const std::string& n : d.nodes) list += (list.empty() ? "" : ",") + n;
-      ASSIGN_OR_RETURN(std::string ignored,
-                       RunChecked(runner, {"scontrol", "update", "JobId=" + j.id,
-                                           "ReqNodeList=" + list}));
+      ASSIGN_OR_RETURN(
+          std::string ignored,
+          RunChecked(runner, {"scontrol", "update", "JobId=" + j.id, "ReqNodeList=" + list}));
       ASSIGN_OR_RETURN(ignored, RunChecked(runner, {"scontrol", "release", j.id}));
     }
     d.action = PlaceDecision::Action::kPlaced;

@@ -62,9 +62,9 @@ struct PlaceDecision {
   std::string job_id;
   std::string job_name;
   enum class Action { kPlaced, kWaiting, kRejected } action = Action::kWaiting;
-  std::string marked_by;  // "directive", "comment", "partition"
-  std::string layout;     // "tp=8 pp=2 dp=1"
-  std::vector<std::string> nodes;  // chosen nodes in rank order (placed)
+  std::string marked_by;                     // "directive", "comment", "partition"
+  std::string layout;                        // "tp=8 pp=2 dp=1"
+  std::vector<std::string> nodes;            // chosen nodes in rank order (placed)
   std::vector<std::vector<int>> slurm_gpus;  // per node, the Slurm GPU indices it will get
   double predicted_ms = 0;
   std::string detail;  // explanation or the reason it waits / was rejected
@@ -112,9 +112,8 @@ StatusOr<CommTime> PredictCommTime(const cost::CostModel& model, const job::Layo
 
 // Rank order of a running job's GPUs: nodes in `node_order`, on each node its GPUs (positions)
 // either ascending (Slurm's order) or in the best ring (`ring`, what `toposched exec` sets).
-StatusOr<std::vector<cost::GpuRef>> RanksOf(const topo::Cluster& cluster,
-                                            const std::vector<std::string>& node_order,
-                                            const std::map<std::string, std::vector<int>>& slurm_gpus,
-                                            bool ring);
+StatusOr<std::vector<cost::GpuRef>> RanksOf(
+    const topo::Cluster& cluster, const std::vector<std::string>& node_order,
+    const std::map<std::string, std::vector<int>>& slurm_gpus, bool ring);
 
 }  // namespace toposched::slurm

@@ -135,7 +135,8 @@ StatusOr<std::vector<GresItem>> ParseGres(std::string_view text) {
     std::string paren;
     size_t lp = item.find('(');
     if (lp != std::string::npos) {
-      if (item.back() != ')') return InvalidArgumentError("unbalanced parenthesis in " + Quote(item));
+      if (item.back() != ')')
+        return InvalidArgumentError("unbalanced parenthesis in " + Quote(item));
       head = item.substr(0, lp);
       paren = item.substr(lp + 1, item.size() - lp - 2);
     }
@@ -182,7 +183,8 @@ StatusOr<std::vector<SlurmNode>> ParseNodes(std::string_view text, const std::st
     if (!name) return LineError(source, number, "record without NodeName=");
     n.name = *name;
     auto fail = [&](const std::string& field, const Status& s) {
-      return LineError(source, number, "node " + Quote(n.name) + ": " + field + "=: " + s.message());
+      return LineError(source, number,
+                       "node " + Quote(n.name) + ": " + field + "=: " + s.message());
     };
     n.state = Field(r, "State").value_or("UNKNOWN");
     std::string up = n.state;
@@ -311,8 +313,9 @@ StatusOr<std::string> TopologyConfFromShowTopology(std::string_view text,
     if (Trim(raw).empty()) continue;
     auto r = ParseRecordLine(raw);
     if (!r || r->empty() || (*r)[0].first != "SwitchName") {
-      return LineError(source, number, "expected SwitchName=..., got " +
-                                           Quote(std::string(Trim(raw)).substr(0, 40)));
+      return LineError(
+          source, number,
+          "expected SwitchName=..., got " + Quote(std::string(Trim(raw)).substr(0, 40)));
     }
     Sw s;
     s.line = number;
@@ -335,8 +338,8 @@ StatusOr<std::string> TopologyConfFromShowTopology(std::string_view text,
     for (const std::string& c : s.switches) {
       auto it = by_name.find(c);
       if (it == by_name.end()) {
-        return LineError(source, s.line, "switch " + Quote(s.name) + ": unknown child switch " +
-                                             Quote(c));
+        return LineError(source, s.line,
+                         "switch " + Quote(s.name) + ": unknown child switch " + Quote(c));
       }
       below.insert(it->second->nodes.begin(), it->second->nodes.end());
     }
@@ -372,8 +375,11 @@ StatusOr<LayoutRequest> ParseLayoutRequest(std::string_view text) {
       r.model_params = *p;
       continue;
     }
-    int* slot = key == "tp" ? &r.tp : key == "pp" ? &r.pp : key == "dp" ? &r.dp
-                                       : key == "ep" ? &r.ep : nullptr;
+    int* slot = key == "tp"   ? &r.tp
+                : key == "pp" ? &r.pp
+                : key == "dp" ? &r.dp
+                : key == "ep" ? &r.ep
+                              : nullptr;
     if (!slot) {
       return InvalidArgumentError("layout: unknown key " + Quote(key) +
                                   " (expected tp, pp, dp, ep, model)");

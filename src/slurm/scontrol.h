@@ -37,11 +37,11 @@ StatusOr<std::vector<GresItem>> ParseGres(std::string_view text);
 
 struct SlurmNode {
   std::string name;
-  std::string state;  // State= as printed ("IDLE", "MIXED", "DOWN*+DRAIN", ...)
-  bool usable = true;   // not DOWN, FAIL, NOT_RESPONDING ('*'), POWERED_DOWN, ...
-  bool drained = false;  // DRAIN / DRAINING / DRAINED flag
-  std::string gpu_type;  // from Gres=
-  int gpus = 0;          // from Gres=
+  std::string state;           // State= as printed ("IDLE", "MIXED", "DOWN*+DRAIN", ...)
+  bool usable = true;          // not DOWN, FAIL, NOT_RESPONDING ('*'), POWERED_DOWN, ...
+  bool drained = false;        // DRAIN / DRAINING / DRAINED flag
+  std::string gpu_type;        // from Gres=
+  int gpus = 0;                // from Gres=
   std::vector<int> gpus_used;  // GPU indices in use (GresUsed=...(IDX:...)); needs -d
   bool gpus_used_known = false;
   std::vector<std::string> partitions;
@@ -53,20 +53,21 @@ StatusOr<std::vector<SlurmNode>> ParseNodes(std::string_view text, const std::st
 struct SlurmJob {
   std::string id;  // JobId= (array tasks keep Slurm's "123_4" form when printed so)
   std::string name;
-  std::string user;        // UserId= without the "(uid)"
-  std::string state;       // JobState= as printed
+  std::string user;   // UserId= without the "(uid)"
+  std::string state;  // JobState= as printed
   job::JobState mapped = job::JobState::kPending;
-  std::string reason;      // Reason=
-  bool held = false;       // pending with Reason JobHeldUser/JobHeldAdmin (priority 0)
+  std::string reason;  // Reason=
+  bool held = false;   // pending with Reason JobHeldUser/JobHeldAdmin (priority 0)
   std::string partition;
-  std::string comment;     // "" for "(null)"
-  int num_nodes = 0;       // NumNodes= lower bound
-  int gpus_per_node = 0;   // TresPerNode=gres:gpu[:type]:N, or TresPerJob / nodes
-  std::string gpu_type;    // from TresPerNode/TresPerJob, "" when any
-  std::string node_list;   // NodeList= expanded later by callers; "" for "(null)"
+  std::string comment;    // "" for "(null)"
+  int num_nodes = 0;      // NumNodes= lower bound
+  int gpus_per_node = 0;  // TresPerNode=gres:gpu[:type]:N, or TresPerJob / nodes
+  std::string gpu_type;   // from TresPerNode/TresPerJob, "" when any
+  std::string node_list;  // NodeList= expanded later by callers; "" for "(null)"
   std::string req_node_list;
-  bool batch = false;      // BatchFlag=1
-  // Per node of a running job, with -d: GPU indices it holds ("Nodes=gpu01 ... GRES=gpu:2(IDX:0-1)").
+  bool batch = false;  // BatchFlag=1
+  // Per node of a running job, with -d: GPU indices it holds ("Nodes=gpu01 ...
+  // GRES=gpu:2(IDX:0-1)").
   std::map<std::string, std::vector<int>> gpus_by_node;
 };
 // `scontrol -d -o show job`: records without JobId= are InvalidArgument; unknown JobState is

@@ -39,11 +39,13 @@ std::vector<int> Ints(const std::string& s) {
 
 TEST(PlanExec, EightLocalRanksGetTheNvlinkRingInOrder) {
   topo::NodeTopology t = V100();
-  std::map<std::string, std::string> env = {
-      {"SLURM_PROCID", "11"},         {"SLURM_LOCALID", "3"},
-      {"SLURM_NODEID", "1"},          {"SLURMD_NODENAME", "gpu02"},
-      {"SLURM_STEP_TASKS_PER_NODE", "8(x2)"}, {"SLURM_JOB_GPUS", "0,1,2,3,4,5,6,7"},
-      {"CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7"}};
+  std::map<std::string, std::string> env = {{"SLURM_PROCID", "11"},
+                                            {"SLURM_LOCALID", "3"},
+                                            {"SLURM_NODEID", "1"},
+                                            {"SLURMD_NODENAME", "gpu02"},
+                                            {"SLURM_STEP_TASKS_PER_NODE", "8(x2)"},
+                                            {"SLURM_JOB_GPUS", "0,1,2,3,4,5,6,7"},
+                                            {"CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7"}};
   auto p = PlanExec(env, t);
   ASSERT_TRUE(p.ok()) << p.status().message();
   EXPECT_EQ(p->local_size, 8);
@@ -54,7 +56,8 @@ TEST(PlanExec, EightLocalRanksGetTheNvlinkRingInOrder) {
   // index order 0..7 is not (GPU3-GPU4 is SYS).
   for (size_t i = 0; i < 8; ++i) {
     int a = t.gpu_pos(p->ring[i]), b = t.gpu_pos(p->ring[(i + 1) % 8]);
-    EXPECT_EQ(t.gpu_gpu(a, b).cls, topo::PathClass::kNV) << p->ring[i] << "-" << p->ring[(i + 1) % 8];
+    EXPECT_EQ(t.gpu_gpu(a, b).cls, topo::PathClass::kNV)
+        << p->ring[i] << "-" << p->ring[(i + 1) % 8];
   }
   EXPECT_NE(t.gpu_gpu(t.gpu_pos(3), t.gpu_pos(4)).cls, topo::PathClass::kNV);
   // One GPU per rank: every rank sees the whole ring and uses device <local rank>.
