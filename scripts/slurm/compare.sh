@@ -15,25 +15,47 @@ chmod 755 "$WORK"
 cd "$WORK"
 trap 'cd /; [ -d "$WORK/slurm" ] && bash "$HARNESS" stop "$WORK/slurm"; rm -rf "$WORK"' EXIT
 
-# The occupancy, as unmarked jobs pinned to nodes: name nodes gpus_per_node.
-OCCUPY=("gpu01 8" "gpu02 2" "gpu03 6" "gpu05 4" "gpu06 3")
 # The queue: name layout nodes gpus_per_node (submitted in this order).
 QUEUE=("A tp=8,pp=2 2 8" "B tp=4 2 4" "C tp=2,pp=2 2 2" "D tp=4 1 4")
+
+busy() {  # busy NODE GPUS → job id of an unmarked job pinned there, once it runs
+  local id
+  id=$(sbatch --parsable -J "busy-$1" -N1 -w "$1" --gpus-per-node="$2" -o /dev/null \
+    --wrap 'sleep 600')
+  for _ in $(seq 100); do
+    [ "$(squeue -h -j "$id" -o %T)" = RUNNING ] && break
+    sleep 0.1
+  done
+  echo "$id"
+}
+
+# The occupancy, left by earlier jobs: gpu03 and gpu07 full; on gpu01 and gpu05 three 2-GPU
+# jobs took 0,3 then 1,2 then 4,7 and the first ended, leaving GPUs 0,3,5,6 free: four GPUs,
+# but two NVLink pairs that reach each other only through the CPUs.
+occupy() {
+  busy gpu03 8 >/dev/null
+  busy gpu07 8 >/dev/null
+  local first
+  for node in gpu01 gpu05; do
+    first=$(busy "$node" 2)
+    busy "$node" 2 >/dev/null
+    busy "$node" 2 >/dev/null
+    scancel "$first"
+  done
+  for _ in $(seq 100); do
+    [ "$(squeue -h -t running | wc -l)" -eq 6 ] && break
+    sleep 0.1
+  done
+  scontrol -d -o show node | grep -o 'NodeName=[^ ]*\|GresUsed=[^ ]*' | paste -d' ' - - \
+    >"$WORK/occupancy.txt"
+}
 
 run() {  # run MODE → writes $WORK/MODE.cost (toposched slurm cost output)
   local mode="$1" d="$WORK/slurm"
   TOPOSCHED="$TS" bash "$HARNESS" start "$CLUSTER" "$d" >/dev/null
   # shellcheck disable=SC1091
   . "$d/env"
-  for o in "${OCCUPY[@]}"; do
-    read -r node gpus <<<"$o"
-    sbatch --parsable -J "busy-$node" -N1 -w "$node" --gpus-per-node="$gpus" -o /dev/null \
-      --wrap 'sleep 600' >/dev/null
-  done
-  for _ in $(seq 100); do
-    [ "$(squeue -h -t running | wc -l)" -eq "${#OCCUPY[@]}" ] && break
-    sleep 0.1
-  done
+  occupy
   local ids=()
   for q in "${QUEUE[@]}"; do
     read -r name layout nodes gpus <<<"$q"
@@ -49,7 +71,7 @@ run() {  # run MODE → writes $WORK/MODE.cost (toposched slurm cost output)
     ring=(--ring)
   fi
   for _ in $(seq 100); do
-    [ "$(squeue -h -t running | wc -l)" -eq $((${#OCCUPY[@]} + ${#QUEUE[@]})) ] && break
+    [ "$(squeue -h -t running | wc -l)" -eq $((6 + ${#QUEUE[@]})) ] && break
     sleep 0.1
   done
   "$TS" slurm cost --cluster "$CLUSTER" "${ring[@]}" "${ids[@]}" >"$WORK/$mode.cost"
@@ -59,6 +81,9 @@ run() {  # run MODE → writes $WORK/MODE.cost (toposched slurm cost output)
 
 run slurm
 run toposched
+echo "occupancy before the queue:"
+cat "$WORK/occupancy.txt"
+echo
 python3 - "$WORK/slurm.cost" "$WORK/toposched.cost" <<'PY'
 import sys
 def rows(path):

@@ -32,25 +32,67 @@ std::string LayoutText(const job::Layout& l) {
   return s;
 }
 
-// Holds every free GPU of `node` but the `keep` lowest Slurm indices (allocation id `id`).
-Status KeepLowestFree(const topo::Cluster& c, sched::ClusterState& s, int node, int keep,
-                      int64_t id) {
-  const topo::NodeTopology& t = c.topology(node);
+// Holds every free GPU of `node` but the `keep` GPUs Slurm would give (SlurmGpuPick); all of
+// them when fewer than `keep` are free (allocation id `id`).
+Status KeepSlurmPick(const topo::Cluster& c, sched::ClusterState& s, int node, int keep,
+                     int64_t id) {
+  const sched::GpuMask free = s.FreeMask(node);
+  sched::GpuMask pick = SlurmGpuPick(c.topology(node), free, keep);
   sched::GpuMask hide;
-  int kept = 0;
-  for (int pos : PositionsByIndex(t)) {
-    if (!s.FreeMask(node).test(pos)) continue;
-    if (kept < keep) {
-      ++kept;
-    } else {
-      hide.set(pos);
-    }
+  for (int pos = 0; pos < static_cast<int>(c.topology(node).gpus.size()); ++pos) {
+    if (free.test(pos) && !pick.test(pos)) hide.set(pos);
   }
   if (hide.empty()) return OkStatus();
   return s.Allocate(id, {sched::NodeGpus{node, hide}});
 }
 
 }  // namespace
+
+sched::GpuMask SlurmGpuPick(const topo::NodeTopology& t, const sched::GpuMask& free, int count) {
+  sched::GpuMask pick;
+  if (count <= 0 || free.count() < count) return pick;
+  const std::vector<int> order = PositionsByIndex(t);
+  // Sockets: GPUs grouped by their CPU list (what gres.conf Cores= says), in Slurm index order
+  // of their first GPU. The first socket whose free GPUs hold the request is used alone.
+  std::vector<std::vector<int>> socket_cpus;
+  std::vector<sched::GpuMask> socket_free;
+  for (int pos : order) {
+    std::vector<int> cpus = t.gpus[pos].cpus.value_or(std::vector<int>{});
+    size_t s = 0;
+    while (s < socket_cpus.size() && socket_cpus[s] != cpus) ++s;
+    if (s == socket_cpus.size()) {
+      socket_cpus.push_back(cpus);
+      socket_free.emplace_back();
+    }
+    if (free.test(pos)) socket_free[s].set(pos);
+  }
+  sched::GpuMask candidates = free;
+  for (const sched::GpuMask& f : socket_free) {
+    if (f.count() >= count) {
+      candidates = f;
+      break;
+    }
+  }
+  std::vector<int> chosen;
+  while (static_cast<int>(chosen.size()) < count) {
+    int best = -1, best_links = -1;
+    for (int pos : order) {  // Slurm index order: ties go to the lowest index
+      if (!candidates.test(pos) || pick.test(pos)) continue;
+      int links = 0;
+      for (int c : chosen) {
+        const topo::Path& p = t.gpu_gpu(pos, c);
+        if (p.cls == topo::PathClass::kNV) links += p.nvlinks;
+      }
+      if (links > best_links) {
+        best = pos;
+        best_links = links;
+      }
+    }
+    pick.set(best);
+    chosen.push_back(best);
+  }
+  return pick;
+}
 
 int GpuPosOfSlurmIndex(const topo::NodeTopology& t, int slurm_index) {
   std::vector<int> order = PositionsByIndex(t);
@@ -261,15 +303,9 @@ StatusOr<PlaceReport> PlaceOnce(const topo::Cluster& cluster, CommandRunner& run
     for (const std::string& h : *hosts) {
       int node = cluster.FindNode(h);
       if (node < 0) continue;
-      int want = std::min(j.gpus_per_node, static_cast<int>(state.FreeMask(node).count()));
-      sched::GpuMask take;
-      for (int pos : PositionsByIndex(cluster.topology(node))) {
-        if (want == 0) break;
-        if (state.FreeMask(node).test(pos)) {
-          take.set(pos);
-          --want;
-        }
-      }
+      const sched::GpuMask free = state.FreeMask(node);
+      sched::GpuMask take =
+          SlurmGpuPick(cluster.topology(node), free, std::min(j.gpus_per_node, free.count()));
       if (!take.empty())
         RETURN_IF_ERROR(state.Allocate(next_hidden++, {sched::NodeGpus{node, take}}));
     }
@@ -306,25 +342,16 @@ StatusOr<PlaceReport> PlaceOnce(const topo::Cluster& cluster, CommandRunner& run
       continue;
     }
     d.layout = LayoutText(spec->layout);
-    sched::Verdict v = placer->Place(state, *spec);
-    auto slurm_shaped = [&](const sched::Placement& p) {
-      if (static_cast<int>(p.parts.size()) != j.num_nodes) return false;
-      for (const sched::NodeGpus& part : p.parts) {
-        if (part.gpus.count() != j.gpus_per_node) return false;
-      }
-      return true;
-    };
-    if (v.fit() && !slurm_shaped(*v.placement)) {
-      // Several replicas packed on one node, which Slurm's NumNodes forbids: place again on a
-      // view where each node offers only the gpus_per_node GPUs Slurm would pick first.
-      sched::ClusterState view = state;
-      int64_t hide_id = int64_t{1} << 50;
-      for (size_t n = 0; n < cluster.nodes.size(); ++n) {
-        RETURN_IF_ERROR(
-            KeepLowestFree(cluster, view, static_cast<int>(n), j.gpus_per_node, hide_id++));
-      }
-      v = placer->Place(view, *spec);
+    // Slurm picks the GPUs inside a node itself: the placer sees, on each node, only the GPUs
+    // Slurm would give this job, so it chooses nodes by the GPUs the job will really get and
+    // never packs two replicas on one node (Slurm needs NumNodes distinct nodes).
+    sched::ClusterState view = state;
+    int64_t hide_id = int64_t{1} << 50;
+    for (size_t n = 0; n < cluster.nodes.size(); ++n) {
+      RETURN_IF_ERROR(
+          KeepSlurmPick(cluster, view, static_cast<int>(n), j.gpus_per_node, hide_id++));
     }
+    sched::Verdict v = placer->Place(view, *spec);
     if (!v.fit()) {
       d.action = v.kind == sched::VerdictKind::kUnresolvable ? PlaceDecision::Action::kRejected
                                                              : PlaceDecision::Action::kWaiting;

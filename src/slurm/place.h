@@ -26,6 +26,15 @@ namespace toposched::slurm {
 int GpuPosOfSlurmIndex(const topo::NodeTopology& t, int slurm_index);
 int SlurmIndexOfGpuPos(const topo::NodeTopology& t, int gpu_pos);
 
+// The GPUs Slurm 22.05 gives a job of `count` GPUs on a node whose gres.conf has Cores= and
+// Links=, as observed on the loopback cluster: within the first socket (GPUs grouped by CPU
+// list) whose free GPUs hold the request, else among all free GPUs, the free GPU with the lowest
+// Slurm index first, then repeatedly the free GPU with the most NVLinks to those already chosen
+// (ties: lowest index). An approximation: for multi-node jobs Slurm sometimes uses the same
+// socket on every node. Positions in NodeTopology::gpus; empty when fewer than `count` GPUs are
+// free. O(count · GPUs²).
+sched::GpuMask SlurmGpuPick(const topo::NodeTopology& t, const sched::GpuMask& free, int count);
+
 // The occupancy Slurm reports (`scontrol -d -o show node`): GPUs in GresUsed held (one
 // allocation per node, id -(node id + 1)); DOWN/FAIL/NOT_RESPONDING nodes unhealthy; DRAIN
 // drained. Nodes Slurm reports but the cluster lacks are ignored and listed in `unknown`;
@@ -79,10 +88,9 @@ struct PlaceReport {
 
 // One pass: `scontrol -d -o show node`, `scontrol -d -o show job`, for held jobs
 // `scontrol write batch_script <id> -`; jobs are decided in job id order, each seeing the GPUs
-// of the ones before it. Slurm needs NumNodes nodes with gpus_per_node GPUs each; when the
-// placer packs two replicas on one node, the job is placed again on a view where each node
-// offers only its gpus_per_node lowest free GPUs (Slurm picks low indices first, with Links=
-// affinity, and chooses the GPUs inside a node itself). Released but not
+// of the ones before it. Slurm chooses the GPUs inside a node itself, so the placer sees on each
+// node only the gpus_per_node GPUs Slurm would give (SlurmGpuPick): it chooses the nodes by the
+// GPUs the job will really get, and never packs two replicas on one node. Released but not
 // yet started marked jobs count as occupying their ReqNodeList. A placed job gets
 // `scontrol update JobId=X ReqNodeList=<nodes>` then `scontrol release X`; a job that does not
 // fit stays held (kWaiting, with the verdict's reasons); a job whose spec is invalid stays

@@ -181,3 +181,37 @@ TEST(MarkOf, Precedence) {
 
 }  // namespace
 }  // namespace toposched::slurm
+
+namespace toposched::slurm {
+namespace {
+
+sched::GpuMask Mask(std::initializer_list<int> positions) {
+  sched::GpuMask m;
+  for (int p : positions) m.set(p);
+  return m;
+}
+
+// The choices the real slurmctld 22.05 made on the V100 cube-mesh (gres.conf Cores=, Links=):
+// 2 GPUs of a free node → 0,3 (captured in show-node-4node-mixed.txt); 4 GPUs of a free node →
+// 0-3; 4 GPUs with 0,3 taken → 4-7 (socket 1 holds them all); 4 GPUs with 0,3,4,7 taken →
+// 1,2,5,6; 2 GPUs with 0-3 taken → 4,7; 2 GPUs with 0-5 taken → 6,7.
+TEST(SlurmGpuPick, MatchesWhatSlurmChose) {
+  topo::Cluster c = Cluster4();
+  const topo::NodeTopology& t = c.topology(0);
+  auto pos = [&](std::initializer_list<int> idx) {
+    sched::GpuMask m;
+    for (int i : idx) m.set(t.gpu_pos(i));
+    return m;
+  };
+  EXPECT_EQ(SlurmGpuPick(t, pos({0, 1, 2, 3, 4, 5, 6, 7}), 2), pos({0, 3}));
+  EXPECT_EQ(SlurmGpuPick(t, pos({0, 1, 2, 3, 4, 5, 6, 7}), 4), pos({0, 1, 2, 3}));
+  EXPECT_EQ(SlurmGpuPick(t, pos({1, 2, 4, 5, 6, 7}), 4), pos({4, 5, 6, 7}));
+  EXPECT_EQ(SlurmGpuPick(t, pos({1, 2, 5, 6}), 4), pos({1, 2, 5, 6}));
+  EXPECT_EQ(SlurmGpuPick(t, pos({4, 5, 6, 7}), 2), pos({4, 7}));
+  EXPECT_EQ(SlurmGpuPick(t, pos({6, 7}), 2), pos({6, 7}));
+  EXPECT_TRUE(SlurmGpuPick(t, pos({6, 7}), 3).empty());
+  EXPECT_EQ(SlurmGpuPick(t, Mask({}), 0), Mask({}));
+}
+
+}  // namespace
+}  // namespace toposched::slurm
