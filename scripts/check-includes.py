@@ -2,7 +2,9 @@
 """Fails when a module includes a module above it (the table in DESIGN.md).
 
 Each src/<module>/ file may include only headers of the modules listed for it below (and its
-own). `topo` may include `core`; `cost` may include topo and core; and so on.
+own). `topo` may include `core`; `cost` may include topo and core; and so on. `slurm` (toposched
+beside Slurm: scontrol readers, held-job placement, rank-local exec setup) sits beside `store`:
+it may include core, topo, cost, job and sched; only `cli` includes it.
 """
 import os
 import re

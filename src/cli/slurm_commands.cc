@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "core/strings.h"
 #include "cost/cost_model.h"
+#include "sched/policy.h"
 #include "slurm/exec_env.h"
 #include "slurm/import.h"
 #include "slurm/place.h"
@@ -91,6 +92,7 @@ struct PlaceArgs {
   std::string comment = "toposched";
   bool no_scripts = false;
   bool dry_run = false;
+  std::string policy = "toposched";
   double interval_s = 5;
 };
 
@@ -100,6 +102,7 @@ StatusOr<slurm::PlaceOptions> OptionsOf(const PlaceArgs& a) {
   o.mark.comment = a.comment;
   o.mark.read_scripts = !a.no_scripts;
   o.dry_run = a.dry_run;
+  ASSIGN_OR_RETURN(o.placer, sched::PolicyOptions(a.policy));
   RETURN_IF_ERROR(o.Validate());
   return o;
 }
@@ -311,6 +314,9 @@ void RegisterSlurmCommands(CLI::App& app, int& rc) {
     c->add_option("--comment", a.comment, "comment word that marks a job");
     c->add_flag("--no-scripts", a.no_scripts, "do not read batch scripts for #TOPOSCHED");
     c->add_flag("--dry-run", a.dry_run, "decide and print, change nothing");
+    c->add_option("--policy", a.policy,
+                  "placement policy (toposched, first-fit, best-fit, pair-score, kueue-tas, "
+                  "slurm-tree)");
   };
   auto pa = std::make_shared<PlaceArgs>();
   CLI::App* place = sl->add_subcommand("place", "Place the marked held jobs once, then release");

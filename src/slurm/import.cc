@@ -52,7 +52,11 @@ StatusOr<topo::Cluster> ImportCluster(CommandRunner& runner, const ImportOptions
     c.nodes.push_back(std::move(cn));
   }
   c.Finalize();
-  ASSIGN_OR_RETURN(std::string topo_text, RunChecked(runner, {"scontrol", "show", "topology"}));
+  // Without a topology plugin scontrol has no switches to show (and may say so with a non-zero
+  // exit): the cluster then has no network levels. `show node` above already reached slurmctld.
+  auto topo_run = runner.Run({"scontrol", "show", "topology"});
+  if (!topo_run.ok()) return topo_run.status();
+  const std::string topo_text = topo_run->exit_code == 0 ? topo_run->out : std::string();
   bool has_switches = false;
   for (const std::string& l : Split(topo_text, '\n', true)) {
     if (StartsWith(Trim(l), "SwitchName=")) has_switches = true;

@@ -24,8 +24,8 @@ struct ImportOptions {
 // Nodes in Slurm's order; one hardware profile per distinct topology file ("p0", "p1", ... in
 // order of first use, topology_file = the path). Errors: InvalidArgument naming the node when
 // it has no topology file or Slurm's GPU count differs from its file's; the readers' errors for
-// bad files; Unavailable when scontrol fails. Without a topology plugin (no SwitchName lines)
-// the cluster has no network levels.
+// bad files; Unavailable when `scontrol show node` fails. Without a topology plugin (no
+// SwitchName lines, or `scontrol show topology` fails) the cluster has no network levels.
 StatusOr<topo::Cluster> ImportCluster(CommandRunner& runner, const ImportOptions& options);
 
 }  // namespace toposched::slurm

@@ -4,34 +4,15 @@
 
 #include <map>
 
+#include "slurm/fake_runner.h"
 #include "testing/samples.h"
 #include "topo/io/cluster_yaml.h"
 
 namespace toposched::slurm {
 namespace {
 
-std::string Data(const std::string& name) {
-  return testing::ReadFileText(testing::SourceDir() + "/tests/slurm/testdata/" + name);
-}
-
-// Answers scontrol with captured outputs and records every command.
-class FakeRunner : public CommandRunner {
- public:
-  std::map<std::string, CommandResult> answers;  // joined argv → result
-  std::vector<std::string> calls;
-  StatusOr<CommandResult> Run(const std::vector<std::string>& argv) override {
-    std::string key;
-    for (const std::string& a : argv) key += (key.empty() ? "" : " ") + a;
-    calls.push_back(key);
-    auto it = answers.find(key);
-    if (it != answers.end()) return it->second;
-    if (argv.size() > 2 && (argv[1] == "update" || argv[1] == "release")) return CommandResult{};
-    return CommandResult{1, "", "unexpected command " + key};
-  }
-  bool Called(const std::string& c) const {
-    return std::find(calls.begin(), calls.end(), c) != calls.end();
-  }
-};
+using testing_util::Data;
+using testing_util::FakeRunner;
 
 topo::Cluster Cluster4() {
   auto c = topo::io::ReadClusterYamlFile(testing::SourceDir() +
