@@ -10,6 +10,7 @@ PACKAGES=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev libglpk-dev
   python3 clang-format
   prometheus
+  slurmctld slurmd slurm-client munge
 )
 
 missing=()
