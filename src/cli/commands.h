@@ -22,6 +22,6 @@ void RegisterCostCommands(CLI::App& app, int& rc);     // cost, place-node
 void RegisterServeCommand(CLI::App& app, int& rc);     // serve (the daemon)
 // submit, queue, show, cancel, complete, explain, nodes, drain, resume, events
 void RegisterClientCommands(CLI::App& app, int& rc);
-void RegisterSlurmCommands(CLI::App& app, int& rc);    // slurm import|place|watch|cost, exec
+void RegisterSlurmCommands(CLI::App& app, int& rc);  // slurm import|place|watch|cost, exec
 
 }  // namespace toposched::cli
