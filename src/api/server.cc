@@ -198,7 +198,10 @@ void Server::Routes() {
   h.set_pre_routing_handler([loopback, token](const httplib::Request& req, httplib::Response& res) {
     t_request_start = std::chrono::steady_clock::now();
     const bool mutating = req.method != "GET" && req.method != "HEAD";
-    if (!mutating && loopback) return httplib::Server::HandlerResponse::Unhandled;
+    const bool extender_call = req.path.rfind("/extender/", 0) == 0;
+    if ((!mutating || extender_call) && loopback) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
     const std::string auth = req.get_header_value("Authorization");
     const std::string prefix = "Bearer ";
     if (token.empty()) {
@@ -436,9 +439,16 @@ void Server::Routes() {
     SetJson(res, 200, svc.EventsJson(*after, static_cast<int>(*limit), job));
   });
 
-  // Kubernetes scheduler extender verbs (POST /extender/{filter,prioritize,bind,preempt}) are
-  // registered here once the extender module (src/api/extender*) is in the tree: each route
-  // passes the request body to the extender and returns its JSON answer.
+  // Kubernetes scheduler extender verbs, served by the extender given in the options.
+  if (options_.extender) {
+    auto ext = options_.extender;
+    h.Post(R"(/extender/(filter|prioritize|bind|preempt))",
+           [ext](const httplib::Request& req, httplib::Response& res) {
+             StatusOr<std::string> r = ext(req.matches[1].str(), req.body);
+             if (!r.ok()) return SetStatusError(res, r.status());
+             SetJson(res, 200, std::move(r).value());
+           });
+  }
 }
 
 }  // namespace toposched::api

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -29,6 +30,11 @@ struct ServerOptions {
   int write_timeout_ms = 5000;
   int threads = 16;  // request worker threads
   bool log_requests = true;
+  // Kubernetes scheduler extender verbs: when set, POST /extender/{filter,prioritize,bind,preempt}
+  // pass (verb, request body) to it and answer its JSON (an error Status becomes the usual error
+  // body). kube-scheduler's extender client sends no bearer token, so on loopback these routes
+  // do not ask for one; beyond loopback they do, like everything else.
+  std::function<StatusOr<std::string>(const std::string& verb, const std::string& body)> extender;
   Status Validate() const;
 };
 

@@ -286,6 +286,44 @@ TEST_F(ServerTest, PriorityDrainAndHealthReportsAreAppliedAndSurviveRestart) {
   EXPECT_EQ(Get("/api/v1/nodes")["nodes"][0]["drained"], false);
 }
 
+TEST(ServerExtenderRoutesTest, VerbsReachTheExtenderWithoutATokenOnLoopback) {
+  const std::string dir = testing_api::MakeTempDir("toposched-ext-routes");
+  ServiceOptions o;
+  o.db_path = dir + "/state.db";
+  o.background_passes = false;
+  auto svc = Service::Open(toposched::testing::H100Cluster(), o);
+  ASSERT_TRUE(svc.ok());
+  ServerOptions so;
+  so.token = kToken;
+  so.log_requests = false;
+  std::vector<std::string> seen;
+  so.extender = [&seen](const std::string& verb, const std::string& body) -> StatusOr<std::string> {
+    seen.push_back(verb + ":" + body);
+    if (body == "bad") return InvalidArgumentError("ExtenderArgs: malformed JSON");
+    return std::string(R"({"verb": ")") + verb + "\"}";
+  };
+  auto srv = Server::Start(**svc, so);
+  ASSERT_TRUE(srv.ok());
+  httplib::Client cli("127.0.0.1", (*srv)->port());
+  for (const char* verb : {"filter", "prioritize", "bind", "preempt"}) {
+    auto r = cli.Post(std::string("/extender/") + verb, "{}", "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(json::parse(r->body)["verb"], verb);
+  }
+  auto bad = cli.Post("/extender/filter", "bad", "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_EQ(json::parse(bad->body)["code"], "invalid_argument");
+  EXPECT_EQ(cli.Post("/extender/unknown", "{}", "application/json")->status, 404);
+  EXPECT_EQ(seen.size(), 5u);
+  // Other mutating calls still need the token.
+  EXPECT_EQ(cli.Post("/api/v1/schedule", "", "application/json")->status, 401);
+  srv->reset();
+  svc->reset();
+  testing_api::RemoveDir(dir);
+}
+
 TEST(ServerOptionsTest, BeyondLoopbackNeedsAToken) {
   ServerOptions o;
   o.host = "0.0.0.0";
