@@ -41,10 +41,10 @@ struct Extender::PodInfo {
 
 // kube-scheduler's candidate nodes: full v1.Node objects (Nodes.items) or names (NodeNames).
 struct Extender::Candidates {
-  std::vector<std::string> names;
-  std::vector<int> nodes;               // cluster node id per name, -1 when not in the spec
-  const json* node_list = nullptr;      // the NodeList object when Nodes was given
-  std::vector<const json*> node_items;  // its items, parallel to names
+  std::vector<const std::string*> names;  // into the request's JSON
+  std::vector<int> nodes;                 // cluster node id per name, -1 when not in the spec
+  const json* node_list = nullptr;        // the NodeList object when Nodes was given
+  std::vector<const json*> node_items;    // its items, parallel to names
 };
 
 struct Extender::Assignment {
@@ -470,7 +470,7 @@ Status ReadArgs(const json& j, const ExtenderOptions& o, const topo::Cluster& cl
           return InvalidArgumentError("ExtenderArgs.Nodes.items[" + std::to_string(i) +
                                       "].metadata.name: missing");
         }
-        cand.names.push_back(name->get<std::string>());
+        cand.names.push_back(&name->get_ref<const std::string&>());
         cand.node_items.push_back(&n);
       }
     }
@@ -485,14 +485,14 @@ Status ReadArgs(const json& j, const ExtenderOptions& o, const topo::Cluster& cl
         return InvalidArgumentError("ExtenderArgs.NodeNames[" + std::to_string(i) +
                                     "]: expected a node name");
       }
-      cand.names.push_back(n.get<std::string>());
+      cand.names.push_back(&n.get_ref<const std::string&>());
     }
   } else {
     return InvalidArgumentError(
         "ExtenderArgs: neither Nodes nor NodeNames given (one of them is required)");
   }
   cand.nodes.reserve(cand.names.size());
-  for (const std::string& n : cand.names) cand.nodes.push_back(cluster.FindNode(n));
+  for (const std::string* n : cand.names) cand.nodes.push_back(cluster.FindNode(*n));
   return OkStatus();
 }
 
@@ -503,11 +503,19 @@ void AppendReasonMap(std::string& out,
     return;
   }
   out += '{';
+  // Most entries share one reason: escape it once.
+  const std::string* last = nullptr;
+  std::string escaped;
   for (size_t i = 0; i < m.size(); ++i) {
     if (i) out += ',';
     k8s::AppendJsonString(out, *m[i].first);
     out += ':';
-    k8s::AppendJsonString(out, *m[i].second);
+    if (m[i].second != last) {
+      last = m[i].second;
+      escaped.clear();
+      k8s::AppendJsonString(escaped, *last);
+    }
+    out += escaped;
   }
   out += '}';
 }
@@ -535,11 +543,11 @@ StatusOr<std::string> Extender::Filter(std::string_view body) {
     a = Assign(info, cand, now);
     for (size_t i = 0; i < cand.names.size(); ++i) {
       if (cand.nodes[i] < 0) {
-        unresolvable.emplace_back(&cand.names[i], &kNotInSpec);
+        unresolvable.emplace_back(cand.names[i], &kNotInSpec);
       } else if (cand.nodes[i] == a.node) {
         pass.push_back(i);
       } else {
-        (a.unresolvable ? unresolvable : failed).emplace_back(&cand.names[i], &a.reason);
+        (a.unresolvable ? unresolvable : failed).emplace_back(cand.names[i], &a.reason);
       }
     }
   }
@@ -561,7 +569,7 @@ StatusOr<std::string> Extender::Filter(std::string_view body) {
     out += "null,\"NodeNames\":[";
     for (size_t k = 0; k < pass.size(); ++k) {
       if (k) out += ',';
-      k8s::AppendJsonString(out, cand.names[pass[k]]);
+      k8s::AppendJsonString(out, *cand.names[pass[k]]);
     }
     out += ']';
   }
@@ -592,7 +600,7 @@ StatusOr<std::string> Extender::Prioritize(std::string_view body) {
   for (size_t i = 0; i < cand.names.size(); ++i) {
     if (i) out += ',';
     out += "{\"Host\":";
-    k8s::AppendJsonString(out, cand.names[i]);
+    k8s::AppendJsonString(out, *cand.names[i]);
     out += ",\"Score\":";
     out += node >= 0 && cand.nodes[i] == node ? std::to_string(options_.max_score) : "0";
     out += '}';

@@ -395,6 +395,14 @@ StatusOr<job::JobSpec> GangSpec(const Pod& pod, const Membership& m, const Exten
 
 void AppendJsonString(std::string& out, std::string_view s) {
   out += '"';
+  // Node names and most texts need no escaping: one append.
+  if (std::none_of(s.begin(), s.end(), [](char ch) {
+        return static_cast<unsigned char>(ch) < 0x20 || ch == '"' || ch == '\\';
+      })) {
+    out.append(s);
+    out += '"';
+    return;
+  }
   for (char ch : s) {
     const auto c = static_cast<unsigned char>(ch);
     switch (ch) {
