@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <numeric>
 #include <utility>
 
 #include "api/extender_k8s.h"
+#include "api/extender_scan.h"
+#include "core/strings.h"
 
 namespace toposched::api {
 
@@ -41,10 +44,12 @@ struct Extender::PodInfo {
 
 // kube-scheduler's candidate nodes: full v1.Node objects (Nodes.items) or names (NodeNames).
 struct Extender::Candidates {
-  std::vector<const std::string*> names;  // into the request's JSON
-  std::vector<int> nodes;                 // cluster node id per name, -1 when not in the spec
-  const json* node_list = nullptr;        // the NodeList object when Nodes was given
-  std::vector<const json*> node_items;    // its items, parallel to names
+  std::vector<std::string_view> names;  // into the request body (or `storage` when escaped)
+  std::vector<int> nodes;               // cluster node id per name, -1 when not in the spec
+  bool node_list = false;               // Nodes (a v1.NodeList) was given
+  std::vector<std::pair<std::string, std::string_view>> list_members;  // its other members, raw
+  std::vector<std::string_view> node_items;  // its items, raw, parallel to names
+  std::deque<std::string> storage;           // names decoded from escapes (stable addresses)
 };
 
 struct Extender::Assignment {
@@ -436,68 +441,125 @@ Extender::Assignment Extender::Assign(const PodInfo& info, const Candidates& can
 
 namespace {
 
-const std::vector<std::string> kArgsFields = {"Pod", "Nodes", "NodeNames"};
-
-// Reads Pod and the candidate nodes of an ExtenderArgs body.
+// Reads Pod and the candidate nodes of an ExtenderArgs body. The body is checked and walked
+// with the raw scanner (no DOM for thousands of nodes); only the Pod is parsed into JSON.
 template <typename PodInfoT, typename CandidatesT>
-Status ReadArgs(const json& j, const ExtenderOptions& o, const topo::Cluster& cluster,
+Status ReadArgs(std::string_view body, const ExtenderOptions& o, const topo::Cluster& cluster,
                 PodInfoT& info, CandidatesT& cand) {
-  if (Status s = k8s::CheckKnownFields(j, kArgsFields, "ExtenderArgs"); !s.ok()) return s;
-  const json* pod = k8s::Member(j, "Pod");
-  if (pod == nullptr || pod->is_null()) return InvalidArgumentError("ExtenderArgs: Pod: missing");
-  auto p = k8s::ParsePod(*pod, o.gpu_resource, "ExtenderArgs.Pod");
+  std::string err;
+  if (!scan::Validate(body, &err)) {
+    return InvalidArgumentError("ExtenderArgs: malformed JSON: " + err);
+  }
+  const std::string_view top = Trim(body);
+  if (top[0] != '{') {
+    return InvalidArgumentError(std::string("ExtenderArgs: expected a JSON object, got ") +
+                                scan::KindOf(top));
+  }
+  std::string_view pod_raw, nodes_raw, names_raw;
+  Status st = scan::ForEachMember(top, [&](std::string_view key, std::string_view value) {
+    if (k8s::EqualFold(key, "Pod")) {
+      pod_raw = value;
+    } else if (k8s::EqualFold(key, "Nodes")) {
+      nodes_raw = value;
+    } else if (k8s::EqualFold(key, "NodeNames")) {
+      names_raw = value;
+    } else {
+      std::string quoted;
+      k8s::AppendJsonString(quoted, key);
+      return InvalidArgumentError("ExtenderArgs: unknown field " + quoted +
+                                  " (known: Pod, Nodes, NodeNames)");
+    }
+    return OkStatus();
+  });
+  if (!st.ok()) return st;
+  if (pod_raw.empty() || pod_raw == "null") {
+    return InvalidArgumentError("ExtenderArgs: Pod: missing");
+  }
+  const json pod = json::parse(pod_raw.begin(), pod_raw.end(), nullptr, false);
+  auto p = k8s::ParsePod(pod, o.gpu_resource, "ExtenderArgs.Pod");
   if (!p.ok()) return p.status();
   info.pod = std::move(p).value();
   info.membership = k8s::MembershipOf(info.pod, o);
 
-  const json* nodes = k8s::Member(j, "Nodes");
-  const json* names = k8s::Member(j, "NodeNames");
-  if (nodes != nullptr && !nodes->is_null()) {
-    if (!nodes->is_object()) {
+  if (!nodes_raw.empty() && nodes_raw != "null") {
+    if (nodes_raw[0] != '{') {
       return InvalidArgumentError("ExtenderArgs.Nodes: expected a v1.NodeList object");
     }
-    const json* items = k8s::Member(*nodes, "items");
-    cand.node_list = nodes;
-    if (items != nullptr && !items->is_null()) {
-      if (!items->is_array()) {
-        return InvalidArgumentError("ExtenderArgs.Nodes.items: expected an array");
+    cand.node_list = true;
+    std::string_view items;
+    st = scan::ForEachMember(nodes_raw, [&](std::string_view key, std::string_view value) {
+      if (k8s::EqualFold(key, "items")) {
+        items = value;
+      } else {
+        cand.list_members.emplace_back(std::string(key), value);
       }
-      for (size_t i = 0; i < items->size(); ++i) {
-        const json& n = (*items)[i];
-        const json* meta = k8s::Member(n, "metadata");
-        const json* name = meta != nullptr ? k8s::Member(*meta, "name") : nullptr;
-        if (name == nullptr || !name->is_string() || name->get_ref<const std::string&>().empty()) {
+      return OkStatus();
+    });
+    if (!st.ok()) return st;
+    if (!items.empty() && items != "null") {
+      if (items[0] != '[')
+        return InvalidArgumentError("ExtenderArgs.Nodes.items: expected an array");
+      size_t i = 0;
+      st = scan::ForEachElement(items, [&](std::string_view item) {
+        std::string_view name;
+        if (item[0] == '{') {
+          (void)scan::ForEachMember(item, [&](std::string_view key, std::string_view meta) {
+            if (!k8s::EqualFold(key, "metadata") || meta[0] != '{') return OkStatus();
+            return scan::ForEachMember(meta, [&](std::string_view k, std::string_view v) {
+              if (k8s::EqualFold(k, "name") && v[0] == '"') {
+                cand.storage.emplace_back();
+                name = scan::StringValue(v, cand.storage.back());
+              }
+              return OkStatus();
+            });
+          });
+        }
+        if (name.empty()) {
           return InvalidArgumentError("ExtenderArgs.Nodes.items[" + std::to_string(i) +
                                       "].metadata.name: missing");
         }
-        cand.names.push_back(&name->get_ref<const std::string&>());
-        cand.node_items.push_back(&n);
-      }
+        cand.names.push_back(name);
+        cand.node_items.push_back(item);
+        ++i;
+        return OkStatus();
+      });
+      if (!st.ok()) return st;
     }
-  } else if (names != nullptr && !names->is_null()) {
-    if (!names->is_array()) {
+  } else if (!names_raw.empty() && names_raw != "null") {
+    if (names_raw[0] != '[') {
       return InvalidArgumentError("ExtenderArgs.NodeNames: expected an array of strings");
     }
-    cand.names.reserve(names->size());
-    for (size_t i = 0; i < names->size(); ++i) {
-      const json& n = (*names)[i];
-      if (!n.is_string() || n.get_ref<const std::string&>().empty()) {
+    size_t i = 0;
+    st = scan::ForEachElement(names_raw, [&](std::string_view v) {
+      std::string_view name;
+      if (v[0] == '"') {
+        cand.storage.emplace_back();
+        name = scan::StringValue(v, cand.storage.back());
+      }
+      if (name.empty()) {
         return InvalidArgumentError("ExtenderArgs.NodeNames[" + std::to_string(i) +
                                     "]: expected a node name");
       }
-      cand.names.push_back(&n.get_ref<const std::string&>());
-    }
+      cand.names.push_back(name);
+      ++i;
+      return OkStatus();
+    });
+    if (!st.ok()) return st;
   } else {
     return InvalidArgumentError(
         "ExtenderArgs: neither Nodes nor NodeNames given (one of them is required)");
   }
   cand.nodes.reserve(cand.names.size());
-  for (const std::string* n : cand.names) cand.nodes.push_back(cluster.FindNode(*n));
+  std::string key;
+  for (std::string_view n : cand.names) {
+    key.assign(n);
+    cand.nodes.push_back(cluster.FindNode(key));
+  }
   return OkStatus();
 }
 
 void AppendReasonMap(std::string& out,
-                     const std::vector<std::pair<const std::string*, const std::string*>>& m) {
+                     const std::vector<std::pair<std::string_view, const std::string*>>& m) {
   if (m.empty()) {
     out += "{}";
     return;
@@ -508,7 +570,7 @@ void AppendReasonMap(std::string& out,
   std::string escaped;
   for (size_t i = 0; i < m.size(); ++i) {
     if (i) out += ',';
-    k8s::AppendJsonString(out, *m[i].first);
+    k8s::AppendJsonString(out, m[i].first);
     out += ':';
     if (m[i].second != last) {
       last = m[i].second;
@@ -523,15 +585,13 @@ void AppendReasonMap(std::string& out,
 }  // namespace
 
 StatusOr<std::string> Extender::Filter(std::string_view body) {
-  auto j = k8s::ParseBody(body, "ExtenderArgs");
-  if (!j.ok()) return j.status();
   PodInfo info;
   Candidates cand;
-  if (Status s = ReadArgs(*j, options_, cluster_, info, cand); !s.ok()) return s;
+  if (Status s = ReadArgs(body, options_, cluster_, info, cand); !s.ok()) return s;
 
   static const std::string kNotInSpec = std::string(kPrefix) + "node is not in the cluster spec";
   std::vector<size_t> pass;
-  std::vector<std::pair<const std::string*, const std::string*>> failed, unresolvable;
+  std::vector<std::pair<std::string_view, const std::string*>> failed, unresolvable;
   Assignment a;
   if (info.pod.gpus == 0) {
     // Not a GPU pod: not ours to restrict.
@@ -555,21 +615,26 @@ StatusOr<std::string> Extender::Filter(std::string_view body) {
   std::string out;
   out.reserve(64 + 48 * cand.names.size() + a.reason.size());
   out += "{\"Nodes\":";
-  if (cand.node_list != nullptr) {
-    json list = json::object();
-    for (auto it = cand.node_list->begin(); it != cand.node_list->end(); ++it) {
-      if (it.key() != "items") list[it.key()] = *it;
+  if (cand.node_list) {
+    out += '{';
+    for (const auto& [key, value] : cand.list_members) {
+      k8s::AppendJsonString(out, key);
+      out += ':';
+      out += value;
+      out += ',';
     }
-    json items = json::array();
-    for (size_t i : pass) items.push_back(*cand.node_items[i]);
-    list["items"] = std::move(items);
-    out += list.dump();
+    out += "\"items\":[";
+    for (size_t k = 0; k < pass.size(); ++k) {
+      if (k) out += ',';
+      out += cand.node_items[pass[k]];
+    }
+    out += "]}";
     out += ",\"NodeNames\":null";
   } else {
     out += "null,\"NodeNames\":[";
     for (size_t k = 0; k < pass.size(); ++k) {
       if (k) out += ',';
-      k8s::AppendJsonString(out, *cand.names[pass[k]]);
+      k8s::AppendJsonString(out, cand.names[pass[k]]);
     }
     out += ']';
   }
@@ -582,11 +647,9 @@ StatusOr<std::string> Extender::Filter(std::string_view body) {
 }
 
 StatusOr<std::string> Extender::Prioritize(std::string_view body) {
-  auto j = k8s::ParseBody(body, "ExtenderArgs");
-  if (!j.ok()) return j.status();
   PodInfo info;
   Candidates cand;
-  if (Status s = ReadArgs(*j, options_, cluster_, info, cand); !s.ok()) return s;
+  if (Status s = ReadArgs(body, options_, cluster_, info, cand); !s.ok()) return s;
   int node = -1;
   if (info.pod.gpus > 0) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -600,7 +663,7 @@ StatusOr<std::string> Extender::Prioritize(std::string_view body) {
   for (size_t i = 0; i < cand.names.size(); ++i) {
     if (i) out += ',';
     out += "{\"Host\":";
-    k8s::AppendJsonString(out, *cand.names[i]);
+    k8s::AppendJsonString(out, cand.names[i]);
     out += ",\"Score\":";
     out += node >= 0 && cand.nodes[i] == node ? std::to_string(options_.max_score) : "0";
     out += '}';

@@ -12,8 +12,6 @@ namespace toposched::api::k8s {
 
 using nlohmann::json;
 
-namespace {
-
 bool EqualFold(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -24,6 +22,8 @@ bool EqualFold(std::string_view a, std::string_view b) {
   }
   return true;
 }
+
+namespace {
 
 std::string Quote(std::string_view s) {
   std::string out;

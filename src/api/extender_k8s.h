@@ -18,6 +18,9 @@
 
 namespace toposched::api::k8s {
 
+// ASCII case-insensitive equality (Go's encoding/json matches keys this way).
+bool EqualFold(std::string_view a, std::string_view b);
+
 // The member `key` of a JSON object, matched as Go's encoding/json does: exactly, else
 // case-insensitively. nullptr when absent (or `obj` is not an object).
 const nlohmann::json* Member(const nlohmann::json& obj, std::string_view key);
