@@ -503,15 +503,17 @@ Status ReadArgs(std::string_view body, const ExtenderOptions& o, const topo::Clu
       st = scan::ForEachElement(items, [&](std::string_view item) {
         std::string_view name;
         if (item[0] == '{') {
+          // Stops at metadata.name (the API server writes metadata before spec and status).
+          static const Status kFound(StatusCode::kAlreadyExists, "found");
           (void)scan::ForEachMember(item, [&](std::string_view key, std::string_view meta) {
             if (!k8s::EqualFold(key, "metadata") || meta[0] != '{') return OkStatus();
-            return scan::ForEachMember(meta, [&](std::string_view k, std::string_view v) {
-              if (k8s::EqualFold(k, "name") && v[0] == '"') {
-                cand.storage.emplace_back();
-                name = scan::StringValue(v, cand.storage.back());
-              }
-              return OkStatus();
+            (void)scan::ForEachMember(meta, [&](std::string_view k, std::string_view v) {
+              if (!k8s::EqualFold(k, "name") || v[0] != '"') return OkStatus();
+              cand.storage.emplace_back();
+              name = scan::StringValue(v, cand.storage.back());
+              return kFound;
             });
+            return kFound;
           });
         }
         if (name.empty()) {

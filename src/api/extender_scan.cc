@@ -167,6 +167,40 @@ struct Scanner {
       return Fail("expected ',' or '}'");
     }
   }
+  // Skips one value of input that Validate accepted: only strings and brackets are tracked.
+  void SkipValid() {
+    auto skip_string = [&] {
+      ++pos;
+      while (true) {
+        while (s[pos] != '"' && s[pos] != '\\') ++pos;
+        if (s[pos] == '"') break;
+        pos += 2;  // a backslash and the character it escapes
+      }
+      ++pos;
+    };
+    const char c = s[pos];
+    if (c == '"') {
+      skip_string();
+      return;
+    }
+    if (c == '{' || c == '[') {
+      int depth = 0;
+      do {
+        const char d = s[pos];
+        if (d == '"') {
+          skip_string();
+          continue;
+        }
+        if (d == '{' || d == '[') ++depth;
+        if (d == '}' || d == ']') --depth;
+        ++pos;
+      } while (depth > 0);
+      return;
+    }
+    while (pos < s.size() && s[pos] != ',' && s[pos] != '}' && s[pos] != ']' && !IsWs(s[pos])) {
+      ++pos;
+    }
+  }
   bool Array(int depth) {
     if (depth > kMaxDepth) return Fail("nesting deeper than 512");
     ++pos;
@@ -256,13 +290,13 @@ Status ForEachMember(std::string_view object,
       sc.Ws();
     }
     const size_t k0 = sc.pos;
-    sc.String();
+    sc.SkipValid();
     const std::string_view key = StringValue(object.substr(k0, sc.pos - k0), storage);
     sc.Ws();
     ++sc.pos;  // ':'
     sc.Ws();
     const size_t v0 = sc.pos;
-    sc.Value(0);
+    sc.SkipValid();
     if (Status s = fn(key, object.substr(v0, sc.pos - v0)); !s.ok()) return s;
   }
 }
@@ -279,7 +313,7 @@ Status ForEachElement(std::string_view array, const std::function<Status(std::st
       sc.Ws();
     }
     const size_t v0 = sc.pos;
-    sc.Value(0);
+    sc.SkipValid();
     if (Status s = fn(array.substr(v0, sc.pos - v0)); !s.ok()) return s;
   }
 }
