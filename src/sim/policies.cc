@@ -3,27 +3,16 @@
 #include <algorithm>
 
 #include "core/strings.h"
+#include "sched/policy.h"
 
 namespace toposched::sim {
 
-const std::vector<std::string>& PolicyNames() {
-  static const std::vector<std::string> kNames = {"toposched",  "first-fit", "best-fit",
-                                                  "pair-score", "kueue-tas", "slurm-tree"};
-  return kNames;
-}
+const std::vector<std::string>& PolicyNames() { return sched::PolicyNames(); }
 
-bool PoliciesDistinct() { return false; }
+bool PoliciesDistinct() { return true; }
 
 StatusOr<sched::GangPlacerOptions> PlacerOptionsFor(const std::string& name) {
-  const auto& names = PolicyNames();
-  if (std::find(names.begin(), names.end(), name) == names.end()) {
-    std::string known;
-    for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
-    return InvalidArgumentError("unknown policy \"" + name + "\" (policies: " + known + ")");
-  }
-  // The scheduler core's per-policy option sets are not in this build yet: every policy runs
-  // the default gang placer (PoliciesDistinct() is false and the report says so).
-  return sched::GangPlacerOptions{};
+  return sched::PolicyOptions(name);
 }
 
 StatusOr<std::vector<std::string>> ParsePolicyList(const std::string& list) {

@@ -15,7 +15,8 @@ namespace toposched::sim {
 // "toposched", "first-fit", "best-fit", "pair-score", "kueue-tas", "slurm-tree", in this order.
 const std::vector<std::string>& PolicyNames();
 
-// The placer options of a policy. InvalidArgument naming the known policies for an unknown name.
+// The placer options of a policy: sched::PolicyOptions. InvalidArgument naming the known policies
+// for an unknown name.
 StatusOr<sched::GangPlacerOptions> PlacerOptionsFor(const std::string& name);
 
 // True when PlacerOptionsFor gives each policy its own options (the scheduler core's plug-in

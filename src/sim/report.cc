@@ -185,12 +185,13 @@ PolicySummary Summarize(const SimResult& r) {
   PolicySummary s;
   s.policy = r.policy;
   std::vector<double> jct, queue;
-  double slow_sum = 0;
+  double slow_sum = 0, useful_gpu_us = 0;
   int slow_n = 0;
   for (const JobOutcome& j : r.jobs) {
     if (j.end_us < 0) continue;
     jct.push_back(static_cast<double>(j.end_us - j.submit_us) / kUsPerS);
     queue.push_back(static_cast<double>(j.first_start_us - j.submit_us) / kUsPerS);
+    useful_gpu_us += static_cast<double>(j.gpus) * static_cast<double>(j.ideal_us);
     if (j.gpus >= 2) {
       slow_sum += j.comm_slowdown;
       ++slow_n;
@@ -212,6 +213,10 @@ PolicySummary Summarize(const SimResult& r) {
   s.p50_queue_s = NearestRank(queue, 0.5);
   s.makespan_s = static_cast<double>(r.makespan_us) / kUsPerS;
   s.gpu_utilization = r.gpu_utilization;
+  if (r.makespan_us > 0 && r.total_gpus > 0) {
+    s.useful_utilization =
+        useful_gpu_us / (static_cast<double>(r.total_gpus) * static_cast<double>(r.makespan_us));
+  }
   s.mean_comm_slowdown = slow_n > 0 ? slow_sum / slow_n : 1.0;
   s.mean_fragmentation = r.mean_fragmentation;
   s.failures = r.failures;
@@ -246,7 +251,8 @@ std::string ReportJson(const ReportInfo& info, const std::vector<SimResult>& res
       << ", \"failures\": " << s.failures << ", \"preemptions\": " << s.preemptions
       << ", \"failures_survived\": " << s.failures_survived << ", \"unfinished\": " << s.unfinished
       << ", \"p50_queue_s\": " << Fixed(s.p50_queue_s, 3)
-      << ", \"mean_fragmentation\": " << Fixed(s.mean_fragmentation, 6) << "}";
+      << ", \"mean_fragmentation\": " << Fixed(s.mean_fragmentation, 6)
+      << ", \"useful_utilization\": " << Fixed(s.useful_utilization, 6) << "}";
   }
   o << "\n  }\n}\n";
   return o.str();
@@ -276,10 +282,11 @@ std::string ReportMarkdown(const ReportInfo& info, const std::vector<SimResult>&
   }
   o << "- Failures: " << (info.failures ? "simulated" : "not simulated") << "\n\n";
   o << "| policy | jobs | unfinished | mean JCT (s) | p50 JCT (s) | p99 JCT (s) | mean queue (s) "
-       "| makespan (s) | GPU util | mean comm slowdown | fragmentation | preemptions | failures "
+       "| makespan (s) | GPU util | useful util | mean comm slowdown | fragmentation | preemptions "
+       "| failures "
        "|\n"
     << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-       "|\n";
+       "| ---: |\n";
   for (const SimResult& r : results) {
     const PolicySummary s = Summarize(r);
     o << "| " << s.policy << " | " << s.jobs << " | " << s.unfinished << " | "

@@ -38,6 +38,9 @@ struct PolicySummary {
   double mean_queue_s = 0, p50_queue_s = 0;
   double makespan_s = 0;
   double gpu_utilization = 0;
+  // Σ GPUs · ideal run time of completed jobs / (GPUs · makespan): utilisation without the time
+  // lost to communication stretch (a slower placement raises gpu_utilization, not this).
+  double useful_utilization = 0;
   double mean_comm_slowdown = 1;  // over completed jobs of ≥ 2 GPUs (1 when there are none)
   double mean_fragmentation = 0;
   int failures = 0, failures_survived = 0, preemptions = 0;

@@ -87,6 +87,7 @@ StatusOr<SimResult> Simulate(const topo::Cluster& cluster, const Trace& trace,
     r.jobs[i].name = trace.jobs[i].name;
     r.jobs[i].gpus = specs[i].total_gpus;
     r.jobs[i].submit_us = trace.jobs[i].submit_us;
+    r.jobs[i].ideal_us = trace.jobs[i].duration_us;
   }
 
   // Scheduler ids are sequential from 1 in submission order, so trace index = id − 1.

@@ -39,6 +39,7 @@ struct JobOutcome {
   int64_t submit_us = 0;
   int64_t first_start_us = -1;  // -1: never started
   int64_t end_us = -1;          // -1: not finished when the simulation stopped
+  int64_t ideal_us = 0;         // the trace duration: run time on an ideal placement
   double comm_slowdown = 1.0;   // of its last run
   int preemptions = 0;
 };

@@ -14,6 +14,7 @@
 #include "sim/policies.h"
 #include "sim/report.h"
 #include "testing/clusters.h"
+#include "topo/io/cluster_yaml.h"
 
 namespace toposched::sim {
 namespace {
@@ -148,8 +149,14 @@ void ExpectGolden(const std::string& golden, const std::string& got) {
   EXPECT_EQ(Slurp(path), got) << "golden " << path;
 }
 
-TEST(SimulatorGoldenTest, TiresiasSampleOnH100) {
-  const topo::Cluster& c = testing::H100Cluster();
+// Four DGX-1-class nodes (V100 hybrid cube-mesh, real nvidia-smi topo -m): 32 GPUs for up to
+// 8-GPU jobs, so jobs queue and the GPU choice inside a node changes the predicted times.
+TEST(SimulatorGoldenTest, TiresiasSampleOnFourV100Nodes) {
+  auto cl = topo::io::ReadClusterYamlFile(std::string(TS_SOURCE_DIR) +
+                                          "/tests/sched/testdata/v100-4node.yaml");
+  ASSERT_TRUE(cl.ok()) << cl.status().ToString();
+  topo::Cluster c = std::move(cl).value();
+  c.Finalize();
   auto t = ReadTraceFile(TracePath("tiresias-60_job.csv"), TraceFormat::kTiresias);
   ASSERT_TRUE(t.ok());
   ReportInfo info;
@@ -162,8 +169,12 @@ TEST(SimulatorGoldenTest, TiresiasSampleOnH100) {
   info.comm_fraction = 0.1;
   info.policies_distinct = PoliciesDistinct();
   std::vector<SimResult> rs;
-  for (const std::string& p : PolicyNames()) rs.push_back(RunPolicy(c, *t, p));
-  ExpectGolden("tiresias-60_job.h100-2rack.report.json", ReportJson(info, rs));
+  for (const std::string& p : PolicyNames()) {
+    rs.push_back(RunPolicy(c, *t, p));
+    EXPECT_TRUE(rs.back().all_free_at_end) << p;
+    EXPECT_EQ(rs.back().unfinished, 0) << p;
+  }
+  ExpectGolden("tiresias-60_job.v100-4node.report.json", ReportJson(info, rs));
 }
 
 TEST(SimulatorGoldenTest, GenericExampleOnH100) {
