@@ -77,3 +77,5 @@ BENCHMARK(BM_SimulatePhilly)->Arg(2000)->Arg(10000)->Unit(benchmark::kMillisecon
 
 }  // namespace
 }  // namespace toposched::bench
+
+BENCHMARK_MAIN();

@@ -292,9 +292,9 @@ std::string ReportMarkdown(const ReportInfo& info, const std::vector<SimResult>&
     o << "| " << s.policy << " | " << s.jobs << " | " << s.unfinished << " | "
       << Fixed(s.mean_jct_s, 1) << " | " << Fixed(s.p50_jct_s, 1) << " | " << Fixed(s.p99_jct_s, 1)
       << " | " << Fixed(s.mean_queue_s, 1) << " | " << Fixed(s.makespan_s, 0) << " | "
-      << Fixed(100 * s.gpu_utilization, 2) << "% | " << Fixed(s.mean_comm_slowdown, 4) << " | "
-      << Fixed(100 * s.mean_fragmentation, 2) << "% | " << s.preemptions << " | " << s.failures
-      << " |\n";
+      << Fixed(100 * s.gpu_utilization, 2) << "% | " << Fixed(100 * s.useful_utilization, 2)
+      << "% | " << Fixed(s.mean_comm_slowdown, 4) << " | " << Fixed(100 * s.mean_fragmentation, 2)
+      << "% | " << s.preemptions << " | " << s.failures << " |\n";
   }
   o << "\nPlots: [JCT CDF](jct_cdf.svg), [GPU utilisation over time](utilization.svg), "
        "[communication slowdown by job size](slowdown_by_size.svg).\n";

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -231,6 +232,21 @@ TEST(SimulatorTest, FailuresNeedTheCoreFailureReaction) {
   o.failures = false;
   o.comm_fraction = 1.5;
   EXPECT_EQ(o.Validate().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ReportTest, MarkdownRowsHaveAsManyCellsAsTheHeader) {
+  const topo::Cluster& c = testing::H100Cluster();
+  auto t = ReadTraceFile(TracePath("example-generic.csv"), TraceFormat::kCsv);
+  ASSERT_TRUE(t.ok());
+  std::vector<SimResult> rs = {RunPolicy(c, *t, "toposched"), RunPolicy(c, *t, "first-fit")};
+  std::istringstream md(ReportMarkdown(ReportInfo{}, rs));
+  std::string line;
+  std::vector<size_t> bars;
+  while (std::getline(md, line)) {
+    if (line.rfind("| ", 0) == 0) bars.push_back(std::count(line.begin(), line.end(), '|'));
+  }
+  ASSERT_EQ(bars.size(), 4u);  // header, rule, two policies
+  for (size_t b : bars) EXPECT_EQ(b, bars[0]);
 }
 
 TEST(PolicyTest, ListParsing) {
