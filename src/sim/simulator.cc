@@ -7,6 +7,7 @@
 #include <queue>
 #include <tuple>
 
+#include "sched/policy.h"
 #include "sched/scheduler.h"
 
 namespace toposched::sim {
@@ -78,6 +79,14 @@ StatusOr<SimResult> Simulate(const topo::Cluster& cluster, const Trace& trace,
   ASSIGN_OR_RETURN(std::unique_ptr<sched::GangPlacer> placer,
                    sched::GangPlacer::Create(cluster, placer_options));
   ASSIGN_OR_RETURN(std::unique_ptr<sched::Scheduler> sched, sched::Scheduler::Create(*placer));
+  // The ideal placement is the same for every policy: toposched's cost-model placement on the
+  // empty cluster (a baseline's own best_possible_ms would be its own choice on the empty
+  // cluster, which would hide its worse GPU choices).
+  ASSIGN_OR_RETURN(sched::GangPlacerOptions ref_options, sched::PolicyOptions("toposched"));
+  ASSIGN_OR_RETURN(std::unique_ptr<sched::GangPlacer> reference,
+                   sched::GangPlacer::Create(cluster, ref_options));
+  ASSIGN_OR_RETURN(sched::ClusterState empty, sched::ClusterState::Create(cluster));
+  std::vector<double> ideal_ms(n, -1.0);
 
   SimResult r;
   r.policy = policy;

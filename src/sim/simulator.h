@@ -30,7 +30,9 @@ struct SimOptions {
 };
 
 // comm_slowdown = (1 − f) + f · predicted_ms / best_possible_ms (1 when best_possible_ms is 0:
-// a job that does not communicate is not stretched). Never below 1 − f.
+// a job that does not communicate is not stretched). Never below 1 − f. The simulator takes
+// best_possible_ms from the toposched policy's placement of the job on the empty cluster, the
+// same reference for every policy.
 double CommSlowdown(double comm_fraction, double predicted_ms, double best_possible_ms);
 
 struct JobOutcome {
