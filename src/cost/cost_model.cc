@@ -575,13 +575,14 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
         if (bw < algbw) {
           algbw = bw;
           int up = parent[0][i] >= 0 ? parent[0][i] : parent[1][i];
-          // The root of both trees (odd island counts: the mirror keeps the middle island at
-          // the root) has no parent; name the hop to one of its children instead.
-          for (int t = 0; up < 0 && t < 2; ++t) {
+          // The root of both trees (possible for an odd island count): name the hop by one of
+          // its children instead.
+          for (int t = 0; t < 2 && up < 0; ++t) {
             for (int k = 0; k < ni && up < 0; ++k) {
               if (parent[t][k] == i) up = k;
             }
           }
+          if (up < 0) up = i;
           c.bottleneck =
               net_hop(i, p.islands[i].members.front(), p.islands[up].members.front(), bw);
         }

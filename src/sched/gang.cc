@@ -154,7 +154,9 @@ std::vector<int> TakeBins(const std::vector<int>& caps, int need, NodeStrategy s
   return take;
 }
 
-std::string ShapeKey(const job::JobSpec& j) {
+}  // namespace
+
+std::string PlacementShapeKey(const job::JobSpec& j) {
   const job::Layout& l = j.layout;
   const job::Constraints& c = j.constraints;
   return std::to_string(l.tp) + "/" + std::to_string(l.pp) + "/" + std::to_string(l.dp) + "/" +
@@ -163,6 +165,8 @@ std::string ShapeKey(const job::JobSpec& j) {
          c.job.level + "/" + job::ConstraintModeName(c.tp.mode) + ":" + c.tp.level + "/" +
          c.gpu_model + "/" + (c.rdma_required ? "rdma" : "");
 }
+
+namespace {
 
 const std::string& NodeGpuModel(const topo::NodeTopology& t) {
   static const std::string kEmpty;
@@ -635,13 +639,49 @@ std::optional<Verdict> Search::TrySingleNode() {
     }
   }
   if (chosen < 0) return std::nullopt;
+  int chosen_left = best_left;
+  // Best fit can force a slow GPU set (a cube-mesh's leftover GPUs without a closed NVLink
+  // ring). When the chosen set is slower than the same request on a whole free node of its
+  // profile, nodes with more free GPUs compete on the full score: comm-time + fragmentation.
+  // Only then the O(nodes) scan; uniform fabrics (NVSwitch) never get here.
+  const int cp = prof[chosen];
+  GpuMask whole = selectors_[cp]->healthy();
+  auto ideal = selectors_[cp]->Select(whole, req);
+  if (ideal.ok() && (*ideal)->fit == Fit::kFit &&
+      chosen_ms > (*ideal)->predicted_ms * (1 + 1e-9) + frag_w_ / std::max(comm_w_, 1e-12)) {
+    double best_score = comm_w_ * chosen_ms + frag_w_ * best_left;
+    std::vector<Seen> more;
+    for (int node = 0; node < static_cast<int>(c_.nodes.size()); ++node) {
+      if (!all_ok && !profile_ok_[prof[node]]) continue;
+      const GpuMask& m = state_.FreeMask(node);
+      const int f = m.count();
+      if (f <= best_free) continue;
+      // Its extra leftover alone already costs more than the time it could save.
+      if (frag_w_ * (f - world_) >= best_score) continue;
+      bool dup = false;
+      for (const Seen& x : more)
+        dup = dup || (x.profile == prof[node] && x.lo == m.lo() && x.hi == m.hi());
+      if (dup) continue;
+      more.push_back(Seen{prof[node], m.lo(), m.hi()});
+      if (static_cast<int>(more.size()) > 4 * opt_.max_node_evaluations) break;
+      auto ch = selectors_[prof[node]]->Select(m, req);
+      if (!ch.ok() || (*ch)->fit != Fit::kFit) continue;
+      const double score = comm_w_ * (*ch)->predicted_ms + frag_w_ * (f - world_);
+      if (score < best_score * (1 - 1e-9)) {
+        best_score = score;
+        chosen = node;
+        chosen_left = f - world_;
+      }
+    }
+  }
   Plan plan;
   plan.chunks.emplace_back(chosen, world_);
-  plan.frag = best_left;
+  plan.frag = chosen_left;
   std::optional<Placement> p = Materialize(plan);
   if (!p) return std::nullopt;
   p->domain = c_.nodes[chosen].name;
-  return Fitted(std::move(*p), "best-fit node", best_left, best_left);
+  return Fitted(std::move(*p), chosen_left == best_left ? "best-fit node" : "fastest node by score",
+                chosen_left, chosen_left);
 }
 
 std::optional<Verdict> Search::TryDomains(std::vector<std::string>& reasons) {
@@ -975,35 +1015,9 @@ Verdict GangPlacer::Place(const ClusterState& state, const job::JobSpec& job) co
     return bad;
   }
   // The same job on the empty cluster: the reference time, and the test for "never fits".
-  // Only the figure (or the reasons) are copied out of the cache, not the whole placement.
-  const std::string key = ShapeKey(job);
-  bool known = false, best_fit = false;
   double best_ms = 0;
   std::vector<std::string> best_reasons;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = best_.find(key);
-    if (it != best_.end()) {
-      known = true;
-      best_fit = it->second.fit();
-      if (best_fit) {
-        best_ms = it->second.placement->predicted_ms;
-      } else {
-        best_reasons = it->second.reasons;
-      }
-    }
-  }
-  if (!known) {
-    Verdict b = PlaceOn(*empty_, job);
-    best_fit = b.fit();
-    if (best_fit) {
-      best_ms = b.placement->predicted_ms;
-    } else {
-      best_reasons = b.reasons;
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    best_.emplace(key, std::move(b));
-  }
+  const bool best_fit = BestOnEmpty(job, &best_ms, &best_reasons);
   if (!best_fit) {
     bad.reasons.push_back("never fits this cluster, even empty");
     for (const std::string& r : best_reasons) bad.reasons.push_back(r);
@@ -1016,6 +1030,45 @@ Verdict GangPlacer::Place(const ClusterState& state, const job::JobSpec& job) co
         "; best possible " + Fmt("%.3f", v.placement->best_possible_ms) + " ms";
   }
   return v;
+}
+
+std::optional<double> GangPlacer::BestPossibleMs(const job::JobSpec& job) const {
+  double ms = 0;
+  std::vector<std::string> reasons;
+  if (!BestOnEmpty(job, &ms, &reasons)) return std::nullopt;
+  return ms;
+}
+
+bool GangPlacer::BestOnEmpty(const job::JobSpec& job, double* best_ms,
+                             std::vector<std::string>* best_reasons) const {
+  // Only the figure (or the reasons) are copied out of the cache, not the whole placement.
+  const std::string key = PlacementShapeKey(job);
+  bool known = false, best_fit = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = best_.find(key);
+    if (it != best_.end()) {
+      known = true;
+      best_fit = it->second.fit();
+      if (best_fit) {
+        *best_ms = it->second.placement->predicted_ms;
+      } else {
+        *best_reasons = it->second.reasons;
+      }
+    }
+  }
+  if (!known) {
+    Verdict b = PlaceOn(*empty_, job);
+    best_fit = b.fit();
+    if (best_fit) {
+      *best_ms = b.placement->predicted_ms;
+    } else {
+      *best_reasons = b.reasons;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    best_.emplace(key, std::move(b));
+  }
+  return best_fit;
 }
 
 }  // namespace toposched::sched

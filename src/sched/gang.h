@@ -26,6 +26,10 @@ struct GangIndex;      // per-cluster lookups built once by GangPlacer::Create (
 struct BaselineCache;  // memoized baseline GPU choices (gang.cc)
 }  // namespace detail
 
+// Everything about a job that its placement depends on (layout, traffic, constraints), as a
+// key: two specs with the same key get the same verdict on the same state.
+std::string PlacementShapeKey(const job::JobSpec& job);
+
 enum class VerdictKind {
   kFit,            // `placement` holds the whole gang
   kUnschedulable,  // does not fit now; may fit when other jobs finish (or after preemption)
@@ -138,6 +142,9 @@ class GangPlacer {
   // layout on this placer's cluster, e.g. after the topology degraded or the job was resized.
   // InvalidArgument when the rank count differs from the layout or a rank is out of range.
   Status Rescore(const job::JobSpec& job, Placement& p) const;
+  // predicted_ms of the job on the empty cluster (cached per job shape); nullopt when it never
+  // fits this cluster.
+  std::optional<double> BestPossibleMs(const job::JobSpec& job) const;
 
   const topo::Cluster& cluster() const { return *cluster_; }
   const cost::CostModel& cost_model() const { return *cost_; }
@@ -146,6 +153,8 @@ class GangPlacer {
  private:
   GangPlacer(const topo::Cluster& cluster, Options options);
   Verdict PlaceOn(const ClusterState& state, const job::JobSpec& job) const;
+  // The cached verdict on the empty cluster: fit with *ms, or not with *reasons.
+  bool BestOnEmpty(const job::JobSpec& job, double* ms, std::vector<std::string>* reasons) const;
 
   const topo::Cluster* cluster_;
   Options options_;

@@ -6,6 +6,8 @@
 #include <limits>
 #include <queue>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 namespace toposched::sched {
@@ -62,11 +64,17 @@ Status SchedulerOptions::Validate() const {
     return InvalidArgumentError("preemption bounds out of range");
   }
   if (kill_grace_us < 0) return InvalidArgumentError("kill_grace_us must be >= 0");
+  if (fair_share_half_life_s < 0) {
+    return InvalidArgumentError("fair_share_half_life_s must be >= 0");
+  }
   return OkStatus();
 }
 
 Scheduler::Scheduler(const GangPlacer& placer, Options options, ClusterState state)
-    : placer_(&placer), options_(std::move(options)), state_(std::move(state)) {}
+    : base_placer_(&placer),
+      placer_(&placer),
+      options_(std::move(options)),
+      state_(std::move(state)) {}
 
 StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const GangPlacer& placer, Options options) {
   RETURN_IF_ERROR(options.Validate());
@@ -98,8 +106,10 @@ int64_t Scheduler::EndUs(const Job& j) {
 
 StatusOr<int64_t> Scheduler::Submit(job::JobSpec spec, int64_t now_us) {
   RETURN_IF_ERROR(spec.Normalize());
+  Accrue(now_us);
   const int64_t id = next_id_++;
-  Job j{id, std::move(spec), job::JobRecord(JobName(id), now_us), std::nullopt, 0, "", 0};
+  Job j{id, std::move(spec), job::JobRecord(JobName(id), now_us), std::nullopt, 0, "", 0, ""};
+  j.shape = PlacementShapeKey(j.spec);
   j.pending_reason = "submitted; not yet considered by a scheduling pass";
   RETURN_IF_ERROR(
       j.record.Note(now_us, "submitted \"" + j.spec.name + "\" (user " + j.spec.user + ", queue " +
@@ -123,6 +133,7 @@ Status Scheduler::ReleaseIfStopped(Job& j) {
 Status Scheduler::Cancel(int64_t id, int64_t now_us) {
   Job* j = Find(id);
   if (j == nullptr) return NotFoundError("no job " + JobName(id));
+  Accrue(now_us);
   const JobState s = j->record.state();
   Status st = OkStatus();
   if (s == JobState::kPending || s == JobState::kRequeued) {
@@ -142,6 +153,7 @@ Status Scheduler::Cancel(int64_t id, int64_t now_us) {
 Status Scheduler::Complete(int64_t id, int64_t now_us) {
   Job* j = Find(id);
   if (j == nullptr) return NotFoundError("no job " + JobName(id));
+  Accrue(now_us);
   Status st = OkStatus();
   if (j->record.state() == JobState::kRunning) {
     st = j->record.Transition(now_us, JobState::kCompleting, "job finished: running epilog");
@@ -158,6 +170,7 @@ Status Scheduler::Complete(int64_t id, int64_t now_us) {
 }
 
 Status Scheduler::Tick(int64_t now_us) {
+  Accrue(now_us);
   for (auto& [id, j] : jobs_) {
     if (j.record.state() == JobState::kRunning && j.spec.time_limit_s > 0 && now_us >= EndUs(j)) {
       Status st = j.record.Timeout(now_us, options_.kill_grace_us);
@@ -209,6 +222,21 @@ Scheduler::Shares Scheduler::ActiveWeights() const {
 }
 
 double Scheduler::Penalty(const Job& j, const Usage& u, const Shares& sh) const {
+  if (options_.fair_share_half_life_s > 0) {
+    double users = 0, queues = 0;
+    for (const auto& [k, v] : user_usage_) users += v;
+    for (const auto& [k, v] : queue_usage_) queues += v;
+    auto frac = [](const std::map<std::string, double>& m, const std::string& k, double sum) {
+      auto it = m.find(k);
+      return it == m.end() || sum <= 0 ? 0.0 : it->second / sum;
+    };
+    const double us =
+        WeightOf(options_.user_weights, j.spec.user) / std::max(sh.user_weight_sum, 1e-12);
+    const double qs =
+        WeightOf(options_.queue_weights, j.spec.queue) / std::max(sh.queue_weight_sum, 1e-12);
+    return frac(user_usage_, j.spec.user, users) / us +
+           frac(queue_usage_, j.spec.queue, queues) / qs;
+  }
   const double total = std::max(1, state_.ClusterCapacity().total_gpus);
   const double user_share =
       WeightOf(options_.user_weights, j.spec.user) / std::max(sh.user_weight_sum, 1e-12);
@@ -376,7 +404,9 @@ StatusOr<bool> Scheduler::TryPreempt(Job& j, int64_t now_us) {
 }
 
 StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
+  Accrue(now_us);
   std::vector<int64_t> started;
+  bool waiting = false;  // a job left waiting for resources (no grow then)
   std::vector<Job*> pending;
   for (auto& [id, j] : jobs_) {
     if (j.record.state() == JobState::kPending) pending.push_back(&j);
@@ -386,60 +416,106 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
   std::optional<ClusterState> shadow;  // state_ with the reserved free GPUs blocked
   constexpr int64_t kShadowId = -1;
 
-  while (!pending.empty()) {
-    // Pick the next job by the current order (usage changes as jobs start).
-    const Usage usage = CurrentUsage();
-    size_t best = 0;
-    double best_pen = 0;
-    for (size_t i = 0; i < pending.size(); ++i) {
-      const Job& a = *pending[i];
-      const double pen = Penalty(a, usage, shares);
-      if (i == 0) {
-        best_pen = pen;
-        continue;
-      }
-      const Job& b = *pending[best];
-      bool better;
-      if (a.spec.priority != b.spec.priority) {
-        better = a.spec.priority > b.spec.priority;
-      } else if (pen != best_pen) {
-        better = pen < best_pen;
-      } else if (a.record.submit_time_us() != b.record.submit_time_us()) {
-        better = a.record.submit_time_us() < b.record.submit_time_us();
-      } else {
-        better = a.id < b.id;
-      }
-      if (better) {
-        best = i;
-        best_pen = pen;
-      }
+  // The order is a heap keyed by (priority, penalty, submit, id). Within a pass usage only
+  // grows as jobs start, so a popped entry whose penalty went up is pushed back with its new
+  // key (lazy re-evaluation); after a preemption or shrink (usage falls) the heap is rebuilt.
+  // O(pending · log pending) per pass instead of a scan per pick.
+  Usage usage = CurrentUsage();
+  struct Entry {
+    int priority;
+    double penalty;
+    int64_t submit_us;
+    int64_t id;
+    Job* job;
+    bool After(const Entry& o) const {  // true when this one sorts after o
+      if (priority != o.priority) return priority < o.priority;
+      if (penalty != o.penalty) return penalty > o.penalty;
+      if (submit_us != o.submit_us) return submit_us > o.submit_us;
+      return id > o.id;
     }
-    Job& j = *pending[best];
-    pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(best));
+  };
+  auto entry = [&](Job* j) {
+    return Entry{j->spec.priority, Penalty(*j, usage, shares), j->record.submit_time_us(), j->id,
+                 j};
+  };
+  auto after = [](const Entry& a, const Entry& b) { return a.After(b); };
+  std::vector<Entry> heap;
+  auto rebuild = [&](std::vector<Job*> jobs) {
+    heap.clear();
+    for (Job* j : jobs) heap.push_back(entry(j));
+    std::make_heap(heap.begin(), heap.end(), after);
+  };
+  rebuild(pending);
+  // Shapes that fit nowhere now, with the explanation: starts only take GPUs, so a shape that
+  // did not fit stays unfit for the rest of the pass (cleared when a preemption frees GPUs).
+  std::unordered_map<std::string, std::string> no_fit;
+  std::unordered_set<std::string> no_fit_shadow;
+
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), after);
+    Entry top = heap.back();
+    heap.pop_back();
+    Job& j = *top.job;
+    if (const double pen = Penalty(j, usage, shares); pen != top.penalty) {
+      top.penalty = pen;
+      heap.push_back(top);
+      std::push_heap(heap.begin(), heap.end(), after);
+      continue;
+    }
 
     if (std::string lim = LimitReason(j, usage); !lim.empty()) {
       j.pending_reason = lim;
       continue;
     }
-    Verdict now_v = placer_->Place(state_, j.spec);
+    const std::string& shape = j.shape;
+    Verdict now_v;
+    if (auto it = no_fit.find(shape); it != no_fit.end()) {
+      now_v.kind = VerdictKind::kUnschedulable;
+      now_v.reasons = {it->second};
+    } else {
+      now_v = placer_->Place(state_, j.spec);
+      if (now_v.kind == VerdictKind::kUnschedulable) no_fit.emplace(shape, now_v.Explain());
+    }
     if (now_v.kind == VerdictKind::kUnresolvable) {
       j.pending_reason = "unresolvable: " + now_v.Explain();
       continue;
     }
     const std::string gpus = std::to_string(j.spec.total_gpus) + " GPUs";
+    auto count_start = [&](const Job& s) {
+      usage.user_gpus[s.spec.user] += s.spec.total_gpus;
+      usage.queue_gpus[s.spec.queue] += s.spec.total_gpus;
+      started.push_back(s.id);
+    };
+    // After GPUs were freed by shrinking or preempting others: fresh usage, order and caches.
+    auto after_release = [&] {
+      started.push_back(j.id);
+      usage = CurrentUsage();
+      std::vector<Job*> rest;
+      for (const Entry& e : heap) rest.push_back(e.job);
+      rebuild(rest);
+      no_fit.clear();
+    };
     if (!res) {
       if (now_v.fit()) {
         RETURN_IF_ERROR(Start(j, std::move(*now_v.placement), now_us, "scheduled (" + gpus + ")"));
-        started.push_back(j.id);
+        count_start(j);
         continue;
+      }
+      if (j.spec.priority >= options_.preempt_priority_threshold && options_.elastic_shrink) {
+        ASSIGN_OR_RETURN(bool ok, TryShrinkOthers(j, now_us));
+        if (ok) {
+          after_release();
+          continue;
+        }
       }
       if (j.spec.priority >= options_.preempt_priority_threshold) {
         ASSIGN_OR_RETURN(bool ok, TryPreempt(j, now_us));
         if (ok) {
-          started.push_back(j.id);
+          after_release();
           continue;
         }
       }
+      waiting = true;
       if (!options_.backfill) {
         j.pending_reason = "waiting for resources: " + now_v.Explain();
         break;  // strict order: nobody passes the head
@@ -455,6 +531,7 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
     const std::string behind =
         "behind the reservation of " + JobName(res->job_id) + " at " + Seconds(res->start_us);
     if (!now_v.fit()) {
+      waiting = true;
       j.pending_reason = "waiting for resources (" + behind + "): " + now_v.Explain();
       continue;
     }
@@ -467,18 +544,21 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
                                 " before the reservation of " + JobName(res->job_id) + " at " +
                                 Seconds(res->start_us) + ")"));
       Block(*shadow, j.placement->parts, j.id);
-      started.push_back(j.id);
+      count_start(j);
       continue;
     }
-    Verdict side = placer_->Place(*shadow, j.spec);
+    Verdict side;
+    if (!no_fit_shadow.count(shape)) side = placer_->Place(*shadow, j.spec);
+    if (!side.fit()) no_fit_shadow.insert(shape);
     if (side.fit()) {
       RETURN_IF_ERROR(Start(j, std::move(*side.placement), now_us,
                             "backfilled (" + gpus + ", clear of the GPUs reserved for " +
                                 JobName(res->job_id) + ")"));
       Block(*shadow, j.placement->parts, j.id);
-      started.push_back(j.id);
+      count_start(j);
       continue;
     }
+    waiting = true;
     j.pending_reason = "would delay the reservation of " + JobName(res->job_id) + " at " +
                        Seconds(res->start_us) + ": fits only on its reserved GPUs and its limit " +
                        (j.spec.time_limit_s > 0 ? job::FormatDuration(j.spec.time_limit_s)
@@ -487,10 +567,24 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
   }
   if (!options_.backfill) {
     for (Job* j : pending) {
+      if (j->record.state() != JobState::kPending) continue;
       if (j->pending_reason.empty() || j->pending_reason.rfind("submitted", 0) == 0) {
         j->pending_reason = "waiting behind a higher-ordered job (no backfill)";
       }
     }
+  }
+  if (options_.elastic_grow && !waiting) {
+    std::vector<Job*> growable;
+    for (auto& [id, j] : jobs_) {
+      if (j.record.state() == JobState::kRunning && j.spec.elastic &&
+          j.spec.replicas < j.spec.elastic->max_replicas) {
+        growable.push_back(&j);
+      }
+    }
+    std::stable_sort(growable.begin(), growable.end(), [](const Job* a, const Job* b) {
+      return a->spec.priority > b->spec.priority;
+    });
+    for (Job* j : growable) RETURN_IF_ERROR(TryGrow(*j, now_us).status());
   }
   return started;
 }
@@ -507,7 +601,8 @@ StatusOr<std::string> Scheduler::Explain(int64_t id) const {
                   p.predicted_ms, p.best_possible_ms);
     return JobName(id) + " " + job::JobStateName(s) + " on " + p.domain + buf;
   }
-  return JobName(id) + " " + job::JobStateName(s);
+  const auto& ev = j->record.events();
+  return JobName(id) + " " + job::JobStateName(s) + (ev.empty() ? "" : ": " + ev.back().reason);
 }
 
 std::optional<job::JobState> Scheduler::State(int64_t id) const {
