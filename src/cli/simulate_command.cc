@@ -27,6 +27,8 @@ struct SimulateArgs {
   int max_jobs = 0;
   double comm_fraction = 0.10;
   bool failures = false;
+  double failures_per_gpu_day = -1;
+  double repair_hours = 3;
 };
 
 // The trace format from the header line when --trace-format is not given.
@@ -51,6 +53,8 @@ int RunSimulate(const SimulateArgs& a) {
   opts.seed = a.seed;
   opts.comm_fraction = a.comm_fraction;
   opts.failures = a.failures;
+  if (a.failures_per_gpu_day >= 0) opts.failures_per_gpu_day = a.failures_per_gpu_day;
+  opts.repair_mean_s = a.repair_hours * 3600;
   if (Status s = opts.Validate(); !s.ok()) return Fail(s);
 
   StatusOr<topo::Cluster> cluster = sim::LooksLikeOpenbNodeList(a.cluster)
@@ -122,7 +126,12 @@ void RegisterSimCommands(CLI::App& app, int& rc) {
   cmd->add_option("--comm-fraction", a->comm_fraction,
                   "communication share of a step on the ideal placement (default 0.10)");
   cmd->add_flag("--failures", a->failures,
-                "simulate node/GPU failures (needs the core's failure reaction)");
+                "simulate GPU and node failures (default rate: Llama 3, 419 on 16,384 GPUs in "
+                "54 days)");
+  cmd->add_option("--failure-rate", a->failures_per_gpu_day,
+                  "failures per GPU per day (with --failures; default 4.74e-4)");
+  cmd->add_option("--repair-hours", a->repair_hours,
+                  "mean repair time of a failed GPU or node, hours (default 3)");
   cmd->callback([a, &rc]() { rc = RunSimulate(*a); });
 }
 

@@ -221,6 +221,7 @@ PolicySummary Summarize(const SimResult& r) {
   s.mean_fragmentation = r.mean_fragmentation;
   s.failures = r.failures;
   s.failures_survived = r.failures_survived;
+  s.jobs_interrupted = r.jobs_interrupted;
   s.preemptions = r.preemptions;
   return s;
 }
@@ -249,6 +250,7 @@ std::string ReportJson(const ReportInfo& info, const std::vector<SimResult>& res
       << ", \"gpu_utilization\": " << Fixed(s.gpu_utilization, 6)
       << ", \"mean_comm_slowdown\": " << Fixed(s.mean_comm_slowdown, 6)
       << ", \"failures\": " << s.failures << ", \"preemptions\": " << s.preemptions
+      << ", \"jobs_interrupted\": " << s.jobs_interrupted
       << ", \"failures_survived\": " << s.failures_survived << ", \"unfinished\": " << s.unfinished
       << ", \"p50_queue_s\": " << Fixed(s.p50_queue_s, 3)
       << ", \"mean_fragmentation\": " << Fixed(s.mean_fragmentation, 6)

@@ -43,7 +43,7 @@ struct PolicySummary {
   double useful_utilization = 0;
   double mean_comm_slowdown = 1;  // over completed jobs of ≥ 2 GPUs (1 when there are none)
   double mean_fragmentation = 0;
-  int failures = 0, failures_survived = 0, preemptions = 0;
+  int failures = 0, jobs_interrupted = 0, failures_survived = 0, preemptions = 0;
 };
 
 // Percentiles are nearest-rank over completed jobs; JCT = end − submit, queue = first start −

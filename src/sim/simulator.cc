@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <queue>
+#include <random>
 #include <tuple>
 
 #include "sched/policy.h"
@@ -39,6 +40,15 @@ int64_t ParseJobId(const std::string& s) {
   return v;
 }
 
+// Uniform in (0, 1] from the raw 64-bit output (the same on every standard library).
+double Uniform01(std::mt19937_64& rng) {
+  return (static_cast<double>(rng() >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+}
+
+// A failure or a repair: (time, kind, node, gpu); kind 0 = GPU down, 1 = node down, 2 = GPU
+// repaired, 3 = node repaired.
+using HealthEvent = std::tuple<int64_t, int, int, int>;
+
 }  // namespace
 
 Status SimOptions::Validate() const {
@@ -49,10 +59,14 @@ Status SimOptions::Validate() const {
   if (utilization_bins < 1 || utilization_bins > 100000) {
     return InvalidArgumentError("utilization bins must be in [1, 100000]");
   }
-  if (failures) {
-    return UnimplementedError(
-        "failures: the scheduler core of this build has no failure reaction "
-        "(Scheduler::SetNodeHealth); run without failures");
+  if (!(failures_per_gpu_day >= 0 && failures_per_gpu_day < 1e6)) {
+    return InvalidArgumentError("failure rate must be >= 0 per GPU-day");
+  }
+  if (!(node_failure_fraction >= 0 && node_failure_fraction <= 1)) {
+    return InvalidArgumentError("node failure fraction must be in [0, 1]");
+  }
+  if (!(repair_mean_s > 0 && repair_mean_s < 1e9)) {
+    return InvalidArgumentError("mean repair time must be > 0 s");
   }
   return OkStatus();
 }
@@ -120,9 +134,66 @@ StatusOr<SimResult> Simulate(const topo::Cluster& cluster, const Trace& trace,
   size_t next = 0;
   size_t logged = 0;
 
-  while (next < n || !done.empty()) {
+  // Failures: the next draw and the pending repairs.
+  std::mt19937_64 rng(options.seed);
+  std::priority_queue<HealthEvent, std::vector<HealthEvent>, std::greater<HealthEvent>> health;
+  const double rate_per_us =
+      options.failures ? options.failures_per_gpu_day * static_cast<double>(r.total_gpus) / 86400e6
+                       : 0;
+  std::vector<int> gpu_prefix;  // GPUs on nodes [0, k)
+  gpu_prefix.push_back(0);
+  for (const topo::ClusterNode& node : cluster.nodes) {
+    gpu_prefix.push_back(gpu_prefix.back() +
+                         static_cast<int>(cluster.profiles[node.profile].topology.gpus.size()));
+  }
+  auto draw_failure = [&](int64_t after) {
+    if (rate_per_us <= 0 || r.total_gpus <= 0) return;
+    if (next >= n && done.empty()) return;  // nothing left that a failure could hit
+    const double gap = -std::log(Uniform01(rng)) / rate_per_us;
+    const int64_t when = after + std::max<int64_t>(1, static_cast<int64_t>(std::min(gap, 1e18)));
+    const int k = static_cast<int>(Uniform01(rng) * r.total_gpus) % r.total_gpus;
+    const int node = static_cast<int>(std::upper_bound(gpu_prefix.begin(), gpu_prefix.end(), k) -
+                                      gpu_prefix.begin() - 1);
+    const bool whole = Uniform01(rng) <= options.node_failure_fraction;
+    health.emplace(when, whole ? 1 : 0, node, k - gpu_prefix[node]);
+  };
+  draw_failure(last_t);
+  std::vector<char> hit(n, 0);
+  // Jobs stopped by the scheduler (preempted, failed, node failed) and jobs back in the queue,
+  // from the events since the last look.
+  auto scan_events = [&]() -> Status {
+    const auto& log = sched->Events();
+    for (; logged < log.size(); ++logged) {
+      const job::JobEvent& e = log[logged];
+      const int64_t id = ParseJobId(e.job_id);
+      if (id < 1 || id > static_cast<int64_t>(n)) continue;
+      const size_t i = static_cast<size_t>(id - 1);
+      if (e.from == job::JobState::kRunning && running[i] &&
+          (e.to == job::JobState::kPreempted || e.to == job::JobState::kFailed ||
+           e.to == job::JobState::kNodeFail)) {
+        running[i] = 0;
+        busy -= r.jobs[i].gpus;
+        if (e.to == job::JobState::kPreempted) {
+          ++r.jobs[i].preemptions;
+          ++r.preemptions;
+        } else {
+          ++r.jobs[i].failures;
+          ++r.jobs_interrupted;
+          hit[i] = 1;
+        }
+      }
+      if (e.to == job::JobState::kPending && e.from == job::JobState::kRequeued) wait_add(i, +1);
+    }
+    return OkStatus();
+  };
+
+  int repairs_pending = 0;
+  // Runs while work is left; once every job has arrived and nothing runs, only outstanding
+  // repairs (which may let a waiting job fit) keep it going, and no new failure is drawn.
+  while (next < n || !done.empty() || (repairs_pending > 0 && !waiting_replicas.empty())) {
     int64_t t = next < n ? trace.jobs[next].submit_us : INT64_MAX;
     if (!done.empty()) t = std::min(t, std::get<0>(done.top()));
+    if (!health.empty()) t = std::min(t, std::get<0>(health.top()));
     busy_area += static_cast<double>(busy) * static_cast<double>(t - last_t);
     frag_area += frag_now * static_cast<double>(t - last_t);
     last_t = t;
@@ -148,25 +219,46 @@ StatusOr<SimResult> Simulate(const topo::Cluster& cluster, const Trace& trace,
       ++next;
       ++r.events;
     }
+    while (!health.empty() && std::get<0>(health.top()) == t) {
+      auto [when, kind, node, gpu] = health.top();
+      health.pop();
+      if (kind >= 2) --repairs_pending;
+      const std::string why = kind == 0   ? "GPU failure (simulated)"
+                              : kind == 1 ? "node failure (simulated)"
+                                          : "repaired (simulated)";
+      if (kind == 0 || kind == 2) {
+        const bool down = kind == 0;
+        if (down && sched->cluster_state().GpuHealth(node, gpu) == topo::Health::kUnhealthy) {
+          draw_failure(t);
+          continue;  // already down: nothing new breaks
+        }
+        RETURN_IF_ERROR(sched->SetGpuHealth(
+            node, gpu, down ? topo::Health::kUnhealthy : topo::Health::kHealthy, t, why));
+      } else {
+        const bool down = kind == 1;
+        if (down && sched->cluster_state().NodeHealth(node) == topo::Health::kUnhealthy) {
+          draw_failure(t);
+          continue;
+        }
+        RETURN_IF_ERROR(sched->SetNodeHealth(
+            node, down ? topo::Health::kUnhealthy : topo::Health::kHealthy, t, why));
+      }
+      if (kind <= 1) {
+        ++r.failures;
+        ++repairs_pending;
+        const double repair = -std::log(Uniform01(rng)) * options.repair_mean_s * 1e6;
+        health.emplace(t + std::max<int64_t>(1, static_cast<int64_t>(std::min(repair, 1e15))),
+                       kind + 2, node, gpu);
+        draw_failure(t);
+      }
+    }
+    RETURN_IF_ERROR(scan_events());
     RETURN_IF_ERROR(sched->Tick(t));
+    RETURN_IF_ERROR(scan_events());
     if (!waiting_replicas.empty()) {
       ASSIGN_OR_RETURN(std::vector<int64_t> started, sched->Schedule(t));
       ++r.passes;
-      // Preemptions inside the pass: the victims' RUNNING → PREEMPTED events.
-      const auto& log = sched->Events();
-      for (; logged < log.size(); ++logged) {
-        const job::JobEvent& e = log[logged];
-        if (e.to != job::JobState::kPreempted) continue;
-        const int64_t id = ParseJobId(e.job_id);
-        if (id < 1 || id > static_cast<int64_t>(n)) continue;
-        const size_t i = static_cast<size_t>(id - 1);
-        if (!running[i]) continue;
-        running[i] = 0;
-        busy -= r.jobs[i].gpus;
-        ++r.jobs[i].preemptions;
-        ++r.preemptions;
-        wait_add(i, +1);
-      }
+      RETURN_IF_ERROR(scan_events());  // preemptions inside the pass
       for (int64_t id : started) {
         const size_t i = static_cast<size_t>(id - 1);
         const sched::Placement* p = sched->PlacementOf(id);
@@ -185,7 +277,6 @@ StatusOr<SimResult> Simulate(const topo::Cluster& cluster, const Trace& trace,
         wait_add(i, -1);
         done.emplace(t + runtime, id, run[i]);
       }
-      logged = sched->Events().size();
     }
     // Fragmentation after the pass: free GPUs on nodes that cannot hold the smallest waiting
     // replica.
@@ -234,7 +325,10 @@ StatusOr<SimResult> Simulate(const topo::Cluster& cluster, const Trace& trace,
     v /= static_cast<double>(std::max(1, r.total_gpus)) * static_cast<double>(r.bin_us);
   }
 
-  for (const JobOutcome& j : r.jobs) r.unfinished += j.end_us == kNoTime ? 1 : 0;
+  for (size_t i = 0; i < n; ++i) {
+    r.unfinished += r.jobs[i].end_us == kNoTime ? 1 : 0;
+    r.failures_survived += hit[i] && r.jobs[i].end_us != kNoTime ? 1 : 0;
+  }
   RETURN_IF_ERROR(sched->CheckInvariants());
   const sched::Capacity cap = sched->cluster_state().ClusterCapacity();
   r.all_free_at_end = r.unfinished == 0 ? sched->cluster_state().AllocationCount() == 0 &&

@@ -225,12 +225,40 @@ TEST(OpenbClusterTest, BadNodeListNamesTheLine) {
   EXPECT_NE(y.status().message().find("nodes.csv:2: column \"gpu\""), std::string::npos);
 }
 
-TEST(SimulatorTest, FailuresNeedTheCoreFailureReaction) {
+TEST(SimulatorTest, FailuresRequeueJobsThatThenComplete) {
+  const topo::Cluster& c = testing::H100Cluster();
+  auto t = ReadTraceFile(TracePath("example-generic.csv"), TraceFormat::kCsv);
+  ASSERT_TRUE(t.ok());
   SimOptions o;
   o.failures = true;
-  EXPECT_EQ(o.Validate().code(), StatusCode::kUnimplemented);
-  o.failures = false;
+  o.failures_per_gpu_day = 0.2;  // far above Llama 3's rate, so that a short trace sees some
+  o.repair_mean_s = 600;
+  o.seed = 7;
+  SimResult a = RunPolicy(c, *t, "toposched", o);
+  EXPECT_GT(a.failures, 0);
+  EXPECT_GT(a.jobs_interrupted, 0);
+  EXPECT_EQ(a.unfinished, 0);  // requeued (the default failure policy) and run again
+  EXPECT_EQ(a.failures_survived, [&] {
+    int n = 0;
+    for (const JobOutcome& j : a.jobs) n += j.failures > 0 ? 1 : 0;
+    return n;
+  }());
+  EXPECT_TRUE(a.all_free_at_end);
+  // Seeded: the same seed draws the same failures; another seed others.
+  SimResult b = RunPolicy(c, *t, "toposched", o);
+  ReportInfo info;
+  EXPECT_EQ(ReportJson(info, {a}), ReportJson(info, {b}));
+  o.seed = 8;
+  SimResult d = RunPolicy(c, *t, "toposched", o);
+  EXPECT_NE(ReportJson(info, {a}), ReportJson(info, {d}));
+}
+
+TEST(SimulatorTest, BadOptions) {
+  SimOptions o;
   o.comm_fraction = 1.5;
+  EXPECT_EQ(o.Validate().code(), StatusCode::kInvalidArgument);
+  o = SimOptions{};
+  o.repair_mean_s = 0;
   EXPECT_EQ(o.Validate().code(), StatusCode::kInvalidArgument);
 }
 
