@@ -20,5 +20,6 @@ void RegisterTopoCommands(CLI::App& app, int& rc);     // topo import|show|disco
 void RegisterClusterCommands(CLI::App& app, int& rc);  // cluster check, export slurm, demo
 void RegisterCostCommands(CLI::App& app, int& rc);     // cost, place-node
 void RegisterSimCommands(CLI::App& app, int& rc);      // simulate
+void RegisterSlurmCommands(CLI::App& app, int& rc);    // slurm import|place|watch|cost, exec
 
 }  // namespace toposched::cli

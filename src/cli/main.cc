@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   toposched::cli::RegisterClusterCommands(app, rc);
   toposched::cli::RegisterCostCommands(app, rc);
   toposched::cli::RegisterSimCommands(app, rc);
+  toposched::cli::RegisterSlurmCommands(app, rc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -4,10 +4,10 @@
 #include <cinttypes>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <queue>
 #include <set>
-#include <unordered_map>
-#include <unordered_set>
+#include <tuple>
 #include <utility>
 
 namespace toposched::sched {
@@ -82,6 +82,16 @@ StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const GangPlacer& placer,
   return std::unique_ptr<Scheduler>(new Scheduler(placer, std::move(options), std::move(state)));
 }
 
+int Scheduler::NameId(const std::string& name) {
+  return names_.emplace(name, static_cast<int>(names_.size())).first->second;
+}
+
+int Scheduler::ShapeId(const job::JobSpec& spec) {
+  auto [it, added] =
+      shape_ids_.emplace(PlacementShapeKey(spec), static_cast<int>(shape_ids_.size()));
+  return it->second;
+}
+
 Scheduler::Job* Scheduler::Find(int64_t id) {
   auto it = jobs_.find(id);
   return it == jobs_.end() ? nullptr : &it->second;
@@ -108,9 +118,12 @@ StatusOr<int64_t> Scheduler::Submit(job::JobSpec spec, int64_t now_us) {
   RETURN_IF_ERROR(spec.Normalize());
   Accrue(now_us);
   const int64_t id = next_id_++;
-  Job j{id, std::move(spec), job::JobRecord(JobName(id), now_us), std::nullopt, 0, "", 0, ""};
-  j.shape = PlacementShapeKey(j.spec);
-  j.pending_reason = "submitted; not yet considered by a scheduling pass";
+  Job j{id, std::move(spec), job::JobRecord(JobName(id), now_us), std::nullopt, 0, nullptr, 0, 0, 0,
+        0};
+  j.shape_id = ShapeId(j.spec);
+  j.user_id = NameId(j.spec.user);
+  j.queue_id = NameId(j.spec.queue);
+  j.pending_reason = Words("submitted; not yet considered by a scheduling pass");
   RETURN_IF_ERROR(
       j.record.Note(now_us, "submitted \"" + j.spec.name + "\" (user " + j.spec.user + ", queue " +
                                 j.spec.queue + ", priority " + std::to_string(j.spec.priority) +
@@ -207,17 +220,19 @@ int UsedBy(const std::map<std::string, int>& m, const std::string& k) {
 
 Scheduler::Shares Scheduler::ActiveWeights() const {
   // Weight shares are over the users/queues with a PENDING or RUNNING job.
-  std::set<std::string> users, queues;
+  std::vector<char> users(names_.size(), 0), queues(names_.size(), 0);
   for (const auto& [id, o] : jobs_) {
     const JobState s = o.record.state();
     if (s == JobState::kPending || job::HoldsResources(s)) {
-      users.insert(o.spec.user);
-      queues.insert(o.spec.queue);
+      users[o.user_id] = 1;
+      queues[o.queue_id] = 1;
     }
   }
   Shares sh;
-  for (const std::string& s : users) sh.user_weight_sum += WeightOf(options_.user_weights, s);
-  for (const std::string& s : queues) sh.queue_weight_sum += WeightOf(options_.queue_weights, s);
+  for (const auto& [name, nid] : names_) {
+    if (users[nid]) sh.user_weight_sum += WeightOf(options_.user_weights, name);
+    if (queues[nid]) sh.queue_weight_sum += WeightOf(options_.queue_weights, name);
+  }
   return sh;
 }
 
@@ -274,7 +289,7 @@ Status Scheduler::Start(Job& j, Placement p, int64_t now_us, const std::string& 
   p.decision_us = now_us;
   j.placement = std::move(p);
   j.start_us = now_us;
-  j.pending_reason.clear();
+  j.pending_reason.reset();
   return OkStatus();
 }
 
@@ -395,7 +410,7 @@ StatusOr<bool> Scheduler::TryPreempt(Job& j, int64_t now_us) {
     Sync(v);
     RETURN_IF_ERROR(st);
     RETURN_IF_ERROR(ReleaseIfStopped(v));
-    v.pending_reason = "requeued after being " + by;
+    v.pending_reason = Words("requeued after being " + by);
   }
   RETURN_IF_ERROR(Start(
       j, std::move(*best_placement), now_us,
@@ -416,68 +431,106 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
   std::optional<ClusterState> shadow;  // state_ with the reserved free GPUs blocked
   constexpr int64_t kShadowId = -1;
 
-  // The order is a heap keyed by (priority, penalty, submit, id). Within a pass usage only
-  // grows as jobs start, so a popped entry whose penalty went up is pushed back with its new
-  // key (lazy re-evaluation); after a preemption or shrink (usage falls) the heap is rebuilt.
-  // O(pending · log pending) per pass instead of a scan per pick.
+  // The order: jobs are grouped in buckets of equal (priority, user, queue), each sorted by
+  // (submit, id); the penalty depends on user and queue only, so the next job is the head of
+  // the best bucket. The buckets sit in a heap; a start changes the penalty of the buckets of
+  // its user or queue only, and the heap is rebuilt over the buckets (few), not the jobs.
+  // Cost per pass: O(P log P) for the sort plus O(B) per start, B = buckets.
   Usage usage = CurrentUsage();
-  struct Entry {
-    int priority;
-    double penalty;
-    int64_t submit_us;
-    int64_t id;
-    Job* job;
-    bool After(const Entry& o) const {  // true when this one sorts after o
-      if (priority != o.priority) return priority < o.priority;
-      if (penalty != o.penalty) return penalty > o.penalty;
-      if (submit_us != o.submit_us) return submit_us > o.submit_us;
-      return id > o.id;
+  struct Bucket {
+    int priority = 0;
+    const std::string* user = nullptr;
+    const std::string* queue = nullptr;
+    std::vector<Job*> jobs;
+    size_t next = 0;
+    double penalty = 0;
+  };
+  std::vector<Bucket> buckets;
+  {
+    std::map<std::tuple<int, int, int>, size_t> index;
+    for (Job* j : pending) {
+      auto key = std::make_tuple(j->spec.priority, j->user_id, j->queue_id);
+      auto [it, added] = index.emplace(key, buckets.size());
+      if (added) {
+        buckets.emplace_back();
+        buckets.back().priority = j->spec.priority;
+        buckets.back().user = &j->spec.user;
+        buckets.back().queue = &j->spec.queue;
+      }
+      buckets[it->second].jobs.push_back(j);
     }
+  }
+  for (Bucket& b : buckets) {
+    std::sort(b.jobs.begin(), b.jobs.end(), [](const Job* x, const Job* y) {
+      return x->record.submit_time_us() != y->record.submit_time_us()
+                 ? x->record.submit_time_us() < y->record.submit_time_us()
+                 : x->id < y->id;
+    });
+    b.penalty = Penalty(*b.jobs[0], usage, shares);
+  }
+  // Heap of bucket indices; `after(x, y)`: bucket x's head sorts after bucket y's head.
+  auto after = [&](size_t x, size_t y) {
+    const Bucket& a = buckets[x];
+    const Bucket& b = buckets[y];
+    if (a.priority != b.priority) return a.priority < b.priority;
+    if (a.penalty != b.penalty) return a.penalty > b.penalty;
+    const Job& ja = *a.jobs[a.next];
+    const Job& jb = *b.jobs[b.next];
+    if (ja.record.submit_time_us() != jb.record.submit_time_us()) {
+      return ja.record.submit_time_us() > jb.record.submit_time_us();
+    }
+    return ja.id > jb.id;
   };
-  auto entry = [&](Job* j) {
-    return Entry{j->spec.priority, Penalty(*j, usage, shares), j->record.submit_time_us(), j->id,
-                 j};
-  };
-  auto after = [](const Entry& a, const Entry& b) { return a.After(b); };
-  std::vector<Entry> heap;
-  auto rebuild = [&](std::vector<Job*> jobs) {
-    heap.clear();
-    for (Job* j : jobs) heap.push_back(entry(j));
+  std::vector<size_t> heap;
+  for (size_t i = 0; i < buckets.size(); ++i) heap.push_back(i);
+  std::make_heap(heap.begin(), heap.end(), after);
+  // Re-keys the buckets of a user or queue (all when both are null) and restores the heap.
+  auto rekey = [&](const std::string* user, const std::string* queue) {
+    for (size_t i : heap) {
+      Bucket& b = buckets[i];
+      if ((user == nullptr && queue == nullptr) || (user && *b.user == *user) ||
+          (queue && *b.queue == *queue)) {
+        b.penalty = Penalty(*b.jobs[b.next], usage, shares);
+      }
+    }
     std::make_heap(heap.begin(), heap.end(), after);
   };
-  rebuild(pending);
-  // Shapes that fit nowhere now, with the explanation: starts only take GPUs, so a shape that
-  // did not fit stays unfit for the rest of the pass (cleared when a preemption frees GPUs).
-  std::unordered_map<std::string, std::string> no_fit;
-  std::unordered_set<std::string> no_fit_shadow;
+  // Shapes (PlacementShapeKey, interned) that fit nowhere now, with their explanation: starts
+  // only take GPUs, so a shape that did not fit stays unfit for the rest of the pass (cleared
+  // when a preemption or shrink frees GPUs). The same for the reservation's shadow state.
+  std::vector<std::string> no_fit(shape_ids_.size());
+  std::vector<char> no_fit_known(shape_ids_.size(), 0);
+  std::vector<char> no_fit_shadow(shape_ids_.size(), 0);
+  std::vector<std::shared_ptr<const std::string>> behind_reason(shape_ids_.size());
 
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), after);
-    Entry top = heap.back();
-    heap.pop_back();
-    Job& j = *top.job;
-    if (const double pen = Penalty(j, usage, shares); pen != top.penalty) {
-      top.penalty = pen;
-      heap.push_back(top);
+    Bucket& bucket = buckets[heap.back()];
+    Job& j = *bucket.jobs[bucket.next++];
+    if (bucket.next < bucket.jobs.size()) {
       std::push_heap(heap.begin(), heap.end(), after);
-      continue;
+    } else {
+      heap.pop_back();
     }
 
     if (std::string lim = LimitReason(j, usage); !lim.empty()) {
-      j.pending_reason = lim;
+      j.pending_reason = Words(lim);
       continue;
     }
-    const std::string& shape = j.shape;
+    const int shape = j.shape_id;
     Verdict now_v;
-    if (auto it = no_fit.find(shape); it != no_fit.end()) {
+    if (no_fit_known[shape]) {
       now_v.kind = VerdictKind::kUnschedulable;
-      now_v.reasons = {it->second};
+      if (!res) now_v.reasons = {no_fit[shape]};  // behind a reservation: behind_reason
     } else {
       now_v = placer_->Place(state_, j.spec);
-      if (now_v.kind == VerdictKind::kUnschedulable) no_fit.emplace(shape, now_v.Explain());
+      if (now_v.kind == VerdictKind::kUnschedulable) {
+        no_fit_known[shape] = 1;
+        no_fit[shape] = now_v.Explain();
+      }
     }
     if (now_v.kind == VerdictKind::kUnresolvable) {
-      j.pending_reason = "unresolvable: " + now_v.Explain();
+      j.pending_reason = Words("unresolvable: " + now_v.Explain());
       continue;
     }
     const std::string gpus = std::to_string(j.spec.total_gpus) + " GPUs";
@@ -485,15 +538,14 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
       usage.user_gpus[s.spec.user] += s.spec.total_gpus;
       usage.queue_gpus[s.spec.queue] += s.spec.total_gpus;
       started.push_back(s.id);
+      if (options_.fair_share_half_life_s <= 0) rekey(&s.spec.user, &s.spec.queue);
     };
     // After GPUs were freed by shrinking or preempting others: fresh usage, order and caches.
     auto after_release = [&] {
       started.push_back(j.id);
       usage = CurrentUsage();
-      std::vector<Job*> rest;
-      for (const Entry& e : heap) rest.push_back(e.job);
-      rebuild(rest);
-      no_fit.clear();
+      rekey(nullptr, nullptr);
+      std::fill(no_fit_known.begin(), no_fit_known.end(), 0);
     };
     if (!res) {
       if (now_v.fit()) {
@@ -517,22 +569,26 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
       }
       waiting = true;
       if (!options_.backfill) {
-        j.pending_reason = "waiting for resources: " + now_v.Explain();
+        j.pending_reason = Words("waiting for resources: " + now_v.Explain());
         break;  // strict order: nobody passes the head
       }
       res = MakeReservation(j, now_us);
       shadow = state_;
       Block(*shadow, res->parts, kShadowId);
-      j.pending_reason =
-          "head of queue, reserved to start at " + Seconds(res->start_us) + ": " + now_v.Explain();
+      j.pending_reason = Words("head of queue, reserved to start at " + Seconds(res->start_us) +
+                               ": " + now_v.Explain());
       continue;
     }
     // Behind the reservation: backfill only.
-    const std::string behind =
-        "behind the reservation of " + JobName(res->job_id) + " at " + Seconds(res->start_us);
     if (!now_v.fit()) {
       waiting = true;
-      j.pending_reason = "waiting for resources (" + behind + "): " + now_v.Explain();
+      // The same words for every job of a shape: built once per pass, shared.
+      if (!behind_reason[shape]) {
+        behind_reason[shape] = std::make_shared<const std::string>(
+            "waiting for resources (behind the reservation of " + JobName(res->job_id) + " at " +
+            Seconds(res->start_us) + "): " + now_v.Explain());
+      }
+      j.pending_reason = behind_reason[shape];
       continue;
     }
     const bool ends_before = j.spec.time_limit_s > 0 && res->start_us != kNever &&
@@ -548,8 +604,8 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
       continue;
     }
     Verdict side;
-    if (!no_fit_shadow.count(shape)) side = placer_->Place(*shadow, j.spec);
-    if (!side.fit()) no_fit_shadow.insert(shape);
+    if (!no_fit_shadow[shape]) side = placer_->Place(*shadow, j.spec);
+    if (!side.fit()) no_fit_shadow[shape] = 1;
     if (side.fit()) {
       RETURN_IF_ERROR(Start(j, std::move(*side.placement), now_us,
                             "backfilled (" + gpus + ", clear of the GPUs reserved for " +
@@ -559,17 +615,18 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
       continue;
     }
     waiting = true;
-    j.pending_reason = "would delay the reservation of " + JobName(res->job_id) + " at " +
-                       Seconds(res->start_us) + ": fits only on its reserved GPUs and its limit " +
-                       (j.spec.time_limit_s > 0 ? job::FormatDuration(j.spec.time_limit_s)
-                                                : std::string("(none)")) +
-                       " ends after it";
+    j.pending_reason =
+        Words("would delay the reservation of " + JobName(res->job_id) + " at " +
+              Seconds(res->start_us) + ": fits only on its reserved GPUs and its limit " +
+              (j.spec.time_limit_s > 0 ? job::FormatDuration(j.spec.time_limit_s)
+                                       : std::string("(none)")) +
+              " ends after it");
   }
   if (!options_.backfill) {
     for (Job* j : pending) {
       if (j->record.state() != JobState::kPending) continue;
-      if (j->pending_reason.empty() || j->pending_reason.rfind("submitted", 0) == 0) {
-        j->pending_reason = "waiting behind a higher-ordered job (no backfill)";
+      if (!j->pending_reason || j->pending_reason->rfind("submitted", 0) == 0) {
+        j->pending_reason = Words("waiting behind a higher-ordered job (no backfill)");
       }
     }
   }
@@ -593,7 +650,8 @@ StatusOr<std::string> Scheduler::Explain(int64_t id) const {
   const Job* j = Find(id);
   if (j == nullptr) return NotFoundError("no job " + JobName(id));
   const JobState s = j->record.state();
-  if (s == JobState::kPending) return JobName(id) + " PENDING: " + j->pending_reason;
+  if (s == JobState::kPending)
+    return JobName(id) + " PENDING: " + (j->pending_reason ? *j->pending_reason : "");
   if (j->placement) {
     const Placement& p = *j->placement;
     char buf[160];

@@ -81,6 +81,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/status.h"
@@ -180,9 +181,11 @@ class Scheduler {
     job::JobRecord record;
     std::optional<Placement> placement;  // set while holding GPUs
     int64_t start_us = 0;
-    std::string pending_reason;
-    size_t logged = 0;  // record events copied to log_
-    std::string shape;  // PlacementShapeKey(spec), kept current across resizes
+    // Shared: a pass gives every job of one shape the same words.
+    std::shared_ptr<const std::string> pending_reason;
+    size_t logged = 0;              // record events copied to log_
+    int shape_id = 0;               // interned PlacementShapeKey(spec), kept current across resizes
+    int user_id = 0, queue_id = 0;  // interned names
   };
   struct Usage {
     std::map<std::string, int> user_gpus, queue_gpus;
@@ -196,6 +199,11 @@ class Scheduler {
   Scheduler(const GangPlacer& placer, Options options, ClusterState state);
 
   Job* Find(int64_t id);
+  int ShapeId(const job::JobSpec& spec);  // interns PlacementShapeKey
+  int NameId(const std::string& name);    // interns user and queue names
+  static std::shared_ptr<const std::string> Words(std::string s) {
+    return std::make_shared<const std::string>(std::move(s));
+  }
   // Fair-share usage decays to now (half-life mode only).
   void Accrue(int64_t now_us);
   // Affected jobs after a health change.
@@ -252,6 +260,8 @@ class Scheduler {
   std::map<std::pair<int, int>, topo::Health> nvlink_health_;  // (node, gpu) not healthy
   std::map<std::string, double> user_usage_, queue_usage_;     // decayed GPU-seconds
   int64_t accrued_us_ = 0;
+  std::unordered_map<std::string, int> shape_ids_;
+  std::map<std::string, int> names_;  // users and queues (one id space)
   Options options_;
   ClusterState state_;
   std::map<int64_t, Job> jobs_;

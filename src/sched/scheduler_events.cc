@@ -195,7 +195,7 @@ Status Scheduler::Resize(Job& j, const std::vector<int>& keep, const Placement* 
   Status st = j.record.Note(now_us, note);
   Sync(j);
   j.spec = std::move(ns);
-  j.shape = PlacementShapeKey(j.spec);
+  j.shape_id = ShapeId(j.spec);
   j.placement = std::move(np);
   return st;
 }
@@ -318,7 +318,7 @@ Status Scheduler::Requeue(Job& j, JobState via_state, const std::string& why, in
   if (st.ok()) st = j.record.Transition(now_us, JobState::kPending, "back in queue");
   Sync(j);
   RETURN_IF_ERROR(st);
-  j.pending_reason = "requeued: " + why;
+  j.pending_reason = Words("requeued: " + why);
   return ReleaseIfStopped(j);
 }
 
