@@ -951,10 +951,12 @@ StatusOr<std::unique_ptr<GangPlacer>> GangPlacer::Create(const topo::Cluster& cl
   RETURN_IF_ERROR(options.Validate());
   std::unique_ptr<GangPlacer> p(new GangPlacer(cluster, options));
   p->cost_ = std::make_unique<cost::CostModel>(cluster);
+  // A busy cluster asks each selector the same (free mask, request) questions over and over.
+  p->selection_cache_ = std::make_unique<SelectionCache>();
   for (const topo::HardwareProfile& prof : cluster.profiles) {
     ASSIGN_OR_RETURN(std::unique_ptr<NodeSelector> sel,
                      NodeSelector::Create(prof.topology, CostModelObjective(prof.topology),
-                                          options.node_select));
+                                          options.node_select, p->selection_cache_.get()));
     p->selectors_.push_back(std::move(sel));
   }
   auto ix = std::make_shared<detail::GangIndex>();

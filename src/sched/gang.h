@@ -159,6 +159,7 @@ class GangPlacer {
   const topo::Cluster* cluster_;
   Options options_;
   std::unique_ptr<cost::CostModel> cost_;
+  std::unique_ptr<SelectionCache> selection_cache_;       // shared by the selectors
   std::vector<std::unique_ptr<NodeSelector>> selectors_;  // by profile
   std::unique_ptr<ClusterState> empty_;
   std::shared_ptr<const detail::GangIndex> index_;

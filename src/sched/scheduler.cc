@@ -104,6 +104,29 @@ const Scheduler::Job* Scheduler::Find(int64_t id) const {
 void Scheduler::Sync(Job& j) {
   const auto& ev = j.record.events();
   for (; j.logged < ev.size(); ++j.logged) log_.push_back(ev[j.logged]);
+  const JobState s = j.record.state();
+  if (job::HoldsResources(s)) {
+    running_.emplace(j.id, &j);
+  } else {
+    running_.erase(j.id);
+  }
+  if (s == JobState::kPending && !j.listed) {
+    pending_list_.push_back(&j);
+    j.listed = true;
+  }
+  const bool active = s == JobState::kPending || job::HoldsResources(s);
+  if (active != j.active) {
+    user_count_.resize(names_.size(), 0);  // names_ only grows
+    queue_count_.resize(names_.size(), 0);
+    const int d = active ? 1 : -1;
+    user_count_[j.user_id] += d;
+    queue_count_[j.queue_id] += d;
+    j.active = active;
+  }
+}
+
+std::vector<std::pair<int64_t, Scheduler::Job*>> Scheduler::Running() const {
+  return {running_.begin(), running_.end()};
 }
 
 int64_t Scheduler::EndUs(const Job& j) {
@@ -184,7 +207,8 @@ Status Scheduler::Complete(int64_t id, int64_t now_us) {
 
 Status Scheduler::Tick(int64_t now_us) {
   Accrue(now_us);
-  for (auto& [id, j] : jobs_) {
+  for (const auto& [id, j_ptr] : Running()) {
+    Job& j = *j_ptr;
     if (j.record.state() == JobState::kRunning && j.spec.time_limit_s > 0 && now_us >= EndUs(j)) {
       Status st = j.record.Timeout(now_us, options_.kill_grace_us);
       Sync(j);
@@ -198,7 +222,8 @@ Status Scheduler::Tick(int64_t now_us) {
 
 Scheduler::Usage Scheduler::CurrentUsage() const {
   Usage u;
-  for (const auto& [id, j] : jobs_) {
+  for (const auto& [id, j_ptr] : Running()) {
+    const Job& j = *j_ptr;
     if (!j.placement) continue;
     const int g = GpusOf(j.placement->parts);
     u.user_gpus[j.spec.user] += g;
@@ -220,18 +245,14 @@ int UsedBy(const std::map<std::string, int>& m, const std::string& k) {
 
 Scheduler::Shares Scheduler::ActiveWeights() const {
   // Weight shares are over the users/queues with a PENDING or RUNNING job.
-  std::vector<char> users(names_.size(), 0), queues(names_.size(), 0);
-  for (const auto& [id, o] : jobs_) {
-    const JobState s = o.record.state();
-    if (s == JobState::kPending || job::HoldsResources(s)) {
-      users[o.user_id] = 1;
-      queues[o.queue_id] = 1;
-    }
-  }
   Shares sh;
+  auto count = [](const std::vector<int>& v, int i) {
+    return i < static_cast<int>(v.size()) ? v[i] : 0;
+  };
   for (const auto& [name, nid] : names_) {
-    if (users[nid]) sh.user_weight_sum += WeightOf(options_.user_weights, name);
-    if (queues[nid]) sh.queue_weight_sum += WeightOf(options_.queue_weights, name);
+    const bool user = count(user_count_, nid) > 0, queue = count(queue_count_, nid) > 0;
+    if (user) sh.user_weight_sum += WeightOf(options_.user_weights, name);
+    if (queue) sh.queue_weight_sum += WeightOf(options_.queue_weights, name);
   }
   return sh;
 }
@@ -295,7 +316,8 @@ Status Scheduler::Start(Job& j, Placement p, int64_t now_us, const std::string& 
 
 Scheduler::Reservation Scheduler::MakeReservation(const Job& j, int64_t now_us) const {
   std::vector<const Job*> running;
-  for (const auto& [id, o] : jobs_) {
+  for (const auto& [id, o_ptr] : Running()) {
+    const Job& o = *o_ptr;
     if (o.placement) running.push_back(&o);
   }
   std::stable_sort(running.begin(), running.end(),
@@ -326,7 +348,8 @@ StatusOr<bool> Scheduler::TryPreempt(Job& j, int64_t now_us) {
     int gpus;
   };
   std::vector<Cand> cands;
-  for (const auto& [id, o] : jobs_) {
+  for (const auto& [id, o_ptr] : Running()) {
+    const Job& o = *o_ptr;
     if (o.record.state() != JobState::kRunning || o.spec.priority >= j.spec.priority) continue;
     const int g = GpusOf(o.placement->parts);
     cands.push_back({&o, int64_t{g} * (1 + std::max(o.spec.priority, 0)), g});
@@ -422,10 +445,18 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
   Accrue(now_us);
   std::vector<int64_t> started;
   bool waiting = false;  // a job left waiting for resources (no grow then)
+  // The pending list may hold jobs that left PENDING since (or were listed twice): compact.
   std::vector<Job*> pending;
-  for (auto& [id, j] : jobs_) {
-    if (j.record.state() == JobState::kPending) pending.push_back(&j);
+  for (Job* j : pending_list_) {
+    if (j->record.state() == JobState::kPending && j->listed) {
+      pending.push_back(j);
+      j->listed = false;  // marks it taken; set again below
+    } else {
+      j->listed = false;
+    }
   }
+  for (Job* j : pending) j->listed = true;
+  pending_list_ = pending;
   const Shares shares = ActiveWeights();
   std::optional<Reservation> res;
   std::optional<ClusterState> shadow;  // state_ with the reserved free GPUs blocked
@@ -437,11 +468,18 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
   // its user or queue only, and the heap is rebuilt over the buckets (few), not the jobs.
   // Cost per pass: O(P log P) for the sort plus O(B) per start, B = buckets.
   Usage usage = CurrentUsage();
+  // Sort keys are copied out of the jobs so that sorting and heap moves touch contiguous
+  // memory, not the job records.
+  struct Queued {
+    int64_t submit_us;
+    int64_t id;
+    Job* job;
+  };
   struct Bucket {
     int priority = 0;
     const std::string* user = nullptr;
     const std::string* queue = nullptr;
-    std::vector<Job*> jobs;
+    std::vector<Queued> jobs;
     size_t next = 0;
     double penalty = 0;
   };
@@ -457,16 +495,14 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
         buckets.back().user = &j->spec.user;
         buckets.back().queue = &j->spec.queue;
       }
-      buckets[it->second].jobs.push_back(j);
+      buckets[it->second].jobs.push_back(Queued{j->record.submit_time_us(), j->id, j});
     }
   }
   for (Bucket& b : buckets) {
-    std::sort(b.jobs.begin(), b.jobs.end(), [](const Job* x, const Job* y) {
-      return x->record.submit_time_us() != y->record.submit_time_us()
-                 ? x->record.submit_time_us() < y->record.submit_time_us()
-                 : x->id < y->id;
+    std::sort(b.jobs.begin(), b.jobs.end(), [](const Queued& x, const Queued& y) {
+      return x.submit_us != y.submit_us ? x.submit_us < y.submit_us : x.id < y.id;
     });
-    b.penalty = Penalty(*b.jobs[0], usage, shares);
+    b.penalty = Penalty(*b.jobs[0].job, usage, shares);
   }
   // Heap of bucket indices; `after(x, y)`: bucket x's head sorts after bucket y's head.
   auto after = [&](size_t x, size_t y) {
@@ -474,11 +510,9 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
     const Bucket& b = buckets[y];
     if (a.priority != b.priority) return a.priority < b.priority;
     if (a.penalty != b.penalty) return a.penalty > b.penalty;
-    const Job& ja = *a.jobs[a.next];
-    const Job& jb = *b.jobs[b.next];
-    if (ja.record.submit_time_us() != jb.record.submit_time_us()) {
-      return ja.record.submit_time_us() > jb.record.submit_time_us();
-    }
+    const Queued& ja = a.jobs[a.next];
+    const Queued& jb = b.jobs[b.next];
+    if (ja.submit_us != jb.submit_us) return ja.submit_us > jb.submit_us;
     return ja.id > jb.id;
   };
   std::vector<size_t> heap;
@@ -490,7 +524,7 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
       Bucket& b = buckets[i];
       if ((user == nullptr && queue == nullptr) || (user && *b.user == *user) ||
           (queue && *b.queue == *queue)) {
-        b.penalty = Penalty(*b.jobs[b.next], usage, shares);
+        b.penalty = Penalty(*b.jobs[b.next].job, usage, shares);
       }
     }
     std::make_heap(heap.begin(), heap.end(), after);
@@ -506,7 +540,7 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), after);
     Bucket& bucket = buckets[heap.back()];
-    Job& j = *bucket.jobs[bucket.next++];
+    Job& j = *bucket.jobs[bucket.next++].job;
     if (bucket.next < bucket.jobs.size()) {
       std::push_heap(heap.begin(), heap.end(), after);
     } else {
@@ -632,7 +666,8 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
   }
   if (options_.elastic_grow && !waiting) {
     std::vector<Job*> growable;
-    for (auto& [id, j] : jobs_) {
+    for (const auto& [id, j_ptr] : Running()) {
+      Job& j = *j_ptr;
       if (j.record.state() == JobState::kRunning && j.spec.elastic &&
           j.spec.replicas < j.spec.elastic->max_replicas) {
         growable.push_back(&j);

@@ -186,6 +186,8 @@ class Scheduler {
     size_t logged = 0;              // record events copied to log_
     int shape_id = 0;               // interned PlacementShapeKey(spec), kept current across resizes
     int user_id = 0, queue_id = 0;  // interned names
+    bool listed = false;            // in pending_list_
+    bool active = false;            // counted in user_count_/queue_count_
   };
   struct Usage {
     std::map<std::string, int> user_gpus, queue_gpus;
@@ -236,7 +238,9 @@ class Scheduler {
   // Tries to fit `j` by shrinking lower-priority elastic jobs; on success applies and starts j.
   StatusOr<bool> TryShrinkOthers(Job& j, int64_t now_us);
   const Job* Find(int64_t id) const;
-  void Sync(Job& j);  // copies new record events into log_
+  void Sync(Job& j);  // copies new record events into log_, keeps active_ current
+  // Jobs holding GPUs, by id (a snapshot: callers may change states).
+  std::vector<std::pair<int64_t, Job*>> Running() const;
   Usage CurrentUsage() const;
   struct Shares {
     double user_weight_sum = 0, queue_weight_sum = 0;
@@ -265,6 +269,11 @@ class Scheduler {
   Options options_;
   ClusterState state_;
   std::map<int64_t, Job> jobs_;
+  // Indexes kept by Sync, so that passes never walk finished jobs: jobs holding GPUs; jobs
+  // that became PENDING (compacted each pass); PENDING-or-holding jobs per user / queue id.
+  std::map<int64_t, Job*> running_;
+  std::vector<Job*> pending_list_;
+  std::vector<int> user_count_, queue_count_;
   std::vector<job::JobEvent> log_;
   int64_t next_id_ = 1;
 };

@@ -48,7 +48,8 @@ void Scheduler::Accrue(int64_t now_us) {
   for (auto& [k, v] : queue_usage_) v *= f;
   // A GPU held over the whole interval: the integral of 2^(-(dt - s)/H) ds over [0, dt].
   const double per_gpu = half_life_s / std::log(2.0) * (1 - f);
-  for (const auto& [id, j] : jobs_) {
+  for (const auto& [id, j_ptr] : Running()) {
+    const Job& j = *j_ptr;
     if (!j.placement) continue;
     const double g = CountGpus(j.placement->parts);
     user_usage_[j.spec.user] += g * per_gpu;
@@ -267,7 +268,8 @@ StatusOr<bool> Scheduler::TryGrow(Job& j, int64_t now_us) {
 
 StatusOr<bool> Scheduler::TryShrinkOthers(Job& j, int64_t now_us) {
   std::vector<Job*> cands;
-  for (auto& [id, o] : jobs_) {
+  for (const auto& [id, o_ptr] : Running()) {
+    Job& o = *o_ptr;
     if (o.record.state() != JobState::kRunning || !o.spec.elastic ||
         o.spec.priority >= j.spec.priority) {
       continue;
@@ -535,7 +537,8 @@ Status Scheduler::TopologyChanged(int node, const std::string& why, int64_t now_
 
   // Re-score the running jobs on the node: NICs re-assigned on the new topology.
   const topo::NodeTopology& t = placer_->cluster().topology(node);
-  for (auto& [id, j] : jobs_) {
+  for (const auto& [id, j_ptr] : Running()) {
+    Job& j = *j_ptr;
     if (j.record.state() != JobState::kRunning || !j.placement) continue;
     std::vector<size_t> local;
     for (size_t r = 0; r < j.placement->ranks.size(); ++r) {
