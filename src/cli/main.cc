@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   toposched::cli::RegisterCostCommands(app, rc);
   toposched::cli::RegisterServeCommand(app, rc);
   toposched::cli::RegisterClientCommands(app, rc);
+  toposched::cli::RegisterSimCommands(app, rc);
   toposched::cli::RegisterSlurmCommands(app, rc);
   try {
     app.parse(argc, argv);

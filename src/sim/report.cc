@@ -1,0 +1,452 @@
+#include "sim/report.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace toposched::sim {
+
+namespace {
+
+constexpr double kUsPerS = 1e6;
+
+double NearestRank(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  size_t k = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+  k = std::clamp<size_t>(k, 1, sorted.size());
+  return sorted[k - 1];
+}
+
+// Fixed-point text with `digits` decimals ("12.500"); the same bytes on every platform.
+std::string Fixed(double v, int digits) {
+  if (!std::isfinite(v)) v = 0;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  std::string s = buf;
+  if (s == "-0" || s.rfind("-0.", 0) == 0) {
+    if (s.find_first_not_of("-0.") == std::string::npos) s = s.substr(1);
+  }
+  return s;
+}
+
+std::string JsonString(const std::string& s) {
+  std::string o = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"':
+        o += "\\\"";
+        break;
+      case '\\':
+        o += "\\\\";
+        break;
+      case '\n':
+        o += "\\n";
+        break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          o += buf;
+        } else {
+          o += static_cast<char>(c);
+        }
+    }
+  }
+  return o + "\"";
+}
+
+std::string XmlEscape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '<') {
+      o += "&lt;";
+    } else if (c == '>') {
+      o += "&gt;";
+    } else if (c == '&') {
+      o += "&amp;";
+    } else if (c == '"') {
+      o += "&quot;";
+    } else {
+      o += c;
+    }
+  }
+  return o;
+}
+
+// Distinguishable on white, colour-blind safe (Okabe–Ito).
+const char* const kColors[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
+                               "#E69F00", "#56B4E9", "#000000", "#F0E442"};
+const char* Color(size_t i) { return kColors[i % std::size(kColors)]; }
+
+// A plot frame: data coordinates → SVG pixels.
+struct Frame {
+  double w = 760, h = 440;
+  double left = 70, right = 170, top = 40, bottom = 60;
+  double x0 = 0, x1 = 1, y0 = 0, y1 = 1;
+  bool log_x = false;
+  double X(double x) const {
+    double a = log_x ? std::log10(std::max(x, x0)) : x;
+    double lo = log_x ? std::log10(x0) : x0, hi = log_x ? std::log10(x1) : x1;
+    if (hi <= lo) hi = lo + 1;
+    return left + (a - lo) / (hi - lo) * (w - left - right);
+  }
+  double Y(double y) const {
+    double hi = y1 <= y0 ? y0 + 1 : y1;
+    return h - bottom - (y - y0) / (hi - y0) * (h - top - bottom);
+  }
+};
+
+std::string SvgOpen(const Frame& f, const std::string& title) {
+  std::ostringstream o;
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << f.w << "\" height=\"" << f.h
+    << "\" viewBox=\"0 0 " << f.w << " " << f.h
+    << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+    << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+    << "<text x=\"" << f.w / 2 - f.right / 2 + f.left / 2 << "\" y=\"22\" text-anchor=\"middle\" "
+    << "font-size=\"15\">" << XmlEscape(title) << "</text>\n";
+  return o.str();
+}
+
+std::string Axes(const Frame& f, const std::vector<std::pair<double, std::string>>& xticks,
+                 const std::vector<std::pair<double, std::string>>& yticks,
+                 const std::string& xlabel, const std::string& ylabel) {
+  std::ostringstream o;
+  const double bx = f.h - f.bottom, lx = f.left, rx = f.w - f.right;
+  o << "<g stroke=\"#ccc\" stroke-width=\"1\">\n";
+  for (const auto& [y, _] : yticks) {
+    o << "<line x1=\"" << Fixed(lx, 1) << "\" y1=\"" << Fixed(f.Y(y), 1) << "\" x2=\""
+      << Fixed(rx, 1) << "\" y2=\"" << Fixed(f.Y(y), 1) << "\"/>\n";
+  }
+  o << "</g>\n<g stroke=\"black\" stroke-width=\"1\">\n"
+    << "<line x1=\"" << lx << "\" y1=\"" << bx << "\" x2=\"" << rx << "\" y2=\"" << bx << "\"/>\n"
+    << "<line x1=\"" << lx << "\" y1=\"" << f.top << "\" x2=\"" << lx << "\" y2=\"" << bx
+    << "\"/>\n</g>\n";
+  for (const auto& [x, label] : xticks) {
+    o << "<text x=\"" << Fixed(f.X(x), 1) << "\" y=\"" << bx + 16 << "\" text-anchor=\"middle\">"
+      << XmlEscape(label) << "</text>\n";
+  }
+  for (const auto& [y, label] : yticks) {
+    o << "<text x=\"" << lx - 6 << "\" y=\"" << Fixed(f.Y(y) + 4, 1) << "\" text-anchor=\"end\">"
+      << XmlEscape(label) << "</text>\n";
+  }
+  o << "<text x=\"" << (lx + rx) / 2 << "\" y=\"" << f.h - 18 << "\" text-anchor=\"middle\">"
+    << XmlEscape(xlabel) << "</text>\n"
+    << "<text transform=\"translate(18," << (f.top + bx) / 2
+    << ") rotate(-90)\" text-anchor=\"middle\">" << XmlEscape(ylabel) << "</text>\n";
+  return o.str();
+}
+
+std::string Legend(const Frame& f, const std::vector<SimResult>& results) {
+  std::ostringstream o;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const double y = f.top + 10 + 20 * static_cast<double>(i);
+    const double x = f.w - f.right + 14;
+    o << "<rect x=\"" << x << "\" y=\"" << y - 8 << "\" width=\"14\" height=\"10\" fill=\""
+      << Color(i) << "\"/>\n<text x=\"" << x + 20 << "\" y=\"" << y + 1 << "\">"
+      << XmlEscape(results[i].policy) << "</text>\n";
+  }
+  return o.str();
+}
+
+std::string Polyline(const std::vector<std::pair<double, double>>& pts, const char* color) {
+  std::ostringstream o;
+  o << "<polyline fill=\"none\" stroke=\"" << color << "\" stroke-width=\"1.6\" points=\"";
+  for (size_t i = 0; i < pts.size(); ++i) {
+    o << (i ? " " : "") << Fixed(pts[i].first, 1) << "," << Fixed(pts[i].second, 1);
+  }
+  o << "\"/>\n";
+  return o.str();
+}
+
+std::vector<double> SortedJctS(const SimResult& r) {
+  std::vector<double> v;
+  for (const JobOutcome& j : r.jobs) {
+    if (j.end_us >= 0) v.push_back(static_cast<double>(j.end_us - j.submit_us) / kUsPerS);
+  }
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+std::string DurationLabel(double s) {
+  if (s < 60) return Fixed(s, 0) + " s";
+  if (s < 3600) return Fixed(s / 60, 0) + " min";
+  if (s < 86400) return Fixed(s / 3600, 0) + " h";
+  return Fixed(s / 86400, 0) + " d";
+}
+
+}  // namespace
+
+PolicySummary Summarize(const SimResult& r) {
+  PolicySummary s;
+  s.policy = r.policy;
+  std::vector<double> jct, queue;
+  double slow_sum = 0, useful_gpu_us = 0;
+  int slow_n = 0;
+  for (const JobOutcome& j : r.jobs) {
+    if (j.end_us < 0) continue;
+    jct.push_back(static_cast<double>(j.end_us - j.submit_us) / kUsPerS);
+    queue.push_back(static_cast<double>(j.first_start_us - j.submit_us) / kUsPerS);
+    useful_gpu_us += static_cast<double>(j.gpus) * static_cast<double>(j.ideal_us);
+    if (j.gpus >= 2) {
+      slow_sum += j.comm_slowdown;
+      ++slow_n;
+    }
+  }
+  s.jobs = static_cast<int>(jct.size());
+  s.unfinished = r.unfinished;
+  auto mean = [](const std::vector<double>& v) {
+    double t = 0;
+    for (double x : v) t += x;
+    return v.empty() ? 0.0 : t / static_cast<double>(v.size());
+  };
+  s.mean_jct_s = mean(jct);
+  s.mean_queue_s = mean(queue);
+  std::sort(jct.begin(), jct.end());
+  std::sort(queue.begin(), queue.end());
+  s.p50_jct_s = NearestRank(jct, 0.5);
+  s.p99_jct_s = NearestRank(jct, 0.99);
+  s.p50_queue_s = NearestRank(queue, 0.5);
+  s.makespan_s = static_cast<double>(r.makespan_us) / kUsPerS;
+  s.gpu_utilization = r.gpu_utilization;
+  if (r.makespan_us > 0 && r.total_gpus > 0) {
+    s.useful_utilization =
+        useful_gpu_us / (static_cast<double>(r.total_gpus) * static_cast<double>(r.makespan_us));
+  }
+  s.mean_comm_slowdown = slow_n > 0 ? slow_sum / slow_n : 1.0;
+  s.mean_fragmentation = r.mean_fragmentation;
+  s.failures = r.failures;
+  s.failures_survived = r.failures_survived;
+  s.jobs_interrupted = r.jobs_interrupted;
+  s.preemptions = r.preemptions;
+  return s;
+}
+
+std::string ReportJson(const ReportInfo& info, const std::vector<SimResult>& results) {
+  std::ostringstream o;
+  o << "{\n  \"cluster\": {\"name\": " << JsonString(info.cluster)
+    << ", \"nodes\": " << info.cluster_nodes << ", \"gpus\": " << info.cluster_gpus << "},\n"
+    << "  \"trace\": {\"file\": " << JsonString(info.trace)
+    << ", \"format\": " << JsonString(info.trace_format) << ", \"jobs\": " << info.trace_jobs
+    << ", \"skipped_no_gpu\": " << info.trace_skipped
+    << ", \"fractional_rounded_up\": " << info.trace_fractional << "},\n"
+    << "  \"seed\": " << info.seed << ",\n"
+    << "  \"comm_fraction\": " << Fixed(info.comm_fraction, 4) << ",\n"
+    << "  \"policies_distinct\": " << (info.policies_distinct ? "true" : "false") << ",\n"
+    << "  \"failures_simulated\": " << (info.failures ? "true" : "false") << ",\n"
+    << "  \"policies\": {";
+  for (size_t i = 0; i < results.size(); ++i) {
+    const PolicySummary s = Summarize(results[i]);
+    o << (i ? "," : "") << "\n    " << JsonString(s.policy) << ": {"
+      << "\"jobs\": " << s.jobs << ", \"mean_jct_s\": " << Fixed(s.mean_jct_s, 3)
+      << ", \"p50_jct_s\": " << Fixed(s.p50_jct_s, 3)
+      << ", \"p99_jct_s\": " << Fixed(s.p99_jct_s, 3)
+      << ", \"mean_queue_s\": " << Fixed(s.mean_queue_s, 3)
+      << ", \"makespan_s\": " << Fixed(s.makespan_s, 3)
+      << ", \"gpu_utilization\": " << Fixed(s.gpu_utilization, 6)
+      << ", \"mean_comm_slowdown\": " << Fixed(s.mean_comm_slowdown, 6)
+      << ", \"failures\": " << s.failures << ", \"preemptions\": " << s.preemptions
+      << ", \"jobs_interrupted\": " << s.jobs_interrupted
+      << ", \"failures_survived\": " << s.failures_survived << ", \"unfinished\": " << s.unfinished
+      << ", \"p50_queue_s\": " << Fixed(s.p50_queue_s, 3)
+      << ", \"mean_fragmentation\": " << Fixed(s.mean_fragmentation, 6)
+      << ", \"useful_utilization\": " << Fixed(s.useful_utilization, 6) << "}";
+  }
+  o << "\n  }\n}\n";
+  return o.str();
+}
+
+std::string ReportMarkdown(const ReportInfo& info, const std::vector<SimResult>& results) {
+  std::ostringstream o;
+  o << "# Simulation report\n\n"
+    << "- Cluster: " << info.cluster << " (" << info.cluster_nodes << " nodes, "
+    << info.cluster_gpus << " GPUs)\n"
+    << "- Trace: `" << info.trace << "` (" << info.trace_format << "), " << info.trace_jobs
+    << " jobs simulated";
+  if (info.trace_skipped > 0) o << "; " << info.trace_skipped << " rows without GPUs skipped";
+  o << "\n";
+  if (info.trace_fractional > 0) {
+    o << "- **Approximation:** " << info.trace_fractional
+      << " requests for a fraction of a GPU were rounded up to one whole GPU (the scheduler core "
+         "does not share GPUs); allocation figures are therefore not comparable with "
+         "GPU-sharing schedulers such as FGD.\n";
+  }
+  o << "- Seed " << info.seed << "; communication fraction of a step on the ideal placement f = "
+    << Fixed(info.comm_fraction, 3)
+    << " (run time = duration · ((1 − f) + f · predicted / best))\n";
+  if (!info.policies_distinct) {
+    o << "- **Note:** this build has no per-policy placer options yet; every policy name ran the "
+         "default gang placer, so the rows differ only if the runs do.\n";
+  }
+  o << "- Failures: " << (info.failures ? "simulated" : "not simulated") << "\n\n";
+  o << "| policy | jobs | unfinished | mean JCT (s) | p50 JCT (s) | p99 JCT (s) | mean queue (s) "
+       "| makespan (s) | GPU util | useful util | mean comm slowdown | fragmentation | preemptions "
+       "| failures "
+       "|\n"
+    << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+       "| ---: |\n";
+  for (const SimResult& r : results) {
+    const PolicySummary s = Summarize(r);
+    o << "| " << s.policy << " | " << s.jobs << " | " << s.unfinished << " | "
+      << Fixed(s.mean_jct_s, 1) << " | " << Fixed(s.p50_jct_s, 1) << " | " << Fixed(s.p99_jct_s, 1)
+      << " | " << Fixed(s.mean_queue_s, 1) << " | " << Fixed(s.makespan_s, 0) << " | "
+      << Fixed(100 * s.gpu_utilization, 2) << "% | " << Fixed(100 * s.useful_utilization, 2)
+      << "% | " << Fixed(s.mean_comm_slowdown, 4) << " | " << Fixed(100 * s.mean_fragmentation, 2)
+      << "% | " << s.preemptions << " | " << s.failures << " |\n";
+  }
+  o << "\nPlots: [JCT CDF](jct_cdf.svg), [GPU utilisation over time](utilization.svg), "
+       "[communication slowdown by job size](slowdown_by_size.svg).\n";
+  return o.str();
+}
+
+std::string JctCdfSvg(const std::vector<SimResult>& results) {
+  Frame f;
+  f.log_x = true;
+  f.x0 = 1;
+  double hi = 10;
+  for (const SimResult& r : results) {
+    auto v = SortedJctS(r);
+    if (!v.empty()) hi = std::max(hi, v.back());
+  }
+  f.x1 = std::pow(10.0, std::ceil(std::log10(hi)));
+  std::vector<std::pair<double, std::string>> xt, yt;
+  for (double x = 1; x <= f.x1 * 1.0001; x *= 10) xt.emplace_back(x, DurationLabel(x));
+  for (int p = 0; p <= 100; p += 20) yt.emplace_back(p / 100.0, std::to_string(p) + "%");
+  std::string s = SvgOpen(f, "Job completion time (CDF)") +
+                  Axes(f, xt, yt, "job completion time (log scale)", "jobs completed");
+  for (size_t i = 0; i < results.size(); ++i) {
+    const auto v = SortedJctS(results[i]);
+    std::vector<std::pair<double, double>> pts;
+    // At most ~400 points: the CDF at evenly spaced ranks.
+    const size_t step = std::max<size_t>(1, v.size() / 400);
+    for (size_t k = 0; k < v.size(); k += step) {
+      pts.emplace_back(f.X(v[k]), f.Y(static_cast<double>(k + 1) / static_cast<double>(v.size())));
+    }
+    if (!v.empty()) pts.emplace_back(f.X(v.back()), f.Y(1.0));
+    s += Polyline(pts, Color(i));
+  }
+  return s + Legend(f, results) + "</svg>\n";
+}
+
+std::string UtilizationSvg(const std::vector<SimResult>& results) {
+  Frame f;
+  double span_s = 1;
+  for (const SimResult& r : results) {
+    span_s = std::max(span_s, static_cast<double>(r.makespan_us) / kUsPerS);
+  }
+  const bool days = span_s > 3 * 86400;
+  const double unit = days ? 86400 : 3600;
+  f.x1 = span_s / unit;
+  std::vector<std::pair<double, std::string>> xt, yt;
+  const double raw = f.x1 / 8;
+  const double mag = std::pow(10.0, std::floor(std::log10(std::max(raw, 1e-9))));
+  double tick = mag;
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (mag * m >= raw) {
+      tick = mag * m;
+      break;
+    }
+  }
+  for (double x = 0; x <= f.x1 + 1e-9; x += tick) xt.emplace_back(x, Fixed(x, tick < 1 ? 1 : 0));
+  for (int p = 0; p <= 100; p += 20) yt.emplace_back(p / 100.0, std::to_string(p) + "%");
+  std::string s = SvgOpen(f, "GPU utilisation over time") +
+                  Axes(f, xt, yt, days ? "time (days)" : "time (hours)", "GPUs busy");
+  for (size_t i = 0; i < results.size(); ++i) {
+    const SimResult& r = results[i];
+    std::vector<std::pair<double, double>> pts;
+    for (size_t b = 0; b < r.utilization_series.size(); ++b) {
+      const double mid = (static_cast<double>(b) + 0.5) * static_cast<double>(r.bin_us) / kUsPerS;
+      if (mid > static_cast<double>(r.makespan_us) / kUsPerS) break;
+      pts.emplace_back(f.X(mid / unit), f.Y(r.utilization_series[b]));
+    }
+    s += Polyline(pts, Color(i));
+  }
+  return s + Legend(f, results) + "</svg>\n";
+}
+
+std::string SlowdownBySizeSvg(const std::vector<SimResult>& results) {
+  // Size classes: GPUs rounded up to a power of two.
+  std::map<int, std::vector<std::pair<double, int>>> by_size;  // class → per policy (sum, n)
+  for (size_t i = 0; i < results.size(); ++i) {
+    for (const JobOutcome& j : results[i].jobs) {
+      if (j.end_us < 0) continue;
+      int c = 1;
+      while (c < j.gpus) c *= 2;
+      auto& v = by_size[c];
+      v.resize(results.size(), {0.0, 0});
+      v[i].first += j.comm_slowdown;
+      v[i].second += 1;
+    }
+  }
+  Frame f;
+  double ymax = 1.0;
+  for (const auto& [c, v] : by_size) {
+    for (const auto& [sum, n] : v) {
+      if (n > 0) ymax = std::max(ymax, sum / n);
+    }
+  }
+  f.y0 = std::max(0.0, 1.0 - 0.5 * (ymax - 1.0) - 0.05);
+  f.y0 = std::floor(f.y0 * 20) / 20;
+  f.y1 = ymax + (ymax - f.y0) * 0.1 + 0.01;
+  f.x0 = 0;
+  f.x1 = static_cast<double>(std::max<size_t>(1, by_size.size()));
+  std::vector<std::pair<double, std::string>> xt, yt;
+  size_t k = 0;
+  for (const auto& [c, v] : by_size) {
+    xt.emplace_back(static_cast<double>(k++) + 0.5, (c == 1 ? "1" : "≤" + std::to_string(c)));
+  }
+  for (int t = 0; t <= 5; ++t) {
+    const double y = f.y0 + (f.y1 - f.y0) * t / 5;
+    yt.emplace_back(y, Fixed(y, 3));
+  }
+  std::string s = SvgOpen(f, "Communication slowdown by job size (mean)") +
+                  Axes(f, xt, yt, "GPUs per job", "run time / ideal run time");
+  const double group = (f.X(1) - f.X(0)) * 0.8;
+  const double bar = group / static_cast<double>(std::max<size_t>(1, results.size()));
+  k = 0;
+  std::ostringstream o;
+  for (const auto& [c, v] : by_size) {
+    const double gx = f.X(static_cast<double>(k)) + (f.X(1) - f.X(0)) * 0.1;
+    for (size_t i = 0; i < results.size(); ++i) {
+      if (i >= v.size() || v[i].second == 0) continue;
+      const double val = v[i].first / v[i].second;
+      const double y = f.Y(val);
+      o << "<rect x=\"" << Fixed(gx + bar * static_cast<double>(i), 1) << "\" y=\"" << Fixed(y, 1)
+        << "\" width=\"" << Fixed(std::max(1.0, bar - 1), 1) << "\" height=\""
+        << Fixed(std::max(0.0, f.Y(f.y0) - y), 1) << "\" fill=\"" << Color(i) << "\"><title>"
+        << XmlEscape(results[i].policy) << ", ≤" << c << " GPUs: " << Fixed(val, 4) << " ("
+        << v[i].second << " jobs)</title></rect>\n";
+    }
+    ++k;
+  }
+  return s + o.str() + Legend(f, results) + "</svg>\n";
+}
+
+Status WriteReport(const std::string& dir, const ReportInfo& info,
+                   const std::vector<SimResult>& results) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return InvalidArgumentError(dir + ": cannot create directory: " + ec.message());
+  const std::pair<const char*, std::string> files[] = {
+      {"report.json", ReportJson(info, results)},
+      {"report.md", ReportMarkdown(info, results)},
+      {"jct_cdf.svg", JctCdfSvg(results)},
+      {"utilization.svg", UtilizationSvg(results)},
+      {"slowdown_by_size.svg", SlowdownBySizeSvg(results)},
+  };
+  for (const auto& [name, text] : files) {
+    const std::filesystem::path p = std::filesystem::path(dir) / name;
+    std::ofstream out(p, std::ios::binary | std::ios::trunc);
+    if (!out) return InvalidArgumentError(p.string() + ": cannot open for writing");
+    out << text;
+    out.close();
+    if (!out) return InvalidArgumentError(p.string() + ": write failed");
+  }
+  return OkStatus();
+}
+
+}  // namespace toposched::sim

@@ -1,0 +1,64 @@
+// Reports of simulation runs: the summary figures per policy, report.json (the contract scripts
+// read), report.md (a Markdown table) and SVG plots (JCT CDF, GPU utilisation over time,
+// communication slowdown by job size) written by hand so a browser opens them directly.
+// Byte-identical output for identical results: no clock, no host name, fixed number formats.
+// Knows nothing of the CLI or of how the results were produced.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "sim/simulator.h"
+
+namespace toposched::sim {
+
+// What the report states about its inputs.
+struct ReportInfo {
+  std::string cluster;  // cluster name
+  int cluster_nodes = 0;
+  int cluster_gpus = 0;
+  std::string trace;  // as given on the command line
+  std::string trace_format;
+  int trace_jobs = 0;        // jobs simulated
+  int trace_skipped = 0;     // rows without a GPU request
+  int trace_fractional = 0;  // fractional-GPU requests rounded up to one GPU
+  uint64_t seed = 1;
+  double comm_fraction = 0;
+  bool policies_distinct = true;
+  bool failures = false;
+};
+
+struct PolicySummary {
+  std::string policy;
+  int jobs = 0;  // completed
+  int unfinished = 0;
+  double mean_jct_s = 0, p50_jct_s = 0, p99_jct_s = 0;
+  double mean_queue_s = 0, p50_queue_s = 0;
+  double makespan_s = 0;
+  double gpu_utilization = 0;
+  // Σ GPUs · ideal run time of completed jobs / (GPUs · makespan): utilisation without the time
+  // lost to communication stretch (a slower placement raises gpu_utilization, not this).
+  double useful_utilization = 0;
+  double mean_comm_slowdown = 1;  // over completed jobs of ≥ 2 GPUs (1 when there are none)
+  double mean_fragmentation = 0;
+  int failures = 0, jobs_interrupted = 0, failures_survived = 0, preemptions = 0;
+};
+
+// Percentiles are nearest-rank over completed jobs; JCT = end − submit, queue = first start −
+// submit; makespan = last end − first submit.
+PolicySummary Summarize(const SimResult& r);
+
+std::string ReportJson(const ReportInfo& info, const std::vector<SimResult>& results);
+std::string ReportMarkdown(const ReportInfo& info, const std::vector<SimResult>& results);
+std::string JctCdfSvg(const std::vector<SimResult>& results);
+std::string UtilizationSvg(const std::vector<SimResult>& results);
+std::string SlowdownBySizeSvg(const std::vector<SimResult>& results);
+
+// Writes report.json, report.md, jct_cdf.svg, utilization.svg and slowdown_by_size.svg into
+// `dir` (created when missing). InvalidArgument naming the path when a file cannot be written.
+Status WriteReport(const std::string& dir, const ReportInfo& info,
+                   const std::vector<SimResult>& results);
+
+}  // namespace toposched::sim

@@ -1,0 +1,87 @@
+// Discrete-event simulation of a trace on a cluster: a virtual clock (int64 µs) drives the very
+// same sched::Scheduler as the daemon (Submit at arrival, Complete at the end of a run, Tick and
+// one Schedule pass at every instant where something happened). A job's run time is the trace
+// duration stretched by the communication part of its step on the placement it got (see
+// CommSlowdown). Knows nothing of the CLI, files or report formats (sim/report.h writes those).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "sched/gang.h"
+#include "sim/trace.h"
+#include "topo/cluster.h"
+
+namespace toposched::sim {
+
+struct SimOptions {
+  // Fraction f of a step spent in communication on the ideal placement (docs/simulator.md;
+  // measured median 0.10 in the Pollux throughput profiles). In [0, 1].
+  double comm_fraction = 0.10;
+  uint64_t seed = 1;
+  // Unexpected interruptions drawn as a Poisson process over the cluster's GPUs, reported to the
+  // scheduler (Scheduler::SetGpuHealth / SetNodeHealth unhealthy, healthy again after a repair
+  // time drawn from an exponential distribution). Default rate: the Llama 3 report, 419
+  // interruptions on 16,384 GPUs in 54 days. A share node_failure_fraction of them takes the
+  // whole node down, the rest one GPU. Jobs hit follow their failure policy (requeue by default)
+  // and restart from the beginning.
+  bool failures = false;
+  double failures_per_gpu_day = 419.0 / (16384.0 * 54.0);
+  double node_failure_fraction = 0.2;
+  double repair_mean_s = 3 * 3600.0;
+  // Points of the utilisation-over-time series (time-averaged bins over the makespan).
+  int utilization_bins = 200;
+  Status Validate() const;
+};
+
+// comm_slowdown = (1 − f) + f · predicted_ms / best_possible_ms (1 when best_possible_ms is 0:
+// a job that does not communicate is not stretched). Never below 1 − f. The simulator takes
+// best_possible_ms from the toposched policy's placement of the job on the empty cluster, the
+// same reference for every policy.
+double CommSlowdown(double comm_fraction, double predicted_ms, double best_possible_ms);
+
+struct JobOutcome {
+  std::string name;
+  int gpus = 0;
+  int64_t submit_us = 0;
+  int64_t first_start_us = -1;  // -1: never started
+  int64_t end_us = -1;          // -1: not finished when the simulation stopped
+  int64_t ideal_us = 0;         // the trace duration: run time on an ideal placement
+  double comm_slowdown = 1.0;   // of its last run
+  int preemptions = 0;
+  int failures = 0;  // runs of this job stopped by a failure
+};
+
+struct SimResult {
+  std::string policy;
+  int total_gpus = 0;
+  std::vector<JobOutcome> jobs;            // in trace order
+  int64_t makespan_us = 0;                 // last end − first submission
+  double gpu_utilization = 0;              // ∫ busy GPUs dt / (GPUs · makespan)
+  std::vector<double> utilization_series;  // busy fraction per bin of bin_us
+  int64_t bin_us = 0;
+  // Time-averaged fraction of the cluster's GPUs that are free while some job waits yet sit on
+  // nodes with fewer free GPUs than the smallest replica of any waiting job (0 while nobody waits).
+  double mean_fragmentation = 0;
+  int preemptions = 0;
+  int failures = 0;              // interruptions drawn (GPU or node down)
+  int jobs_interrupted = 0;      // job runs stopped by a failure
+  int failures_survived = 0;     // jobs hit by a failure that still completed
+  int unfinished = 0;            // never fitted (unresolvable on this cluster) or still queued
+  int64_t events = 0;            // arrivals + completions processed
+  int64_t passes = 0;            // Schedule calls
+  bool all_free_at_end = false;  // every GPU free and no allocation left after the last event
+};
+
+// Runs one policy. `placer_options` come from PlacerOptionsFor. Errors: InvalidArgument for bad
+// options or a trace job that does not make a valid spec (file:line); errors of the scheduler
+// core (which would be bugs) are returned as they are. Deterministic: the same inputs give the
+// same result. Cost: one Schedule pass per distinct event time with jobs waiting.
+StatusOr<SimResult> Simulate(const topo::Cluster& cluster, const Trace& trace,
+                             const std::string& policy,
+                             const sched::GangPlacerOptions& placer_options,
+                             const SimOptions& options);
+
+}  // namespace toposched::sim

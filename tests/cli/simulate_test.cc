@@ -1,0 +1,84 @@
+// `toposched simulate` end to end: the report files and their contract fields, byte-identical
+// reruns, and bad input (exit 1 with file:line).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/cli_util.h"
+
+namespace toposched::cli_testing {
+namespace {
+
+const std::string kSrc = TS_SOURCE_DIR;
+
+TEST(SimulateCliTest, WritesTheReportContract) {
+  const std::string out = TempDir() + "/sim1";
+  Result r =
+      RunCli("simulate --cluster " + kSrc + "/data/clusters/h100-2rack.yaml --trace " + kSrc +
+             "/data/traces/tiresias-60_job.csv --policy toposched,first-fit --out " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("| toposched |"), std::string::npos) << r.out;
+  auto j = nlohmann::json::parse(Slurp(out + "/report.json"));
+  ASSERT_TRUE(j["policies"].contains("toposched"));
+  ASSERT_TRUE(j["policies"].contains("first-fit"));
+  for (const char* k :
+       {"jobs", "mean_jct_s", "p50_jct_s", "p99_jct_s", "mean_queue_s", "makespan_s",
+        "gpu_utilization", "mean_comm_slowdown", "failures", "preemptions"}) {
+    EXPECT_TRUE(j["policies"]["toposched"].contains(k)) << k;
+  }
+  EXPECT_EQ(j["policies"]["toposched"]["jobs"], 60);
+  EXPECT_EQ(j["trace"]["format"], "tiresias");  // guessed from the header
+  for (const char* f : {"report.md", "jct_cdf.svg", "utilization.svg", "slowdown_by_size.svg"}) {
+    const std::string text = Slurp(out + "/" + f);
+    ASSERT_FALSE(text.empty()) << f;
+    if (std::string(f).find(".svg") != std::string::npos) {
+      EXPECT_EQ(text.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u) << f;
+      EXPECT_NE(text.find("</svg>"), std::string::npos) << f;
+    }
+  }
+
+  // Same command, same seed: byte-identical files.
+  const std::string out2 = TempDir() + "/sim2";
+  Result r2 =
+      RunCli("simulate --cluster " + kSrc + "/data/clusters/h100-2rack.yaml --trace " + kSrc +
+             "/data/traces/tiresias-60_job.csv --policy toposched,first-fit --out " + out2);
+  ASSERT_EQ(r2.code, 0) << r2.err;
+  for (const char* f :
+       {"report.json", "report.md", "jct_cdf.svg", "utilization.svg", "slowdown_by_size.svg"}) {
+    EXPECT_EQ(Slurp(out + "/" + f), Slurp(out2 + "/" + f)) << f;
+  }
+}
+
+TEST(SimulateCliTest, OpenbNodeListAndMaxJobs) {
+  const std::string out = TempDir() + "/sim-openb";
+  Result r = RunCli("simulate --cluster " + kSrc + "/data/traces/openb_node_list_gpu_node.csv" +
+                    " --trace " + kSrc + "/data/traces/openb_pod_list_default-head400.csv" +
+                    " --trace-format openb --policy best-fit --max-jobs 100 --out " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(Slurp(out + "/report.json"));
+  EXPECT_EQ(j["cluster"]["gpus"], 6212);
+  EXPECT_EQ(j["trace"]["jobs"], 100);
+  EXPECT_GT(j["trace"]["fractional_rounded_up"].get<int>(), 0);
+  EXPECT_NE(Slurp(out + "/report.md").find("**Approximation:**"), std::string::npos);
+}
+
+TEST(SimulateCliTest, BadTraceNamesTheLine) {
+  const std::string bad = WriteTemp("bad-trace.csv", "submit_s,duration_s,gpus\n0,10,1\n5,ten,2\n");
+  Result r = RunCli("simulate --cluster " + kSrc + "/data/clusters/h100-2rack.yaml --trace " + bad +
+                    " --trace-format csv --policy toposched --out " + TempDir() + "/x");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("bad-trace.csv:3: column \"duration_s\": expected a number, got \"ten\""),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(SimulateCliTest, UnknownPolicyIsBadInput) {
+  Result r = RunCli("simulate --cluster " + kSrc + "/data/clusters/h100-2rack.yaml --trace " +
+                    kSrc + "/data/traces/tiresias-60_job.csv --policy random");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("unknown policy \"random\""), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace toposched::cli_testing

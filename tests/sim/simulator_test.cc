@@ -1,0 +1,292 @@
+// The simulator on small real and hand-made traces: exact hand-checked timings, golden reports,
+// determinism, every GPU free at the end, the openb cluster from its node list.
+#include "sim/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "sim/openb_cluster.h"
+#include "sim/policies.h"
+#include "sim/report.h"
+#include "testing/clusters.h"
+#include "topo/io/cluster_yaml.h"
+
+namespace toposched::sim {
+namespace {
+
+std::string TracePath(const std::string& name) {
+  return std::string(TS_SOURCE_DIR) + "/data/traces/" + name;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+SimResult RunPolicy(const topo::Cluster& c, const Trace& t, const std::string& policy,
+                    SimOptions o = {}) {
+  auto placer = PlacerOptionsFor(policy);
+  EXPECT_TRUE(placer.ok()) << placer.status().ToString();
+  auto r = Simulate(c, t, policy, *placer, o);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? std::move(r).value() : SimResult{};
+}
+
+TEST(CommSlowdownTest, StretchesOnlyTheCommunicationShare) {
+  EXPECT_DOUBLE_EQ(CommSlowdown(0.1, 10, 10), 1.0);
+  EXPECT_DOUBLE_EQ(CommSlowdown(0.1, 30, 10), 0.9 + 0.3);
+  EXPECT_DOUBLE_EQ(CommSlowdown(0.5, 20, 10), 1.5);
+  EXPECT_DOUBLE_EQ(CommSlowdown(0.0, 50, 10), 1.0);
+  EXPECT_DOUBLE_EQ(CommSlowdown(0.3, 0, 0), 1.0);  // no communication: not stretched
+}
+
+// Two whole-cluster jobs (256 GPUs on h100-2rack) and a 1-GPU job behind them: the second big
+// job waits for the first and, ahead in submit order, takes the cluster when it ends; the small
+// job finds no free GPU until both are done.
+TEST(SimulatorTest, HandCheckedQueueOnAFullCluster) {
+  const topo::Cluster& c = testing::H100Cluster();
+  auto t =
+      ParseTrace("name,submit_s,duration_s,gpus\nbig1,0,100,256\nbig2,10,50,256\nsmall,20,5,1\n",
+                 "q.csv", TraceFormat::kCsv);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  SimOptions o;
+  o.comm_fraction = 0;  // run time = trace duration exactly
+  SimResult r = RunPolicy(c, *t, "toposched", o);
+  ASSERT_EQ(r.jobs.size(), 3u);
+  EXPECT_EQ(r.jobs[0].first_start_us, 0);
+  EXPECT_EQ(r.jobs[0].end_us, 100'000'000);
+  EXPECT_EQ(r.jobs[1].first_start_us, 100'000'000);
+  EXPECT_EQ(r.jobs[1].end_us, 150'000'000);
+  EXPECT_EQ(r.jobs[2].first_start_us, 150'000'000);
+  EXPECT_EQ(r.jobs[2].end_us, 155'000'000);
+  EXPECT_EQ(r.makespan_us, 155'000'000);
+  EXPECT_EQ(r.unfinished, 0);
+  EXPECT_TRUE(r.all_free_at_end);
+  // 256 GPUs busy for 150 s, 1 GPU for 5 s, over 155 s on 256 GPUs.
+  EXPECT_NEAR(r.gpu_utilization, (256.0 * 150 + 5) / (256.0 * 155), 1e-12);
+  const PolicySummary s = Summarize(r);
+  EXPECT_EQ(s.jobs, 3);
+  EXPECT_NEAR(s.mean_jct_s, (100.0 + 140 + 135) / 3, 1e-9);
+  EXPECT_NEAR(s.mean_queue_s, (0.0 + 90 + 130) / 3, 1e-9);
+  EXPECT_DOUBLE_EQ(s.p50_jct_s, 135);
+  EXPECT_DOUBLE_EQ(s.p99_jct_s, 140);
+}
+
+TEST(SimulatorTest, CommunicationStretchesMultiNodeJobsOnly) {
+  const topo::Cluster& c = testing::H100Cluster();
+  auto t = ReadTraceFile(TracePath("example-generic.csv"), TraceFormat::kCsv);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  SimOptions o;
+  o.comm_fraction = 0.5;
+  SimResult r = RunPolicy(c, *t, "toposched", o);
+  ASSERT_EQ(r.unfinished, 0);
+  for (size_t i = 0; i < r.jobs.size(); ++i) {
+    const JobOutcome& j = r.jobs[i];
+    const int64_t ran = j.end_us - j.first_start_us;
+    EXPECT_GE(j.first_start_us, j.submit_us) << j.name;
+    EXPECT_EQ(ran, std::llround(static_cast<double>(t->jobs[i].duration_us) * j.comm_slowdown))
+        << j.name;
+    EXPECT_GE(j.comm_slowdown, 0.5) << j.name;
+    if (j.gpus == 1) {
+      EXPECT_DOUBLE_EQ(j.comm_slowdown, 1.0) << j.name;
+    }
+  }
+}
+
+TEST(SimulatorTest, EveryGpuIsFreeAtTheEnd) {
+  const topo::Cluster& c = testing::H100Cluster();
+  for (const char* f : {"tiresias-60_job.csv", "example-generic.csv", "philly-head200.csv"}) {
+    const TraceFormat fmt = std::string(f).find("tiresias") == 0 ? TraceFormat::kTiresias
+                            : std::string(f).find("philly") == 0 ? TraceFormat::kPhilly
+                                                                 : TraceFormat::kCsv;
+    auto t = ReadTraceFile(TracePath(f), fmt);
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    for (const std::string& p : PolicyNames()) {
+      SimResult r = RunPolicy(c, *t, p);
+      EXPECT_EQ(r.unfinished, 0) << f << " " << p;
+      EXPECT_TRUE(r.all_free_at_end) << f << " " << p;
+      EXPECT_EQ(r.events, 2 * static_cast<int64_t>(t->jobs.size())) << f << " " << p;
+    }
+  }
+}
+
+TEST(SimulatorTest, SameTraceAndSeedGiveByteIdenticalReports) {
+  const topo::Cluster& c = testing::H100Cluster();
+  auto t = ReadTraceFile(TracePath("tiresias-60_job.csv"), TraceFormat::kTiresias);
+  ASSERT_TRUE(t.ok());
+  ReportInfo info;
+  info.cluster = c.name;
+  std::string first[5];
+  for (int round = 0; round < 2; ++round) {
+    std::vector<SimResult> rs = {RunPolicy(c, *t, "toposched"), RunPolicy(c, *t, "first-fit")};
+    const std::string got[5] = {ReportJson(info, rs), ReportMarkdown(info, rs), JctCdfSvg(rs),
+                                UtilizationSvg(rs), SlowdownBySizeSvg(rs)};
+    for (int k = 0; k < 5; ++k) {
+      if (round == 0) {
+        first[k] = got[k];
+      } else {
+        EXPECT_EQ(first[k], got[k]) << "output " << k;
+      }
+    }
+  }
+}
+
+// Golden reports: the exact report.json of small traces. After an intended change of the
+// scheduler or the simulator, regenerate with TS_UPDATE_GOLDEN=1 and review the diff.
+void ExpectGolden(const std::string& golden, const std::string& got) {
+  const std::string path = std::string(TS_SOURCE_DIR) + "/tests/sim/golden/" + golden;
+  if (std::getenv("TS_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(path, std::ios::binary) << got;
+    return;
+  }
+  EXPECT_EQ(Slurp(path), got) << "golden " << path;
+}
+
+// Four DGX-1-class nodes (V100 hybrid cube-mesh, real nvidia-smi topo -m): 32 GPUs for up to
+// 8-GPU jobs, so jobs queue and the GPU choice inside a node changes the predicted times.
+TEST(SimulatorGoldenTest, TiresiasSampleOnFourV100Nodes) {
+  auto cl = topo::io::ReadClusterYamlFile(std::string(TS_SOURCE_DIR) +
+                                          "/tests/sched/testdata/v100-4node.yaml");
+  ASSERT_TRUE(cl.ok()) << cl.status().ToString();
+  topo::Cluster c = std::move(cl).value();
+  c.Finalize();
+  auto t = ReadTraceFile(TracePath("tiresias-60_job.csv"), TraceFormat::kTiresias);
+  ASSERT_TRUE(t.ok());
+  ReportInfo info;
+  info.cluster = c.name;
+  info.cluster_nodes = static_cast<int>(c.nodes.size());
+  info.cluster_gpus = c.TotalGpus();
+  info.trace = "data/traces/tiresias-60_job.csv";
+  info.trace_format = "tiresias";
+  info.trace_jobs = static_cast<int>(t->jobs.size());
+  info.comm_fraction = 0.1;
+  info.policies_distinct = PoliciesDistinct();
+  std::vector<SimResult> rs;
+  for (const std::string& p : PolicyNames()) {
+    rs.push_back(RunPolicy(c, *t, p));
+    EXPECT_TRUE(rs.back().all_free_at_end) << p;
+    EXPECT_EQ(rs.back().unfinished, 0) << p;
+  }
+  ExpectGolden("tiresias-60_job.v100-4node.report.json", ReportJson(info, rs));
+}
+
+TEST(SimulatorGoldenTest, GenericExampleOnH100) {
+  const topo::Cluster& c = testing::H100Cluster();
+  auto t = ReadTraceFile(TracePath("example-generic.csv"), TraceFormat::kCsv);
+  ASSERT_TRUE(t.ok());
+  ReportInfo info;
+  info.cluster = c.name;
+  info.cluster_nodes = static_cast<int>(c.nodes.size());
+  info.cluster_gpus = c.TotalGpus();
+  info.trace = "data/traces/example-generic.csv";
+  info.trace_format = "csv";
+  info.trace_jobs = static_cast<int>(t->jobs.size());
+  info.comm_fraction = 0.1;
+  info.policies_distinct = PoliciesDistinct();
+  std::vector<SimResult> rs;
+  for (const std::string& p : PolicyNames()) rs.push_back(RunPolicy(c, *t, p));
+  ExpectGolden("example-generic.h100-2rack.report.json", ReportJson(info, rs));
+}
+
+TEST(OpenbClusterTest, NodeListBuildsTheTraceCluster) {
+  auto c = ReadOpenbNodeList(TracePath("openb_node_list_gpu_node.csv"));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  // The trace README: 1,213 GPU nodes with 6,212 GPUs.
+  EXPECT_EQ(c->nodes.size(), 1213u);
+  EXPECT_EQ(c->TotalGpus(), 6212);
+  EXPECT_TRUE(LooksLikeOpenbNodeList(TracePath("openb_node_list_gpu_node.csv")));
+  EXPECT_FALSE(LooksLikeOpenbNodeList(TracePath("example-generic.csv")));
+
+  auto t = ReadTraceFile(TracePath("openb_pod_list_default-head400.csv"), TraceFormat::kOpenb);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  SimResult r = RunPolicy(*c, *t, "toposched");
+  EXPECT_EQ(r.unfinished, 0);
+  EXPECT_TRUE(r.all_free_at_end);
+  EXPECT_EQ(r.jobs.size(), t->jobs.size());
+}
+
+TEST(OpenbClusterTest, BadNodeListNamesTheLine) {
+  auto y = OpenbNodesToClusterYaml("sn,cpu_milli,memory_mib,gpu,model\nn1,1,1,8,T4\nn1,1,1,2,T4\n",
+                                   "nodes.csv");
+  ASSERT_FALSE(y.ok());
+  EXPECT_NE(y.status().message().find("nodes.csv:3: column \"sn\": node \"n1\" listed twice"),
+            std::string::npos)
+      << y.status().message();
+  y = OpenbNodesToClusterYaml("sn,gpu,model\nn1,x,T4\n", "nodes.csv");
+  ASSERT_FALSE(y.ok());
+  EXPECT_NE(y.status().message().find("nodes.csv:2: column \"gpu\""), std::string::npos);
+}
+
+TEST(SimulatorTest, FailuresRequeueJobsThatThenComplete) {
+  const topo::Cluster& c = testing::H100Cluster();
+  auto t = ReadTraceFile(TracePath("example-generic.csv"), TraceFormat::kCsv);
+  ASSERT_TRUE(t.ok());
+  SimOptions o;
+  o.failures = true;
+  o.failures_per_gpu_day = 0.2;  // far above Llama 3's rate, so that a short trace sees some
+  o.repair_mean_s = 600;
+  o.seed = 7;
+  SimResult a = RunPolicy(c, *t, "toposched", o);
+  EXPECT_GT(a.failures, 0);
+  EXPECT_GT(a.jobs_interrupted, 0);
+  EXPECT_EQ(a.unfinished, 0);  // requeued (the default failure policy) and run again
+  EXPECT_EQ(a.failures_survived, [&] {
+    int n = 0;
+    for (const JobOutcome& j : a.jobs) n += j.failures > 0 ? 1 : 0;
+    return n;
+  }());
+  EXPECT_TRUE(a.all_free_at_end);
+  // Seeded: the same seed draws the same failures; another seed others.
+  SimResult b = RunPolicy(c, *t, "toposched", o);
+  ReportInfo info;
+  EXPECT_EQ(ReportJson(info, {a}), ReportJson(info, {b}));
+  o.seed = 8;
+  SimResult d = RunPolicy(c, *t, "toposched", o);
+  EXPECT_NE(ReportJson(info, {a}), ReportJson(info, {d}));
+}
+
+TEST(SimulatorTest, BadOptions) {
+  SimOptions o;
+  o.comm_fraction = 1.5;
+  EXPECT_EQ(o.Validate().code(), StatusCode::kInvalidArgument);
+  o = SimOptions{};
+  o.repair_mean_s = 0;
+  EXPECT_EQ(o.Validate().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ReportTest, MarkdownRowsHaveAsManyCellsAsTheHeader) {
+  const topo::Cluster& c = testing::H100Cluster();
+  auto t = ReadTraceFile(TracePath("example-generic.csv"), TraceFormat::kCsv);
+  ASSERT_TRUE(t.ok());
+  std::vector<SimResult> rs = {RunPolicy(c, *t, "toposched"), RunPolicy(c, *t, "first-fit")};
+  std::istringstream md(ReportMarkdown(ReportInfo{}, rs));
+  std::string line;
+  std::vector<size_t> bars;
+  while (std::getline(md, line)) {
+    if (line.rfind("| ", 0) == 0) bars.push_back(std::count(line.begin(), line.end(), '|'));
+  }
+  ASSERT_EQ(bars.size(), 4u);  // header, rule, two policies
+  for (size_t b : bars) EXPECT_EQ(b, bars[0]);
+}
+
+TEST(PolicyTest, ListParsing) {
+  auto all = ParsePolicyList("all");
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 6u);
+  auto two = ParsePolicyList("toposched, first-fit");
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(*two, (std::vector<std::string>{"toposched", "first-fit"}));
+  EXPECT_FALSE(ParsePolicyList("toposched,random").ok());
+  EXPECT_FALSE(ParsePolicyList("best-fit,best-fit").ok());
+}
+
+}  // namespace
+}  // namespace toposched::sim
