@@ -575,6 +575,11 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
         if (bw < algbw) {
           algbw = bw;
           int up = parent[0][i] >= 0 ? parent[0][i] : parent[1][i];
+          // With an odd island count the middle island is the root of both trees: name the hop
+          // to its first child instead.
+          for (int j = 0; up < 0 && j < ni; ++j) {
+            if (parent[0][j] == i) up = j;
+          }
           c.bottleneck =
               net_hop(i, p.islands[i].members.front(), p.islands[up].members.front(), bw);
         }
