@@ -9,6 +9,7 @@ PACKAGES=(
   libsqlite3-dev sqlite3 libhwloc-dev hwloc libtinyxml2-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev libglpk-dev
   python3 clang-format
+  slurmctld slurmd slurm-client munge
 )
 
 missing=()

@@ -17,7 +17,10 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C build -j "$JOBS"
 
 echo "== tests"
-ctest --test-dir build --output-on-failure -j "$JOBS"
+ctest --test-dir build --output-on-failure -j "$JOBS" -LE slurm
+
+echo "== Slurm integration (a real slurmctld + 8 slurmd on loopback; skipped without Slurm)"
+ctest --test-dir build --output-on-failure -L slurm
 
 echo "== parser tests (topology, cluster, Slurm, jobs) under ASan+UBSan"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTOPOSCHED_SANITIZE=ON \

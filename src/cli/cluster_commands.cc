@@ -33,7 +33,8 @@ int RunExportSlurm(const std::string& cluster_file, const std::string& dir) {
   if (dir.empty()) {
     std::cout << "# ---- gres.conf ----\n"
               << e->gres_conf << "# ---- topology.conf (" << e->topology_kind << ") ----\n"
-              << e->topology_conf;
+              << e->topology_conf << "# ---- slurm.conf node lines ----\n"
+              << e->nodes_conf;
     return 0;
   }
   std::error_code ec;
@@ -43,12 +44,14 @@ int RunExportSlurm(const std::string& cluster_file, const std::string& dir) {
   std::filesystem::path d(dir);
   Status s = WriteFile(d / "gres.conf.tmp", e->gres_conf);
   if (s.ok()) s = WriteFile(d / "topology.conf.tmp", e->topology_conf);
+  if (s.ok()) s = WriteFile(d / "nodes.conf.tmp", e->nodes_conf);
   if (!s.ok()) return Fail(s);
   std::filesystem::rename(d / "gres.conf.tmp", d / "gres.conf", ec);
   if (!ec) std::filesystem::rename(d / "topology.conf.tmp", d / "topology.conf", ec);
+  if (!ec) std::filesystem::rename(d / "nodes.conf.tmp", d / "nodes.conf", ec);
   if (ec) return Fail(InvalidArgumentError(dir + ": rename failed: " + ec.message()));
-  std::cout << "wrote " << (d / "gres.conf").string() << " and " << (d / "topology.conf").string()
-            << " (topology/" << e->topology_kind << ")\n";
+  std::cout << "wrote " << (d / "gres.conf").string() << ", " << (d / "topology.conf").string()
+            << " (topology/" << e->topology_kind << ") and " << (d / "nodes.conf").string() << "\n";
   return 0;
 }
 
@@ -79,9 +82,11 @@ void RegisterClusterCommands(CLI::App& app, int& rc) {
   exp->require_subcommand(1);
   auto cl = std::make_shared<std::string>();
   auto dir = std::make_shared<std::string>();
-  CLI::App* slurm = exp->add_subcommand("slurm", "Write gres.conf and topology.conf");
+  CLI::App* slurm =
+      exp->add_subcommand("slurm", "Write gres.conf, topology.conf and slurm.conf node lines");
   slurm->add_option("CLUSTER", *cl, "cluster spec (YAML)")->required();
-  slurm->add_option("--dir", *dir, "write gres.conf and topology.conf here (default: stdout)");
+  slurm->add_option("--dir", *dir,
+                    "write gres.conf, topology.conf and nodes.conf here (default: stdout)");
   slurm->callback([cl, dir, &rc] { rc = RunExportSlurm(*cl, *dir); });
 
   auto demo_cluster = std::make_shared<std::string>("data/clusters/h100-2rack.yaml");

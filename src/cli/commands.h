@@ -19,5 +19,6 @@ inline int Fail(const Status& s) {
 void RegisterTopoCommands(CLI::App& app, int& rc);     // topo import|show|discover
 void RegisterClusterCommands(CLI::App& app, int& rc);  // cluster check, export slurm, demo
 void RegisterCostCommands(CLI::App& app, int& rc);     // cost, place-node
+void RegisterSlurmCommands(CLI::App& app, int& rc);    // slurm import|place|watch|cost, exec
 
 }  // namespace toposched::cli

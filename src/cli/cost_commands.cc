@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/place_command.h"
+#include "cli/replay_command.h"
 #include "cli/place_node_command.h"
 #include "cost/calibration.h"
 #include "cost/cost_model.h"
@@ -182,6 +183,7 @@ void RegisterCostCommands(CLI::App& app, int& rc) {
   AddCostCommand(app, rc);
   AddPlaceNodeCommand(app, rc);
   AddPlaceCommand(app, rc);
+  AddReplayCommand(app, rc);
 }
 
 }  // namespace toposched::cli

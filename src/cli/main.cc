@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   toposched::cli::RegisterTopoCommands(app, rc);
   toposched::cli::RegisterClusterCommands(app, rc);
   toposched::cli::RegisterCostCommands(app, rc);
+  toposched::cli::RegisterSlurmCommands(app, rc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -11,6 +11,7 @@
 #include "job/job_spec.h"
 #include "sched/cluster_state.h"
 #include "sched/gang.h"
+#include "sched/policy.h"
 #include "topo/io/cluster_yaml.h"
 
 namespace toposched::cli {
@@ -21,6 +22,7 @@ struct PlaceArgs {
   std::string cluster;
   std::string jobs;
   std::string state;
+  std::string policy = "toposched";
   bool json = false;
 };
 
@@ -99,7 +101,9 @@ int RunPlace(const PlaceArgs& a) {
                                             ? sched::ClusterState::Create(cluster)
                                             : sched::ReadClusterStateJsonFile(a.state, cluster);
   if (!state.ok()) return Fail(state.status());
-  auto placer = sched::GangPlacer::Create(cluster);
+  auto policy = sched::PolicyOptions(a.policy);
+  if (!policy.ok()) return Fail(policy.status());
+  auto placer = sched::GangPlacer::Create(cluster, *policy);
   if (!placer.ok()) return Fail(placer.status());
 
   int64_t next_id = 1;
@@ -139,6 +143,9 @@ void AddPlaceCommand(CLI::App& app, int& rc) {
   cmd->add_option("--cluster", args->cluster, "cluster spec (YAML)")->required();
   cmd->add_option("--jobs", args->jobs, "jobs file (YAML, or JSON by extension)")->required();
   cmd->add_option("--state", args->state, "starting cluster state (JSON, as saved)");
+  cmd->add_option("--policy", args->policy,
+                  "placement policy: toposched (default), first-fit, best-fit, pair-score, "
+                  "kueue-tas, slurm-tree");
   cmd->add_flag("--json", args->json, "print JSON");
   cmd->callback([args, &rc]() { rc = RunPlace(*args); });
 }

@@ -7,7 +7,8 @@
 
 namespace toposched::cli {
 
-// Adds `place --cluster FILE --jobs FILE [--state FILE] [--json]`. Exit code in `rc`: 0 when the
+// Adds `place --cluster FILE --jobs FILE [--state FILE] [--policy NAME] [--json]` (policies:
+// sched/policy.h). Exit code in `rc`: 0 when the
 // pass ran (some jobs may stay PENDING), 1 bad input, 2 usage.
 // JSON: {"jobs": [{"name", "state", "nodes": [...], "ranks": [{"rank", "node", "gpu", "nic"}],
 //        "predicted_ms", "best_possible_ms", "explanation", "decision_us"}]}

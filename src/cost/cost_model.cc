@@ -575,11 +575,14 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
         if (bw < algbw) {
           algbw = bw;
           int up = parent[0][i] >= 0 ? parent[0][i] : parent[1][i];
-          // With an odd island count the middle island is the root of both trees: name the hop
-          // to its first child instead.
-          for (int j = 0; up < 0 && j < ni; ++j) {
-            if (parent[0][j] == i) up = j;
+          // The root of both trees (possible for an odd island count): name the hop by one of
+          // its children instead.
+          for (int t = 0; t < 2 && up < 0; ++t) {
+            for (int k = 0; k < ni && up < 0; ++k) {
+              if (parent[t][k] == i) up = k;
+            }
           }
+          if (up < 0) up = i;
           c.bottleneck =
               net_hop(i, p.islands[i].members.front(), p.islands[up].members.front(), bw);
         }

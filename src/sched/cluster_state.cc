@@ -167,6 +167,23 @@ void ClusterState::SetHolder(const NodeRec& rec, GpuMask gpus, int32_t slot) {
 Status ClusterState::Allocate(int64_t alloc_id, const std::vector<NodeGpus>& parts) {
   const std::string who = "allocation " + std::to_string(alloc_id);
   if (index_.count(alloc_id)) return Status(StatusCode::kAlreadyExists, who + " already exists");
+  RETURN_IF_ERROR(CheckParts(who, parts, nullptr));
+  Insert(alloc_id, parts);
+  return OkStatus();
+}
+
+Status ClusterState::Resize(int64_t alloc_id, const std::vector<NodeGpus>& parts) {
+  const std::string who = "allocation " + std::to_string(alloc_id);
+  const std::vector<NodeGpus>* old = Allocation(alloc_id);
+  if (old == nullptr) return NotFoundError(who + " not found");
+  RETURN_IF_ERROR(CheckParts(who, parts, old));
+  RETURN_IF_ERROR(Release(alloc_id));
+  Insert(alloc_id, parts);
+  return OkStatus();
+}
+
+Status ClusterState::CheckParts(const std::string& who, const std::vector<NodeGpus>& parts,
+                                const std::vector<NodeGpus>* kept) const {
   if (parts.empty()) return InvalidArgumentError(who + ": no GPUs requested");
   const int n_nodes = static_cast<int>(nodes_.size());
   // Validate everything before touching anything: all or nothing.
@@ -189,7 +206,13 @@ Status ClusterState::Allocate(int64_t alloc_id, const std::vector<NodeGpus>& par
                                   NodeName(p.node) + " out of range (node has " +
                                   std::to_string(rec.gpu_count) + " GPUs)");
     }
-    const GpuMask taken = p.gpus & ~rec.free;
+    GpuMask mine;
+    if (kept != nullptr) {
+      for (const NodeGpus& k : *kept) {
+        if (k.node == p.node) mine = k.gpus;
+      }
+    }
+    const GpuMask taken = p.gpus & ~rec.free & ~mine;
     if (!taken.empty()) {
       const int gpu = taken.lowest();
       std::string why;
@@ -206,7 +229,10 @@ Status ClusterState::Allocate(int64_t alloc_id, const std::vector<NodeGpus>& par
                                   " " + why);
     }
   }
+  return OkStatus();
+}
 
+void ClusterState::Insert(int64_t alloc_id, const std::vector<NodeGpus>& parts) {
   int32_t slot;
   if (!free_slots_.empty()) {
     slot = free_slots_.back();
@@ -228,7 +254,6 @@ Status ClusterState::Allocate(int64_t alloc_id, const std::vector<NodeGpus>& par
     rec.held = rec.held | p.gpus;
     Refresh(p.node, before);
   }
-  return OkStatus();
 }
 
 Status ClusterState::Release(int64_t alloc_id) {
@@ -306,6 +331,23 @@ Status ClusterState::SetNodeDrained(int node, bool drained) {
   const Contribution before = ContributionOf(rec);
   rec.drained = drained ? 1 : 0;
   Refresh(node, before);
+  return OkStatus();
+}
+
+Status ClusterState::Rebind(const topo::Cluster& cluster) {
+  if (cluster.nodes.size() != nodes_.size() ||
+      static_cast<int>(cluster.domains.size()) != num_domains_ ||
+      static_cast<int>(cluster.nvlink_domains.size()) != num_nvlink_) {
+    return InvalidArgumentError("rebind: cluster \"" + cluster.name + "\" has another shape");
+  }
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    if (cluster.topology(static_cast<int>(n)).gpus.size() != nodes_[n].gpu_count ||
+        cluster.nodes[n].domain != cluster_->nodes[n].domain ||
+        cluster.nodes[n].nvlink_domain != cluster_->nodes[n].nvlink_domain) {
+      return InvalidArgumentError("rebind: node " + std::to_string(n) + " differs");
+    }
+  }
+  cluster_ = &cluster;
   return OkStatus();
 }
 

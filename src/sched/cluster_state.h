@@ -69,6 +69,10 @@ class ClusterState {
   Status Allocate(int64_t alloc_id, const std::vector<NodeGpus>& parts);
   // Frees every GPU of the allocation. NotFound when the id is unknown. O(parts · depth).
   Status Release(int64_t alloc_id);
+  // Changes an allocation's GPUs to `parts` (an elastic resize): GPUs it holds may stay whatever
+  // their health or drain; GPUs it gains must be free; GPUs it loses are freed. NotFound for an
+  // unknown id; the errors of Allocate otherwise (nothing changes).
+  Status Resize(int64_t alloc_id, const std::vector<NodeGpus>& parts);
 
   // Health changes return the allocations affected (sorted, unique): those holding a GPU whose
   // effective health got worse. InvalidArgument for a node/GPU out of range. O(depth).
@@ -76,6 +80,12 @@ class ClusterState {
   StatusOr<std::vector<int64_t>> SetNodeHealth(int node, topo::Health health);
   // A drained node takes no new allocation; the ones on it stay. InvalidArgument out of range.
   Status SetNodeDrained(int node, bool drained);
+
+  // Points the state at another cluster of the same shape (same nodes with the same GPU counts,
+  // same network and NVLink domains) whose hardware profiles may differ — the scheduler's view
+  // of a cluster with degraded links. Occupancy and health are kept. InvalidArgument when the
+  // shapes differ (nothing changes).
+  Status Rebind(const topo::Cluster& cluster);
 
   // --- per node (node must be in range; out of range is a bug) ---
   int GpuCount(int node) const { return nodes_[node].gpu_count; }
@@ -148,6 +158,12 @@ class ClusterState {
   };
 
   ClusterState() = default;
+
+  // Allocate's checks; GPUs in `kept` (the allocation's own, for Resize) need not be free.
+  Status CheckParts(const std::string& who, const std::vector<NodeGpus>& parts,
+                    const std::vector<NodeGpus>* kept) const;
+  // Records a checked allocation.
+  void Insert(int64_t alloc_id, const std::vector<NodeGpus>& parts);
 
   int ClusterAgg() const { return num_domains_ + num_nvlink_; }
   int Largest(int agg) const;

@@ -5,7 +5,11 @@
 #include <cstdio>
 #include <limits>
 #include <numeric>
+#include <tuple>
 #include <utility>
+
+#include "sched/pair_score.h"
+#include "sched/rank_order.h"
 
 namespace toposched::sched {
 
@@ -24,6 +28,13 @@ struct GangIndex {
     int begin = 0, end = 0, domain = -1;
   };
   std::vector<Run> runs;
+};
+
+// Pair-score choices by (profile, free mask, k): the method enumerates partitions, up to ms per
+// call on 8 GPUs, so a policy that uses it in a simulation of many jobs must not repeat it.
+struct BaselineCache {
+  std::mutex mu;
+  std::map<std::tuple<int, uint64_t, uint64_t, int>, std::vector<int>> pair_score;
 };
 }  // namespace detail
 
@@ -114,7 +125,38 @@ std::vector<int> PickBins(const std::vector<int>& caps, int need) {
   return take;
 }
 
-std::string ShapeKey(const job::JobSpec& j) {
+enum class NodeStrategy { kBestFit, kLeastAllocated, kInOrder };
+
+NodeStrategy StrategyOf(const PlacementPlugins& p) {
+  if (p.nodes == "least-allocated") return NodeStrategy::kLeastAllocated;
+  if (p.nodes == "in-order") return NodeStrategy::kInOrder;
+  return NodeStrategy::kBestFit;
+}
+
+// Amount per bin under a node strategy; empty when the bins hold less than `need`.
+std::vector<int> TakeBins(const std::vector<int>& caps, int need, NodeStrategy strategy) {
+  if (strategy == NodeStrategy::kBestFit) return PickBins(caps, need);
+  int64_t total = 0;
+  for (int c : caps) total += c;
+  if (total < need) return {};
+  std::vector<int> order(caps.size());
+  std::iota(order.begin(), order.end(), 0);
+  if (strategy == NodeStrategy::kLeastAllocated) {
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return caps[a] > caps[b]; });
+  }
+  std::vector<int> take(caps.size(), 0);
+  int rest = need;
+  for (int i : order) {
+    if (rest <= 0) break;
+    take[i] = std::min(caps[i], rest);
+    rest -= take[i];
+  }
+  return take;
+}
+
+}  // namespace
+
+std::string PlacementShapeKey(const job::JobSpec& j) {
   const job::Layout& l = j.layout;
   const job::Constraints& c = j.constraints;
   return std::to_string(l.tp) + "/" + std::to_string(l.pp) + "/" + std::to_string(l.dp) + "/" +
@@ -123,6 +165,8 @@ std::string ShapeKey(const job::JobSpec& j) {
          c.job.level + "/" + job::ConstraintModeName(c.tp.mode) + ":" + c.tp.level + "/" +
          c.gpu_model + "/" + (c.rdma_required ? "rdma" : "");
 }
+
+namespace {
 
 const std::string& NodeGpuModel(const topo::NodeTopology& t) {
   static const std::string kEmpty;
@@ -140,13 +184,42 @@ bool HasRdma(const topo::NodeTopology& t) {
   return false;
 }
 
+// dp/tp/pp and predicted ms of a placement with ranks set (see Placement).
+Status ScorePlacement(const cost::CostModel& cost, const job::Layout& l, Placement& p) {
+  auto refs = [&](const std::vector<int>& ranks) {
+    std::vector<cost::GpuRef> out;
+    for (int r : ranks) out.push_back(cost::GpuRef{p.ranks[r].node, p.ranks[r].gpu});
+    return out;
+  };
+  auto time = [&](cost::Collective coll, const std::vector<int>& ranks, int64_t bytes,
+                  double* out) -> Status {
+    *out = 0;
+    if (ranks.size() < 2 || bytes <= 0) return OkStatus();
+    ASSIGN_OR_RETURN(cost::Estimate e,
+                     cost.Evaluate(coll, refs(ranks), static_cast<double>(bytes)));
+    *out = e.time_ms;
+    return OkStatus();
+  };
+  std::vector<int> pp_pair;
+  if (l.pp > 1) pp_pair = {0, l.RankOf(0, 0, 1)};
+  if (static_cast<int>(p.ranks.size()) != l.WorldSize()) {
+    return InvalidArgumentError("placement has " + std::to_string(p.ranks.size()) +
+                                " ranks, layout " + std::to_string(l.WorldSize()));
+  }
+  RETURN_IF_ERROR(time(cost::Collective::kAllReduce, l.DpGroup(0), l.dp_bytes, &p.dp_ms));
+  RETURN_IF_ERROR(time(cost::Collective::kAllReduce, l.TpGroup(0), l.tp_bytes, &p.tp_ms));
+  RETURN_IF_ERROR(time(cost::Collective::kSendRecv, pp_pair, l.pp_bytes, &p.pp_ms));
+  p.predicted_ms = p.dp_ms + p.tp_ms + p.pp_ms;
+  return OkStatus();
+}
+
 // State of one Place call on one ClusterState.
 class Search {
  public:
   Search(const topo::Cluster& cluster, const ClusterState& state, const job::JobSpec& job,
          const GangPlacerOptions& options, const cost::CostModel& cost,
          const std::vector<std::unique_ptr<NodeSelector>>& selectors,
-         const detail::GangIndex& index)
+         const detail::GangIndex& index, detail::BaselineCache& baseline)
       : c_(cluster),
         state_(state),
         job_(job),
@@ -154,9 +227,13 @@ class Search {
         cost_(cost),
         selectors_(selectors),
         ix_(index),
+        baseline_(baseline),
         world_(job.layout.WorldSize()),
         tp_(job.layout.tp),
-        max_node_gpus_(index.max_node_gpus) {}
+        max_node_gpus_(index.max_node_gpus),
+        strategy_(StrategyOf(options.plugins)),
+        comm_w_(options.plugins.Weight("comm-time")),
+        frag_w_(options.plugins.Weight("fragmentation")) {}
 
   Verdict Run();
 
@@ -171,6 +248,8 @@ class Search {
   // Builds ranks and parts for a plan and scores it with the cost model. nullopt when a node
   // refuses (should not happen: the plan only uses free GPUs).
   std::optional<Placement> Materialize(const Plan& plan) const;
+  // The "first-free" or "pair-score" choice of k free GPUs of a node, ascending.
+  std::vector<int> BaselineGpus(int node, int k) const;
   bool Score(Placement& p) const;
   std::optional<Verdict> TrySingleNode();
   std::optional<Verdict> TryDomains(std::vector<std::string>& reasons);
@@ -185,9 +264,12 @@ class Search {
   const cost::CostModel& cost_;
   const std::vector<std::unique_ptr<NodeSelector>>& selectors_;
   const detail::GangIndex& ix_;
+  detail::BaselineCache& baseline_;
   const int world_;
   const int tp_;
   const int max_node_gpus_;
+  const NodeStrategy strategy_;
+  const double comm_w_, frag_w_;
   Mode mode_ = Mode::kFlat;
   bool filtered_ = false;
   std::vector<NodeView> nodes_;  // built by Filter only when the single-node path fails
@@ -270,7 +352,7 @@ Plan Search::MakePlan(const std::vector<int>& nodes) const {
   if (mode_ != Mode::kNvdTp) {
     std::vector<int> caps;
     for (int n : nodes) caps.push_back(nodes_[n].cap);
-    std::vector<int> take = PickBins(caps, world_);
+    std::vector<int> take = TakeBins(caps, world_, strategy_);
     for (size_t i = 0; i < take.size(); ++i) {
       if (take[i] > 0) add(nodes[i], take[i]);
     }
@@ -291,13 +373,13 @@ Plan Search::MakePlan(const std::vector<int>& nodes) const {
     for (int n : members[nvd]) f += nodes_[n].cap;
     caps.push_back(f / tp_ * tp_);
   }
-  std::vector<int> take = PickBins(caps, world_);
+  std::vector<int> take = TakeBins(caps, world_, strategy_);
   for (size_t i = 0; i < take.size(); ++i) {
     if (take[i] == 0) continue;
     const std::vector<int>& m = members[nvds[i]];
     std::vector<int> ncaps;
     for (int n : m) ncaps.push_back(nodes_[n].cap);
-    std::vector<int> ntake = PickBins(ncaps, take[i]);
+    std::vector<int> ntake = TakeBins(ncaps, take[i], strategy_);
     for (size_t j = 0; j < ntake.size(); ++j) {
       if (ntake[j] > 0) add(m[j], ntake[j]);
     }
@@ -315,6 +397,16 @@ std::optional<Placement> Search::Materialize(const Plan& plan) const {
     req.dp_bytes = static_cast<double>(std::max<int64_t>(job_.layout.dp_bytes, 0));
     req.tp_bytes = static_cast<double>(std::max<int64_t>(job_.layout.tp_bytes, 0));
     const NodeSelector& sel = *selectors_[c_.nodes[node].profile];
+    if (opt_.plugins.gpus != "cost-model") {
+      std::vector<int> order = BaselineGpus(node, k);
+      if (static_cast<int>(order.size()) != k) return std::nullopt;
+      GpuMask m;
+      for (int g : order) m.set(g);
+      p.parts.push_back(NodeGpus{node, m});
+      const std::vector<int> nics = AssignNics(c_.topology(node), order);
+      for (int i = 0; i < k; ++i) p.ranks.push_back(RankSlot{rank++, node, order[i], nics[i]});
+      continue;
+    }
     auto choice = sel.Select(state_.FreeMask(node), req);
     if (!choice.ok() || (*choice)->fit != Fit::kFit ||
         static_cast<int>((*choice)->order.size()) != k) {
@@ -334,30 +426,30 @@ std::optional<Placement> Search::Materialize(const Plan& plan) const {
   return p;
 }
 
-bool Search::Score(Placement& p) const {
-  const job::Layout& l = job_.layout;
-  auto refs = [&](const std::vector<int>& ranks) {
-    std::vector<cost::GpuRef> out;
-    for (int r : ranks) out.push_back(cost::GpuRef{p.ranks[r].node, p.ranks[r].gpu});
-    return out;
-  };
-  auto time = [&](cost::Collective coll, const std::vector<int>& ranks, int64_t bytes,
-                  double* out) {
-    *out = 0;
-    if (ranks.size() < 2 || bytes <= 0) return true;
-    auto e = cost_.Evaluate(coll, refs(ranks), static_cast<double>(bytes));
-    if (!e.ok()) return false;
-    *out = e->time_ms;
-    return true;
-  };
-  std::vector<int> pp_pair;
-  if (l.pp > 1) pp_pair = {0, l.RankOf(0, 0, 1)};
-  if (!time(cost::Collective::kAllReduce, l.DpGroup(0), l.dp_bytes, &p.dp_ms)) return false;
-  if (!time(cost::Collective::kAllReduce, l.TpGroup(0), l.tp_bytes, &p.tp_ms)) return false;
-  if (!time(cost::Collective::kSendRecv, pp_pair, l.pp_bytes, &p.pp_ms)) return false;
-  p.predicted_ms = p.dp_ms + p.tp_ms + p.pp_ms;
-  return true;
+std::vector<int> Search::BaselineGpus(int node, int k) const {
+  const GpuMask& free = state_.FreeMask(node);
+  std::vector<int> ids;
+  for (int g = 0; g < state_.GpuCount(node); ++g) {
+    if (free.test(g)) ids.push_back(g);
+  }
+  if (static_cast<int>(ids.size()) < k) return {};
+  if (opt_.plugins.gpus == "first-free" || static_cast<int>(ids.size()) == k) {
+    ids.resize(k);
+    return ids;
+  }
+  const auto key = std::make_tuple(c_.nodes[node].profile, free.lo(), free.hi(), k);
+  {
+    std::lock_guard<std::mutex> lock(baseline_.mu);
+    auto it = baseline_.pair_score.find(key);
+    if (it != baseline_.pair_score.end()) return it->second;
+  }
+  std::vector<int> pick = PairScoreSelect(c_.topology(node), ids, k);
+  std::lock_guard<std::mutex> lock(baseline_.mu);
+  baseline_.pair_score.emplace(key, pick);
+  return pick;
 }
+
+bool Search::Score(Placement& p) const { return ScorePlacement(cost_, job_.layout, p).ok(); }
 
 bool Search::PreferredMet(const Placement& p) const {
   const std::string& level = job_.constraints.job.level;
@@ -443,6 +535,26 @@ std::optional<Verdict> Search::TrySingleNode() {
   // kNodeTp a node holds the job iff its free count does.
   const int* prof = ix_.node_profile.data();
   const bool all_ok = all_profiles_ok_;
+  if (strategy_ != NodeStrategy::kBestFit) {
+    // Spread (emptiest node, first on ties) or node order (first node that holds the job).
+    int pick = -1, pick_free = -1;
+    for (int n = 0; n < static_cast<int>(c_.nodes.size()); ++n) {
+      if (!all_ok && !profile_ok_[prof[n]]) continue;
+      const int f = state_.FreeMask(n).count();
+      if (f < world_ || f <= pick_free) continue;
+      pick = n;
+      pick_free = f;
+      if (strategy_ == NodeStrategy::kInOrder) break;
+    }
+    if (pick < 0) return std::nullopt;
+    Plan plan;
+    plan.chunks.emplace_back(pick, world_);
+    plan.frag = pick_free - world_;
+    std::optional<Placement> p = Materialize(plan);
+    if (!p) return std::nullopt;
+    p->domain = c_.nodes[pick].name;
+    return Fitted(std::move(*p), opt_.plugins.nodes + " node", plan.frag, plan.frag);
+  }
   int best_free = std::numeric_limits<int>::max();
   int first = -1;
   for (const detail::GangIndex::Run& r : ix_.runs) {
@@ -460,6 +572,16 @@ std::optional<Verdict> Search::TrySingleNode() {
   }
   if (first < 0) return std::nullopt;
   const int best_left = best_free - world_;
+  if (comm_w_ == 0 || opt_.plugins.gpus != "cost-model") {
+    // Nothing to compare the tied nodes by: the first best-fit node.
+    Plan plan;
+    plan.chunks.emplace_back(first, world_);
+    plan.frag = best_left;
+    std::optional<Placement> p = Materialize(plan);
+    if (!p) return std::nullopt;
+    p->domain = c_.nodes[first].name;
+    return Fitted(std::move(*p), "best-fit node", best_left, best_left);
+  }
   struct Seen {
     int profile;
     uint64_t lo, hi;
@@ -517,13 +639,49 @@ std::optional<Verdict> Search::TrySingleNode() {
     }
   }
   if (chosen < 0) return std::nullopt;
+  int chosen_left = best_left;
+  // Best fit can force a slow GPU set (a cube-mesh's leftover GPUs without a closed NVLink
+  // ring). When the chosen set is slower than the same request on a whole free node of its
+  // profile, nodes with more free GPUs compete on the full score: comm-time + fragmentation.
+  // Only then the O(nodes) scan; uniform fabrics (NVSwitch) never get here.
+  const int cp = prof[chosen];
+  GpuMask whole = selectors_[cp]->healthy();
+  auto ideal = selectors_[cp]->Select(whole, req);
+  if (ideal.ok() && (*ideal)->fit == Fit::kFit &&
+      chosen_ms > (*ideal)->predicted_ms * (1 + 1e-9) + frag_w_ / std::max(comm_w_, 1e-12)) {
+    double best_score = comm_w_ * chosen_ms + frag_w_ * best_left;
+    std::vector<Seen> more;
+    for (int node = 0; node < static_cast<int>(c_.nodes.size()); ++node) {
+      if (!all_ok && !profile_ok_[prof[node]]) continue;
+      const GpuMask& m = state_.FreeMask(node);
+      const int f = m.count();
+      if (f <= best_free) continue;
+      // Its extra leftover alone already costs more than the time it could save.
+      if (frag_w_ * (f - world_) >= best_score) continue;
+      bool dup = false;
+      for (const Seen& x : more)
+        dup = dup || (x.profile == prof[node] && x.lo == m.lo() && x.hi == m.hi());
+      if (dup) continue;
+      more.push_back(Seen{prof[node], m.lo(), m.hi()});
+      if (static_cast<int>(more.size()) > 4 * opt_.max_node_evaluations) break;
+      auto ch = selectors_[prof[node]]->Select(m, req);
+      if (!ch.ok() || (*ch)->fit != Fit::kFit) continue;
+      const double score = comm_w_ * (*ch)->predicted_ms + frag_w_ * (f - world_);
+      if (score < best_score * (1 - 1e-9)) {
+        best_score = score;
+        chosen = node;
+        chosen_left = f - world_;
+      }
+    }
+  }
   Plan plan;
   plan.chunks.emplace_back(chosen, world_);
-  plan.frag = best_left;
+  plan.frag = chosen_left;
   std::optional<Placement> p = Materialize(plan);
   if (!p) return std::nullopt;
   p->domain = c_.nodes[chosen].name;
-  return Fitted(std::move(*p), "best-fit node", best_left, best_left);
+  return Fitted(std::move(*p), chosen_left == best_left ? "best-fit node" : "fastest node by score",
+                chosen_left, chosen_left);
 }
 
 std::optional<Verdict> Search::TryDomains(std::vector<std::string>& reasons) {
@@ -550,7 +708,9 @@ std::optional<Verdict> Search::TryDomains(std::vector<std::string>& reasons) {
   } else {
     int top = 0;
     if (required) top = c_.FindLevel(jc.level);
-    for (int li = num_levels - 1; li >= std::max(top, 0); --li) {
+    // "cluster": the network tree is ignored except where a required level demands it.
+    const int bottom = opt_.plugins.domain == "cluster" ? (required ? top : -1) : num_levels - 1;
+    for (int li = bottom; li >= std::max(top, 0); --li) {
       Group g{c_.levels[li].name, {}, {}};
       for (size_t d = 0; d < c_.domains.size(); ++d) {
         if (c_.domains[d].level != li) continue;
@@ -561,7 +721,7 @@ std::optional<Verdict> Search::TryDomains(std::vector<std::string>& reasons) {
     }
     int roots = 0;
     for (const topo::NetworkDomain& d : c_.domains) roots += d.parent < 0 ? 1 : 0;
-    if (!required && (roots != 1 || num_levels == 0)) {
+    if (!required && (roots != 1 || num_levels == 0 || opt_.plugins.domain == "cluster")) {
       Group g{"cluster", {}, {}};
       static const std::string kCluster = "cluster";
       g.cands.push_back(Candidate{c_.name.empty() ? &kCluster : &c_.name, &ix_.all_nodes, 0});
@@ -604,9 +764,8 @@ std::optional<Verdict> Search::TryDomains(std::vector<std::string>& reasons) {
     // Best fit first: fewest spare GPUs, then domain order.
     std::stable_sort(feasible.begin(), feasible.end(),
                      [](const Candidate& a, const Candidate& b) { return a.cap < b.cap; });
-    if (static_cast<int>(feasible.size()) > opt_.max_candidate_domains) {
-      feasible.resize(opt_.max_candidate_domains);
-    }
+    const int max_cands = comm_w_ > 0 || frag_w_ > 0 ? opt_.max_candidate_domains : 1;
+    if (static_cast<int>(feasible.size()) > max_cands) feasible.resize(max_cands);
     std::optional<Placement> best;
     double best_score = std::numeric_limits<double>::infinity();
     int best_spare = 0, best_frag = 0;
@@ -615,7 +774,7 @@ std::optional<Verdict> Search::TryDomains(std::vector<std::string>& reasons) {
       if (plan.chunks.empty()) continue;
       std::optional<Placement> p = Materialize(plan);
       if (!p) continue;
-      double score = opt_.comm_weight * p->predicted_ms + opt_.frag_weight_ms * plan.frag;
+      double score = comm_w_ * p->predicted_ms + frag_w_ * plan.frag;
       if (score < best_score * (1 - 1e-12)) {
         best_score = score;
         p->domain = *cand.name;
@@ -741,13 +900,40 @@ std::string Verdict::Explain() const {
   return s;
 }
 
+double PlacementPlugins::Weight(const std::string& score) const {
+  double w = 0;
+  for (const ScoreWeight& s : scores) {
+    if (s.name == score) w += s.weight;
+  }
+  return w;
+}
+
+Status PlacementPlugins::Validate() const {
+  auto one_of = [](const std::string& what, const std::string& v,
+                   std::initializer_list<const char*> known) -> Status {
+    std::string list;
+    for (const char* k : known) {
+      if (v == k) return OkStatus();
+      list += (list.empty() ? "" : ", ") + std::string(k);
+    }
+    return InvalidArgumentError("gang: unknown " + what + " plugin \"" + v + "\" (known: " + list +
+                                ")");
+  };
+  RETURN_IF_ERROR(one_of("domain", domain, {"lowest-level", "cluster"}));
+  RETURN_IF_ERROR(one_of("nodes", nodes, {"best-fit", "least-allocated", "in-order"}));
+  RETURN_IF_ERROR(one_of("gpus", gpus, {"cost-model", "pair-score", "first-free"}));
+  for (const ScoreWeight& s : scores) {
+    RETURN_IF_ERROR(one_of("score", s.name, {"comm-time", "fragmentation"}));
+    if (!std::isfinite(s.weight) || s.weight < 0) {
+      return InvalidArgumentError("gang: weight of score \"" + s.name +
+                                  "\" must be finite and >= 0");
+    }
+  }
+  return OkStatus();
+}
+
 Status GangPlacerOptions::Validate() const {
-  if (!std::isfinite(comm_weight) || comm_weight <= 0) {
-    return InvalidArgumentError("gang: comm_weight must be finite and > 0");
-  }
-  if (!std::isfinite(frag_weight_ms) || frag_weight_ms < 0) {
-    return InvalidArgumentError("gang: frag_weight_ms must be finite and >= 0");
-  }
+  RETURN_IF_ERROR(plugins.Validate());
   if (max_candidate_domains < 1 || max_candidate_domains > 1024) {
     return InvalidArgumentError("gang: max_candidate_domains must be in [1, 1024]");
   }
@@ -765,10 +951,12 @@ StatusOr<std::unique_ptr<GangPlacer>> GangPlacer::Create(const topo::Cluster& cl
   RETURN_IF_ERROR(options.Validate());
   std::unique_ptr<GangPlacer> p(new GangPlacer(cluster, options));
   p->cost_ = std::make_unique<cost::CostModel>(cluster);
+  // A busy cluster asks each selector the same (free mask, request) questions over and over.
+  p->selection_cache_ = std::make_unique<SelectionCache>();
   for (const topo::HardwareProfile& prof : cluster.profiles) {
     ASSIGN_OR_RETURN(std::unique_ptr<NodeSelector> sel,
                      NodeSelector::Create(prof.topology, CostModelObjective(prof.topology),
-                                          options.node_select));
+                                          options.node_select, p->selection_cache_.get()));
     p->selectors_.push_back(std::move(sel));
   }
   auto ix = std::make_shared<detail::GangIndex>();
@@ -796,13 +984,18 @@ StatusOr<std::unique_ptr<GangPlacer>> GangPlacer::Create(const topo::Cluster& cl
     ix->nvd_nodes.push_back(std::move(ns));
   }
   p->index_ = std::move(ix);
+  p->baseline_ = std::make_shared<detail::BaselineCache>();
   ASSIGN_OR_RETURN(ClusterState empty, ClusterState::Create(cluster));
   p->empty_ = std::make_unique<ClusterState>(std::move(empty));
   return p;
 }
 
+Status GangPlacer::Rescore(const job::JobSpec& job, Placement& p) const {
+  return ScorePlacement(*cost_, job.layout, p);
+}
+
 Verdict GangPlacer::PlaceOn(const ClusterState& state, const job::JobSpec& job) const {
-  Search s(*cluster_, state, job, options_, *cost_, selectors_, *index_);
+  Search s(*cluster_, state, job, options_, *cost_, selectors_, *index_, *baseline_);
   return s.Run();
 }
 
@@ -824,35 +1017,9 @@ Verdict GangPlacer::Place(const ClusterState& state, const job::JobSpec& job) co
     return bad;
   }
   // The same job on the empty cluster: the reference time, and the test for "never fits".
-  // Only the figure (or the reasons) are copied out of the cache, not the whole placement.
-  const std::string key = ShapeKey(job);
-  bool known = false, best_fit = false;
   double best_ms = 0;
   std::vector<std::string> best_reasons;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = best_.find(key);
-    if (it != best_.end()) {
-      known = true;
-      best_fit = it->second.fit();
-      if (best_fit) {
-        best_ms = it->second.placement->predicted_ms;
-      } else {
-        best_reasons = it->second.reasons;
-      }
-    }
-  }
-  if (!known) {
-    Verdict b = PlaceOn(*empty_, job);
-    best_fit = b.fit();
-    if (best_fit) {
-      best_ms = b.placement->predicted_ms;
-    } else {
-      best_reasons = b.reasons;
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    best_.emplace(key, std::move(b));
-  }
+  const bool best_fit = BestOnEmpty(job, &best_ms, &best_reasons);
   if (!best_fit) {
     bad.reasons.push_back("never fits this cluster, even empty");
     for (const std::string& r : best_reasons) bad.reasons.push_back(r);
@@ -865,6 +1032,45 @@ Verdict GangPlacer::Place(const ClusterState& state, const job::JobSpec& job) co
         "; best possible " + Fmt("%.3f", v.placement->best_possible_ms) + " ms";
   }
   return v;
+}
+
+std::optional<double> GangPlacer::BestPossibleMs(const job::JobSpec& job) const {
+  double ms = 0;
+  std::vector<std::string> reasons;
+  if (!BestOnEmpty(job, &ms, &reasons)) return std::nullopt;
+  return ms;
+}
+
+bool GangPlacer::BestOnEmpty(const job::JobSpec& job, double* best_ms,
+                             std::vector<std::string>* best_reasons) const {
+  // Only the figure (or the reasons) are copied out of the cache, not the whole placement.
+  const std::string key = PlacementShapeKey(job);
+  bool known = false, best_fit = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = best_.find(key);
+    if (it != best_.end()) {
+      known = true;
+      best_fit = it->second.fit();
+      if (best_fit) {
+        *best_ms = it->second.placement->predicted_ms;
+      } else {
+        *best_reasons = it->second.reasons;
+      }
+    }
+  }
+  if (!known) {
+    Verdict b = PlaceOn(*empty_, job);
+    best_fit = b.fit();
+    if (best_fit) {
+      *best_ms = b.placement->predicted_ms;
+    } else {
+      *best_reasons = b.reasons;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    best_.emplace(key, std::move(b));
+  }
+  return best_fit;
 }
 
 }  // namespace toposched::sched

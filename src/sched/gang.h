@@ -22,8 +22,13 @@
 namespace toposched::sched {
 
 namespace detail {
-struct GangIndex;  // per-cluster lookups built once by GangPlacer::Create (gang.cc)
+struct GangIndex;      // per-cluster lookups built once by GangPlacer::Create (gang.cc)
+struct BaselineCache;  // memoized baseline GPU choices (gang.cc)
 }  // namespace detail
+
+// Everything about a job that its placement depends on (layout, traffic, constraints), as a
+// key: two specs with the same key get the same verdict on the same state.
+std::string PlacementShapeKey(const job::JobSpec& job);
 
 enum class VerdictKind {
   kFit,            // `placement` holds the whole gang
@@ -64,16 +69,47 @@ struct Verdict {
   std::string Explain() const;
 };
 
+// A score plugin and its weight. Scores are in milliseconds and summed; lower is better.
+//   "comm-time":     the placement's predicted communication time (Placement::predicted_ms)
+//   "fragmentation": GPUs the placement leaves free on partly used nodes (weight = ms per GPU)
+struct ScoreWeight {
+  std::string name;
+  double weight = 1.0;
+};
+
+// The plugin set of one placement policy, in the style of the Kubernetes scheduler framework:
+// a filter stage, then a few choice points, then weighted scores over the candidates.
+//   Filter (always on, named in explanations): "node-health", "node-drain", "gpu-model",
+//     "rdma", "required-level".
+//   domain: "lowest-level" — the lowest network level with a domain that holds the job whole,
+//     best fit first (Slurm tree, Kueue TAS); "cluster" — the network tree is ignored.
+//   nodes: how GPUs are taken from the nodes of the chosen domain. "best-fit" — while the rest
+//     fits on one node take the fullest such node, else the emptiest node whole; "least-
+//     allocated" — emptiest nodes first (kube-scheduler's default spread); "in-order" — node
+//     order (Slurm's node list order), each node as far as it goes.
+//   gpus: which GPUs of a node. "cost-model" — NodeSelector's exact optimum under the cost
+//     model; "pair-score" — NVIDIA device plugin's pair-score choice; "first-free" — the
+//     lowest-numbered free GPUs (what a device plugin without topology hands out).
+//   scores: weighted sum compared across candidate domains and single-node candidates; with no
+//     "comm-time" score only the first best-fit candidate is built.
+struct PlacementPlugins {
+  std::string domain = "lowest-level";
+  std::string nodes = "best-fit";
+  std::string gpus = "cost-model";
+  std::vector<ScoreWeight> scores = {{"comm-time", 1.0}, {"fragmentation", 0.05}};
+  // 0 when absent.
+  double Weight(const std::string& score) const;
+  Status Validate() const;
+};
+
 struct GangPlacerOptions {
-  // score = comm_weight · predicted_ms + frag_weight_ms · GPUs left free in partly used nodes.
-  double comm_weight = 1.0;
-  double frag_weight_ms = 0.05;
+  PlacementPlugins plugins;
   // Candidate domains scored with the cost model per level (best fit first).
   int max_candidate_domains = 4;
   // Tied single-node candidates (same leftover) whose predicted time is compared.
   int max_node_evaluations = 8;
   NodeSelectOptions node_select;
-  // InvalidArgument unless the weights are finite and ≥ 0 (comm_weight > 0), the limits are in
+  // InvalidArgument unless the plugins are known with finite weights ≥ 0, the limits are in
   // [1, 1024] and node_select is valid.
   Status Validate() const;
 };
@@ -102,19 +138,32 @@ class GangPlacer {
   // unknown level is unresolvable with the error as reason. Never a partial placement.
   Verdict Place(const ClusterState& state, const job::JobSpec& job) const;
 
+  // Recomputes dp_ms/tp_ms/pp_ms/predicted_ms of `p` (ranks set, Megatron order) for the job's
+  // layout on this placer's cluster, e.g. after the topology degraded or the job was resized.
+  // InvalidArgument when the rank count differs from the layout or a rank is out of range.
+  Status Rescore(const job::JobSpec& job, Placement& p) const;
+  // predicted_ms of the job on the empty cluster (cached per job shape); nullopt when it never
+  // fits this cluster.
+  std::optional<double> BestPossibleMs(const job::JobSpec& job) const;
+
   const topo::Cluster& cluster() const { return *cluster_; }
   const cost::CostModel& cost_model() const { return *cost_; }
+  const Options& options() const { return options_; }
 
  private:
   GangPlacer(const topo::Cluster& cluster, Options options);
   Verdict PlaceOn(const ClusterState& state, const job::JobSpec& job) const;
+  // The cached verdict on the empty cluster: fit with *ms, or not with *reasons.
+  bool BestOnEmpty(const job::JobSpec& job, double* ms, std::vector<std::string>* reasons) const;
 
   const topo::Cluster* cluster_;
   Options options_;
   std::unique_ptr<cost::CostModel> cost_;
+  std::unique_ptr<SelectionCache> selection_cache_;       // shared by the selectors
   std::vector<std::unique_ptr<NodeSelector>> selectors_;  // by profile
   std::unique_ptr<ClusterState> empty_;
   std::shared_ptr<const detail::GangIndex> index_;
+  std::shared_ptr<detail::BaselineCache> baseline_;
   mutable std::mutex mu_;
   mutable std::map<std::string, Verdict> best_;  // job shape → verdict on the empty cluster
 };

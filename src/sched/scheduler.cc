@@ -4,8 +4,10 @@
 #include <cinttypes>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <queue>
 #include <set>
+#include <tuple>
 #include <utility>
 
 namespace toposched::sched {
@@ -62,16 +64,32 @@ Status SchedulerOptions::Validate() const {
     return InvalidArgumentError("preemption bounds out of range");
   }
   if (kill_grace_us < 0) return InvalidArgumentError("kill_grace_us must be >= 0");
+  if (fair_share_half_life_s < 0) {
+    return InvalidArgumentError("fair_share_half_life_s must be >= 0");
+  }
   return OkStatus();
 }
 
 Scheduler::Scheduler(const GangPlacer& placer, Options options, ClusterState state)
-    : placer_(&placer), options_(std::move(options)), state_(std::move(state)) {}
+    : base_placer_(&placer),
+      placer_(&placer),
+      options_(std::move(options)),
+      state_(std::move(state)) {}
 
 StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const GangPlacer& placer, Options options) {
   RETURN_IF_ERROR(options.Validate());
   ASSIGN_OR_RETURN(ClusterState state, ClusterState::Create(placer.cluster()));
   return std::unique_ptr<Scheduler>(new Scheduler(placer, std::move(options), std::move(state)));
+}
+
+int Scheduler::NameId(const std::string& name) {
+  return names_.emplace(name, static_cast<int>(names_.size())).first->second;
+}
+
+int Scheduler::ShapeId(const job::JobSpec& spec) {
+  auto [it, added] =
+      shape_ids_.emplace(PlacementShapeKey(spec), static_cast<int>(shape_ids_.size()));
+  return it->second;
 }
 
 Scheduler::Job* Scheduler::Find(int64_t id) {
@@ -86,6 +104,29 @@ const Scheduler::Job* Scheduler::Find(int64_t id) const {
 void Scheduler::Sync(Job& j) {
   const auto& ev = j.record.events();
   for (; j.logged < ev.size(); ++j.logged) log_.push_back(ev[j.logged]);
+  const JobState s = j.record.state();
+  if (job::HoldsResources(s)) {
+    running_.emplace(j.id, &j);
+  } else {
+    running_.erase(j.id);
+  }
+  if (s == JobState::kPending && !j.listed) {
+    pending_list_.push_back(&j);
+    j.listed = true;
+  }
+  const bool active = s == JobState::kPending || job::HoldsResources(s);
+  if (active != j.active) {
+    user_count_.resize(names_.size(), 0);  // names_ only grows
+    queue_count_.resize(names_.size(), 0);
+    const int d = active ? 1 : -1;
+    user_count_[j.user_id] += d;
+    queue_count_[j.queue_id] += d;
+    j.active = active;
+  }
+}
+
+std::vector<std::pair<int64_t, Scheduler::Job*>> Scheduler::Running() const {
+  return {running_.begin(), running_.end()};
 }
 
 int64_t Scheduler::EndUs(const Job& j) {
@@ -98,9 +139,14 @@ int64_t Scheduler::EndUs(const Job& j) {
 
 StatusOr<int64_t> Scheduler::Submit(job::JobSpec spec, int64_t now_us) {
   RETURN_IF_ERROR(spec.Normalize());
+  Accrue(now_us);
   const int64_t id = next_id_++;
-  Job j{id, std::move(spec), job::JobRecord(JobName(id), now_us), std::nullopt, 0, "", 0};
-  j.pending_reason = "submitted; not yet considered by a scheduling pass";
+  Job j{id, std::move(spec), job::JobRecord(JobName(id), now_us), std::nullopt, 0, nullptr, 0, 0, 0,
+        0};
+  j.shape_id = ShapeId(j.spec);
+  j.user_id = NameId(j.spec.user);
+  j.queue_id = NameId(j.spec.queue);
+  j.pending_reason = Words("submitted; not yet considered by a scheduling pass");
   RETURN_IF_ERROR(
       j.record.Note(now_us, "submitted \"" + j.spec.name + "\" (user " + j.spec.user + ", queue " +
                                 j.spec.queue + ", priority " + std::to_string(j.spec.priority) +
@@ -123,6 +169,7 @@ Status Scheduler::ReleaseIfStopped(Job& j) {
 Status Scheduler::Cancel(int64_t id, int64_t now_us) {
   Job* j = Find(id);
   if (j == nullptr) return NotFoundError("no job " + JobName(id));
+  Accrue(now_us);
   const JobState s = j->record.state();
   Status st = OkStatus();
   if (s == JobState::kPending || s == JobState::kRequeued) {
@@ -142,6 +189,7 @@ Status Scheduler::Cancel(int64_t id, int64_t now_us) {
 Status Scheduler::Complete(int64_t id, int64_t now_us) {
   Job* j = Find(id);
   if (j == nullptr) return NotFoundError("no job " + JobName(id));
+  Accrue(now_us);
   Status st = OkStatus();
   if (j->record.state() == JobState::kRunning) {
     st = j->record.Transition(now_us, JobState::kCompleting, "job finished: running epilog");
@@ -158,7 +206,9 @@ Status Scheduler::Complete(int64_t id, int64_t now_us) {
 }
 
 Status Scheduler::Tick(int64_t now_us) {
-  for (auto& [id, j] : jobs_) {
+  Accrue(now_us);
+  for (const auto& [id, j_ptr] : Running()) {
+    Job& j = *j_ptr;
     if (j.record.state() == JobState::kRunning && j.spec.time_limit_s > 0 && now_us >= EndUs(j)) {
       Status st = j.record.Timeout(now_us, options_.kill_grace_us);
       Sync(j);
@@ -172,7 +222,8 @@ Status Scheduler::Tick(int64_t now_us) {
 
 Scheduler::Usage Scheduler::CurrentUsage() const {
   Usage u;
-  for (const auto& [id, j] : jobs_) {
+  for (const auto& [id, j_ptr] : Running()) {
+    const Job& j = *j_ptr;
     if (!j.placement) continue;
     const int g = GpusOf(j.placement->parts);
     u.user_gpus[j.spec.user] += g;
@@ -194,21 +245,34 @@ int UsedBy(const std::map<std::string, int>& m, const std::string& k) {
 
 Scheduler::Shares Scheduler::ActiveWeights() const {
   // Weight shares are over the users/queues with a PENDING or RUNNING job.
-  std::set<std::string> users, queues;
-  for (const auto& [id, o] : jobs_) {
-    const JobState s = o.record.state();
-    if (s == JobState::kPending || job::HoldsResources(s)) {
-      users.insert(o.spec.user);
-      queues.insert(o.spec.queue);
-    }
-  }
   Shares sh;
-  for (const std::string& s : users) sh.user_weight_sum += WeightOf(options_.user_weights, s);
-  for (const std::string& s : queues) sh.queue_weight_sum += WeightOf(options_.queue_weights, s);
+  auto count = [](const std::vector<int>& v, int i) {
+    return i < static_cast<int>(v.size()) ? v[i] : 0;
+  };
+  for (const auto& [name, nid] : names_) {
+    const bool user = count(user_count_, nid) > 0, queue = count(queue_count_, nid) > 0;
+    if (user) sh.user_weight_sum += WeightOf(options_.user_weights, name);
+    if (queue) sh.queue_weight_sum += WeightOf(options_.queue_weights, name);
+  }
   return sh;
 }
 
 double Scheduler::Penalty(const Job& j, const Usage& u, const Shares& sh) const {
+  if (options_.fair_share_half_life_s > 0) {
+    double users = 0, queues = 0;
+    for (const auto& [k, v] : user_usage_) users += v;
+    for (const auto& [k, v] : queue_usage_) queues += v;
+    auto frac = [](const std::map<std::string, double>& m, const std::string& k, double sum) {
+      auto it = m.find(k);
+      return it == m.end() || sum <= 0 ? 0.0 : it->second / sum;
+    };
+    const double us =
+        WeightOf(options_.user_weights, j.spec.user) / std::max(sh.user_weight_sum, 1e-12);
+    const double qs =
+        WeightOf(options_.queue_weights, j.spec.queue) / std::max(sh.queue_weight_sum, 1e-12);
+    return frac(user_usage_, j.spec.user, users) / us +
+           frac(queue_usage_, j.spec.queue, queues) / qs;
+  }
   const double total = std::max(1, state_.ClusterCapacity().total_gpus);
   const double user_share =
       WeightOf(options_.user_weights, j.spec.user) / std::max(sh.user_weight_sum, 1e-12);
@@ -246,13 +310,14 @@ Status Scheduler::Start(Job& j, Placement p, int64_t now_us, const std::string& 
   p.decision_us = now_us;
   j.placement = std::move(p);
   j.start_us = now_us;
-  j.pending_reason.clear();
+  j.pending_reason.reset();
   return OkStatus();
 }
 
 Scheduler::Reservation Scheduler::MakeReservation(const Job& j, int64_t now_us) const {
   std::vector<const Job*> running;
-  for (const auto& [id, o] : jobs_) {
+  for (const auto& [id, o_ptr] : Running()) {
+    const Job& o = *o_ptr;
     if (o.placement) running.push_back(&o);
   }
   std::stable_sort(running.begin(), running.end(),
@@ -283,7 +348,8 @@ StatusOr<bool> Scheduler::TryPreempt(Job& j, int64_t now_us) {
     int gpus;
   };
   std::vector<Cand> cands;
-  for (const auto& [id, o] : jobs_) {
+  for (const auto& [id, o_ptr] : Running()) {
+    const Job& o = *o_ptr;
     if (o.record.state() != JobState::kRunning || o.spec.priority >= j.spec.priority) continue;
     const int g = GpusOf(o.placement->parts);
     cands.push_back({&o, int64_t{g} * (1 + std::max(o.spec.priority, 0)), g});
@@ -367,7 +433,7 @@ StatusOr<bool> Scheduler::TryPreempt(Job& j, int64_t now_us) {
     Sync(v);
     RETURN_IF_ERROR(st);
     RETURN_IF_ERROR(ReleaseIfStopped(v));
-    v.pending_reason = "requeued after being " + by;
+    v.pending_reason = Words("requeued after being " + by);
   }
   RETURN_IF_ERROR(Start(
       j, std::move(*best_placement), now_us,
@@ -376,86 +442,187 @@ StatusOr<bool> Scheduler::TryPreempt(Job& j, int64_t now_us) {
 }
 
 StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
+  Accrue(now_us);
   std::vector<int64_t> started;
+  bool waiting = false;  // a job left waiting for resources (no grow then)
+  // The pending list may hold jobs that left PENDING since (or were listed twice): compact.
   std::vector<Job*> pending;
-  for (auto& [id, j] : jobs_) {
-    if (j.record.state() == JobState::kPending) pending.push_back(&j);
+  for (Job* j : pending_list_) {
+    if (j->record.state() == JobState::kPending && j->listed) {
+      pending.push_back(j);
+      j->listed = false;  // marks it taken; set again below
+    } else {
+      j->listed = false;
+    }
   }
+  for (Job* j : pending) j->listed = true;
+  pending_list_ = pending;
   const Shares shares = ActiveWeights();
   std::optional<Reservation> res;
   std::optional<ClusterState> shadow;  // state_ with the reserved free GPUs blocked
   constexpr int64_t kShadowId = -1;
 
-  while (!pending.empty()) {
-    // Pick the next job by the current order (usage changes as jobs start).
-    const Usage usage = CurrentUsage();
-    size_t best = 0;
-    double best_pen = 0;
-    for (size_t i = 0; i < pending.size(); ++i) {
-      const Job& a = *pending[i];
-      const double pen = Penalty(a, usage, shares);
-      if (i == 0) {
-        best_pen = pen;
-        continue;
+  // The order: jobs are grouped in buckets of equal (priority, user, queue), each sorted by
+  // (submit, id); the penalty depends on user and queue only, so the next job is the head of
+  // the best bucket. The buckets sit in a heap; a start changes the penalty of the buckets of
+  // its user or queue only, and the heap is rebuilt over the buckets (few), not the jobs.
+  // Cost per pass: O(P log P) for the sort plus O(B) per start, B = buckets.
+  Usage usage = CurrentUsage();
+  // Sort keys are copied out of the jobs so that sorting and heap moves touch contiguous
+  // memory, not the job records.
+  struct Queued {
+    int64_t submit_us;
+    int64_t id;
+    Job* job;
+  };
+  struct Bucket {
+    int priority = 0;
+    const std::string* user = nullptr;
+    const std::string* queue = nullptr;
+    std::vector<Queued> jobs;
+    size_t next = 0;
+    double penalty = 0;
+  };
+  std::vector<Bucket> buckets;
+  {
+    std::map<std::tuple<int, int, int>, size_t> index;
+    for (Job* j : pending) {
+      auto key = std::make_tuple(j->spec.priority, j->user_id, j->queue_id);
+      auto [it, added] = index.emplace(key, buckets.size());
+      if (added) {
+        buckets.emplace_back();
+        buckets.back().priority = j->spec.priority;
+        buckets.back().user = &j->spec.user;
+        buckets.back().queue = &j->spec.queue;
       }
-      const Job& b = *pending[best];
-      bool better;
-      if (a.spec.priority != b.spec.priority) {
-        better = a.spec.priority > b.spec.priority;
-      } else if (pen != best_pen) {
-        better = pen < best_pen;
-      } else if (a.record.submit_time_us() != b.record.submit_time_us()) {
-        better = a.record.submit_time_us() < b.record.submit_time_us();
-      } else {
-        better = a.id < b.id;
-      }
-      if (better) {
-        best = i;
-        best_pen = pen;
+      buckets[it->second].jobs.push_back(Queued{j->record.submit_time_us(), j->id, j});
+    }
+  }
+  for (Bucket& b : buckets) {
+    std::sort(b.jobs.begin(), b.jobs.end(), [](const Queued& x, const Queued& y) {
+      return x.submit_us != y.submit_us ? x.submit_us < y.submit_us : x.id < y.id;
+    });
+    b.penalty = Penalty(*b.jobs[0].job, usage, shares);
+  }
+  // Heap of bucket indices; `after(x, y)`: bucket x's head sorts after bucket y's head.
+  auto after = [&](size_t x, size_t y) {
+    const Bucket& a = buckets[x];
+    const Bucket& b = buckets[y];
+    if (a.priority != b.priority) return a.priority < b.priority;
+    if (a.penalty != b.penalty) return a.penalty > b.penalty;
+    const Queued& ja = a.jobs[a.next];
+    const Queued& jb = b.jobs[b.next];
+    if (ja.submit_us != jb.submit_us) return ja.submit_us > jb.submit_us;
+    return ja.id > jb.id;
+  };
+  std::vector<size_t> heap;
+  for (size_t i = 0; i < buckets.size(); ++i) heap.push_back(i);
+  std::make_heap(heap.begin(), heap.end(), after);
+  // Re-keys the buckets of a user or queue (all when both are null) and restores the heap.
+  auto rekey = [&](const std::string* user, const std::string* queue) {
+    for (size_t i : heap) {
+      Bucket& b = buckets[i];
+      if ((user == nullptr && queue == nullptr) || (user && *b.user == *user) ||
+          (queue && *b.queue == *queue)) {
+        b.penalty = Penalty(*b.jobs[b.next].job, usage, shares);
       }
     }
-    Job& j = *pending[best];
-    pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(best));
+    std::make_heap(heap.begin(), heap.end(), after);
+  };
+  // Shapes (PlacementShapeKey, interned) that fit nowhere now, with their explanation: starts
+  // only take GPUs, so a shape that did not fit stays unfit for the rest of the pass (cleared
+  // when a preemption or shrink frees GPUs). The same for the reservation's shadow state.
+  std::vector<std::string> no_fit(shape_ids_.size());
+  std::vector<char> no_fit_known(shape_ids_.size(), 0);
+  std::vector<char> no_fit_shadow(shape_ids_.size(), 0);
+  std::vector<std::shared_ptr<const std::string>> behind_reason(shape_ids_.size());
+
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), after);
+    Bucket& bucket = buckets[heap.back()];
+    Job& j = *bucket.jobs[bucket.next++].job;
+    if (bucket.next < bucket.jobs.size()) {
+      std::push_heap(heap.begin(), heap.end(), after);
+    } else {
+      heap.pop_back();
+    }
 
     if (std::string lim = LimitReason(j, usage); !lim.empty()) {
-      j.pending_reason = lim;
+      j.pending_reason = Words(lim);
       continue;
     }
-    Verdict now_v = placer_->Place(state_, j.spec);
+    const int shape = j.shape_id;
+    Verdict now_v;
+    if (no_fit_known[shape]) {
+      now_v.kind = VerdictKind::kUnschedulable;
+      if (!res) now_v.reasons = {no_fit[shape]};  // behind a reservation: behind_reason
+    } else {
+      now_v = placer_->Place(state_, j.spec);
+      if (now_v.kind == VerdictKind::kUnschedulable) {
+        no_fit_known[shape] = 1;
+        no_fit[shape] = now_v.Explain();
+      }
+    }
     if (now_v.kind == VerdictKind::kUnresolvable) {
-      j.pending_reason = "unresolvable: " + now_v.Explain();
+      j.pending_reason = Words("unresolvable: " + now_v.Explain());
       continue;
     }
     const std::string gpus = std::to_string(j.spec.total_gpus) + " GPUs";
+    auto count_start = [&](const Job& s) {
+      usage.user_gpus[s.spec.user] += s.spec.total_gpus;
+      usage.queue_gpus[s.spec.queue] += s.spec.total_gpus;
+      started.push_back(s.id);
+      if (options_.fair_share_half_life_s <= 0) rekey(&s.spec.user, &s.spec.queue);
+    };
+    // After GPUs were freed by shrinking or preempting others: fresh usage, order and caches.
+    auto after_release = [&] {
+      started.push_back(j.id);
+      usage = CurrentUsage();
+      rekey(nullptr, nullptr);
+      std::fill(no_fit_known.begin(), no_fit_known.end(), 0);
+    };
     if (!res) {
       if (now_v.fit()) {
         RETURN_IF_ERROR(Start(j, std::move(*now_v.placement), now_us, "scheduled (" + gpus + ")"));
-        started.push_back(j.id);
+        count_start(j);
         continue;
+      }
+      if (j.spec.priority >= options_.preempt_priority_threshold && options_.elastic_shrink) {
+        ASSIGN_OR_RETURN(bool ok, TryShrinkOthers(j, now_us));
+        if (ok) {
+          after_release();
+          continue;
+        }
       }
       if (j.spec.priority >= options_.preempt_priority_threshold) {
         ASSIGN_OR_RETURN(bool ok, TryPreempt(j, now_us));
         if (ok) {
-          started.push_back(j.id);
+          after_release();
           continue;
         }
       }
+      waiting = true;
       if (!options_.backfill) {
-        j.pending_reason = "waiting for resources: " + now_v.Explain();
+        j.pending_reason = Words("waiting for resources: " + now_v.Explain());
         break;  // strict order: nobody passes the head
       }
       res = MakeReservation(j, now_us);
       shadow = state_;
       Block(*shadow, res->parts, kShadowId);
-      j.pending_reason =
-          "head of queue, reserved to start at " + Seconds(res->start_us) + ": " + now_v.Explain();
+      j.pending_reason = Words("head of queue, reserved to start at " + Seconds(res->start_us) +
+                               ": " + now_v.Explain());
       continue;
     }
     // Behind the reservation: backfill only.
-    const std::string behind =
-        "behind the reservation of " + JobName(res->job_id) + " at " + Seconds(res->start_us);
     if (!now_v.fit()) {
-      j.pending_reason = "waiting for resources (" + behind + "): " + now_v.Explain();
+      waiting = true;
+      // The same words for every job of a shape: built once per pass, shared.
+      if (!behind_reason[shape]) {
+        behind_reason[shape] = std::make_shared<const std::string>(
+            "waiting for resources (behind the reservation of " + JobName(res->job_id) + " at " +
+            Seconds(res->start_us) + "): " + now_v.Explain());
+      }
+      j.pending_reason = behind_reason[shape];
       continue;
     }
     const bool ends_before = j.spec.time_limit_s > 0 && res->start_us != kNever &&
@@ -467,30 +634,49 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
                                 " before the reservation of " + JobName(res->job_id) + " at " +
                                 Seconds(res->start_us) + ")"));
       Block(*shadow, j.placement->parts, j.id);
-      started.push_back(j.id);
+      count_start(j);
       continue;
     }
-    Verdict side = placer_->Place(*shadow, j.spec);
+    Verdict side;
+    if (!no_fit_shadow[shape]) side = placer_->Place(*shadow, j.spec);
+    if (!side.fit()) no_fit_shadow[shape] = 1;
     if (side.fit()) {
       RETURN_IF_ERROR(Start(j, std::move(*side.placement), now_us,
                             "backfilled (" + gpus + ", clear of the GPUs reserved for " +
                                 JobName(res->job_id) + ")"));
       Block(*shadow, j.placement->parts, j.id);
-      started.push_back(j.id);
+      count_start(j);
       continue;
     }
-    j.pending_reason = "would delay the reservation of " + JobName(res->job_id) + " at " +
-                       Seconds(res->start_us) + ": fits only on its reserved GPUs and its limit " +
-                       (j.spec.time_limit_s > 0 ? job::FormatDuration(j.spec.time_limit_s)
-                                                : std::string("(none)")) +
-                       " ends after it";
+    waiting = true;
+    j.pending_reason =
+        Words("would delay the reservation of " + JobName(res->job_id) + " at " +
+              Seconds(res->start_us) + ": fits only on its reserved GPUs and its limit " +
+              (j.spec.time_limit_s > 0 ? job::FormatDuration(j.spec.time_limit_s)
+                                       : std::string("(none)")) +
+              " ends after it");
   }
   if (!options_.backfill) {
     for (Job* j : pending) {
-      if (j->pending_reason.empty() || j->pending_reason.rfind("submitted", 0) == 0) {
-        j->pending_reason = "waiting behind a higher-ordered job (no backfill)";
+      if (j->record.state() != JobState::kPending) continue;
+      if (!j->pending_reason || j->pending_reason->rfind("submitted", 0) == 0) {
+        j->pending_reason = Words("waiting behind a higher-ordered job (no backfill)");
       }
     }
+  }
+  if (options_.elastic_grow && !waiting) {
+    std::vector<Job*> growable;
+    for (const auto& [id, j_ptr] : Running()) {
+      Job& j = *j_ptr;
+      if (j.record.state() == JobState::kRunning && j.spec.elastic &&
+          j.spec.replicas < j.spec.elastic->max_replicas) {
+        growable.push_back(&j);
+      }
+    }
+    std::stable_sort(growable.begin(), growable.end(), [](const Job* a, const Job* b) {
+      return a->spec.priority > b->spec.priority;
+    });
+    for (Job* j : growable) RETURN_IF_ERROR(TryGrow(*j, now_us).status());
   }
   return started;
 }
@@ -499,7 +685,8 @@ StatusOr<std::string> Scheduler::Explain(int64_t id) const {
   const Job* j = Find(id);
   if (j == nullptr) return NotFoundError("no job " + JobName(id));
   const JobState s = j->record.state();
-  if (s == JobState::kPending) return JobName(id) + " PENDING: " + j->pending_reason;
+  if (s == JobState::kPending)
+    return JobName(id) + " PENDING: " + (j->pending_reason ? *j->pending_reason : "");
   if (j->placement) {
     const Placement& p = *j->placement;
     char buf[160];
@@ -507,7 +694,8 @@ StatusOr<std::string> Scheduler::Explain(int64_t id) const {
                   p.predicted_ms, p.best_possible_ms);
     return JobName(id) + " " + job::JobStateName(s) + " on " + p.domain + buf;
   }
-  return JobName(id) + " " + job::JobStateName(s);
+  const auto& ev = j->record.events();
+  return JobName(id) + " " + job::JobStateName(s) + (ev.empty() ? "" : ": " + ev.back().reason);
 }
 
 std::optional<job::JobState> Scheduler::State(int64_t id) const {

@@ -13,8 +13,11 @@
 //      (weights default to 1). Equal usage ⇒ equal penalty; a user under its share sorts first.
 //   3. submit time, earlier first; 4. job id.
 // (This is effective priority = priority − w·penalty with w → 0+: fair share only orders jobs of
-// equal priority. Usage is instantaneous, not decayed history.) A pass picks each next job by a
-// linear scan: O(pending²) per pass, fine for thousands of pending jobs, not for millions.
+// equal priority.) With fair_share_half_life_s = 0, usage is instantaneous (GPUs held now); with
+// a half-life H, usage is decayed history, as Slurm's PriorityDecayHalfLife: GPU-seconds where
+// a GPU-second t seconds ago counts 2^(−t/H), divided by the sum over all users (queues), so
+// usage is each one's fraction of the recent total. A pass picks each next job by a linear
+// scan: O(pending²) per pass, fine for thousands of pending jobs, not for millions.
 //
 // One pass (Schedule): walk the order. A job over its user/queue GPU limit, or unresolvable on
 // this cluster, stays PENDING with a reason and blocks nobody. The first job that fits nowhere
@@ -35,6 +38,37 @@
 // RUNNING -> PREEMPTED -> REQUEUED -> PENDING with reasons naming the preemptor, keeping their
 // submit time.
 //
+// Elastic jobs (JobSpec::elastic) change size in whole DP replicas (a size is valid when its
+// GPUs are whole DP replicas, see JobSpec::Validate): ranks keep Megatron order over the new DP
+// width, surviving DP replicas keep their relative order.
+//   Grow: at the end of a pass in which no job is left waiting for resources, each RUNNING
+//   elastic job below max_replicas (priority order) grows to the largest valid size whose extra
+//   replicas fit inside the lowest network domain that holds its current nodes; when none fits
+//   there, the largest that fits anywhere.
+//   Shrink for a higher-priority job: before preempting whole jobs, lower-priority RUNNING
+//   elastic jobs above min_replicas give up DP replicas, the most remote first (farthest from
+//   rank 0's node in the network tree, then the highest DP index), lowest priority first, one
+//   valid size step at a time until the job fits.
+//   Shrink on failure (on_failure: shrink): the DP replicas that touch the broken GPUs go, then
+//   more of the most remote ones until the size is valid; below min_replicas the job is
+//   requeued instead.
+// Each resize is a JobRecord note with the old and new size and predicted time.
+//
+// Failures and degradation (health reports from the daemon, draws in the simulator):
+//   node unhealthy      -> jobs on it: NODE_FAIL, then per on_failure: requeue (REQUEUED ->
+//                          PENDING, keeps its submit time), shrink, or fail (stays NODE_FAIL)
+//   GPU unhealthy       -> jobs holding it: FAILED, then per on_failure as above
+//   node/GPU degraded   -> still usable; jobs on it per on_degraded: continue (a note) or wait
+//                          (PREEMPTED -> REQUEUED -> PENDING, placed again where best)
+//   NIC, NVLink health  -> the topology changes: the scheduler places on a copy of the cluster
+//                          whose affected nodes get their own hardware profile (a NIC marked
+//                          unhealthy is not used; a GPU's NVLinks degraded: half its links per
+//                          peer; unhealthy: none, the pair falls back to PCIe — NODE inside a
+//                          NUMA node, else SYS), so the cost model and node selection see it.
+//                          Running jobs on the node are re-scored; slower ones follow
+//                          on_degraded as above; recovery is logged with the new time.
+//   Unhealthy nodes/GPUs take no new work (ClusterState); a broken part is never given out.
+//
 // Allocations: allocation id == job id. A job holds an allocation exactly while its state holds
 // resources (RUNNING, or COMPLETING during a kill grace period > 0; with the default grace 0
 // COMPLETING is never observable between calls).
@@ -47,6 +81,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/status.h"
@@ -69,6 +104,12 @@ struct SchedulerOptions {
   int max_preempt_combinations = 64;
   // SIGTERM -> SIGKILL grace for timeouts and cancellations of running jobs.
   int64_t kill_grace_us = 0;
+  // 0: fair share on GPUs held now; > 0: on decayed GPU-seconds with this half-life.
+  int64_t fair_share_half_life_s = 0;
+  // Elastic jobs grow at the end of a pass that leaves nobody waiting for resources.
+  bool elastic_grow = true;
+  // Lower-priority elastic jobs shrink before whole jobs are preempted.
+  bool elastic_shrink = true;
   Status Validate() const;
 };
 
@@ -95,6 +136,30 @@ class Scheduler {
   // One scheduling pass (see the file comment). Returns the ids started, in start order.
   StatusOr<std::vector<int64_t>> Schedule(int64_t now_us);
 
+  // A job's priority changes (PENDING or holding GPUs); a note in its log. NotFound; a
+  // FailedPrecondition for a finished job.
+  Status SetPriority(int64_t id, int priority, int64_t now_us);
+
+  // Health reports (see the file comment). `node`, `gpu` and `nic` are positions (node id, GPU
+  // position in NodeTopology::gpus, NIC position in NodeTopology::nics); InvalidArgument when
+  // out of range. `reason` goes into every job event it causes.
+  Status SetNodeHealth(int node, topo::Health health, int64_t now_us, const std::string& reason);
+  Status SetGpuHealth(int node, int gpu, topo::Health health, int64_t now_us,
+                      const std::string& reason);
+  Status SetNicHealth(int node, int nic, topo::Health health, int64_t now_us,
+                      const std::string& reason);
+  // Health of the NVLinks of one GPU (all its links): degraded halves them, unhealthy removes.
+  Status SetNvlinkHealth(int node, int gpu, topo::Health health, int64_t now_us,
+                         const std::string& reason);
+  // A drained node takes no new work; its jobs run on.
+  Status SetNodeDrained(int node, bool drained, int64_t now_us, const std::string& reason);
+
+  // The job's current spec (an elastic job's replicas/dp change with resizes); nullptr unknown.
+  const job::JobSpec* Spec(int64_t id) const;
+  std::vector<int64_t> JobIds() const;  // ascending
+  // The placer in use: the one given to Create, or its copy over the degraded topology.
+  const GangPlacer& placer() const { return *placer_; }
+
   // Every event of every job, in the order they happened.
   const std::vector<job::JobEvent>& Events() const { return log_; }
   // PENDING: why (limit, reservation, the placer's reasons); RUNNING: domain, predicted vs best
@@ -116,8 +181,13 @@ class Scheduler {
     job::JobRecord record;
     std::optional<Placement> placement;  // set while holding GPUs
     int64_t start_us = 0;
-    std::string pending_reason;
-    size_t logged = 0;  // record events copied to log_
+    // Shared: a pass gives every job of one shape the same words.
+    std::shared_ptr<const std::string> pending_reason;
+    size_t logged = 0;              // record events copied to log_
+    int shape_id = 0;               // interned PlacementShapeKey(spec), kept current across resizes
+    int user_id = 0, queue_id = 0;  // interned names
+    bool listed = false;            // in pending_list_
+    bool active = false;            // counted in user_count_/queue_count_
   };
   struct Usage {
     std::map<std::string, int> user_gpus, queue_gpus;
@@ -131,8 +201,46 @@ class Scheduler {
   Scheduler(const GangPlacer& placer, Options options, ClusterState state);
 
   Job* Find(int64_t id);
+  int ShapeId(const job::JobSpec& spec);  // interns PlacementShapeKey
+  int NameId(const std::string& name);    // interns user and queue names
+  static std::shared_ptr<const std::string> Words(std::string s) {
+    return std::make_shared<const std::string>(std::move(s));
+  }
+  // Fair-share usage decays to now (half-life mode only).
+  void Accrue(int64_t now_us);
+  // Affected jobs after a health change.
+  Status HandleFailure(Job& j, job::JobState fail_state, const std::string& why, int64_t now_us,
+                       const std::vector<NodeGpus>& broken);
+  Status HandleDegraded(Job& j, const std::string& why, double before_ms, double after_ms,
+                        int64_t now_us);
+  // Stops a running job and puts it back in the queue: RUNNING -> via_state -> REQUEUED ->
+  // PENDING.
+  Status Requeue(Job& j, job::JobState via_state, const std::string& why, int64_t now_us);
+  // Rebuilds the degraded-topology copy from nic_health_/nvlink_health_, switches placer_ and
+  // rebinds state_, then re-scores running jobs on `node` and applies on_degraded.
+  Status TopologyChanged(int node, const std::string& why, int64_t now_us);
+  // Resizes a running job to `keep` of its DP indices (ascending) plus `extra` (a placement of
+  // `extra_dp` more DP replicas, ranks in Megatron order of that sub-layout); reallocates,
+  // re-scores, notes. `why` opens the note.
+  Status Resize(Job& j, const std::vector<int>& keep, const Placement* extra, int extra_dp,
+                int64_t now_us, const std::string& why);
+  // DP indices of a running job ordered most remote first (release order).
+  std::vector<int> RemoteOrder(const Job& j) const;
+  // Whether the job may run with `dp` DP replicas: whole replicas of gpus_per_replica, whole EP
+  // blocks, inside the elastic range.
+  static bool ValidDp(const job::JobSpec& s, int dp);
+  // GPUs of the ranks whose DP index is in `keep`, per node (node order).
+  static std::vector<NodeGpus> PartsOfKept(const Job& j, const std::vector<int>& keep);
+  // Name of the lowest domain (node, network domain, cluster) holding all of `parts`.
+  std::string DomainOf(const std::vector<NodeGpus>& parts) const;
+  // Tries growing one job (see the file comment). True when it grew.
+  StatusOr<bool> TryGrow(Job& j, int64_t now_us);
+  // Tries to fit `j` by shrinking lower-priority elastic jobs; on success applies and starts j.
+  StatusOr<bool> TryShrinkOthers(Job& j, int64_t now_us);
   const Job* Find(int64_t id) const;
-  void Sync(Job& j);  // copies new record events into log_
+  void Sync(Job& j);  // copies new record events into log_, keeps active_ current
+  // Jobs holding GPUs, by id (a snapshot: callers may change states).
+  std::vector<std::pair<int64_t, Job*>> Running() const;
   Usage CurrentUsage() const;
   struct Shares {
     double user_weight_sum = 0, queue_weight_sum = 0;
@@ -148,10 +256,24 @@ class Scheduler {
   StatusOr<bool> TryPreempt(Job& j, int64_t now_us);
   static int64_t EndUs(const Job& j);  // INT64_MAX without a limit
 
-  const GangPlacer* placer_;
+  const GangPlacer* base_placer_;
+  const GangPlacer* placer_;  // base_placer_, or overlay_placer_ while links are degraded
+  std::unique_ptr<topo::Cluster> overlay_cluster_;
+  std::unique_ptr<GangPlacer> overlay_placer_;
+  std::map<std::pair<int, int>, topo::Health> nic_health_;     // (node, nic) not healthy
+  std::map<std::pair<int, int>, topo::Health> nvlink_health_;  // (node, gpu) not healthy
+  std::map<std::string, double> user_usage_, queue_usage_;     // decayed GPU-seconds
+  int64_t accrued_us_ = 0;
+  std::unordered_map<std::string, int> shape_ids_;
+  std::map<std::string, int> names_;  // users and queues (one id space)
   Options options_;
   ClusterState state_;
   std::map<int64_t, Job> jobs_;
+  // Indexes kept by Sync, so that passes never walk finished jobs: jobs holding GPUs; jobs
+  // that became PENDING (compacted each pass); PENDING-or-holding jobs per user / queue id.
+  std::map<int64_t, Job*> running_;
+  std::vector<Job*> pending_list_;
+  std::vector<int> user_count_, queue_count_;
   std::vector<job::JobEvent> log_;
   int64_t next_id_ = 1;
 };

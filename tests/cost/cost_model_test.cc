@@ -260,6 +260,19 @@ TEST(CostModelTest, AutoNeverSlowerThanAnyAlgorithm) {
   }
 }
 
+// Three nodes: the middle island is the root of both double-binary trees; naming the tree's
+// bottleneck hop must not index island -1 (it crashed).
+TEST(CostModelTest, TreeOverAnOddNumberOfNodes) {
+  topo::Cluster cl =
+      MakeCluster("gpu:8 nvswitch:18 model:H100 nics:1 nic_gbps:100 linklayer:ib", 3);
+  CostModel m(cl);
+  auto t = m.Evaluate(Collective::kAllReduce, Gpus(3, 8), kGiB, Algorithm::kTree);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->nodes, 3);
+  EXPECT_GT(t->time_ms, 0);
+  EXPECT_EQ(t->bottleneck.path, "NET");
+}
+
 }  // namespace
 }  // namespace toposched::cost
 

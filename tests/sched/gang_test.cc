@@ -121,8 +121,11 @@ TEST(GangOptions, Validate) {
   };
   const Case cases[] = {
       {[](GangPlacerOptions&) {}, true},
-      {[](GangPlacerOptions& o) { o.comm_weight = 0; }, false},
-      {[](GangPlacerOptions& o) { o.frag_weight_ms = -1; }, false},
+      {[](GangPlacerOptions& o) {
+         o.plugins.scores = {{"comm-time", -1}};
+       },
+       false},
+      {[](GangPlacerOptions& o) { o.plugins.gpus = "random"; }, false},
       {[](GangPlacerOptions& o) { o.max_candidate_domains = 0; }, false},
       {[](GangPlacerOptions& o) { o.max_node_evaluations = 5000; }, false},
       {[](GangPlacerOptions& o) { o.node_select.beam_width = 0; }, false},

@@ -410,7 +410,8 @@ void ExpectGresMatchesTopology(const Cluster& c, const std::string& gres_conf,
       EXPECT_EQ(g.type, type);
       EXPECT_EQ(g.minor, t.gpus[a].index);
       ASSERT_TRUE(t.gpus[a].cpus.has_value());
-      EXPECT_EQ(g.cores, *t.gpus[a].cpus) << c.nodes[n].name << " GPU" << a;
+      EXPECT_EQ(g.cores, SlurmCoresOf(InferSlurmCpuLayout(t), *t.gpus[a].cpus))
+          << c.nodes[n].name << " GPU" << a;
       ASSERT_EQ(g.links.size(), t.gpus.size());
       for (size_t b = 0; b < t.gpus.size(); ++b) {
         const Path& p = t.gpu_gpu(static_cast<int>(a), static_cast<int>(b));
@@ -432,13 +433,19 @@ TEST(SlurmExport, H100TreeRoundTrip) {
   EXPECT_NE(ex->topology_conf.find("SwitchName=spine0 Switches=leaf[0-1]\n"), std::string::npos);
   // Identical nodes share one line per GPU.
   EXPECT_NE(ex->gres_conf.find("AutoDetect=off\n"), std::string::npos);
+  // Cores= are Slurm's logical core ids: CPUs 0-47,96-143 of a 192-CPU, 2-thread node are
+  // cores 0-47 (CPU c+96 is the second thread of core c).
   EXPECT_NE(ex->gres_conf.find("NodeName=gpu[001-032] Name=gpu Type=h100 File=/dev/nvidia0 "
-                               "Cores=0-47,96-143 Links=-1,18,18,18,18,18,18,18\n"),
+                               "Cores=0-47 Links=-1,18,18,18,18,18,18,18\n"),
             std::string::npos)
       << ex->gres_conf;
-  EXPECT_NE(ex->gres_conf.find("File=/dev/nvidia7 Cores=48-95,144-191 "
+  EXPECT_NE(ex->gres_conf.find("File=/dev/nvidia7 Cores=48-95 "
                                "Links=18,18,18,18,18,18,18,-1\n"),
             std::string::npos);
+  EXPECT_NE(ex->nodes_conf.find("NodeName=gpu001 CPUs=192 Sockets=2 CoresPerSocket=48 "
+                                "ThreadsPerCore=2 Gres=gpu:h100:8\n"),
+            std::string::npos)
+      << ex->nodes_conf;
 
   auto t = ParseTopologyConf(ex->topology_conf, "topology.conf");
   ASSERT_TRUE(t.ok()) << t.status().ToString() << "\n" << ex->topology_conf;
@@ -515,6 +522,46 @@ TEST(SlurmExport, GroupsOnlyIdenticalNodesAndRefusesUnwritableNames) {
   auto bad = ExportSlurm(c);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("\"bad name\""), std::string::npos);
+}
+
+// CPU layouts as Slurm counts them, from the real samples' CPU affinity columns.
+TEST(InferSlurmCpuLayout, SamplesAndSynthetic) {
+  const struct {
+    const char* file;
+    int cpus, sockets, cores_per_socket, threads;
+    std::vector<int> gpu0_cores, gpu7_cores;
+  } cases[] = {
+      // "0-11,24-35" / "12-23,36-47": 2 sockets x 12 cores x 2 threads.
+      {"02-v100-sxm2-8gpu-dgx1like-2socket-1nic-oneflow-dlperf.txt", 48, 2, 12, 2,
+       *ParseIntList("0-11"), *ParseIntList("12-23")},
+      // "0-47,96-143" / "48-95,144-191": 2 x 48 x 2.
+      {"24-h100-sxm-8gpu-nv18-8nic-pix-sglang30401.txt", 192, 2, 48, 2, *ParseIntList("0-47"),
+       *ParseIntList("48-95")},
+      // One list "0-23" for every GPU: no sign of SMT, one socket.
+      {"01-v100-sxm2-8gpu-hybrid-cubemesh-paddle-fleetx.txt", 24, 1, 24, 1, *ParseIntList("0-23"),
+       *ParseIntList("0-23")},
+  };
+  for (const auto& c : cases) {
+    auto t = ImportTopologyFile(std::string(TS_SOURCE_DIR) + "/data/samples/nvidia-smi/" + c.file,
+                                TopoFormat::kAuto);
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    SlurmCpuLayout l = InferSlurmCpuLayout(*t);
+    EXPECT_EQ(l.cpus, c.cpus) << c.file;
+    EXPECT_EQ(l.sockets, c.sockets) << c.file;
+    EXPECT_EQ(l.cores_per_socket, c.cores_per_socket) << c.file;
+    EXPECT_EQ(l.threads_per_core, c.threads) << c.file;
+    EXPECT_EQ(SlurmCoresOf(l, *t->gpus[t->gpu_pos(0)].cpus), c.gpu0_cores) << c.file;
+    EXPECT_EQ(SlurmCoresOf(l, *t->gpus[t->gpu_pos(7)].cpus), c.gpu7_cores) << c.file;
+  }
+  // Nothing known about CPUs: no layout, no Cores=.
+  auto bare = ImportTopologyFile(std::string(TS_SOURCE_DIR) + "/data/samples/nvidia-smi/" +
+                                     "02-v100-sxm2-8gpu-dgx1like-2socket-1nic-oneflow-dlperf.txt",
+                                 TopoFormat::kAuto);
+  ASSERT_TRUE(bare.ok());
+  for (Gpu& g : bare->gpus) g.cpus.reset();
+  for (NumaNode& n : bare->numa_nodes) n.cpus.clear();
+  EXPECT_EQ(InferSlurmCpuLayout(*bare).cpus, 0);
+  EXPECT_TRUE(SlurmCoresOf(InferSlurmCpuLayout(*bare), {0, 1}).empty());
 }
 
 }  // namespace

@@ -55,8 +55,27 @@ struct GresGpu {
 // InvalidArgument "<source>:<line>: ...".
 StatusOr<std::vector<GresGpu>> ParseGresConf(std::string_view text, const std::string& source);
 
+// A node's CPUs as Slurm counts them, inferred from the NUMA nodes' and GPUs' CPU lists: CPUs =
+// highest CPU id + 1; ThreadsPerCore = 2 when the lists show Linux's x86 SMT numbering (the
+// second thread of core c is CPU c + CPUs/2, i.e. every list is closed under that shift and one
+// list is split in two ranges, "0-11,24-35"), else 1; Sockets = the number of distinct core
+// sets of the lists when they partition the cores evenly, else 1. cpus == 0: nothing known.
+struct SlurmCpuLayout {
+  int cpus = 0;
+  int sockets = 1;
+  int cores_per_socket = 0;
+  int threads_per_core = 1;
+};
+SlurmCpuLayout InferSlurmCpuLayout(const NodeTopology& t);
+// CPU ids → Slurm's logical core ids (gres.conf Cores=: core 0 is the first core of the first
+// socket; hyperthread siblings share a core id): cpu mod (CPUs / ThreadsPerCore), sorted, unique.
+std::vector<int> SlurmCoresOf(const SlurmCpuLayout& layout, const std::vector<int>& cpus);
+
 struct SlurmExport {
   std::string gres_conf;
+  // slurm.conf NodeName lines, one per node: CPUs/Sockets/CoresPerSocket/ThreadsPerCore (when
+  // the topology gives CPU lists) and Gres=gpu:<type>:<count>.
+  std::string nodes_conf;
   std::string topology_conf;
   std::string topology_kind;  // "tree" or "block"
 };
@@ -68,7 +87,7 @@ struct SlurmExportOptions {
 // GPU in GPU index order: NodeName=<host list> Name=gpu Type=<short model, "h100">
 // File=/dev/nvidia<index> Cores=<CPUs of the GPU's affinity> Links=<NVLink count per GPU,
 // -1 = self>.
-// Cores= lists CPU ids as the topology gives them (hyperthreads included); Slurm counts cores.
+// Cores= lists Slurm's logical core ids of the GPU's CPU affinity (SlurmCoresOf).
 // topology.conf, tree: one SwitchName line per network domain, deepest first (Nodes= and/or
 // Switches=, LinkSpeed= = the level's uplink_gbps when > 0). Block: one BlockName line per
 // NVLink domain and BlockSizes=D,2D,..,2^k·D (D = smallest domain's node count, 2^k <= number

@@ -1,0 +1,33 @@
+// Named placement policies: toposched's own and the baselines people run today, each a plugin
+// set (PlacementPlugins) of the one gang placer, so that two policies differ only in how they
+// choose domains, nodes and GPUs and in what they score. The simulator and the CLI pick them by
+// name; nothing here knows of traces or HTTP.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "sched/gang.h"
+
+namespace toposched::sched {
+
+// "toposched", "first-fit", "best-fit", "pair-score", "kueue-tas", "slurm-tree", in this order.
+const std::vector<std::string>& PolicyNames();
+
+// The placer options of a named policy:
+//   toposched   lowest-level domain, best-fit nodes, cost-model GPUs, scores comm-time 1 +
+//               fragmentation 0.05 ms/GPU over up to 4 candidate domains (the defaults)
+//   first-fit   topology-oblivious spread like kube-scheduler's LeastAllocated: cluster-wide,
+//               emptiest nodes first, lowest-numbered free GPUs, no scores
+//   best-fit    bin packing: cluster-wide, best-fit nodes, lowest-numbered free GPUs, no scores
+//   pair-score  best-fit nodes cluster-wide, GPUs by NVIDIA's device-plugin pair score
+//   kueue-tas   Kueue topology-aware scheduling: lowest level that holds the job, best fit per
+//               level, no cost model; lowest-numbered free GPUs
+//   slurm-tree  Slurm topology/tree: the lowest switch that holds the job (best fit), its nodes
+//               in node order, lowest-numbered free GPUs
+// InvalidArgument naming the known policies for any other name.
+StatusOr<GangPlacerOptions> PolicyOptions(std::string_view name);
+
+}  // namespace toposched::sched

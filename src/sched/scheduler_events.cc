@@ -1,0 +1,567 @@
+// Scheduler: priority changes, fair-share decay, elastic resizes, and the reaction to health
+// reports (failures, degraded links). The queue pass itself is in scheduler.cc.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <set>
+
+#include "sched/rank_order.h"
+#include "sched/scheduler.h"
+
+namespace toposched::sched {
+
+namespace {
+
+using job::JobState;
+
+std::string IdName(int64_t id) { return "job-" + std::to_string(id); }
+
+std::string MsChange(double before, double after) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "predicted %.3f -> %.3f ms", before, after);
+  return buf;
+}
+
+int CountGpus(const std::vector<NodeGpus>& parts) {
+  int n = 0;
+  for (const NodeGpus& p : parts) n += p.gpus.count();
+  return n;
+}
+
+std::string WithReason(std::string what, const std::string& reason) {
+  if (!reason.empty()) what += " (" + reason + ")";
+  return what;
+}
+
+}  // namespace
+
+void Scheduler::Accrue(int64_t now_us) {
+  if (options_.fair_share_half_life_s <= 0 || now_us <= accrued_us_) {
+    accrued_us_ = std::max(accrued_us_, now_us);
+    return;
+  }
+  const double dt_s = static_cast<double>(now_us - accrued_us_) / 1e6;
+  const double half_life_s = static_cast<double>(options_.fair_share_half_life_s);
+  const double f = std::exp2(-dt_s / half_life_s);
+  for (auto& [k, v] : user_usage_) v *= f;
+  for (auto& [k, v] : queue_usage_) v *= f;
+  // A GPU held over the whole interval: the integral of 2^(-(dt - s)/H) ds over [0, dt].
+  const double per_gpu = half_life_s / std::log(2.0) * (1 - f);
+  for (const auto& [id, j_ptr] : Running()) {
+    const Job& j = *j_ptr;
+    if (!j.placement) continue;
+    const double g = CountGpus(j.placement->parts);
+    user_usage_[j.spec.user] += g * per_gpu;
+    queue_usage_[j.spec.queue] += g * per_gpu;
+  }
+  accrued_us_ = now_us;
+}
+
+const job::JobSpec* Scheduler::Spec(int64_t id) const {
+  const Job* j = Find(id);
+  return j == nullptr ? nullptr : &j->spec;
+}
+
+std::vector<int64_t> Scheduler::JobIds() const {
+  std::vector<int64_t> ids;
+  for (const auto& [id, j] : jobs_) ids.push_back(id);
+  return ids;
+}
+
+Status Scheduler::SetPriority(int64_t id, int priority, int64_t now_us) {
+  Job* j = Find(id);
+  if (j == nullptr) return NotFoundError("no job " + IdName(id));
+  const JobState s = j->record.state();
+  if (s != JobState::kPending && !job::HoldsResources(s)) {
+    return FailedPreconditionError(IdName(id) + ": cannot change the priority of a job in state " +
+                                   job::JobStateName(s));
+  }
+  Accrue(now_us);
+  if (priority == j->spec.priority) return OkStatus();
+  Status st = j->record.Note(
+      now_us, "priority " + std::to_string(j->spec.priority) + " -> " + std::to_string(priority));
+  Sync(*j);
+  RETURN_IF_ERROR(st);
+  j->spec.priority = priority;
+  return OkStatus();
+}
+
+// --- elastic ---
+
+bool Scheduler::ValidDp(const job::JobSpec& s, int dp) {
+  const int64_t unit = int64_t{s.layout.tp} * s.layout.pp;
+  if (dp < 1 || s.gpus_per_replica < 1 || dp % std::max(s.layout.ep, 1) != 0) return false;
+  const int64_t gpus = unit * dp;
+  if (gpus % s.gpus_per_replica != 0) return false;
+  const int64_t replicas = gpus / s.gpus_per_replica;
+  if (s.elastic && (replicas < s.elastic->min_replicas || replicas > s.elastic->max_replicas)) {
+    return false;
+  }
+  return true;
+}
+
+std::vector<NodeGpus> Scheduler::PartsOfKept(const Job& j, const std::vector<int>& keep) {
+  const job::Layout& l = j.spec.layout;
+  std::vector<char> kept(static_cast<size_t>(l.dp), 0);
+  for (int d : keep) kept[d] = 1;
+  std::map<int, GpuMask> by_node;
+  for (const RankSlot& r : j.placement->ranks) {
+    if (kept[(r.rank / l.tp) % l.dp]) by_node[r.node].set(r.gpu);
+  }
+  std::vector<NodeGpus> parts;
+  for (const auto& [node, m] : by_node) parts.push_back(NodeGpus{node, m});
+  return parts;
+}
+
+std::string Scheduler::DomainOf(const std::vector<NodeGpus>& parts) const {
+  const topo::Cluster& c = placer_->cluster();
+  if (parts.empty()) return "";
+  if (parts.size() == 1) return c.nodes[parts[0].node].name;
+  for (int d : c.Ancestors(parts[0].node)) {
+    bool all = true;
+    for (const NodeGpus& p : parts) {
+      const std::vector<int> a = c.Ancestors(p.node);
+      if (std::find(a.begin(), a.end(), d) == a.end()) {
+        all = false;
+        break;
+      }
+    }
+    if (all) return c.domains[d].name;
+  }
+  return c.name.empty() ? "cluster" : c.name;
+}
+
+std::vector<int> Scheduler::RemoteOrder(const Job& j) const {
+  const topo::Cluster& c = placer_->cluster();
+  const job::Layout& l = j.spec.layout;
+  const int home = j.placement->ranks[0].node;
+  const int levels = static_cast<int>(c.levels.size());
+  auto dist = [&](int node) {
+    if (node == home) return 0;
+    const int nvd = c.nodes[node].nvlink_domain;
+    if (nvd >= 0 && nvd == c.nodes[home].nvlink_domain) return 1;
+    const int meet = c.MeetLevel(home, node);
+    return meet < 0 ? 1 << 20 : 2 + levels - meet;
+  };
+  std::vector<int> far(static_cast<size_t>(l.dp), 0);
+  for (const RankSlot& r : j.placement->ranks) {
+    int& f = far[(r.rank / l.tp) % l.dp];
+    f = std::max(f, dist(r.node));
+  }
+  std::vector<int> order(static_cast<size_t>(l.dp));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return far[a] != far[b] ? far[a] > far[b] : a > b; });
+  return order;
+}
+
+Status Scheduler::Resize(Job& j, const std::vector<int>& keep, const Placement* extra, int extra_dp,
+                         int64_t now_us, const std::string& why) {
+  const job::Layout& l = j.spec.layout;
+  const int tp = l.tp, pp = l.pp, old_dp = l.dp;
+  const int kept = static_cast<int>(keep.size());
+  const int new_dp = kept + extra_dp;
+  job::JobSpec ns = j.spec;
+  ns.layout.dp = new_dp;
+  ns.total_gpus = tp * pp * new_dp;
+  ns.replicas = ns.total_gpus / ns.gpus_per_replica;
+  RETURN_IF_ERROR(ns.Validate());
+  Placement np;
+  np.ranks.resize(static_cast<size_t>(ns.total_gpus));
+  for (int p = 0; p < pp; ++p) {
+    for (int d = 0; d < new_dp; ++d) {
+      for (int t = 0; t < tp; ++t) {
+        RankSlot slot = d < kept ? j.placement->ranks[t + tp * (keep[d] + old_dp * p)]
+                                 : extra->ranks[t + tp * ((d - kept) + extra_dp * p)];
+        slot.rank = t + tp * (d + new_dp * p);
+        np.ranks[slot.rank] = slot;
+      }
+    }
+  }
+  std::map<int, GpuMask> by_node;
+  for (const RankSlot& r : np.ranks) by_node[r.node].set(r.gpu);
+  for (const auto& [node, m] : by_node) np.parts.push_back(NodeGpus{node, m});
+  RETURN_IF_ERROR(placer_->Rescore(ns, np));
+  np.best_possible_ms = placer_->BestPossibleMs(ns).value_or(np.predicted_ms);
+  np.domain = DomainOf(np.parts);
+  np.decision_us = now_us;
+  RETURN_IF_ERROR(state_.Resize(j.id, np.parts));
+  const std::string note = why + ": " + std::to_string(j.spec.replicas) + " -> " +
+                           std::to_string(ns.replicas) + " replicas (" +
+                           std::to_string(ns.total_gpus) + " GPUs, dp " + std::to_string(old_dp) +
+                           " -> " + std::to_string(new_dp) + ") on " + np.domain + ", " +
+                           MsChange(j.placement->predicted_ms, np.predicted_ms);
+  np.explanation = note;
+  Status st = j.record.Note(now_us, note);
+  Sync(j);
+  j.spec = std::move(ns);
+  j.shape_id = ShapeId(j.spec);
+  j.placement = std::move(np);
+  return st;
+}
+
+StatusOr<bool> Scheduler::TryGrow(Job& j, int64_t now_us) {
+  const job::JobSpec& s = j.spec;
+  if (!s.elastic || !j.placement) return false;
+  const int unit = s.layout.tp * s.layout.pp;
+  const int dp = s.layout.dp;
+  const int max_dp = static_cast<int>(int64_t{s.elastic->max_replicas} * s.gpus_per_replica / unit);
+  std::vector<int> sizes;
+  for (int d = max_dp; d > dp; --d) {
+    if (ValidDp(s, d)) sizes.push_back(d);
+  }
+  if (sizes.empty()) return false;
+
+  // The job's domain — the lowest network domain holding all its nodes — with every node
+  // outside it blocked on a copy of the state.
+  const topo::Cluster& c = placer_->cluster();
+  int home_id = -1;
+  for (int d : c.Ancestors(j.placement->parts[0].node)) {
+    bool all = true;
+    for (const NodeGpus& p : j.placement->parts) {
+      const std::vector<int> a = c.Ancestors(p.node);
+      all = all && std::find(a.begin(), a.end(), d) != a.end();
+    }
+    if (all) {
+      home_id = d;
+      break;
+    }
+  }
+  const std::string home = home_id >= 0 ? c.domains[home_id].name : "the cluster";
+  std::set<int> inside_nodes;
+  if (home_id >= 0) {
+    for (int n : c.NodesUnder(home_id)) inside_nodes.insert(n);
+  }
+  ClusterState inside = state_;
+  std::vector<NodeGpus> outside;
+  for (int n = 0; n < static_cast<int>(c.nodes.size()); ++n) {
+    if (!inside_nodes.empty() && inside_nodes.count(n)) continue;
+    if (!state_.FreeMask(n).empty()) outside.push_back(NodeGpus{n, state_.FreeMask(n)});
+  }
+  constexpr int64_t kBlockId = -2;
+  if (!outside.empty()) RETURN_IF_ERROR(inside.Allocate(kBlockId, outside));
+
+  std::vector<int> keep(static_cast<size_t>(dp));
+  std::iota(keep.begin(), keep.end(), 0);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const ClusterState& st = attempt == 0 ? inside : state_;
+    const int free = st.ClusterCapacity().free_gpus;
+    for (int d : sizes) {
+      if ((d - dp) * unit > free) continue;
+      job::JobSpec extra = s;
+      extra.layout.dp = d - dp;
+      extra.replicas = extra.gpus_per_replica = extra.total_gpus = 0;
+      extra.elastic.reset();
+      extra.on_failure = job::FailurePolicy::kRequeue;
+      RETURN_IF_ERROR(extra.Normalize());
+      Verdict v = placer_->Place(st, extra);
+      if (!v.fit()) continue;
+      RETURN_IF_ERROR(Resize(j, keep, &*v.placement, d - dp, now_us,
+                             attempt == 0 ? "elastic grow inside " + home
+                                          : "elastic grow beyond " + home + " (no room inside)"));
+      return true;
+    }
+  }
+  return false;
+}
+
+StatusOr<bool> Scheduler::TryShrinkOthers(Job& j, int64_t now_us) {
+  std::vector<Job*> cands;
+  for (const auto& [id, o_ptr] : Running()) {
+    Job& o = *o_ptr;
+    if (o.record.state() != JobState::kRunning || !o.spec.elastic ||
+        o.spec.priority >= j.spec.priority) {
+      continue;
+    }
+    cands.push_back(&o);
+  }
+  if (cands.empty()) return false;
+  std::stable_sort(cands.begin(), cands.end(), [](const Job* a, const Job* b) {
+    return a->spec.priority != b->spec.priority ? a->spec.priority < b->spec.priority
+                                                : a->id < b->id;
+  });
+  ClusterState trial = state_;
+  std::vector<std::pair<Job*, std::vector<int>>> plan;
+  for (Job* o : cands) {
+    std::vector<int> keep = RemoteOrder(*o);  // most remote first: released from the front
+    for (int d = o->spec.layout.dp - 1; d >= 1; --d) {
+      if (!ValidDp(o->spec, d)) continue;
+      while (static_cast<int>(keep.size()) > d) keep.erase(keep.begin());
+      std::vector<int> sorted = keep;
+      std::sort(sorted.begin(), sorted.end());
+      RETURN_IF_ERROR(trial.Resize(o->id, PartsOfKept(*o, sorted)));
+      if (plan.empty() || plan.back().first != o) plan.emplace_back(o, sorted);
+      plan.back().second = sorted;
+      if (trial.ClusterCapacity().free_gpus < j.spec.total_gpus) continue;
+      Verdict v = placer_->Place(trial, j.spec);
+      if (!v.fit()) continue;
+      const std::string by = "elastic shrink for " + IdName(j.id) + " (priority " +
+                             std::to_string(j.spec.priority) + "), most remote replicas first";
+      std::string names;
+      for (auto& [victim, kept] : plan) {
+        RETURN_IF_ERROR(Resize(*victim, kept, nullptr, 0, now_us, by));
+        names += (names.empty() ? "" : ", ") + IdName(victim->id);
+      }
+      RETURN_IF_ERROR(Start(j, std::move(*v.placement), now_us,
+                            "scheduled after shrinking " + names + " (" +
+                                std::to_string(j.spec.total_gpus) + " GPUs)"));
+      return true;
+    }
+  }
+  return false;
+}
+
+// --- failures ---
+
+Status Scheduler::Requeue(Job& j, JobState via_state, const std::string& why, int64_t now_us) {
+  Status st = j.record.Transition(now_us, via_state, why);
+  if (st.ok()) st = j.record.Transition(now_us, JobState::kRequeued, "requeued: " + why);
+  if (st.ok()) st = j.record.Transition(now_us, JobState::kPending, "back in queue");
+  Sync(j);
+  RETURN_IF_ERROR(st);
+  j.pending_reason = Words("requeued: " + why);
+  return ReleaseIfStopped(j);
+}
+
+Status Scheduler::HandleFailure(Job& j, JobState fail_state, const std::string& why, int64_t now_us,
+                                const std::vector<NodeGpus>& broken) {
+  if (j.record.state() == JobState::kCompleting) {
+    Status st = j.record.Transition(now_us, fail_state, why);
+    Sync(j);
+    RETURN_IF_ERROR(st);
+    return ReleaseIfStopped(j);
+  }
+  if (j.record.state() != JobState::kRunning) return OkStatus();
+  switch (j.spec.on_failure) {
+    case job::FailurePolicy::kFail: {
+      Status st = j.record.Transition(now_us, fail_state, why + "; on_failure: fail");
+      Sync(j);
+      RETURN_IF_ERROR(st);
+      return ReleaseIfStopped(j);
+    }
+    case job::FailurePolicy::kShrink: {
+      const job::Layout& l = j.spec.layout;
+      std::set<int> lost;
+      for (const RankSlot& r : j.placement->ranks) {
+        for (const NodeGpus& b : broken) {
+          if (b.node == r.node && b.gpus.test(r.gpu)) lost.insert((r.rank / l.tp) % l.dp);
+        }
+      }
+      std::vector<int> keep;
+      for (int d : RemoteOrder(j)) {
+        if (!lost.count(d)) keep.push_back(d);
+      }
+      // keep is most remote first: drop from the front until the size is valid.
+      while (!keep.empty() && !ValidDp(j.spec, static_cast<int>(keep.size()))) {
+        keep.erase(keep.begin());
+      }
+      if (!keep.empty()) {
+        std::sort(keep.begin(), keep.end());
+        return Resize(j, keep, nullptr, 0, now_us, why + "; on_failure: shrink");
+      }
+      return Requeue(j, fail_state, why + "; cannot shrink below min_replicas", now_us);
+    }
+    case job::FailurePolicy::kRequeue:
+      break;
+  }
+  return Requeue(j, fail_state, why + "; on_failure: requeue", now_us);
+}
+
+Status Scheduler::HandleDegraded(Job& j, const std::string& why, double before_ms, double after_ms,
+                                 int64_t now_us) {
+  if (j.record.state() != JobState::kRunning) return OkStatus();
+  const std::string what = why + ", " + MsChange(before_ms, after_ms);
+  if (j.spec.on_degraded == job::DegradedPolicy::kWait) {
+    return Requeue(j, JobState::kPreempted,
+                   what + "; on_degraded: wait, stopped to wait for a better placement", now_us);
+  }
+  Status st = j.record.Note(now_us, what + "; on_degraded: continue");
+  Sync(j);
+  return st;
+}
+
+Status Scheduler::SetNodeHealth(int node, topo::Health health, int64_t now_us,
+                                const std::string& reason) {
+  ASSIGN_OR_RETURN(std::vector<int64_t> affected, state_.SetNodeHealth(node, health));
+  Accrue(now_us);
+  const std::string why = WithReason(
+      "node " + placer_->cluster().nodes[node].name + " " + topo::HealthName(health), reason);
+  for (int64_t id : affected) {
+    Job* j = Find(id);
+    if (j == nullptr || !j->placement) continue;
+    if (health == topo::Health::kUnhealthy) {
+      std::vector<NodeGpus> broken;
+      for (const NodeGpus& p : j->placement->parts) {
+        if (p.node == node) broken.push_back(p);
+      }
+      RETURN_IF_ERROR(HandleFailure(*j, JobState::kNodeFail, why, now_us, broken));
+    } else {
+      RETURN_IF_ERROR(
+          HandleDegraded(*j, why, j->placement->predicted_ms, j->placement->predicted_ms, now_us));
+    }
+  }
+  return OkStatus();
+}
+
+Status Scheduler::SetGpuHealth(int node, int gpu, topo::Health health, int64_t now_us,
+                               const std::string& reason) {
+  ASSIGN_OR_RETURN(std::vector<int64_t> affected, state_.SetGpuHealth(node, gpu, health));
+  Accrue(now_us);
+  const topo::Cluster& c = placer_->cluster();
+  const std::string why =
+      WithReason("GPU " + std::to_string(c.topology(node).gpus[gpu].index) + " of " +
+                     c.nodes[node].name + " " + topo::HealthName(health),
+                 reason);
+  GpuMask m;
+  m.set(gpu);
+  for (int64_t id : affected) {
+    Job* j = Find(id);
+    if (j == nullptr || !j->placement) continue;
+    if (health == topo::Health::kUnhealthy) {
+      RETURN_IF_ERROR(HandleFailure(*j, JobState::kFailed, why, now_us, {NodeGpus{node, m}}));
+    } else {
+      RETURN_IF_ERROR(
+          HandleDegraded(*j, why, j->placement->predicted_ms, j->placement->predicted_ms, now_us));
+    }
+  }
+  return OkStatus();
+}
+
+Status Scheduler::SetNodeDrained(int node, bool drained, int64_t now_us,
+                                 const std::string& reason) {
+  (void)reason;
+  Accrue(now_us);
+  return state_.SetNodeDrained(node, drained);
+}
+
+Status Scheduler::SetNicHealth(int node, int nic, topo::Health health, int64_t now_us,
+                               const std::string& reason) {
+  const topo::Cluster& base = base_placer_->cluster();
+  if (node < 0 || node >= static_cast<int>(base.nodes.size())) {
+    return InvalidArgumentError("node id " + std::to_string(node) + " out of range");
+  }
+  const topo::NodeTopology& t = base.topology(node);
+  if (nic < 0 || nic >= static_cast<int>(t.nics.size())) {
+    return InvalidArgumentError("node \"" + base.nodes[node].name + "\" has no NIC position " +
+                                std::to_string(nic) + " (" + std::to_string(t.nics.size()) +
+                                " NICs)");
+  }
+  Accrue(now_us);
+  if (health == topo::Health::kHealthy) {
+    nic_health_.erase({node, nic});
+  } else {
+    nic_health_[{node, nic}] = health;
+  }
+  return TopologyChanged(node,
+                         WithReason("NIC " + t.nics[nic].name + " of " + base.nodes[node].name +
+                                        " " + topo::HealthName(health),
+                                    reason),
+                         now_us);
+}
+
+Status Scheduler::SetNvlinkHealth(int node, int gpu, topo::Health health, int64_t now_us,
+                                  const std::string& reason) {
+  const topo::Cluster& base = base_placer_->cluster();
+  if (node < 0 || node >= static_cast<int>(base.nodes.size())) {
+    return InvalidArgumentError("node id " + std::to_string(node) + " out of range");
+  }
+  const topo::NodeTopology& t = base.topology(node);
+  if (gpu < 0 || gpu >= static_cast<int>(t.gpus.size())) {
+    return InvalidArgumentError("node \"" + base.nodes[node].name + "\" has no GPU position " +
+                                std::to_string(gpu));
+  }
+  Accrue(now_us);
+  if (health == topo::Health::kHealthy) {
+    nvlink_health_.erase({node, gpu});
+  } else {
+    nvlink_health_[{node, gpu}] = health;
+  }
+  return TopologyChanged(node,
+                         WithReason("NVLinks of GPU " + std::to_string(t.gpus[gpu].index) + " on " +
+                                        base.nodes[node].name + " " + topo::HealthName(health),
+                                    reason),
+                         now_us);
+}
+
+Status Scheduler::TopologyChanged(int node, const std::string& why, int64_t now_us) {
+  const topo::Cluster& base = base_placer_->cluster();
+  if (nic_health_.empty() && nvlink_health_.empty()) {
+    RETURN_IF_ERROR(state_.Rebind(base));
+    placer_ = base_placer_;
+    overlay_placer_.reset();
+    overlay_cluster_.reset();
+  } else {
+    auto c = std::make_unique<topo::Cluster>(base);
+    std::map<int, topo::HardwareProfile> changed;
+    auto profile_of = [&](int n) -> topo::HardwareProfile& {
+      auto it = changed.find(n);
+      if (it != changed.end()) return it->second;
+      topo::HardwareProfile p = base.profiles[base.nodes[n].profile];
+      p.name += "~" + base.nodes[n].name;
+      return changed.emplace(n, std::move(p)).first->second;
+    };
+    for (const auto& [key, h] : nic_health_) {
+      profile_of(key.first).topology.nics[key.second].health = h;
+    }
+    for (const auto& [key, h] : nvlink_health_) {
+      topo::NodeTopology& t = profile_of(key.first).topology;
+      const int g = key.second;
+      for (int o = 0; o < static_cast<int>(t.gpus.size()); ++o) {
+        if (o == g) continue;
+        topo::Path p = t.gpu_gpu(g, o);
+        if (p.cls != topo::PathClass::kNV) continue;
+        if (h == topo::Health::kUnhealthy) {
+          const bool same_numa =
+              t.gpus[g].numa && t.gpus[o].numa && *t.gpus[g].numa == *t.gpus[o].numa;
+          p = topo::Path{same_numa ? topo::PathClass::kNODE : topo::PathClass::kSYS, 0};
+        } else {
+          p.nvlinks = std::max(1, p.nvlinks / 2);
+        }
+        t.set_path(t.gpu_dev(g), t.gpu_dev(o), p);
+      }
+      int& ports = t.gpus[g].nvlink_ports;
+      ports = h == topo::Health::kUnhealthy ? 0 : std::max(ports > 0 ? 1 : 0, ports / 2);
+    }
+    for (auto& [n, p] : changed) {
+      c->profiles.push_back(std::move(p));
+      c->nodes[n].profile = static_cast<int>(c->profiles.size()) - 1;
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<GangPlacer> placer,
+                     GangPlacer::Create(*c, base_placer_->options()));
+    RETURN_IF_ERROR(state_.Rebind(*c));
+    overlay_cluster_ = std::move(c);
+    overlay_placer_ = std::move(placer);
+    placer_ = overlay_placer_.get();
+  }
+
+  // Re-score the running jobs on the node: NICs re-assigned on the new topology.
+  const topo::NodeTopology& t = placer_->cluster().topology(node);
+  for (const auto& [id, j_ptr] : Running()) {
+    Job& j = *j_ptr;
+    if (j.record.state() != JobState::kRunning || !j.placement) continue;
+    std::vector<size_t> local;
+    for (size_t r = 0; r < j.placement->ranks.size(); ++r) {
+      if (j.placement->ranks[r].node == node) local.push_back(r);
+    }
+    if (local.empty()) continue;
+    Placement np = *j.placement;
+    std::vector<int> order;
+    for (size_t r : local) order.push_back(np.ranks[r].gpu);
+    const std::vector<int> nics = AssignNics(t, order);
+    for (size_t i = 0; i < local.size(); ++i) np.ranks[local[i]].nic = nics[i];
+    RETURN_IF_ERROR(placer_->Rescore(j.spec, np));
+    const double before = j.placement->predicted_ms, after = np.predicted_ms;
+    j.placement = std::move(np);
+    if (after > before * (1 + 1e-9)) {
+      RETURN_IF_ERROR(HandleDegraded(j, why, before, after, now_us));
+    } else if (after < before * (1 - 1e-9)) {
+      Status st = j.record.Note(now_us, why + ", " + MsChange(before, after));
+      Sync(j);
+      RETURN_IF_ERROR(st);
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace toposched::sched

@@ -1,0 +1,103 @@
+// deploy/kubernetes: the kube-scheduler configuration names the extender verbs the server
+// routes, with the settings the extender depends on; the ConfigMap carries the same
+// configuration and a cluster spec that loads; the example PyTorchJob's annotations make the
+// gang the docs promise.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "api/extender.h"
+#include "api/extender_k8s.h"
+#include "topo/io/cluster_yaml.h"
+
+namespace toposched::api {
+namespace {
+
+const std::string kDeploy = std::string(TS_SOURCE_DIR) + "/deploy/kubernetes/";
+
+YAML::Node Load(const std::string& file) { return YAML::LoadFile(kDeploy + file); }
+
+TEST(DeployManifests, SchedulerConfigurationCallsTheExtenderVerbs) {
+  const YAML::Node cfg = Load("scheduler-config.yaml");
+  EXPECT_EQ(cfg["apiVersion"].as<std::string>(), "kubescheduler.config.k8s.io/v1");
+  EXPECT_EQ(cfg["kind"].as<std::string>(), "KubeSchedulerConfiguration");
+  // Gang pods must see their reserved node among the candidates.
+  EXPECT_EQ(cfg["percentageOfNodesToScore"].as<int>(), 100);
+  EXPECT_EQ(cfg["profiles"][0]["schedulerName"].as<std::string>(), "toposched");
+  ASSERT_EQ(cfg["extenders"].size(), 1u);
+  const YAML::Node e = cfg["extenders"][0];
+  // Every key is a field of kube-scheduler's Extender (config/v1): a typo would be ignored.
+  const std::set<std::string> known = {"urlPrefix",        "filterVerb",       "preemptVerb",
+                                       "prioritizeVerb",   "weight",           "bindVerb",
+                                       "enableHTTPS",      "tlsConfig",        "httpTimeout",
+                                       "nodeCacheCapable", "managedResources", "ignorable"};
+  for (const auto& kv : e) EXPECT_TRUE(known.count(kv.first.as<std::string>())) << kv.first;
+  const std::string url = e["urlPrefix"].as<std::string>();
+  EXPECT_EQ(url.substr(url.size() - std::string("/extender").size()), "/extender");
+  EXPECT_EQ(url.rfind("http://127.0.0.1:", 0), 0u) << url;
+  EXPECT_EQ(e["filterVerb"].as<std::string>(), "filter");
+  EXPECT_EQ(e["prioritizeVerb"].as<std::string>(), "prioritize");
+  EXPECT_EQ(e["bindVerb"].as<std::string>(), "bind");
+  EXPECT_EQ(e["preemptVerb"].as<std::string>(), "preempt");
+  EXPECT_GT(e["weight"].as<int>(), 0);
+  EXPECT_TRUE(e["nodeCacheCapable"].as<bool>());
+  EXPECT_FALSE(e["ignorable"].as<bool>());
+  ASSERT_EQ(e["managedResources"].size(), 1u);
+  EXPECT_EQ(e["managedResources"][0]["name"].as<std::string>(), ExtenderOptions().gpu_resource);
+}
+
+TEST(DeployManifests, ConfigMapCarriesTheSameConfigurationAndALoadableClusterSpec) {
+  std::ifstream in(kDeploy + "configmap.yaml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const YAML::Node cm = YAML::Load(ss.str());
+  EXPECT_EQ(cm["kind"].as<std::string>(), "ConfigMap");
+  const YAML::Node inner = YAML::Load(cm["data"]["scheduler-config.yaml"].as<std::string>());
+  EXPECT_EQ(YAML::Dump(inner), YAML::Dump(Load("scheduler-config.yaml")));
+  auto cluster = topo::io::ParseClusterYaml(cm["data"]["cluster.yaml"].as<std::string>(),
+                                            "configmap.yaml:cluster.yaml", kDeploy);
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  EXPECT_EQ(cluster->nodes.size(), 32u);
+  EXPECT_EQ(cluster->TotalGpus(), 256);
+}
+
+TEST(DeployManifests, ExamplePyTorchJobMakesASixteenPodGang) {
+  const YAML::Node job = Load("example-pytorchjob.yaml");
+  const YAML::Node specs = job["spec"]["pytorchReplicaSpecs"];
+  int pods = 0;
+  for (const char* type : {"Master", "Worker"}) pods += specs[type]["replicas"].as<int>();
+  EXPECT_EQ(pods, 16);
+  const YAML::Node tmpl = specs["Worker"]["template"];
+  EXPECT_EQ(tmpl["spec"]["schedulerName"].as<std::string>(), "toposched");
+  // The pod the training operator makes from the worker template.
+  k8s::Pod pod;
+  pod.name_space = job["metadata"]["namespace"].as<std::string>();
+  pod.name = "llama-70b-worker-3";
+  pod.labels = {{"training.kubeflow.org/job-name", "llama-70b"},
+                {"training.kubeflow.org/replica-type", "worker"},
+                {"training.kubeflow.org/replica-index", "3"}};
+  for (const auto& kv : tmpl["metadata"]["annotations"]) {
+    pod.annotations[kv.first.as<std::string>()] = kv.second.as<std::string>();
+  }
+  pod.gpus = tmpl["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"].as<int>();
+  const ExtenderOptions o;
+  auto m = k8s::MembershipOf(pod, o);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->key, "ml/llama-70b");
+  EXPECT_EQ(m->index, 4);  // behind the master
+  auto spec = k8s::GangSpec(pod, *m, o);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->replicas, 16);
+  EXPECT_EQ(spec->gpus_per_replica, 8);
+  EXPECT_EQ(spec->layout.tp, 8);
+  EXPECT_EQ(spec->layout.dp, 16);
+  EXPECT_EQ(spec->constraints.job.mode, job::ConstraintMode::kPreferred);
+  EXPECT_EQ(spec->constraints.job.level, "leaf");
+}
+
+}  // namespace
+}  // namespace toposched::api

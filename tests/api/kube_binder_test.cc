@@ -1,0 +1,170 @@
+// Binding through the Kubernetes API: a real HTTP server on 127.0.0.1 (port 0) plays the API
+// server's pods/binding endpoint (a real kube-apiserver cannot run here) and records what
+// arrives; the extender's bind verb goes through the binder.
+#include "api/kube_binder.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api/extender.h"
+#include "sched/gang.h"
+#include "testing/clusters.h"
+
+namespace toposched::api {
+namespace {
+
+using nlohmann::json;
+
+struct Seen {
+  std::string path, auth, body;
+};
+
+class FakeApiServer {
+ public:
+  FakeApiServer() {
+    srv_.Post(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding)",
+              [this](const httplib::Request& req, httplib::Response& res) {
+                std::lock_guard<std::mutex> lock(mu_);
+                seen_.push_back({req.path, req.get_header_value("Authorization"), req.body});
+                res.status = status_;
+                res.set_content(reply_, "application/json");
+              });
+    port_ = srv_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { srv_.listen_after_bind(); });
+    while (!srv_.is_running()) std::this_thread::yield();
+  }
+  ~FakeApiServer() { Stop(); }
+  void Stop() {
+    srv_.stop();
+    if (thread_.joinable()) thread_.join();
+  }
+  std::string Url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  void Reply(int status, std::string body) {
+    std::lock_guard<std::mutex> lock(mu_);
+    status_ = status;
+    reply_ = std::move(body);
+  }
+  std::vector<Seen> seen() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return seen_;
+  }
+
+ private:
+  httplib::Server srv_;
+  std::thread thread_;
+  int port_ = 0;
+  std::mutex mu_;
+  int status_ = 201;
+  std::string reply_ =
+      R"({"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201})";
+  std::vector<Seen> seen_;
+};
+
+class KubeBinderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    token_file_ = ::testing::TempDir() + "/toposched-token-" +
+                  ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::ofstream(token_file_) << "tok-123\n";
+  }
+  void TearDown() override { std::remove(token_file_.c_str()); }
+  std::unique_ptr<KubeApiBinder> Binder(const std::string& url) {
+    KubeApiOptions o;
+    o.server = url;
+    o.token_file = token_file_;
+    o.timeout_ms = 2000;
+    auto b = KubeApiBinder::Create(o);
+    EXPECT_TRUE(b.ok()) << b.status().ToString();
+    return std::move(b).value();
+  }
+  std::string token_file_;
+};
+
+TEST_F(KubeBinderTest, PostsTheBindingWithTheServiceAccountToken) {
+  FakeApiServer api;
+  auto binder = Binder(api.Url());
+  ASSERT_TRUE(binder->Bind({"ml", "llama-0", "uid-1"}, "gpu017").ok());
+  const auto seen = api.seen();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].path, "/api/v1/namespaces/ml/pods/llama-0/binding");
+  EXPECT_EQ(seen[0].auth, "Bearer tok-123");
+  EXPECT_EQ(json::parse(seen[0].body), json::parse(R"({"apiVersion": "v1", "kind": "Binding",
+                            "metadata": {"name": "llama-0", "namespace": "ml", "uid": "uid-1"},
+                            "target": {"apiVersion": "v1", "kind": "Node", "name": "gpu017"}})"));
+}
+
+TEST_F(KubeBinderTest, ApiServerErrorsAndBadInputComeBackClearly) {
+  FakeApiServer api;
+  auto binder = Binder(api.Url());
+  api.Reply(409, R"({"kind": "Status", "status": "Failure", "reason": "Conflict", "code": 409,
+                     "message": "pod llama-0 is already assigned to node \"gpu003\""})");
+  Status s = binder->Bind({"ml", "llama-0", "uid-1"}, "gpu017");
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s.message(),
+            "kube api: binding ml/llama-0 to gpu017: HTTP 409: pod llama-0 is already assigned "
+            "to node \"gpu003\"");
+  // A name that would change the URL path is refused before anything is sent.
+  s = binder->Bind({"ml", "../../nodes", ""}, "gpu017");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(api.seen().size(), 1u);
+  // No token: nothing sent.
+  std::remove(token_file_.c_str());
+  EXPECT_EQ(binder->Bind({"ml", "llama-0", ""}, "gpu017").code(), StatusCode::kNotFound);
+  EXPECT_EQ(api.seen().size(), 1u);
+  std::ofstream(token_file_) << "tok-123\n";
+  // The server gone: Unavailable.
+  api.Stop();
+  s = binder->Bind({"ml", "llama-0", ""}, "gpu017");
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+  KubeApiOptions bad;
+  bad.server = "10.96.0.1:443";
+  EXPECT_FALSE(KubeApiBinder::Create(bad).ok());
+  bad.server = "https://10.96.0.1:443/api";
+  EXPECT_FALSE(KubeApiBinder::Create(bad).ok());
+}
+
+TEST_F(KubeBinderTest, ExtenderBindGoesThroughTheBinderAndRecordsOnlyOnSuccess) {
+  FakeApiServer api;
+  auto binder = Binder(api.Url());
+  const topo::Cluster& cluster = testing::H100Cluster();
+  auto placer = sched::GangPlacer::Create(cluster).value();
+  auto ext = Extender::Create(*placer, sched::ClusterState::Create(cluster).value(), {}, nullptr,
+                              binder.get())
+                 .value();
+  json pod = {
+      {"metadata", {{"name", "solo"}, {"namespace", "ml"}, {"uid", "uid-solo"}}},
+      {"spec",
+       {{"containers", {{{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", 8}}}}}}}}}}};
+  json f =
+      json::parse(*ext->Filter(json{{"Pod", pod}, {"NodeNames", {"gpu001", "gpu002"}}}.dump()));
+  ASSERT_EQ(f["NodeNames"].size(), 1u);
+  const std::string node = f["NodeNames"][0];
+  const std::string bind = json{
+      {"PodName", "solo"},
+      {"PodNamespace", "ml"},
+      {"PodUID", "uid-solo"},
+      {"Node", node}}.dump();
+  api.Reply(500, R"({"kind": "Status", "message": "etcdserver: request timed out"})");
+  json r = json::parse(*ext->Bind(bind));
+  EXPECT_EQ(r["Error"], "toposched: binding failed: kube api: binding ml/solo to " + node +
+                            ": HTTP 500: etcdserver: request timed out");
+  EXPECT_FALSE(ext->Gang("ml/solo")->slots[0].bound);
+  api.Reply(201, "{}");
+  r = json::parse(*ext->Bind(bind));
+  EXPECT_EQ(r["Error"], "");
+  EXPECT_TRUE(ext->Gang("ml/solo")->slots[0].bound);
+  EXPECT_EQ(api.seen().size(), 2u);
+}
+
+}  // namespace
+}  // namespace toposched::api
