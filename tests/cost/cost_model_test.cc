@@ -275,24 +275,3 @@ TEST(CostModelTest, TreeOverAnOddNumberOfNodes) {
 
 }  // namespace
 }  // namespace toposched::cost
-
-namespace toposched::cost {
-namespace {
-
-// Odd island counts put the middle island at the root of both trees; when it is the tree's
-// bottleneck the hop must still name a real neighbour (it used to index island -1).
-TEST(CostModelTest, TreeOverOddIslandCountNamesARealHop) {
-  topo::Cluster cl =
-      MakeCluster("gpu:8 nvswitch:18 model:H100 nics:8 nic_gbps:400 linklayer:ib", 5);
-  CostModel m(cl);
-  for (int nodes : {3, 5}) {
-    auto e = m.Evaluate(Collective::kAllReduce, Gpus(nodes, 1), kGiB, Algorithm::kTree);
-    ASSERT_TRUE(e.ok()) << e.status().ToString();
-    EXPECT_EQ(e->bottleneck.path, "NET");
-    EXPECT_NE(e->bottleneck.from, e->bottleneck.to);
-    EXPECT_FALSE(e->bottleneck.to.empty());
-  }
-}
-
-}  // namespace
-}  // namespace toposched::cost
