@@ -9,8 +9,8 @@
 
 #include "cli/commands.h"
 #include "cli/place_command.h"
-#include "cli/replay_command.h"
 #include "cli/place_node_command.h"
+#include "cli/replay_command.h"
 #include "cost/calibration.h"
 #include "cost/cost_model.h"
 #include "cost/gpu_spec.h"
