@@ -181,27 +181,6 @@ std::string CostModel::GpuName(const GpuRef& g, bool multi_node) const {
 
 namespace {
 
-// Worst oversubscription on the way between two nodes: the uplinks from each node's domain up
-// to (not including) the level where they meet, multiplied along the way (every node below an
-// uplink sending at once, as the design ratio assumes).
-double Oversubscription(const topo::Cluster& c, int a, int b) {
-  if (a == b || c.levels.empty()) return 1.0;
-  const int meet = c.MeetLevel(a, b);
-  const int n_domains = static_cast<int>(c.domains.size());
-  auto climb = [&](int node) {
-    double f = 1.0;
-    int d = c.nodes[node].domain;
-    for (int guard = 0; d >= 0 && d < n_domains && guard <= n_domains; ++guard) {
-      int level = c.domains[d].level;
-      if (level <= meet || level < 0 || level >= static_cast<int>(c.levels.size())) break;
-      f *= std::max(1.0, c.levels[level].oversubscription);
-      d = c.domains[d].parent;
-    }
-    return f;
-  };
-  return std::max(climb(a), climb(b));
-}
-
 std::string JoinNames(const std::vector<std::string>& names) {
   if (names.size() > 4) return std::to_string(names.size()) + " NICs";
   std::string out;
@@ -436,7 +415,7 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
   const bool multi = p.multi_node;
   auto name = [&](int m) { return GpuName(gpus[m], multi); };
   auto island_factor = [&](int a, int b) {
-    return Oversubscription(*cluster_, p.islands[a].nodes[0], p.islands[b].nodes[0]);
+    return cluster_->Oversubscription(p.islands[a].nodes[0], p.islands[b].nodes[0]);
   };
   auto intra_hop = [&](int a, int b) {
     const GpuRef& ga = gpus[a];
@@ -759,7 +738,7 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
         const GpuRef& ga = gpus[a];
         const NodeCostModel& m = node_model(ga.node);
         int idx = static_cast<int>(std::find(cross.begin(), cross.end(), a) - cross.begin());
-        double bw = net.share[idx] / Oversubscription(*cluster_, ga.node, gpus[b].node);
+        double bw = net.share[idx] / cluster_->Oversubscription(ga.node, gpus[b].node);
         const std::vector<int>& nics = m.NicsOf(ga.gpu);
         h = Hop{name(a), name(b),
                 "NET",   m.NetTransport(ga.gpu),

@@ -184,35 +184,6 @@ bool HasRdma(const topo::NodeTopology& t) {
   return false;
 }
 
-// dp/tp/pp and predicted ms of a placement with ranks set (see Placement).
-Status ScorePlacement(const cost::CostModel& cost, const job::Layout& l, Placement& p) {
-  auto refs = [&](const std::vector<int>& ranks) {
-    std::vector<cost::GpuRef> out;
-    for (int r : ranks) out.push_back(cost::GpuRef{p.ranks[r].node, p.ranks[r].gpu});
-    return out;
-  };
-  auto time = [&](cost::Collective coll, const std::vector<int>& ranks, int64_t bytes,
-                  double* out) -> Status {
-    *out = 0;
-    if (ranks.size() < 2 || bytes <= 0) return OkStatus();
-    ASSIGN_OR_RETURN(cost::Estimate e,
-                     cost.Evaluate(coll, refs(ranks), static_cast<double>(bytes)));
-    *out = e.time_ms;
-    return OkStatus();
-  };
-  std::vector<int> pp_pair;
-  if (l.pp > 1) pp_pair = {0, l.RankOf(0, 0, 1)};
-  if (static_cast<int>(p.ranks.size()) != l.WorldSize()) {
-    return InvalidArgumentError("placement has " + std::to_string(p.ranks.size()) +
-                                " ranks, layout " + std::to_string(l.WorldSize()));
-  }
-  RETURN_IF_ERROR(time(cost::Collective::kAllReduce, l.DpGroup(0), l.dp_bytes, &p.dp_ms));
-  RETURN_IF_ERROR(time(cost::Collective::kAllReduce, l.TpGroup(0), l.tp_bytes, &p.tp_ms));
-  RETURN_IF_ERROR(time(cost::Collective::kSendRecv, pp_pair, l.pp_bytes, &p.pp_ms));
-  p.predicted_ms = p.dp_ms + p.tp_ms + p.pp_ms;
-  return OkStatus();
-}
-
 // State of one Place call on one ClusterState.
 class Search {
  public:
@@ -391,11 +362,8 @@ std::optional<Placement> Search::Materialize(const Plan& plan) const {
   Placement p;
   int rank = 0;
   for (const auto& [node, k] : plan.chunks) {
-    NodeRequest req;
-    req.gpus = k;
-    req.tp = (mode_ == Mode::kNodeTp && tp_ > 1) ? tp_ : 1;
-    req.dp_bytes = static_cast<double>(std::max<int64_t>(job_.layout.dp_bytes, 0));
-    req.tp_bytes = static_cast<double>(std::max<int64_t>(job_.layout.tp_bytes, 0));
+    const NodeRequest req =
+        NodeRequestFor(job_.layout, k, (mode_ == Mode::kNodeTp && tp_ > 1) ? tp_ : 1);
     const NodeSelector& sel = *selectors_[c_.nodes[node].profile];
     if (opt_.plugins.gpus != "cost-model") {
       std::vector<int> order = BaselineGpus(node, k);
@@ -590,11 +558,8 @@ std::optional<Verdict> Search::TrySingleNode() {
   int n_seen = 0;
   int chosen = -1;
   double chosen_ms = std::numeric_limits<double>::infinity();
-  NodeRequest req;
-  req.gpus = world_;
-  req.tp = (mode_ == Mode::kNodeTp && tp_ > 1) ? tp_ : 1;
-  req.dp_bytes = static_cast<double>(std::max<int64_t>(job_.layout.dp_bytes, 0));
-  req.tp_bytes = static_cast<double>(std::max<int64_t>(job_.layout.tp_bytes, 0));
+  const NodeRequest req =
+      NodeRequestFor(job_.layout, world_, (mode_ == Mode::kNodeTp && tp_ > 1) ? tp_ : 1);
   // Distinct (profile, mask) keys that can exist: Σ over allowed profiles of C(gpus, best_free).
   // Once all were seen, the rest of the scan could only find duplicates, so it stops there.
   int64_t possible = 0;
@@ -880,6 +845,43 @@ Verdict Search::Run() {
 }
 
 }  // namespace
+
+Status ScorePlacement(const cost::CostModel& cost, const job::Layout& l, Placement& p) {
+  auto refs = [&](const std::vector<int>& ranks) {
+    std::vector<cost::GpuRef> out;
+    for (int r : ranks) out.push_back(cost::GpuRef{p.ranks[r].node, p.ranks[r].gpu});
+    return out;
+  };
+  auto time = [&](cost::Collective coll, const std::vector<int>& ranks, int64_t bytes,
+                  double* out) -> Status {
+    *out = 0;
+    if (ranks.size() < 2 || bytes <= 0) return OkStatus();
+    ASSIGN_OR_RETURN(cost::Estimate e,
+                     cost.Evaluate(coll, refs(ranks), static_cast<double>(bytes)));
+    *out = e.time_ms;
+    return OkStatus();
+  };
+  std::vector<int> pp_pair;
+  if (l.pp > 1) pp_pair = {0, l.RankOf(0, 0, 1)};
+  if (static_cast<int>(p.ranks.size()) != l.WorldSize()) {
+    return InvalidArgumentError("placement has " + std::to_string(p.ranks.size()) +
+                                " ranks, layout " + std::to_string(l.WorldSize()));
+  }
+  RETURN_IF_ERROR(time(cost::Collective::kAllReduce, l.DpGroup(0), l.dp_bytes, &p.dp_ms));
+  RETURN_IF_ERROR(time(cost::Collective::kAllReduce, l.TpGroup(0), l.tp_bytes, &p.tp_ms));
+  RETURN_IF_ERROR(time(cost::Collective::kSendRecv, pp_pair, l.pp_bytes, &p.pp_ms));
+  p.predicted_ms = p.dp_ms + p.tp_ms + p.pp_ms;
+  return OkStatus();
+}
+
+NodeRequest NodeRequestFor(const job::Layout& l, int gpus, int tp) {
+  NodeRequest req;
+  req.gpus = gpus;
+  req.tp = tp;
+  req.dp_bytes = static_cast<double>(std::max<int64_t>(l.dp_bytes, 0));
+  req.tp_bytes = static_cast<double>(std::max<int64_t>(l.tp_bytes, 0));
+  return req;
+}
 
 const char* VerdictKindName(VerdictKind k) {
   switch (k) {

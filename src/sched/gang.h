@@ -102,6 +102,16 @@ struct PlacementPlugins {
   Status Validate() const;
 };
 
+// The score every placement gets: dp_ms (AllReduce of dp_bytes over rank 0's DP group), tp_ms
+// (AllReduce of tp_bytes over rank 0's TP group), pp_ms (Send/Recv of pp_bytes from rank 0 to
+// its next stage) and their sum predicted_ms, from the cost model on `p.ranks`. InvalidArgument
+// when the rank count differs from the layout; the cost model's errors otherwise.
+Status ScorePlacement(const cost::CostModel& cost, const job::Layout& layout, Placement& p);
+
+// The node-selector request for `gpus` GPUs of a job with this layout, TP groups of `tp` (1 =
+// none) inside the node; negative byte counts count as 0.
+NodeRequest NodeRequestFor(const job::Layout& layout, int gpus, int tp);
+
 struct GangPlacerOptions {
   PlacementPlugins plugins;
   // Candidate domains scored with the cost model per level (best fit first).

@@ -70,6 +70,24 @@ int Cluster::MeetLevel(int node_a, int node_b) const {
   return -1;
 }
 
+double Cluster::Oversubscription(int node_a, int node_b) const {
+  if (node_a == node_b || levels.empty()) return 1.0;
+  const int meet = MeetLevel(node_a, node_b);
+  const int n_domains = static_cast<int>(domains.size());
+  auto climb = [&](int node) {
+    double f = 1.0;
+    int d = nodes[node].domain;
+    for (int guard = 0; d >= 0 && d < n_domains && guard <= n_domains; ++guard) {
+      const int level = domains[d].level;
+      if (level <= meet || level < 0 || level >= static_cast<int>(levels.size())) break;
+      f *= std::max(1.0, levels[level].oversubscription);
+      d = domains[d].parent;
+    }
+    return f;
+  };
+  return std::max(climb(node_a), climb(node_b));
+}
+
 std::vector<int> Cluster::NodesUnder(int domain) const {
   std::vector<int> out;
   const int n_domains = static_cast<int>(domains.size());

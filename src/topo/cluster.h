@@ -90,6 +90,11 @@ class Cluster {
   // The level index where two nodes first share a domain; -1 when they share none (different
   // roots). Same node: levels.size().
   int MeetLevel(int node_a, int node_b) const;
+  // Worst oversubscription on the way between two nodes: the uplinks from each node's domain
+  // up to (not including) the level where they meet, multiplied along the way (every node
+  // below an uplink sending at once, as the design ratio assumes); the larger side. 1 for the
+  // same node or a cluster without levels.
+  double Oversubscription(int node_a, int node_b) const;
   // All nodes under a domain (recursively), in node-id order.
   std::vector<int> NodesUnder(int domain) const;
   int TotalGpus() const;

@@ -26,26 +26,6 @@ double Ms(double bytes, double gbps) {
   return gbps > 0 ? bytes / (gbps * 1e9) * 1e3 : kInf;
 }
 
-// Oversubscription between two nodes as the cost model applies it to a network hop: the
-// uplinks from each node's domain up to the level where they meet, multiplied, the larger side.
-double Oversubscription(const topo::Cluster& c, int a, int b) {
-  if (a == b || c.levels.empty()) return 1.0;
-  const int meet = c.MeetLevel(a, b);
-  const int n_domains = static_cast<int>(c.domains.size());
-  auto climb = [&](int node) {
-    double f = 1.0;
-    int d = c.nodes[node].domain;
-    for (int guard = 0; d >= 0 && d < n_domains && guard <= n_domains; ++guard) {
-      int level = c.domains[d].level;
-      if (level <= meet || level < 0 || level >= static_cast<int>(c.levels.size())) break;
-      f *= std::max(1.0, c.levels[level].oversubscription);
-      d = c.domains[d].parent;
-    }
-    return f;
-  };
-  return std::max(climb(a), climb(b));
-}
-
 // Largest per-island traffic of NCCL's double binary tree over `ni` islands (the cost model's
 // tree: traffic[i] = half the tree edges at island i, summed over both trees).
 double MaxTreeTraffic(int ni) {
@@ -198,29 +178,8 @@ StatusOr<std::unique_ptr<IlpOracle>> IlpOracle::Create(const topo::Cluster& clus
 }
 
 bool IlpOracle::Score(const job::JobSpec& job, Placement& p) const {
-  // Mirrors the gang placer's scoring (gang.cc, Search::Score) term by term.
-  const job::Layout& l = job.layout;
-  auto refs = [&](const std::vector<int>& ranks) {
-    std::vector<cost::GpuRef> out;
-    for (int r : ranks) out.push_back(cost::GpuRef{p.ranks[r].node, p.ranks[r].gpu});
-    return out;
-  };
-  auto time = [&](cost::Collective coll, const std::vector<int>& ranks, int64_t bytes,
-                  double* out) {
-    *out = 0;
-    if (ranks.size() < 2 || bytes <= 0) return true;
-    auto e = cost_->Evaluate(coll, refs(ranks), static_cast<double>(bytes));
-    if (!e.ok()) return false;
-    *out = e->time_ms;
-    return true;
-  };
-  std::vector<int> pp_pair;
-  if (l.pp > 1) pp_pair = {0, l.RankOf(0, 0, 1)};
-  if (!time(cost::Collective::kAllReduce, l.DpGroup(0), l.dp_bytes, &p.dp_ms)) return false;
-  if (!time(cost::Collective::kAllReduce, l.TpGroup(0), l.tp_bytes, &p.tp_ms)) return false;
-  if (!time(cost::Collective::kSendRecv, pp_pair, l.pp_bytes, &p.pp_ms)) return false;
-  p.predicted_ms = p.dp_ms + p.tp_ms + p.pp_ms;
-  return true;
+  // The gang placer's own scoring, so both sides are compared on the same figure.
+  return ScorePlacement(*cost_, job.layout, p).ok();
 }
 
 std::optional<Placement> IlpOracle::Materialize(const ClusterState& state, const job::JobSpec& job,
@@ -231,11 +190,7 @@ std::optional<Placement> IlpOracle::Materialize(const ClusterState& state, const
     const int k = counts[n];
     if (k == 0) continue;
     const int node = static_cast<int>(n);
-    NodeRequest req;
-    req.gpus = k;
-    req.tp = tp_unit > 1 ? tp_unit : 1;
-    req.dp_bytes = static_cast<double>(std::max<int64_t>(job.layout.dp_bytes, 0));
-    req.tp_bytes = static_cast<double>(std::max<int64_t>(job.layout.tp_bytes, 0));
+    const NodeRequest req = NodeRequestFor(job.layout, k, tp_unit > 1 ? tp_unit : 1);
     auto choice = selectors_[cluster_->nodes[node].profile]->Select(state.FreeMask(node), req);
     if (!choice.ok() || (*choice)->fit != Fit::kFit ||
         static_cast<int>((*choice)->order.size()) != k) {
@@ -749,7 +704,7 @@ Shared Prepare(const topo::Cluster& cluster, const cost::CostModel& cost_model,
       sh.leaves.insert(cluster_->nodes[a].domain);
       for (int c = a + 1; c < N; ++c) {
         if (cluster_->nodes[a].domain != cluster_->nodes[c].domain) {
-          ov = std::min(ov, Oversubscription(*cluster_, a, c));
+          ov = std::min(ov, cluster_->Oversubscription(a, c));
         }
       }
     }
