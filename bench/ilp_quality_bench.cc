@@ -21,26 +21,13 @@
 namespace toposched::sched::ilp {
 namespace {
 
-struct Shape {
-  const topo::Cluster* cluster = nullptr;
-  std::unique_ptr<IlpOracle> oracle;
-  std::unique_ptr<GangPlacer> placer;
-};
-
 Shape& GetShape(const std::string& name) {
-  static auto* cache = new std::map<std::string, Shape>();
-  auto it = cache->find(name);
-  if (it != cache->end()) return it->second;
-  Shape s;
-  auto c = LoadShape(name);
-  if (!c.ok()) {
-    std::fprintf(stderr, "%s\n", c.status().ToString().c_str());
+  auto s = LoadShapeTools(name);
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s\n", s.status().ToString().c_str());
     std::exit(1);
   }
-  s.cluster = *c;
-  s.oracle = std::move(IlpOracle::Create(*s.cluster)).value();
-  s.placer = std::move(GangPlacer::Create(*s.cluster)).value();
-  return cache->emplace(name, std::move(s)).first->second;
+  return **s;
 }
 
 struct Case {

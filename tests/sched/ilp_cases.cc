@@ -34,6 +34,20 @@ StatusOr<const topo::Cluster*> LoadShape(const std::string& shape) {
   return p;
 }
 
+StatusOr<Shape*> LoadShapeTools(const std::string& shape) {
+  static std::mutex mu;
+  static auto* cache = new std::map<std::string, Shape>();
+  ASSIGN_OR_RETURN(const topo::Cluster* c, LoadShape(shape));
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache->find(shape);
+  if (it != cache->end()) return &it->second;
+  Shape s;
+  s.cluster = c;
+  ASSIGN_OR_RETURN(s.oracle, IlpOracle::Create(*c));
+  ASSIGN_OR_RETURN(s.placer, GangPlacer::Create(*c));
+  return &cache->emplace(shape, std::move(s)).first->second;
+}
+
 Status RandomOccupancy(ClusterState& state, std::mt19937_64& rng) {
   static const double kBusy[] = {0, 0.25, 0.25, 0.5, 0.5, 0.75, 0.75, 1.0};
   const topo::Cluster& c = state.cluster();

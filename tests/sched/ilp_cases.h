@@ -12,6 +12,8 @@
 #include "core/status.h"
 #include "job/job_spec.h"
 #include "sched/cluster_state.h"
+#include "sched/gang.h"
+#include "sched/ilp_oracle.h"
 #include "topo/cluster.h"
 
 namespace toposched::sched::ilp {
@@ -22,6 +24,14 @@ const std::vector<std::string>& BruteForceShapes();  // h100-4, mixed-4
 
 // tests/sched/testdata/ilp/<shape>.yaml, loaded and finalized once per process.
 StatusOr<const topo::Cluster*> LoadShape(const std::string& shape);
+
+// A shape's cluster with its oracle and a default gang placer, built once per process.
+struct Shape {
+  const topo::Cluster* cluster = nullptr;
+  std::unique_ptr<IlpOracle> oracle;
+  std::unique_ptr<GangPlacer> placer;
+};
+StatusOr<Shape*> LoadShapeTools(const std::string& shape);
 
 // Takes a random subset of each node's free GPUs as one allocation per node: per node the busy
 // fraction is drawn from {0, 1/4, 1/2, 3/4, 1} weighted towards partly used nodes.

@@ -19,27 +19,10 @@
 namespace toposched::sched::ilp {
 namespace {
 
-struct Shape {
-  const topo::Cluster* cluster = nullptr;
-  std::unique_ptr<IlpOracle> oracle;
-  std::unique_ptr<GangPlacer> placer;
-};
-
 Shape& GetShape(const std::string& name) {
-  static auto* cache = new std::map<std::string, Shape>();
-  auto it = cache->find(name);
-  if (it != cache->end()) return it->second;
-  Shape s;
-  auto c = LoadShape(name);
-  EXPECT_TRUE(c.ok()) << c.status().ToString();
-  s.cluster = *c;
-  auto o = IlpOracle::Create(*s.cluster);
-  EXPECT_TRUE(o.ok()) << o.status().ToString();
-  s.oracle = std::move(o).value();
-  auto p = GangPlacer::Create(*s.cluster);
-  EXPECT_TRUE(p.ok()) << p.status().ToString();
-  s.placer = std::move(p).value();
-  return cache->emplace(name, std::move(s)).first->second;
+  auto s = LoadShapeTools(name);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return **s;
 }
 
 ClusterState RandomState(const topo::Cluster& c, std::mt19937_64& rng) {
