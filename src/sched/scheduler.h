@@ -231,6 +231,8 @@ class Scheduler {
   static bool ValidDp(const job::JobSpec& s, int dp);
   // GPUs of the ranks whose DP index is in `keep`, per node (node order).
   static std::vector<NodeGpus> PartsOfKept(const Job& j, const std::vector<int>& keep);
+  // The lowest network domain holding all of `parts` (-1: none, e.g. several roots).
+  int HomeDomain(const std::vector<NodeGpus>& parts) const;
   // Name of the lowest domain (node, network domain, cluster) holding all of `parts`.
   std::string DomainOf(const std::vector<NodeGpus>& parts) const;
   // Tries growing one job (see the file comment). True when it grew.

@@ -114,21 +114,26 @@ std::vector<NodeGpus> Scheduler::PartsOfKept(const Job& j, const std::vector<int
   return parts;
 }
 
-std::string Scheduler::DomainOf(const std::vector<NodeGpus>& parts) const {
+int Scheduler::HomeDomain(const std::vector<NodeGpus>& parts) const {
   const topo::Cluster& c = placer_->cluster();
-  if (parts.empty()) return "";
-  if (parts.size() == 1) return c.nodes[parts[0].node].name;
+  if (parts.empty()) return -1;
   for (int d : c.Ancestors(parts[0].node)) {
     bool all = true;
     for (const NodeGpus& p : parts) {
       const std::vector<int> a = c.Ancestors(p.node);
-      if (std::find(a.begin(), a.end(), d) == a.end()) {
-        all = false;
-        break;
-      }
+      all = all && std::find(a.begin(), a.end(), d) != a.end();
     }
-    if (all) return c.domains[d].name;
+    if (all) return d;
   }
+  return -1;
+}
+
+std::string Scheduler::DomainOf(const std::vector<NodeGpus>& parts) const {
+  const topo::Cluster& c = placer_->cluster();
+  if (parts.empty()) return "";
+  if (parts.size() == 1) return c.nodes[parts[0].node].name;
+  const int d = HomeDomain(parts);
+  if (d >= 0) return c.domains[d].name;
   return c.name.empty() ? "cluster" : c.name;
 }
 
@@ -216,18 +221,7 @@ StatusOr<bool> Scheduler::TryGrow(Job& j, int64_t now_us) {
   // The job's domain — the lowest network domain holding all its nodes — with every node
   // outside it blocked on a copy of the state.
   const topo::Cluster& c = placer_->cluster();
-  int home_id = -1;
-  for (int d : c.Ancestors(j.placement->parts[0].node)) {
-    bool all = true;
-    for (const NodeGpus& p : j.placement->parts) {
-      const std::vector<int> a = c.Ancestors(p.node);
-      all = all && std::find(a.begin(), a.end(), d) != a.end();
-    }
-    if (all) {
-      home_id = d;
-      break;
-    }
-  }
+  const int home_id = HomeDomain(j.placement->parts);
   const std::string home = home_id >= 0 ? c.domains[home_id].name : "the cluster";
   std::set<int> inside_nodes;
   if (home_id >= 0) {
