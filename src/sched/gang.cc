@@ -222,8 +222,37 @@ class Search {
   // The "first-free" or "pair-score" choice of k free GPUs of a node, ascending.
   std::vector<int> BaselineGpus(int node, int k) const;
   bool Score(Placement& p) const;
-  std::optional<Verdict> TrySingleNode();
-  std::optional<Verdict> TryDomains(std::vector<std::string>& reasons);
+  // One node that holds the job whole. *slower: its predicted time exceeds the same request on
+  // a whole free node of the fastest allowed profile (then several nodes may do better).
+  std::optional<Verdict> TrySingleNode(double* score = nullptr, bool* slower = nullptr);
+  // The lowest level with a domain that holds the job; *score is the winner's weighted score.
+  std::optional<Verdict> TryDomains(std::vector<std::string>& reasons, double* score);
+  // TryDomains, and on a cluster of several hardware profiles also with the nodes of each
+  // profile alone (refine plugin "local-search"); the best weighted score wins.
+  std::optional<Verdict> TryDomainsByProfile(std::vector<std::string>& reasons);
+  bool RefineOn() const;
+  // Plans that spread the job as evenly as the nodes allow over the m nodes of `region` with the
+  // most room, for the smallest m that holds it and the next two.
+  std::vector<Plan> BalancedPlans(const std::vector<int>& region) const;
+  // Plans whose first node (the lowest id, where rank 0 and its TP and DP groups start) is one
+  // of the roomiest nodes of `region`, filled as far as it goes, the rest best fit on nodes
+  // after it.
+  // Anchors come from the first `home` nodes of `region` (the candidate domain).
+  std::vector<Plan> AnchoredPlans(const std::vector<int>& region, size_t home) const;
+  // Where local search may move GPUs: the domain's nodes first, then, unless the job requires a
+  // network level, every other node.
+  std::vector<int> RefineRegion(const std::vector<int>& domain_nodes) const;
+  // The name of the lowest network domain that holds every node of the plan.
+  std::string CommonDomainName(const Plan& plan) const;
+  // Hill climbing over GPU counts per node (see PlacementPlugins::refine) from `plan`, whose
+  // placement is `p` with weighted score `score`; moves stay on `region`'s nodes. Replaces all
+  // three when it finds better.
+  // The first `home` nodes of `region` are the candidate domain: a plan that uses a node beyond
+  // them must also beat the domain's best predicted time by 1% (the lowest domain that holds
+  // the job stays the rule; leaving it is worth only real communication time, never the
+  // fragmentation term alone).
+  void Refine(const std::vector<int>& region, size_t home, Plan& plan, Placement& p,
+              double& score) const;
   Verdict Fitted(Placement p, const std::string& where, int spare, int frag) const;
   std::string NodeSummary() const;
   bool PreferredMet(const Placement& p) const;
@@ -496,7 +525,8 @@ std::string Search::NodeSummary() const {
 // Reads free masks straight from the state: a node's free mask is empty when the node is
 // unhealthy or drained, so only the per-profile constraints need checking, and the scan stops at
 // the first node that fits exactly. Same result as a scan over the filtered node view.
-std::optional<Verdict> Search::TrySingleNode() {
+std::optional<Verdict> Search::TrySingleNode(double* score_out, bool* slower) {
+  if (slower) *slower = false;
   if (mode_ == Mode::kNvdTp || world_ > max_node_gpus_) return std::nullopt;
   // Best fit: fewest free GPUs left on the node; ties by the node selector's predicted time,
   // evaluated once per distinct (profile, free mask). world_ is a multiple of tp_, so under
@@ -609,11 +639,20 @@ std::optional<Verdict> Search::TrySingleNode() {
   // ring). When the chosen set is slower than the same request on a whole free node of its
   // profile, nodes with more free GPUs compete on the full score: comm-time + fragmentation.
   // Only then the O(nodes) scan; uniform fabrics (NVSwitch) never get here.
-  const int cp = prof[chosen];
-  GpuMask whole = selectors_[cp]->healthy();
-  auto ideal = selectors_[cp]->Select(whole, req);
-  if (ideal.ok() && (*ideal)->fit == Fit::kFit &&
-      chosen_ms > (*ideal)->predicted_ms * (1 + 1e-9) + frag_w_ / std::max(comm_w_, 1e-12)) {
+  // The reference: the same request on a whole free node of the fastest allowed profile (on a
+  // mixed cluster a best-fit node of a slow profile competes with the faster ones).
+  double ideal_ms = std::numeric_limits<double>::infinity();
+  for (size_t pi = 0; pi < c_.profiles.size(); ++pi) {
+    if (!profile_ok_[pi]) continue;
+    if (static_cast<int>(c_.profiles[pi].topology.gpus.size()) < world_) continue;
+    auto ideal = selectors_[pi]->Select(selectors_[pi]->healthy(), req);
+    if (ideal.ok() && (*ideal)->fit == Fit::kFit) {
+      ideal_ms = std::min(ideal_ms, (*ideal)->predicted_ms);
+    }
+  }
+  if (slower && std::isfinite(ideal_ms)) *slower = chosen_ms > ideal_ms * (1 + 1e-9);
+  if (std::isfinite(ideal_ms) &&
+      chosen_ms > ideal_ms * (1 + 1e-9) + frag_w_ / std::max(comm_w_, 1e-12)) {
     double best_score = comm_w_ * chosen_ms + frag_w_ * best_left;
     std::vector<Seen> more;
     for (int node = 0; node < static_cast<int>(c_.nodes.size()); ++node) {
@@ -645,11 +684,300 @@ std::optional<Verdict> Search::TrySingleNode() {
   std::optional<Placement> p = Materialize(plan);
   if (!p) return std::nullopt;
   p->domain = c_.nodes[chosen].name;
+  if (score_out) *score_out = comm_w_ * p->predicted_ms + frag_w_ * chosen_left;
+  if (slower && std::isfinite(ideal_ms)) *slower = p->predicted_ms > ideal_ms * (1 + 1e-9);
   return Fitted(std::move(*p), chosen_left == best_left ? "best-fit node" : "fastest node by score",
                 chosen_left, chosen_left);
 }
 
-std::optional<Verdict> Search::TryDomains(std::vector<std::string>& reasons) {
+bool Search::RefineOn() const {
+  return opt_.plugins.refine == "local-search" && comm_w_ > 0 &&
+         opt_.plugins.gpus == "cost-model" && mode_ != Mode::kNvdTp &&
+         opt_.max_refine_evaluations > 0;
+}
+
+void Search::Refine(const std::vector<int>& region, size_t home, Plan& plan, Placement& p,
+                    double& score) const {
+  if (plan.chunks.empty()) return;
+  if (plan.chunks.size() < 2 && nodes_[plan.chunks[0].first].free == plan.chunks[0].second) {
+    return;  // one whole node: nothing to move
+  }
+  if (static_cast<int>(plan.chunks.size()) > opt_.max_refine_nodes) return;
+  const int* prof = ix_.node_profile.data();
+  {
+    // Whole free nodes of one profile under one leaf: every other count vector only adds nodes
+    // or leaves, so the plan stands as it is.
+    const int n0 = plan.chunks[0].first;
+    bool uniform = true;
+    for (const auto& [n, k] : plan.chunks) {
+      uniform = uniform && k == nodes_[n].free && k == state_.GpuCount(n) && prof[n] == prof[n0] &&
+                c_.nodes[n].domain == c_.nodes[n0].domain;
+    }
+    if (uniform) return;
+  }
+  const int unit = mode_ == Mode::kNodeTp ? tp_ : 1;
+  // The plan's nodes, then nodes outside it with room for a unit, one per (profile, free GPUs,
+  // leaf): such nodes differ only in their id, which only orders the ranks.
+  std::vector<int> ids;
+  for (const auto& [n, k] : plan.chunks) ids.push_back(n);
+  struct Key {
+    int profile;
+    uint64_t lo, hi;
+    int domain;
+  };
+  std::vector<Key> seen;
+  std::vector<char> outside(nodes_.size(), 0);
+  for (size_t i = home; i < region.size(); ++i) outside[region[i]] = 1;
+  int others = 0;
+  for (int n : region) {
+    if (others >= opt_.max_refine_nodes) break;
+    if (nodes_[n].cap < unit) continue;
+    if (std::find(ids.begin(), ids.end(), n) != ids.end()) continue;
+    const GpuMask& m = state_.FreeMask(n);
+    bool dup = false;
+    for (const Key& x : seen) {
+      dup = dup || (x.profile == prof[n] && x.lo == m.lo() && x.hi == m.hi() &&
+                    x.domain == c_.nodes[n].domain);
+    }
+    if (dup) continue;
+    seen.push_back(Key{prof[n], m.lo(), m.hi(), c_.nodes[n].domain});
+    ids.push_back(n);
+    ++others;
+  }
+  std::sort(ids.begin(), ids.end());
+  const size_t m = ids.size();
+  std::vector<int> cap(m), k(m, 0);
+  for (size_t i = 0; i < m; ++i) cap[i] = nodes_[ids[i]].cap;
+  for (const auto& [n, kk] : plan.chunks) {
+    k[std::lower_bound(ids.begin(), ids.end(), n) - ids.begin()] = kk;
+  }
+  std::map<std::vector<int>, double> memo;
+  memo.emplace(k, score);
+  int evals = 0;
+  std::vector<int> best_k;
+  double best_score = score;
+  double home_ms = p.predicted_ms;  // best predicted time inside the domain so far
+  std::optional<Placement> best_p;
+  Plan best_plan;
+  auto consider = [&](const std::vector<int>& kv) {
+    if (memo.count(kv)) return;
+    ++evals;
+    Plan pl;
+    bool away = false;
+    for (size_t i = 0; i < m; ++i) {
+      if (kv[i] == 0) continue;
+      pl.chunks.emplace_back(ids[i], kv[i]);
+      if (nodes_[ids[i]].free > kv[i]) pl.frag += nodes_[ids[i]].free - kv[i];
+      away = away || outside[ids[i]];
+    }
+    std::optional<Placement> q = Materialize(pl);
+    const double sc =
+        q ? comm_w_ * q->predicted_ms + frag_w_ * pl.frag : std::numeric_limits<double>::infinity();
+    memo.emplace(kv, sc);
+    if (q && !away) home_ms = std::min(home_ms, q->predicted_ms);
+    if (q && away && !(q->predicted_ms < home_ms * 0.99)) return;
+    if (q && sc < best_score * (1 - 1e-9)) {
+      best_score = sc;
+      best_k = kv;
+      best_p = std::move(q);
+      best_plan = std::move(pl);
+    }
+  };
+  std::vector<int> spare(m);
+  while (evals < opt_.max_refine_evaluations) {
+    const double start = best_score;
+    for (size_t a = 0; a < m && evals < opt_.max_refine_evaluations; ++a) {
+      if (k[a] == 0) continue;
+      // Spread node a's share over the others, best fit.
+      for (size_t b = 0; b < m; ++b) spare[b] = b == a ? 0 : cap[b] - k[b];
+      std::vector<int> take = PickBins(spare, k[a]);
+      if (!take.empty()) {
+        std::vector<int> kv = k;
+        kv[a] = 0;
+        for (size_t b = 0; b < m; ++b) kv[b] += take[b];
+        consider(kv);
+      }
+      for (size_t b = 0; b < m && evals < opt_.max_refine_evaluations; ++b) {
+        if (b == a || cap[b] - k[b] < unit) continue;
+        std::vector<int> kv = k;
+        kv[a] -= unit;
+        kv[b] += unit;
+        consider(kv);  // one unit from a to b
+        if (k[b] == 0 && k[a] > unit && cap[b] >= k[a]) {
+          kv = k;
+          kv[b] = k[a];
+          kv[a] = 0;
+          consider(kv);  // a's whole share to b
+        }
+      }
+    }
+    if (!(best_score < start)) break;
+    k = best_k;
+  }
+  if (best_p) {
+    best_p->domain = p.domain;
+    p = std::move(*best_p);
+    plan = std::move(best_plan);
+    score = best_score;
+  }
+}
+
+std::vector<Plan> Search::BalancedPlans(const std::vector<int>& region) const {
+  std::vector<Plan> out;
+  if (mode_ == Mode::kNvdTp) return out;
+  const int unit = mode_ == Mode::kNodeTp ? tp_ : 1;
+  std::vector<int> nodes;
+  for (int n : region) {
+    if (nodes_[n].cap >= unit) nodes.push_back(n);
+  }
+  std::stable_sort(nodes.begin(), nodes.end(),
+                   [&](int a, int b) { return nodes_[a].cap > nodes_[b].cap; });
+  const int units = world_ / unit;
+  int sum = 0;
+  size_t m_min = 0;
+  while (m_min < nodes.size() && sum < world_) sum += nodes_[nodes[m_min++]].cap;
+  if (sum < world_) return out;
+  for (size_t m = std::max<size_t>(m_min, 2); m <= std::min(nodes.size(), m_min + 2); ++m) {
+    if (static_cast<int>(m) > units) break;
+    // Water filling in units: every node gets min(cap, level) units, the level as low as holds
+    // the job; the remainder goes one unit each to the nodes that still have room.
+    std::vector<int> capu(m), take(m, 0);
+    for (size_t i = 0; i < m; ++i) capu[i] = nodes_[nodes[i]].cap / unit;
+    int left = units;
+    std::vector<size_t> open(m);
+    std::iota(open.begin(), open.end(), 0);
+    while (left > 0 && !open.empty()) {
+      const int share = std::max(1, left / static_cast<int>(open.size()));
+      std::vector<size_t> still;
+      for (size_t i : open) {
+        const int t = std::min({share, capu[i] - take[i], left});
+        take[i] += t;
+        left -= t;
+        if (take[i] < capu[i]) still.push_back(i);
+      }
+      open = std::move(still);
+    }
+    if (left > 0) continue;
+    std::vector<std::pair<int, int>> chunks;
+    for (size_t i = 0; i < m; ++i) {
+      if (take[i] > 0) chunks.emplace_back(nodes[i], take[i] * unit);
+    }
+    std::sort(chunks.begin(), chunks.end());
+    Plan plan;
+    for (const auto& [n, k] : chunks) {
+      plan.chunks.emplace_back(n, k);
+      if (nodes_[n].free > k) plan.frag += nodes_[n].free - k;
+    }
+    out.push_back(std::move(plan));
+  }
+  return out;
+}
+
+std::vector<Plan> Search::AnchoredPlans(const std::vector<int>& region, size_t home) const {
+  std::vector<Plan> out;
+  if (mode_ == Mode::kNvdTp) return out;
+  std::vector<int> anchors;
+  for (size_t i = 0; i < home && i < region.size(); ++i) {
+    if (nodes_[region[i]].cap > 0) anchors.push_back(region[i]);
+  }
+  std::stable_sort(anchors.begin(), anchors.end(),
+                   [&](int a, int b) { return nodes_[a].cap > nodes_[b].cap; });
+  // One anchor per distinct free count: among equals the lowest id leaves the most nodes after.
+  std::vector<int> picked;
+  for (int a : anchors) {
+    if (picked.size() >= 4) break;
+    bool dup = false;
+    for (int p : picked) dup = dup || nodes_[p].cap == nodes_[a].cap;
+    if (!dup) picked.push_back(a);
+  }
+  for (int a : picked) {
+    const int first = std::min(nodes_[a].cap, world_);
+    std::vector<int> rest_nodes, caps;
+    for (int n : region) {
+      if (n > a && nodes_[n].cap > 0) {
+        rest_nodes.push_back(n);
+        caps.push_back(nodes_[n].cap);
+      }
+    }
+    std::vector<int> take = PickBins(caps, world_ - first);
+    if (take.empty()) continue;
+    Plan plan;
+    plan.chunks.emplace_back(a, first);
+    if (nodes_[a].free > first) plan.frag += nodes_[a].free - first;
+    for (size_t i = 0; i < take.size(); ++i) {
+      if (take[i] == 0) continue;
+      plan.chunks.emplace_back(rest_nodes[i], take[i]);
+      if (nodes_[rest_nodes[i]].free > take[i]) plan.frag += nodes_[rest_nodes[i]].free - take[i];
+    }
+    std::sort(plan.chunks.begin(), plan.chunks.end());
+    out.push_back(std::move(plan));
+  }
+  return out;
+}
+
+std::string Search::CommonDomainName(const Plan& plan) const {
+  std::vector<int> common = c_.Ancestors(plan.chunks.at(0).first);  // lowest first
+  for (const auto& [n, k] : plan.chunks) {
+    std::vector<int> a = c_.Ancestors(n);
+    std::vector<int> keep;
+    for (int d : common) {
+      if (std::find(a.begin(), a.end(), d) != a.end()) keep.push_back(d);
+    }
+    common = std::move(keep);
+  }
+  if (!common.empty()) return c_.domains[common.front()].name;
+  return c_.name.empty() ? "cluster" : c_.name;
+}
+
+std::vector<int> Search::RefineRegion(const std::vector<int>& domain_nodes) const {
+  // The domain's nodes come first (RefineRegion()[0 .. domain_nodes.size()) ).
+  if (job_.constraints.job.mode == ConstraintMode::kRequired ||
+      domain_nodes.size() == nodes_.size()) {
+    return domain_nodes;
+  }
+  std::vector<int> r = domain_nodes;
+  std::vector<char> in(nodes_.size(), 0);
+  for (int n : domain_nodes) in[n] = 1;
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    if (!in[n] && nodes_[n].cap > 0) r.push_back(static_cast<int>(n));
+  }
+  return r;
+}
+
+std::optional<Verdict> Search::TryDomainsByProfile(std::vector<std::string>& reasons) {
+  double best_score = 0;
+  std::optional<Verdict> best = TryDomains(reasons, &best_score);
+  if (!best || !RefineOn() || c_.profiles.size() < 2) return best;
+  // A slow node in a DP group bounds the whole group: search each profile's nodes alone too.
+  std::vector<int> saved(nodes_.size());
+  for (size_t n = 0; n < nodes_.size(); ++n) saved[n] = nodes_[n].cap;
+  for (size_t pi = 0; pi < c_.profiles.size(); ++pi) {
+    int total = 0;
+    bool other = false;
+    for (size_t n = 0; n < nodes_.size(); ++n) {
+      if (ix_.node_profile[n] == static_cast<int>(pi)) {
+        total += saved[n];
+      } else if (saved[n] > 0) {
+        other = true;
+      }
+    }
+    if (total < world_ || !other) continue;
+    for (size_t n = 0; n < nodes_.size(); ++n) {
+      nodes_[n].cap = ix_.node_profile[n] == static_cast<int>(pi) ? saved[n] : 0;
+    }
+    std::vector<std::string> ignored;
+    double sc = 0;
+    std::optional<Verdict> v = TryDomains(ignored, &sc);
+    if (v && sc < best_score * (1 - 1e-9)) {
+      best_score = sc;
+      best = std::move(v);
+    }
+  }
+  for (size_t n = 0; n < nodes_.size(); ++n) nodes_[n].cap = saved[n];
+  return best;
+}
+
+std::optional<Verdict> Search::TryDomains(std::vector<std::string>& reasons, double* out_score) {
   const job::LevelConstraint& jc = job_.constraints.job;
   const bool required = jc.mode == ConstraintMode::kRequired;
   const int num_levels = static_cast<int>(c_.levels.size());
@@ -731,26 +1059,74 @@ std::optional<Verdict> Search::TryDomains(std::vector<std::string>& reasons) {
                      [](const Candidate& a, const Candidate& b) { return a.cap < b.cap; });
     const int max_cands = comm_w_ > 0 || frag_w_ > 0 ? opt_.max_candidate_domains : 1;
     if (static_cast<int>(feasible.size()) > max_cands) feasible.resize(max_cands);
-    std::optional<Placement> best;
-    double best_score = std::numeric_limits<double>::infinity();
-    int best_spare = 0, best_frag = 0;
+    // Starting plans: the node plugin's plan per candidate domain and, with local search on,
+    // balanced plans (the job spread evenly over the m roomiest nodes); the best two by score
+    // are refined.
+    struct Start {
+      double score;
+      const Candidate* cand;
+      Plan plan;
+      Placement p;
+      bool away;  // uses nodes beyond the candidate domain
+    };
+    std::vector<Start> starts;
+    const bool refine = RefineOn();
+    double home_ms = std::numeric_limits<double>::infinity();
     for (const Candidate& cand : feasible) {
-      Plan plan = MakePlan(*cand.nodes);
-      if (plan.chunks.empty()) continue;
-      std::optional<Placement> p = Materialize(plan);
-      if (!p) continue;
-      double score = comm_w_ * p->predicted_ms + frag_w_ * plan.frag;
-      if (score < best_score * (1 - 1e-12)) {
-        best_score = score;
+      std::vector<Plan> plans;
+      plans.push_back(MakePlan(*cand.nodes));
+      if (refine) {
+        for (Plan& b : BalancedPlans(*cand.nodes)) plans.push_back(std::move(b));
+        for (Plan& b : AnchoredPlans(RefineRegion(*cand.nodes), cand.nodes->size())) {
+          plans.push_back(std::move(b));
+        }
+      }
+      for (Plan& plan : plans) {
+        if (plan.chunks.empty()) continue;
+        std::optional<Placement> p = Materialize(plan);
+        if (!p) continue;
+        bool away = false;
+        for (const auto& [n, k] : plan.chunks) {
+          away = away || !std::binary_search(cand.nodes->begin(), cand.nodes->end(), n);
+        }
+        if (!away) home_ms = std::min(home_ms, p->predicted_ms);
         p->domain = *cand.name;
-        best = std::move(p);
-        best_spare = cand.cap - world_;
-        best_frag = plan.frag;
+        const double score = comm_w_ * p->predicted_ms + frag_w_ * plan.frag;
+        starts.push_back(Start{score, &cand, std::move(plan), std::move(*p), away});
       }
     }
-    if (best) {
-      return Fitted(std::move(*best), "lowest " + g.level + " with room, best fit", best_spare,
-                    best_frag);
+    // Beyond the domain only for real communication time (see Refine).
+    starts.erase(std::remove_if(starts.begin(), starts.end(),
+                                [&](const Start& st) {
+                                  return st.away && !(st.p.predicted_ms < home_ms * 0.99);
+                                }),
+                 starts.end());
+    if (!starts.empty()) {
+      // Stable: on equal scores the best-fit plan of the best-fit domain stays first.
+      std::stable_sort(starts.begin(), starts.end(),
+                       [](const Start& a, const Start& b) { return a.score < b.score; });
+      std::string how = "lowest " + g.level + " with room, best fit";
+      if (refine) {
+        const double before = starts[0].score;
+        const size_t n = std::min<size_t>(starts.size(), 2);
+        for (size_t i = 0; i < n; ++i) {
+          Refine(RefineRegion(*starts[i].cand->nodes), starts[i].cand->nodes->size(),
+                 starts[i].plan, starts[i].p, starts[i].score);
+        }
+        std::stable_sort(starts.begin(), starts.begin() + static_cast<long>(n),
+                         [](const Start& a, const Start& b) { return a.score < b.score; });
+        if (starts[0].score < before * (1 - 1e-9)) how += ", refined by local search";
+      }
+      Start& best = starts[0];
+      for (const auto& [n, k] : best.plan.chunks) {
+        if (!std::binary_search(best.cand->nodes->begin(), best.cand->nodes->end(), n)) {
+          best.p.domain = CommonDomainName(best.plan);
+          how += ", beyond " + *best.cand->name + " (faster)";
+          break;
+        }
+      }
+      if (out_score) *out_score = best.score;
+      return Fitted(std::move(best.p), how, best.cand->cap - world_, best.plan.frag);
     }
   }
   return std::nullopt;
@@ -787,9 +1163,22 @@ Verdict Search::Run() {
   bool first = true;
   for (Mode m : modes) {
     mode_ = m;
-    if (auto v = TrySingleNode()) return std::move(*v);
+    double single_score = 0;
+    bool single_slower = false;
+    std::optional<Verdict> single = TrySingleNode(&single_score, &single_slower);
+    const job::LevelConstraint& jcon = job_.constraints.job;
+    const bool node_wanted = jcon.mode != ConstraintMode::kNone && jcon.level == job::kLevelNode;
+    if (single && !(single_slower && RefineOn() && !node_wanted)) return std::move(*single);
     EnsureFiltered();
     SetMode(m);
+    if (single) {
+      // The one node holds the job only on a slow GPU set: several nodes compete on the score.
+      std::vector<std::string> ignored;
+      double sc = 0;
+      std::optional<Verdict> multi = TryDomains(ignored, &sc);
+      if (multi && sc < single_score * (1 - 1e-9)) return std::move(*multi);
+      return std::move(*single);
+    }
     std::vector<std::string> mode_reasons;
     const job::LevelConstraint& jc = job_.constraints.job;
     if (jc.mode == ConstraintMode::kRequired && jc.level == job::kLevelNode) {
@@ -804,7 +1193,7 @@ Verdict Search::Run() {
       mode_reasons.push_back("needs " + std::to_string(world_) +
                              " GPUs on one node (job required node); largest free on a node is " +
                              std::to_string(largest) + (name.empty() ? "" : " (" + name + ")"));
-    } else if (auto v = TryDomains(mode_reasons)) {
+    } else if (auto v = TryDomainsByProfile(mode_reasons)) {
       return std::move(*v);
     }
     if (!first) continue;  // explain in terms of the preferred (first) mode only
@@ -924,6 +1313,7 @@ Status PlacementPlugins::Validate() const {
   RETURN_IF_ERROR(one_of("domain", domain, {"lowest-level", "cluster"}));
   RETURN_IF_ERROR(one_of("nodes", nodes, {"best-fit", "least-allocated", "in-order"}));
   RETURN_IF_ERROR(one_of("gpus", gpus, {"cost-model", "pair-score", "first-free"}));
+  RETURN_IF_ERROR(one_of("refine", refine, {"local-search", "none"}));
   for (const ScoreWeight& s : scores) {
     RETURN_IF_ERROR(one_of("score", s.name, {"comm-time", "fragmentation"}));
     if (!std::isfinite(s.weight) || s.weight < 0) {
@@ -941,6 +1331,12 @@ Status GangPlacerOptions::Validate() const {
   }
   if (max_node_evaluations < 1 || max_node_evaluations > 1024) {
     return InvalidArgumentError("gang: max_node_evaluations must be in [1, 1024]");
+  }
+  if (max_refine_evaluations < 0 || max_refine_evaluations > 100000) {
+    return InvalidArgumentError("gang: max_refine_evaluations must be in [0, 100000]");
+  }
+  if (max_refine_nodes < 1 || max_refine_nodes > 1024) {
+    return InvalidArgumentError("gang: max_refine_nodes must be in [1, 1024]");
   }
   return node_select.Validate();
 }

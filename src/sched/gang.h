@@ -90,12 +90,20 @@ struct ScoreWeight {
 //   gpus: which GPUs of a node. "cost-model" — NodeSelector's exact optimum under the cost
 //     model; "pair-score" — NVIDIA device plugin's pair-score choice; "first-free" — the
 //     lowest-numbered free GPUs (what a device plugin without topology hands out).
+//   refine: what happens to a multi-node plan before it is scored. "local-search" — starting
+//     from the node plugin's plan, hill climbing over the GPU count per node (move one TP group
+//     or GPU between two nodes, move a node's share to another node, spread a node's share over
+//     the others), each step the best improving move by the weighted score; on a cluster of
+//     several hardware profiles the domains are also searched with each profile alone. Needs a
+//     "comm-time" score and the "cost-model" GPU choice; "none" — the plan as the node plugin
+//     made it.
 //   scores: weighted sum compared across candidate domains and single-node candidates; with no
 //     "comm-time" score only the first best-fit candidate is built.
 struct PlacementPlugins {
   std::string domain = "lowest-level";
   std::string nodes = "best-fit";
   std::string gpus = "cost-model";
+  std::string refine = "local-search";
   std::vector<ScoreWeight> scores = {{"comm-time", 1.0}, {"fragmentation", 0.05}};
   // 0 when absent.
   double Weight(const std::string& score) const;
@@ -118,9 +126,13 @@ struct GangPlacerOptions {
   int max_candidate_domains = 4;
   // Tied single-node candidates (same leftover) whose predicted time is compared.
   int max_node_evaluations = 8;
+  // Placements scored by the "local-search" refine plugin per candidate plan, and the distinct
+  // nodes outside the plan (by profile, free GPUs and leaf) it may move GPUs to.
+  int max_refine_evaluations = 64;
+  int max_refine_nodes = 32;
   NodeSelectOptions node_select;
   // InvalidArgument unless the plugins are known with finite weights ≥ 0, the limits are in
-  // [1, 1024] and node_select is valid.
+  // [1, 1024] (max_refine_evaluations in [0, 100000]) and node_select is valid.
   Status Validate() const;
 };
 

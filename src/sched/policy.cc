@@ -13,6 +13,7 @@ StatusOr<GangPlacerOptions> PolicyOptions(std::string_view name) {
   PlacementPlugins& p = o.plugins;
   if (name == "toposched") return o;
   p.scores.clear();
+  p.refine = "none";
   p.gpus = "first-free";
   if (name == "first-fit") {
     p.domain = "cluster";
