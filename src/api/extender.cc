@@ -131,6 +131,7 @@ class Extender::LocalLedger : public ExtenderLedger {
   const sched::ClusterState& state() const override { return state_; }
   const sched::GangPlacer& placer() const override { return placer_; }
   int64_t NowUs() override { return clock_(); }
+  bool keeps_records() const override { return false; }
   Status Commit(const std::string& kind, const HoldChange& c, const std::string& payload) override {
     (void)kind;
     (void)payload;
@@ -248,17 +249,21 @@ json GpusJson(const sched::GpuMask& m) {
 
 Status Extender::Record(const std::string& op, json book, const HoldChange& change) {
   book["op"] = op;
-  json payload = book;
-  json rel = json::array();
-  for (int64_t id : change.releases) rel.push_back(id);
-  json holds = json::array();
-  for (const auto& [id, part] : change.holds) {
-    holds.push_back(
-        {{"id", id}, {"node", cluster_.nodes[part.node].name}, {"gpus", GpusJson(part.gpus)}});
+  std::string text;
+  if (ledger_->keeps_records()) {
+    json payload = book;
+    json rel = json::array();
+    for (int64_t id : change.releases) rel.push_back(id);
+    json holds = json::array();
+    for (const auto& [id, part] : change.holds) {
+      holds.push_back(
+          {{"id", id}, {"node", cluster_.nodes[part.node].name}, {"gpus", GpusJson(part.gpus)}});
+    }
+    payload["releases"] = rel;
+    payload["holds"] = holds;
+    text = payload.dump();
   }
-  payload["releases"] = rel;
-  payload["holds"] = holds;
-  if (Status st = ledger_->Commit("k8s_" + op, change, payload.dump()); !st.ok()) return st;
+  if (Status st = ledger_->Commit("k8s_" + op, change, text); !st.ok()) return st;
   return ApplyBook(book, ledger_->NowUs());
 }
 
@@ -606,7 +611,8 @@ sched::Verdict Extender::PlaceOpenSlots(GangState& g, const std::vector<uint8_t>
             {"lone", g.lone},
             {"gpus_per_pod", g.gpus_per_pod},
             {"size", g.slots.size()},
-            {"spec", json::parse(job::JobSpecToJson(g.spec, -1))},
+            {"spec", ledger_->keeps_records() ? json::parse(job::JobSpecToJson(g.spec, -1))
+                                              : json()},
             {"domain", p.domain},
             {"predicted_ms", p.predicted_ms},
             {"decision", g.last_decision},

@@ -107,6 +107,8 @@ class ExtenderLedger {
   // NotFound (nothing changed) when a hold's GPUs are not free or a release is not held.
   virtual Status Commit(const std::string& kind, const HoldChange& change,
                         const std::string& payload) = 0;
+  // False when the ledger keeps no records (Commit then gets an empty payload).
+  virtual bool keeps_records() const { return true; }
 };
 // InvalidArgument naming the field for a payload that is not a record of this shape or names a
 // node that is not in `cluster`.
