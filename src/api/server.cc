@@ -198,11 +198,10 @@ void Server::Routes() {
   h.set_pre_routing_handler([loopback, token](const httplib::Request& req, httplib::Response& res) {
     t_request_start = std::chrono::steady_clock::now();
     const bool mutating = req.method != "GET" && req.method != "HEAD";
-    // kube-scheduler's four verbs only: pod-deleted comes from whatever watches pods, which can
-    // send the token.
-    static const std::set<std::string> kVerbs = {"/extender/filter", "/extender/prioritize",
-                                                 "/extender/bind", "/extender/preempt"};
-    const bool extender_call = kVerbs.count(req.path) != 0;
+    // kube-scheduler's verbs: pod-deleted comes from whatever watches pods, which can send the
+    // token.
+    const bool extender_call =
+        req.path.rfind("/extender/", 0) == 0 && req.path != "/extender/pod-deleted";
     if ((!mutating || extender_call) && loopback) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
