@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "api/api_testing.h"
@@ -389,6 +390,108 @@ TEST_F(ExtenderServeTest, PodDeletedNeedsTheTokenTheVerbsDoNot) {
   EXPECT_EQ(r->status, 401);
   json f = Filter(GangPod(0));
   EXPECT_EQ(f["NodeNames"].size(), 1u);
+}
+
+// REST clients and kube-scheduler at once, with background passes: no GPU is ever given twice,
+// and a restart replays to the very same occupancy.
+TEST_F(ExtenderServeTest, ConcurrentRestAndPodsNeverShareAGpuAndReplayToTheSameState) {
+  Shutdown();
+  {
+    ServiceOptions o;
+    o.db_path = dir_ + "/state.db";
+    o.pass_interval_ms = 5;
+    o.min_pass_gap_ms = 0;
+    o.extender = true;
+    auto s = Service::Open(*cluster_, o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    service_ = std::move(s).value();
+    ServerOptions so;
+    so.token = kToken;
+    so.log_requests = false;
+    Service* svc = service_.get();
+    so.extender = [svc](const std::string& verb, const std::string& body) {
+      return svc->ExtenderCall(verb, body);
+    };
+    server_ = std::move(Server::Start(*service_, so)).value();
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+    client_->set_read_timeout(std::chrono::seconds(30));
+  }
+  const int port = server_->port();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      httplib::Client cli("127.0.0.1", port);
+      cli.set_read_timeout(std::chrono::seconds(30));
+      for (int i = 0; i < 20; ++i) {
+        auto r = cli.Post("/api/v1/jobs", {{"Authorization", std::string("Bearer ") + kToken}},
+                          testing_api::JobJson("rest-" + std::to_string(t) + "-" +
+                                                   std::to_string(i),
+                                               1 << (i % 4)),
+                          "application/json");
+        EXPECT_TRUE(r && r->status == 201);
+      }
+    });
+  }
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      httplib::Client cli("127.0.0.1", port);
+      cli.set_read_timeout(std::chrono::seconds(30));
+      for (int i = 0; i < 10; ++i) {
+        // Gangs of two 4-GPU pods, pod by pod: filter, then bind where it passed.
+        const std::string group = "g" + std::to_string(t) + "-" + std::to_string(i);
+        for (int rank = 0; rank < 2; ++rank) {
+          const std::string name = group + "-" + std::to_string(rank);
+          const json pod = Pod(name, 4,
+                               {{"toposched.io/pod-group", group},
+                                {"toposched.io/pod-index", std::to_string(rank)}},
+                               {{"toposched.io/group-size", "2"}});
+          auto f = cli.Post("/extender/filter",
+                            json{{"Pod", pod}, {"NodeNames", all_}}.dump(), "application/json");
+          ASSERT_TRUE(f && f->status == 200);
+          const json fj = json::parse(f->body);
+          if (fj["NodeNames"].size() != 1) continue;  // the cluster is full for now
+          auto b = cli.Post("/extender/bind",
+                            json{{"PodName", name},
+                                 {"PodNamespace", "ml"},
+                                 {"PodUID", "uid-" + name},
+                                 {"Node", fj["NodeNames"][0]}}
+                                .dump(),
+                            "application/json");
+          ASSERT_TRUE(b && b->status == 200);
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  ASSERT_TRUE(service_->RunPass().ok());
+  EXPECT_TRUE(service_->CheckInvariants().ok()) << service_->CheckInvariants().ToString();
+  std::vector<int64_t> ids;
+  for (int64_t id = 1; id <= 60; ++id) ids.push_back(id);
+  std::map<std::string, std::set<int>> pods;
+  for (const std::string& key : service_->extender()->GangKeys()) {
+    for (const auto& [node, gpus] : GangGpus(key)) {
+      for (int g : gpus) EXPECT_TRUE(pods[node].insert(g).second) << node << " " << g;
+    }
+  }
+  EXPECT_FALSE(pods.empty());
+  ExpectDisjoint(JobGpus(ids), pods);
+  // Gangs that hold GPUs come back as they were; one that never got a reservation (the cluster
+  // was full) is not stored and is placed afresh on its next pod.
+  auto holding = [&] {
+    std::map<std::string, std::map<std::string, std::set<int>>> out;
+    for (const std::string& key : service_->extender()->GangKeys()) {
+      if (auto g = GangGpus(key); !g.empty()) out[key] = g;
+    }
+    return out;
+  };
+  const std::string nodes = service_->NodesJson();
+  const auto gangs = holding();
+  EXPECT_FALSE(gangs.empty());
+  Shutdown();
+  Boot();
+  EXPECT_EQ(service_->NodesJson(), nodes);
+  EXPECT_EQ(holding(), gangs);
+  EXPECT_TRUE(service_->CheckInvariants().ok()) << service_->CheckInvariants().ToString();
 }
 
 // The `toposched serve` binary serves the verbs by default, and not with --no-extender; a
