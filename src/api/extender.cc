@@ -217,8 +217,7 @@ StatusOr<std::unique_ptr<Extender>> Extender::Create(const sched::GangPlacer& pl
   }
   if (!clock) clock = SteadyNowUs;
   auto ledger = std::make_unique<LocalLedger>(placer, std::move(initial), std::move(clock));
-  std::unique_ptr<Extender> e(
-      new Extender(placer.cluster(), *ledger, std::move(options), binder));
+  std::unique_ptr<Extender> e(new Extender(placer.cluster(), *ledger, std::move(options), binder));
   e->own_ledger_ = std::move(ledger);
   return e;
 }
@@ -607,16 +606,16 @@ sched::Verdict Extender::PlaceOpenSlots(GangState& g, const std::vector<uint8_t>
     }
     slots.push_back(std::move(e));
   }
-  json book{{"gang", g.key},
-            {"lone", g.lone},
-            {"gpus_per_pod", g.gpus_per_pod},
-            {"size", g.slots.size()},
-            {"spec", ledger_->keeps_records() ? json::parse(job::JobSpecToJson(g.spec, -1))
-                                              : json()},
-            {"domain", p.domain},
-            {"predicted_ms", p.predicted_ms},
-            {"decision", g.last_decision},
-            {"slots", std::move(slots)}};
+  json book{
+      {"gang", g.key},
+      {"lone", g.lone},
+      {"gpus_per_pod", g.gpus_per_pod},
+      {"size", g.slots.size()},
+      {"spec", ledger_->keeps_records() ? json::parse(job::JobSpecToJson(g.spec, -1)) : json()},
+      {"domain", p.domain},
+      {"predicted_ms", p.predicted_ms},
+      {"decision", g.last_decision},
+      {"slots", std::move(slots)}};
   if (Status st = Record("reserve", std::move(book), change); !st.ok()) {
     // Only a broken invariant (the placer used GPUs that are not free) or a ledger that refuses
     // changes gets here; nothing was reserved.
@@ -1013,8 +1012,8 @@ StatusOr<std::string> Extender::Bind(std::string_view body) {
       if (!bound) {
         // The scheduler chose differently: the plan no longer holds, so the gang's unbound pods
         // give their reservations back and are placed again.
-        (void)ReleaseOpenSlots(g, "bind mismatch: " + name + " to " + b->node + ", reserved " +
-                                      held);
+        (void)ReleaseOpenSlots(g,
+                               "bind mismatch: " + name + " to " + b->node + ", reserved " + held);
       }
       answer = ErrorResult(std::string(kPrefix) + "pod " + name + " is reserved on " + held +
                            ", not " + b->node + (bound ? " (already bound)" : "") +
@@ -1046,11 +1045,14 @@ StatusOr<std::string> Extender::Bind(std::string_view body) {
       return;
     }
     const Slot& s = it->second->slots[slot];
-    json book{{"gang", gang_key}, {"rank", slot}, {"pod_id", s.pod_id}, {"pod", s.pod_name},
+    json book{{"gang", gang_key},
+              {"rank", slot},
+              {"pod_id", s.pod_id},
+              {"pod", s.pod_name},
               {"uid", s.uid}};
     Status rs = Record("bind", std::move(book), {});
-    answer = ErrorResult(rs.ok() ? "" : std::string(kPrefix) + "recording the binding: " +
-                                            rs.message());
+    answer =
+        ErrorResult(rs.ok() ? "" : std::string(kPrefix) + "recording the binding: " + rs.message());
   });
   if (!st.ok()) return st;
   return answer;
@@ -1168,41 +1170,41 @@ StatusOr<std::string> Extender::Preempt(std::string_view body) {
     for (const auto& [node, nv] : victims) keep[node] = &nv;
   } else {
     Status run = ledger_->Run([&] {
-    std::lock_guard<std::mutex> lock(mu_);
-    const int64_t now = ledger_->NowUs();
-    SweepExpired(now);
-    auto gang = GangFor(info, now);
-    if (gang.ok()) {
-      GangState& g = **gang;
-      int open = 0;
-      for (const Slot& s : g.slots) open += s.bound ? 0 : 1;
-      const job::JobSpec spec = RemainderSpec(g.spec, open, g.gpus_per_pod);
-      for (const auto& [node_name, nv] : victims) {
-        const int node = cluster_.FindNode(node_name);
-        if (node < 0 || open == 0) continue;
-        // Gang rule: a victim that belongs to a gang takes its whole gang down (its controller
-        // restarts all of it), so every GPU of that gang counts as freed; the preemptor's own
-        // unbound reservations are freed too. The node stays a candidate only when the
-        // preemptor's gang then fits and uses this node.
-        sched::ClusterState view = state();
-        for (const Slot& s : g.slots) {
-          if (!s.bound && s.alloc_id != 0) (void)view.Release(s.alloc_id);
-        }
-        for (const std::string& uid : nv.uids) {
-          auto pg = pod_gang_.find(uid);
-          if (pg == pod_gang_.end() || pg->second == g.key) continue;
-          for (const Slot& s : gangs_.at(pg->second)->slots) {
-            if (s.alloc_id != 0 && view.HasAllocation(s.alloc_id)) (void)view.Release(s.alloc_id);
+      std::lock_guard<std::mutex> lock(mu_);
+      const int64_t now = ledger_->NowUs();
+      SweepExpired(now);
+      auto gang = GangFor(info, now);
+      if (gang.ok()) {
+        GangState& g = **gang;
+        int open = 0;
+        for (const Slot& s : g.slots) open += s.bound ? 0 : 1;
+        const job::JobSpec spec = RemainderSpec(g.spec, open, g.gpus_per_pod);
+        for (const auto& [node_name, nv] : victims) {
+          const int node = cluster_.FindNode(node_name);
+          if (node < 0 || open == 0) continue;
+          // Gang rule: a victim that belongs to a gang takes its whole gang down (its controller
+          // restarts all of it), so every GPU of that gang counts as freed; the preemptor's own
+          // unbound reservations are freed too. The node stays a candidate only when the
+          // preemptor's gang then fits and uses this node.
+          sched::ClusterState view = state();
+          for (const Slot& s : g.slots) {
+            if (!s.bound && s.alloc_id != 0) (void)view.Release(s.alloc_id);
+          }
+          for (const std::string& uid : nv.uids) {
+            auto pg = pod_gang_.find(uid);
+            if (pg == pod_gang_.end() || pg->second == g.key) continue;
+            for (const Slot& s : gangs_.at(pg->second)->slots) {
+              if (s.alloc_id != 0 && view.HasAllocation(s.alloc_id)) (void)view.Release(s.alloc_id);
+            }
+          }
+          sched::Verdict v =
+              PlacePods(ledger_->placer(), view, spec, open, g.gpus_per_pod, max_node_gpus_);
+          if (!v.fit()) continue;
+          for (const sched::NodeGpus& part : v.placement->parts) {
+            if (part.node == node) keep[node_name] = &nv;
           }
         }
-        sched::Verdict v =
-            PlacePods(ledger_->placer(), view, spec, open, g.gpus_per_pod, max_node_gpus_);
-        if (!v.fit()) continue;
-        for (const sched::NodeGpus& part : v.placement->parts) {
-          if (part.node == node) keep[node_name] = &nv;
-        }
       }
-    }
     });
     if (!run.ok()) return run;
   }

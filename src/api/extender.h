@@ -11,13 +11,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "core/status.h"
 #include "job/job_spec.h"
@@ -79,7 +78,7 @@ class PodBinder {
 
 // The GPU part of an extender record.
 struct HoldChange {
-  std::vector<int64_t> releases;                            // freed first
+  std::vector<int64_t> releases;                           // freed first
   std::vector<std::pair<int64_t, sched::NodeGpus>> holds;  // then taken (id > 0)
 };
 
@@ -215,8 +214,8 @@ class Extender {
   Status ApplyBook(const nlohmann::json& book, int64_t time_us);
   // Frees the GPUs of `ranks` (those that hold some); `clear_pods`: the pods of those ranks are
   // gone; `forget`: the gang is dropped afterwards (its GangState is destroyed).
-  Status ReleaseRanks(GangState& gang, const std::vector<int>& ranks, bool clear_pods,
-                      bool forget, const std::string& decision);
+  Status ReleaseRanks(GangState& gang, const std::vector<int>& ranks, bool clear_pods, bool forget,
+                      const std::string& decision);
   // The gang of a GPU pod (created on its first pod), or the reason it has none.
   StatusOr<GangState*> GangFor(const PodInfo& pod, int64_t now_us);
   // The slot the pod holds (assigned on first sight), or the reason it gets none.

@@ -118,11 +118,11 @@ StatusOr<std::unique_ptr<Service>> Service::Open(const topo::Cluster& cluster, O
     std::vector<int64_t> held;
     for (const auto& [id, parts] : s->sched_->Holds()) held.push_back(id);
     if (s->extender_->HoldIds() != held) {
-      return Status(StatusCode::kDataLoss,
-                    s->options_.db_path + ": the replayed pod reservations (" +
-                        std::to_string(s->extender_->HoldIds().size()) +
-                        ") differ from the scheduler's holds (" + std::to_string(held.size()) +
-                        ")");
+      return Status(StatusCode::kDataLoss, s->options_.db_path +
+                                               ": the replayed pod reservations (" +
+                                               std::to_string(s->extender_->HoldIds().size()) +
+                                               ") differ from the scheduler's holds (" +
+                                               std::to_string(held.size()) + ")");
     }
   } else if (!s->sched_->Holds().empty()) {
     spdlog::warn(
@@ -848,8 +848,7 @@ Status Service::CheckInvariants() const {
     if (extender_->HoldIds() != held) {
       return InternalError("the extender's reserved/bound slots (" +
                            std::to_string(extender_->HoldIds().size()) +
-                           ") are not the scheduler's holds (" + std::to_string(held.size()) +
-                           ")");
+                           ") are not the scheduler's holds (" + std::to_string(held.size()) + ")");
     }
   }
   return OkStatus();

@@ -4,16 +4,14 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <yaml-cpp/yaml.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <random>
 #include <string>
-
-#include <yaml-cpp/yaml.h>
-
-#include <cstdlib>
 
 #include "api/extender.h"
 #include "api/kube_binder.h"
@@ -137,6 +135,22 @@ int RunServe(const ServeArgs& a) {
   if (a.sync != "full" && a.sync != "normal") {
     return Fail(InvalidArgumentError("--sync: expected full or normal, got \"" + a.sync + "\""));
   }
+  // Extender options are checked before anything is written.
+  api::ExtenderOptions extender_options;
+  if (a.extender) {
+    if (!a.extender_config.empty()) {
+      if (Status st = ReadExtenderConfig(a.extender_config, extender_options); !st.ok()) {
+        return Fail(st);
+      }
+    }
+    if (a.reservation_timeout_s < 0) {
+      return Fail(InvalidArgumentError("--reservation-timeout-s: must be > 0"));
+    }
+    if (a.reservation_timeout_s > 0) {
+      extender_options.reservation_timeout_us = a.reservation_timeout_s * 1000 * 1000;
+    }
+    if (Status st = extender_options.Validate(); !st.ok()) return Fail(st);
+  }
   StatusOr<std::string> token =
       a.token_file.empty() ? MakeToken(a.db + ".token") : ReadToken(a.token_file);
   if (!token.ok()) return Fail(token.status());
@@ -162,19 +176,8 @@ int RunServe(const ServeArgs& a) {
   o.pass_interval_ms = a.pass_interval_ms;
   std::unique_ptr<api::KubeApiBinder> binder;
   o.extender = a.extender;
+  o.extender_options = extender_options;
   if (a.extender) {
-    if (!a.extender_config.empty()) {
-      if (Status st = ReadExtenderConfig(a.extender_config, o.extender_options); !st.ok()) {
-        return Fail(st);
-      }
-    }
-    if (a.reservation_timeout_s < 0) {
-      return Fail(InvalidArgumentError("--reservation-timeout-s: must be > 0"));
-    }
-    if (a.reservation_timeout_s > 0) {
-      o.extender_options.reservation_timeout_us = a.reservation_timeout_s * 1000 * 1000;
-    }
-    if (Status st = o.extender_options.Validate(); !st.ok()) return Fail(st);
     std::string server = a.kube_api_server;
     if (server.empty()) {
       // In a pod: the API server the service account talks to.

@@ -114,16 +114,14 @@ class ExtenderServeTest : public ::testing::Test {
     return Verb("filter", {{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", all_}});
   }
   json Bind(const std::string& name, const std::string& node) {
-    return Verb("bind", {{"PodName", name},
-                         {"PodNamespace", "ml"},
-                         {"PodUID", "uid-" + name},
-                         {"Node", node}});
+    return Verb(
+        "bind",
+        {{"PodName", name}, {"PodNamespace", "ml"}, {"PodUID", "uid-" + name}, {"Node", node}});
   }
   httplib::Result PodDeleted(const std::string& name) {
-    return client_->Post("/extender/pod-deleted",
-                         {{"Authorization", std::string("Bearer ") + kToken}},
-                         json{{"PodName", name}, {"PodNamespace", "ml"}}.dump(),
-                         "application/json");
+    return client_->Post(
+        "/extender/pod-deleted", {{"Authorization", std::string("Bearer ") + kToken}},
+        json{{"PodName", name}, {"PodNamespace", "ml"}}.dump(), "application/json");
   }
   // Filters (and prioritizes) the pod; returns the one node it passes ("" when none).
   std::string Place(const json& pod) {
@@ -424,9 +422,8 @@ TEST_F(ExtenderServeTest, ConcurrentRestAndPodsNeverShareAGpuAndReplayToTheSameS
       cli.set_read_timeout(std::chrono::seconds(30));
       for (int i = 0; i < 20; ++i) {
         auto r = cli.Post("/api/v1/jobs", {{"Authorization", std::string("Bearer ") + kToken}},
-                          testing_api::JobJson("rest-" + std::to_string(t) + "-" +
-                                                   std::to_string(i),
-                                               1 << (i % 4)),
+                          testing_api::JobJson(
+                              "rest-" + std::to_string(t) + "-" + std::to_string(i), 1 << (i % 4)),
                           "application/json");
         EXPECT_TRUE(r && r->status == 201);
       }
@@ -441,12 +438,12 @@ TEST_F(ExtenderServeTest, ConcurrentRestAndPodsNeverShareAGpuAndReplayToTheSameS
         const std::string group = "g" + std::to_string(t) + "-" + std::to_string(i);
         for (int rank = 0; rank < 2; ++rank) {
           const std::string name = group + "-" + std::to_string(rank);
-          const json pod = Pod(name, 4,
-                               {{"toposched.io/pod-group", group},
-                                {"toposched.io/pod-index", std::to_string(rank)}},
-                               {{"toposched.io/group-size", "2"}});
-          auto f = cli.Post("/extender/filter",
-                            json{{"Pod", pod}, {"NodeNames", all_}}.dump(), "application/json");
+          const json pod = Pod(
+              name, 4,
+              {{"toposched.io/pod-group", group}, {"toposched.io/pod-index", std::to_string(rank)}},
+              {{"toposched.io/group-size", "2"}});
+          auto f = cli.Post("/extender/filter", json{{"Pod", pod}, {"NodeNames", all_}}.dump(),
+                            "application/json");
           ASSERT_TRUE(f && f->status == 200);
           const json fj = json::parse(f->body);
           if (fj["NodeNames"].size() != 1) continue;  // the cluster is full for now
@@ -510,17 +507,17 @@ TEST(ExtenderServeBinary, VerbsOnTheServedInstance) {
   std::string node;
   {
     httplib::Client cli("127.0.0.1", serve.port());
-    auto f = cli.Post("/extender/filter",
-                      json{{"Pod", pod}, {"NodeNames", all}}.dump(), "application/json");
+    auto f = cli.Post("/extender/filter", json{{"Pod", pod}, {"NodeNames", all}}.dump(),
+                      "application/json");
     ASSERT_TRUE(f && f->status == 200) << (f ? f->body : serve.log(0));
     json fj = json::parse(f->body);
     ASSERT_EQ(fj["NodeNames"].size(), 1u) << f->body;
     node = fj["NodeNames"][0];
-    auto b = cli.Post("/extender/bind",
-                      json{{"PodName", "solo"}, {"PodNamespace", "ml"}, {"PodUID", "uid-solo"},
-                           {"Node", node}}
-                          .dump(),
-                      "application/json");
+    auto b = cli.Post(
+        "/extender/bind",
+        json{{"PodName", "solo"}, {"PodNamespace", "ml"}, {"PodUID", "uid-solo"}, {"Node", node}}
+            .dump(),
+        "application/json");
     ASSERT_TRUE(b && b->status == 200);
     EXPECT_EQ(json::parse(b->body), json({{"Error", ""}}));
   }
@@ -550,6 +547,32 @@ TEST(ExtenderServeBinary, VerbsOnTheServedInstance) {
     EXPECT_EQ(f->status, 404);
   }
   serve.Kill();
+  // Gang keys from --extender-config: a two-pod gang under another label reserves both pods.
+  testing_api::WriteFile(dir + "/ext.yaml",
+                         "group_name_key: example.com/gang\nreservation_timeout_s: 60\n");
+  serve.set_extra_args({"--kube-api-server", "none", "--extender-config", dir + "/ext.yaml"});
+  ASSERT_TRUE(serve.Start()) << serve.log(3);
+  {
+    httplib::Client cli("127.0.0.1", serve.port());
+    const json duo =
+        Pod("duo-0", 4, {{"example.com/gang", "duo"}}, {{"toposched.io/group-size", "2"}});
+    auto f = cli.Post("/extender/filter", json{{"Pod", duo}, {"NodeNames", all}}.dump(),
+                      "application/json");
+    ASSERT_TRUE(f && f->status == 200);
+    EXPECT_EQ(json::parse(f->body)["NodeNames"].size(), 1u) << f->body;
+    std::string metrics = cli.Get("/metrics")->body;
+    EXPECT_NE(metrics.find("toposched_k8s_pod_gpus 16\n"), std::string::npos);  // 8 + 4 + 4
+  }
+  serve.Kill();
+  // A bad option is refused before anything starts.
+  testing_api::WriteFile(dir + "/bad.yaml", "group_name_key: x\nbogus: 1\n");
+  const std::string cmd = std::string(TS_CLI) + " serve --cluster " + TS_SOURCE_DIR +
+                          "/data/clusters/h100-2rack.yaml --db " + dir + "/other.db" +
+                          " --extender-config " + dir + "/bad.yaml > " + dir + "/bad.log 2>&1";
+  EXPECT_NE(std::system(cmd.c_str()), 0);
+  EXPECT_NE(testing_api::ReadFile(dir + "/bad.log").find("bad.yaml:2: bogus: unknown option"),
+            std::string::npos)
+      << testing_api::ReadFile(dir + "/bad.log");
   testing_api::RemoveDir(dir);
 }
 
