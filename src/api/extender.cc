@@ -118,18 +118,89 @@ bool PodsWhole(const sched::Placement& p, int pods, int gpus_per_pod) {
 
 }  // namespace
 
-Extender::Extender(const sched::GangPlacer& placer, sched::ClusterState state,
-                   ExtenderOptions options, Clock clock, PodBinder* binder)
-    : placer_(placer),
-      cluster_(placer.cluster()),
-      options_(std::move(options)),
-      clock_(std::move(clock)),
-      binder_(binder),
-      state_(std::move(state)) {
-  for (size_t n = 0; n < cluster_.nodes.size(); ++n) {
-    max_node_gpus_ = std::max(max_node_gpus_, state_.GpuCount(static_cast<int>(n)));
+// The standalone ledger: its own ClusterState, one mutex, holds as allocations with their id.
+class Extender::LocalLedger : public ExtenderLedger {
+ public:
+  LocalLedger(const sched::GangPlacer& placer, sched::ClusterState state, Clock clock)
+      : placer_(placer), state_(std::move(state)), clock_(std::move(clock)) {}
+  Status Run(const std::function<void()>& fn) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    fn();
+    return OkStatus();
   }
-  for (int64_t id : state_.AllocationIds()) next_alloc_id_ = std::max(next_alloc_id_, id + 1);
+  const sched::ClusterState& state() const override { return state_; }
+  const sched::GangPlacer& placer() const override { return placer_; }
+  int64_t NowUs() override { return clock_(); }
+  bool keeps_records() const override { return false; }
+  Status Commit(const std::string& kind, const HoldChange& c, const std::string& payload) override {
+    (void)kind;
+    (void)payload;
+    std::vector<std::pair<int64_t, std::vector<sched::NodeGpus>>> released;
+    std::vector<int64_t> taken;
+    Status st;
+    for (int64_t id : c.releases) {
+      const std::vector<sched::NodeGpus>* parts = state_.Allocation(id);
+      if (parts == nullptr) {
+        st = NotFoundError("hold " + std::to_string(id) + " not found");
+        break;
+      }
+      released.emplace_back(id, *parts);
+      (void)state_.Release(id);
+    }
+    for (size_t i = 0; st.ok() && i < c.holds.size(); ++i) {
+      st = state_.Allocate(c.holds[i].first, {c.holds[i].second});
+      if (st.ok()) taken.push_back(c.holds[i].first);
+    }
+    if (st.ok()) return st;
+    for (int64_t id : taken) (void)state_.Release(id);  // all or nothing
+    for (const auto& [id, parts] : released) (void)state_.Allocate(id, parts);
+    return st;
+  }
+
+ private:
+  const sched::GangPlacer& placer_;
+  sched::ClusterState state_;
+  Clock clock_;
+  std::mutex mu_;
+};
+
+StatusOr<HoldChange> ReadHoldChange(std::string_view payload, const topo::Cluster& cluster) {
+  const json j = json::parse(payload.begin(), payload.end(), nullptr, false);
+  if (!j.is_object()) return InvalidArgumentError("extender record: expected a JSON object");
+  HoldChange c;
+  try {
+    if (j.contains("releases")) {
+      for (const json& id : j.at("releases")) c.releases.push_back(id.get<int64_t>());
+    }
+    if (j.contains("holds")) {
+      for (const json& h : j.at("holds")) {
+        const std::string name = h.at("node").get<std::string>();
+        const int node = cluster.FindNode(name);
+        if (node < 0) {
+          return InvalidArgumentError("extender record: holds: no node \"" + name + "\"");
+        }
+        sched::NodeGpus part{node, {}};
+        for (const json& g : h.at("gpus")) part.gpus.set(g.get<int>());
+        const int64_t id = h.at("id").get<int64_t>();
+        if (id <= 0) return InvalidArgumentError("extender record: holds: id must be > 0");
+        c.holds.emplace_back(id, part);
+      }
+    }
+  } catch (const std::exception& e) {
+    return InvalidArgumentError(std::string("extender record: ") + e.what());
+  }
+  return c;
+}
+
+Extender::Extender(const topo::Cluster& cluster, ExtenderLedger& ledger, ExtenderOptions options,
+                   PodBinder* binder)
+    : cluster_(cluster), ledger_(&ledger), options_(std::move(options)), binder_(binder) {
+  for (size_t n = 0; n < cluster_.nodes.size(); ++n) {
+    max_node_gpus_ = std::max(max_node_gpus_, ledger.state().GpuCount(static_cast<int>(n)));
+  }
+  for (int64_t id : ledger.state().AllocationIds()) {
+    next_alloc_id_ = std::max(next_alloc_id_, id + 1);
+  }
 }
 
 Extender::~Extender() = default;
@@ -145,55 +216,209 @@ StatusOr<std::unique_ptr<Extender>> Extender::Create(const sched::GangPlacer& pl
         "gang placer's");
   }
   if (!clock) clock = SteadyNowUs;
-  return std::unique_ptr<Extender>(
-      new Extender(placer, std::move(initial), std::move(options), std::move(clock), binder));
+  auto ledger = std::make_unique<LocalLedger>(placer, std::move(initial), std::move(clock));
+  std::unique_ptr<Extender> e(new Extender(placer.cluster(), *ledger, std::move(options), binder));
+  e->own_ledger_ = std::move(ledger);
+  return e;
 }
 
-int64_t Extender::Now() const { return clock_(); }
-
-void Extender::ReleaseSlot(GangState& g, int i) {
-  Slot& s = g.slots[i];
-  if (s.alloc_id != 0) (void)state_.Release(s.alloc_id);
-  s.alloc_id = 0;
-  s.node = -1;
-  s.gpus = sched::GpuMask();
-  s.bound = false;
+StatusOr<std::unique_ptr<Extender>> Extender::CreateShared(const topo::Cluster& cluster,
+                                                           ExtenderLedger& ledger,
+                                                           ExtenderOptions options,
+                                                           PodBinder* binder) {
+  if (Status s = options.Validate(); !s.ok()) return s;
+  if (ledger.state().cluster().nodes.size() != cluster.nodes.size()) {
+    return InvalidArgumentError("extender: the ledger's occupancy is over another cluster");
+  }
+  std::unique_ptr<Extender> e(new Extender(cluster, ledger, std::move(options), binder));
+  // Hold ids come from the records (Restore); allocation ids of a shared state are not ours.
+  e->next_alloc_id_ = 1;
+  return e;
 }
 
-void Extender::ReleaseOpenSlots(GangState& g) {
-  for (size_t i = 0; i < g.slots.size(); ++i) {
-    if (!g.slots[i].bound && g.slots[i].alloc_id != 0) ReleaseSlot(g, static_cast<int>(i));
+namespace {
+
+json GpusJson(const sched::GpuMask& m) {
+  json a = json::array();
+  for (int g : m.Positions()) a.push_back(g);
+  return a;
+}
+
+}  // namespace
+
+Status Extender::Record(const std::string& op, json book, const HoldChange& change) {
+  book["op"] = op;
+  std::string text;
+  if (ledger_->keeps_records()) {
+    json payload = book;
+    json rel = json::array();
+    for (int64_t id : change.releases) rel.push_back(id);
+    json holds = json::array();
+    for (const auto& [id, part] : change.holds) {
+      holds.push_back(
+          {{"id", id}, {"node", cluster_.nodes[part.node].name}, {"gpus", GpusJson(part.gpus)}});
+    }
+    payload["releases"] = rel;
+    payload["holds"] = holds;
+    text = payload.dump();
+  }
+  if (Status st = ledger_->Commit("k8s_" + op, change, text); !st.ok()) return st;
+  return ApplyBook(book, ledger_->NowUs());
+}
+
+Status Extender::ApplyBook(const json& b, int64_t time_us) {
+  try {
+    const std::string op = b.at("op").get<std::string>();
+    const std::string key = b.at("gang").get<std::string>();
+    auto it = gangs_.find(key);
+    auto set_pod = [&](GangState& g, Slot& s, const json& e) {
+      if (!e.contains("pod_id")) return;
+      if (!s.pod_id.empty() && s.pod_id != e.at("pod_id").get<std::string>()) {
+        pod_gang_.erase(s.pod_id);
+        pod_gang_.erase(s.pod_name);
+      }
+      s.pod_id = e.at("pod_id").get<std::string>();
+      s.pod_name = e.at("pod").get<std::string>();
+      s.uid = e.value("uid", "");
+      pod_gang_[s.pod_id] = g.key;
+      pod_gang_[s.pod_name] = g.key;
+    };
+    auto slot_of = [&](GangState& g, const json& e) -> Slot& {
+      const int rank = e.at("rank").get<int>();
+      if (rank < 0 || rank >= static_cast<int>(g.slots.size())) {
+        throw std::out_of_range("rank " + std::to_string(rank) + " outside gang " + g.key);
+      }
+      return g.slots[rank];
+    };
+    if (op == "reserve") {
+      if (it == gangs_.end()) {
+        auto spec = job::ParseJobJson(b.at("spec").dump(), "spec");
+        if (!spec.ok()) return Status(StatusCode::kDataLoss, spec.status().message());
+        auto g = std::make_unique<GangState>();
+        g->key = key;
+        g->lone = b.at("lone").get<bool>();
+        g->gpus_per_pod = b.at("gpus_per_pod").get<int>();
+        g->spec = std::move(spec).value();
+        g->slots.resize(b.at("size").get<int>());
+        it = gangs_.emplace(key, std::move(g)).first;
+      }
+      GangState& g = *it->second;
+      g.domain = b.value("domain", "");
+      g.predicted_ms = b.value("predicted_ms", 0.0);
+      g.last_decision = b.value("decision", "");
+      g.touched_us = std::max(g.touched_us, time_us);
+      for (const json& e : b.at("slots")) {
+        Slot& s = slot_of(g, e);
+        s.alloc_id = e.at("hold").get<int64_t>();
+        s.node = cluster_.FindNode(e.at("node").get<std::string>());
+        if (s.node < 0) throw std::out_of_range("unknown node " + e.at("node").dump());
+        s.gpus = sched::GpuMask();
+        for (const json& x : e.at("gpus")) s.gpus.set(x.get<int>());
+        s.bound = false;
+        set_pod(g, s, e);
+        next_alloc_id_ = std::max(next_alloc_id_, s.alloc_id + 1);
+      }
+      return OkStatus();
+    }
+    if (it == gangs_.end()) {
+      if (op == "release") return OkStatus();  // a gang already forgotten
+      return Status(StatusCode::kDataLoss, "extender record: " + op + " of unknown gang " + key);
+    }
+    GangState& g = *it->second;
+    if (op == "bind") {
+      Slot& s = slot_of(g, b);
+      if (s.alloc_id == 0) {
+        return Status(StatusCode::kDataLoss, "extender record: bind of rank " +
+                                                 b.at("rank").dump() + " of " + key +
+                                                 " without a reservation");
+      }
+      set_pod(g, s, b);
+      s.bound = true;
+      g.touched_us = std::max(g.touched_us, time_us);
+      return OkStatus();
+    }
+    if (op == "release") {
+      for (const json& r : b.at("ranks")) {
+        Slot& s = g.slots.at(r.get<size_t>());
+        s.alloc_id = 0;
+        s.node = -1;
+        s.gpus = sched::GpuMask();
+        s.bound = false;
+        if (b.value("clear_pods", false)) {
+          pod_gang_.erase(s.pod_id);
+          pod_gang_.erase(s.pod_name);
+          s.pod_id.clear();
+          s.pod_name.clear();
+          s.uid.clear();
+        }
+      }
+      if (b.contains("decision")) g.last_decision = b.at("decision").get<std::string>();
+      if (b.value("forget", false)) {
+        for (const Slot& s : g.slots) {
+          if (s.pod_id.empty()) continue;
+          pod_gang_.erase(s.pod_id);
+          pod_gang_.erase(s.pod_name);
+        }
+        gangs_.erase(it);
+      }
+      return OkStatus();
+    }
+    return Status(StatusCode::kDataLoss, "extender record: unknown op \"" + op + "\"");
+  } catch (const std::exception& e) {
+    return Status(StatusCode::kDataLoss, std::string("extender record: ") + e.what());
   }
 }
 
+Status Extender::ReleaseRanks(GangState& g, const std::vector<int>& ranks, bool clear_pods,
+                              bool forget, const std::string& decision) {
+  HoldChange change;
+  json rs = json::array();
+  for (int r : ranks) {
+    rs.push_back(r);
+    if (g.slots[r].alloc_id != 0) change.releases.push_back(g.slots[r].alloc_id);
+  }
+  json book{{"gang", g.key}, {"ranks", rs}, {"clear_pods", clear_pods}, {"forget", forget}};
+  if (!decision.empty()) book["decision"] = decision;
+  if (change.releases.empty()) {
+    // No GPU changes hands: bookkeeping only, nothing to store (a restored gang without holds
+    // is forgotten again when it expires).
+    book["op"] = "release";
+    return ApplyBook(book, ledger_->NowUs());
+  }
+  return Record("release", std::move(book), change);
+}
+
+Status Extender::ReleaseOpenSlots(GangState& g, const std::string& decision) {
+  std::vector<int> open;
+  for (size_t i = 0; i < g.slots.size(); ++i) {
+    if (!g.slots[i].bound && g.slots[i].alloc_id != 0) open.push_back(static_cast<int>(i));
+  }
+  if (open.empty()) return OkStatus();
+  return ReleaseRanks(g, open, false, false, decision);
+}
+
 void Extender::SweepExpired(int64_t now_us) {
-  for (auto it = gangs_.begin(); it != gangs_.end();) {
-    GangState& g = *it->second;
-    if (now_us - g.touched_us <= options_.reservation_timeout_us) {
-      ++it;
-      continue;
-    }
+  std::vector<std::string> expired;
+  for (const auto& [key, g] : gangs_) {
+    if (now_us - g->touched_us > options_.reservation_timeout_us) expired.push_back(key);
+  }
+  for (const std::string& key : expired) {
+    GangState& g = *gangs_.at(key);
     bool any_bound = false;
     for (const Slot& s : g.slots) any_bound = any_bound || s.bound;
+    Status st;
     if (any_bound) {
       // Bound pods keep their GPUs; the others lose their reservation and, when they come back,
       // are placed again as the rest of the gang.
-      bool any_open = false;
-      for (const Slot& s : g.slots) any_open = any_open || (!s.bound && s.alloc_id != 0);
-      if (any_open) {
-        ReleaseOpenSlots(g);
-        g.last_decision = "reservation expired";
+      st = ReleaseOpenSlots(g, "reservation expired");
+    } else {
+      std::vector<int> open;
+      for (size_t i = 0; i < g.slots.size(); ++i) {
+        if (g.slots[i].alloc_id != 0) open.push_back(static_cast<int>(i));
       }
-      ++it;
-      continue;
+      st = ReleaseRanks(g, open, false, true, "reservation expired");
     }
-    ReleaseOpenSlots(g);
-    for (const Slot& s : g.slots) {
-      if (s.pod_id.empty()) continue;
-      pod_gang_.erase(s.pod_id);
-      pod_gang_.erase(s.pod_name);
-    }
-    it = gangs_.erase(it);
+    if (!st.ok()) return;  // the ledger refuses changes; the next call tries again
   }
 }
 
@@ -259,9 +484,12 @@ StatusOr<int> Extender::SlotFor(GangState& g, const PodInfo& info) {
     if (!s.pod_id.empty()) {
       // A new incarnation of the pod of this rank (its controller recreated it): the old one is
       // gone, and so are its GPUs once it was bound.
-      pod_gang_.erase(s.pod_id);
-      pod_gang_.erase(s.pod_name);
-      if (s.bound) ReleaseSlot(g, slot);
+      if (s.bound) {
+        if (Status st = ReleaseRanks(g, {slot}, true, false, ""); !st.ok()) return st;
+      } else {
+        pod_gang_.erase(s.pod_id);
+        pod_gang_.erase(s.pod_name);
+      }
     }
   } else {
     for (size_t i = 0; i < g.slots.size() && slot < 0; ++i) {
@@ -343,44 +571,60 @@ sched::Verdict Extender::PlaceOpenSlots(GangState& g, const std::vector<uint8_t>
   v.kind = sched::VerdictKind::kFit;
   if (open.empty()) return v;
   const job::JobSpec spec = RemainderSpec(g.spec, static_cast<int>(open.size()), g.gpus_per_pod);
+  const sched::GangPlacer& placer = ledger_->placer();
   if (allowed == nullptr) {
-    v = PlacePods(placer_, state_, spec, static_cast<int>(open.size()), g.gpus_per_pod,
+    v = PlacePods(placer, state(), spec, static_cast<int>(open.size()), g.gpus_per_pod,
                   max_node_gpus_);
   } else {
-    sched::ClusterState view = state_;
+    sched::ClusterState view = state();
     for (size_t n = 0; n < allowed->size(); ++n) {
       if (!(*allowed)[n]) (void)view.SetNodeDrained(static_cast<int>(n), true);
     }
-    v = PlacePods(placer_, view, spec, static_cast<int>(open.size()), g.gpus_per_pod,
+    v = PlacePods(placer, view, spec, static_cast<int>(open.size()), g.gpus_per_pod,
                   max_node_gpus_);
   }
   g.last_decision = std::string(sched::VerdictKindName(v.kind)) + ": " + v.Explain();
   if (!v.fit()) return v;
   const sched::Placement& p = *v.placement;
-  std::vector<int> done;
+  HoldChange change;
+  json slots = json::array();
   for (size_t j = 0; j < open.size(); ++j) {
-    Slot& s = g.slots[open[j]];
+    const Slot& s = g.slots[open[j]];
     const size_t first = j * static_cast<size_t>(g.gpus_per_pod);
-    s.node = p.ranks[first].node;
-    s.gpus = sched::GpuMask();
-    for (int r = 0; r < g.gpus_per_pod; ++r) s.gpus.set(p.ranks[first + r].gpu);
-    const int64_t id = next_alloc_id_++;
-    Status st = state_.Allocate(id, {sched::NodeGpus{s.node, s.gpus}});
-    if (!st.ok()) {
-      // Only a broken invariant gets here (the placer used free GPUs); undo, report.
-      s.node = -1;
-      for (int k : done) ReleaseSlot(g, k);
-      sched::Verdict bad;
-      bad.kind = sched::VerdictKind::kUnschedulable;
-      bad.reasons.push_back("reservation failed: " + st.message());
-      g.last_decision = "unschedulable: " + bad.Explain();
-      return bad;
+    sched::NodeGpus part{p.ranks[first].node, {}};
+    for (int r = 0; r < g.gpus_per_pod; ++r) part.gpus.set(p.ranks[first + r].gpu);
+    const int64_t id = next_alloc_id_ + static_cast<int64_t>(j);
+    change.holds.emplace_back(id, part);
+    json e{{"rank", open[j]},
+           {"hold", id},
+           {"node", cluster_.nodes[part.node].name},
+           {"gpus", GpusJson(part.gpus)}};
+    if (!s.pod_id.empty()) {
+      e["pod_id"] = s.pod_id;
+      e["pod"] = s.pod_name;
+      e["uid"] = s.uid;
     }
-    s.alloc_id = id;
-    done.push_back(open[j]);
+    slots.push_back(std::move(e));
   }
-  g.domain = p.domain;
-  g.predicted_ms = p.predicted_ms;
+  json book{
+      {"gang", g.key},
+      {"lone", g.lone},
+      {"gpus_per_pod", g.gpus_per_pod},
+      {"size", g.slots.size()},
+      {"spec", ledger_->keeps_records() ? json::parse(job::JobSpecToJson(g.spec, -1)) : json()},
+      {"domain", p.domain},
+      {"predicted_ms", p.predicted_ms},
+      {"decision", g.last_decision},
+      {"slots", std::move(slots)}};
+  if (Status st = Record("reserve", std::move(book), change); !st.ok()) {
+    // Only a broken invariant (the placer used GPUs that are not free) or a ledger that refuses
+    // changes gets here; nothing was reserved.
+    sched::Verdict bad;
+    bad.kind = sched::VerdictKind::kUnschedulable;
+    bad.reasons.push_back("reservation failed: " + st.message());
+    g.last_decision = "unschedulable: " + bad.Explain();
+    return bad;
+  }
   return v;
 }
 
@@ -420,7 +664,10 @@ Extender::Assignment Extender::Assign(const PodInfo& info, const Candidates& can
     for (int n : cand.nodes) {
       if (n >= 0) allowed[n] = 1;
     }
-    ReleaseOpenSlots(g);
+    if (Status st = ReleaseOpenSlots(g, ""); !st.ok()) {
+      a.reason = kPrefix + st.message();
+      return a;
+    }
     sched::Verdict v = PlaceOpenSlots(g, &allowed);
     if (!v.fit()) {
       a.reason = kPrefix + who + " does not fit on the nodes kube-scheduler allows: " + v.Explain();
@@ -599,10 +846,13 @@ StatusOr<std::string> Extender::Filter(std::string_view body) {
     // Not a GPU pod: not ours to restrict.
     for (size_t i = 0; i < cand.names.size(); ++i) pass.push_back(i);
   } else {
-    std::lock_guard<std::mutex> lock(mu_);
-    const int64_t now = Now();
-    SweepExpired(now);
-    a = Assign(info, cand, now);
+    Status st = ledger_->Run([&] {
+      std::lock_guard<std::mutex> lock(mu_);
+      const int64_t now = ledger_->NowUs();
+      SweepExpired(now);
+      a = Assign(info, cand, now);
+    });
+    if (!st.ok()) return st;
     for (size_t i = 0; i < cand.names.size(); ++i) {
       if (cand.nodes[i] < 0) {
         unresolvable.emplace_back(cand.names[i], &kNotInSpec);
@@ -654,10 +904,13 @@ StatusOr<std::string> Extender::Prioritize(std::string_view body) {
   if (Status s = ReadArgs(body, options_, cluster_, info, cand); !s.ok()) return s;
   int node = -1;
   if (info.pod.gpus > 0) {
-    std::lock_guard<std::mutex> lock(mu_);
-    const int64_t now = Now();
-    SweepExpired(now);
-    node = Assign(info, cand, now).node;
+    Status st = ledger_->Run([&] {
+      std::lock_guard<std::mutex> lock(mu_);
+      const int64_t now = ledger_->NowUs();
+      SweepExpired(now);
+      node = Assign(info, cand, now).node;
+    });
+    if (!st.ok()) return st;
   }
   std::string out;
   out.reserve(2 + 32 * cand.names.size());
@@ -717,50 +970,92 @@ StatusOr<std::string> Extender::Bind(std::string_view body) {
   if (!b.ok()) return b.status();
   const std::string name = b->pod_namespace + "/" + b->pod_name;
 
-  std::lock_guard<std::mutex> lock(mu_);
-  const int64_t now = Now();
-  SweepExpired(now);
-  auto it = pod_gang_.find(b->pod_uid);
-  if (b->pod_uid.empty() || it == pod_gang_.end()) it = pod_gang_.find(name);
-  if (it == pod_gang_.end()) {
-    return ErrorResult(std::string(kPrefix) + "pod " + name + " has no reservation (it was " +
-                       "not filtered by this extender, or its reservation expired)");
-  }
-  GangState& g = *gangs_.at(it->second);
+  // Checked and touched under the lock; the API server is called outside it (it may take
+  // seconds); then the binding is recorded if the reservation is still the one checked.
+  std::string answer;
+  bool call_binder = false;
+  std::string gang_key;
   int slot = -1;
-  for (size_t i = 0; i < g.slots.size() && slot < 0; ++i) {
-    const Slot& s = g.slots[i];
-    if ((!b->pod_uid.empty() && s.uid == b->pod_uid) || s.pod_name == name) {
-      slot = static_cast<int>(i);
+  int64_t hold = 0;
+  Status st = ledger_->Run([&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    const int64_t now = ledger_->NowUs();
+    SweepExpired(now);
+    auto it = pod_gang_.find(b->pod_uid);
+    if (b->pod_uid.empty() || it == pod_gang_.end()) it = pod_gang_.find(name);
+    if (it == pod_gang_.end()) {
+      answer = ErrorResult(std::string(kPrefix) + "pod " + name + " has no reservation (it was " +
+                           "not filtered by this extender, or its reservation expired)");
+      return;
     }
-  }
-  if (slot < 0) return ErrorResult(std::string(kPrefix) + "pod " + name + " has no slot");
-  Slot& s = g.slots[slot];
-  const int node = cluster_.FindNode(b->node);
-  if (s.node < 0) {
-    return ErrorResult(std::string(kPrefix) + "pod " + name + " has no reservation any more " +
-                       "(expired); it is placed again on its next scheduling attempt");
-  }
-  if (node != s.node) {
-    const std::string held = cluster_.nodes[s.node].name;
-    if (!s.bound) {
-      // The scheduler chose differently: the plan no longer holds, so the gang's unbound pods
-      // give their reservations back and are placed again.
-      ReleaseOpenSlots(g);
-      g.last_decision = "bind mismatch: " + name + " to " + b->node + ", reserved " + held;
+    GangState& g = *gangs_.at(it->second);
+    for (size_t i = 0; i < g.slots.size() && slot < 0; ++i) {
+      const Slot& s = g.slots[i];
+      if ((!b->pod_uid.empty() && s.uid == b->pod_uid) || s.pod_name == name) {
+        slot = static_cast<int>(i);
+      }
     }
-    return ErrorResult(std::string(kPrefix) + "pod " + name + " is reserved on " + held + ", not " +
-                       b->node + (s.bound ? " (already bound)" : "") +
-                       "; the gang's unbound reservations were released");
-  }
-  if (s.bound) return ErrorResult("");
+    if (slot < 0) {
+      answer = ErrorResult(std::string(kPrefix) + "pod " + name + " has no slot");
+      return;
+    }
+    Slot& s = g.slots[slot];
+    const int node = cluster_.FindNode(b->node);
+    if (s.node < 0) {
+      answer = ErrorResult(std::string(kPrefix) + "pod " + name + " has no reservation any " +
+                           "more (expired); it is placed again on its next scheduling attempt");
+      return;
+    }
+    if (node != s.node) {
+      const std::string held = cluster_.nodes[s.node].name;
+      const bool bound = s.bound;
+      if (!bound) {
+        // The scheduler chose differently: the plan no longer holds, so the gang's unbound pods
+        // give their reservations back and are placed again.
+        (void)ReleaseOpenSlots(g,
+                               "bind mismatch: " + name + " to " + b->node + ", reserved " + held);
+      }
+      answer = ErrorResult(std::string(kPrefix) + "pod " + name + " is reserved on " + held +
+                           ", not " + b->node + (bound ? " (already bound)" : "") +
+                           "; the gang's unbound reservations were released");
+      return;
+    }
+    if (s.bound) {
+      answer = ErrorResult("");
+      return;
+    }
+    g.touched_us = now;
+    gang_key = g.key;
+    hold = s.alloc_id;
+    call_binder = true;
+  });
+  if (!st.ok()) return st;
+  if (!call_binder) return answer;
   if (binder_ != nullptr) {
-    Status st = binder_->Bind(PodRef{b->pod_namespace, b->pod_name, b->pod_uid}, b->node);
-    if (!st.ok()) return ErrorResult(std::string(kPrefix) + "binding failed: " + st.message());
+    Status bs = binder_->Bind(PodRef{b->pod_namespace, b->pod_name, b->pod_uid}, b->node);
+    if (!bs.ok()) return ErrorResult(std::string(kPrefix) + "binding failed: " + bs.message());
   }
-  s.bound = true;
-  g.touched_us = now;
-  return ErrorResult("");
+  st = ledger_->Run([&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = gangs_.find(gang_key);
+    if (it == gangs_.end() || it->second->slots[slot].alloc_id != hold ||
+        it->second->slots[slot].bound) {
+      answer = ErrorResult(std::string(kPrefix) + "pod " + name + " lost its reservation " +
+                           "while it was being bound");
+      return;
+    }
+    const Slot& s = it->second->slots[slot];
+    json book{{"gang", gang_key},
+              {"rank", slot},
+              {"pod_id", s.pod_id},
+              {"pod", s.pod_name},
+              {"uid", s.uid}};
+    Status rs = Record("bind", std::move(book), {});
+    answer =
+        ErrorResult(rs.ok() ? "" : std::string(kPrefix) + "recording the binding: " + rs.message());
+  });
+  if (!st.ok()) return st;
+  return answer;
 }
 
 StatusOr<std::string> Extender::PodDeleted(std::string_view body) {
@@ -769,31 +1064,41 @@ StatusOr<std::string> Extender::PodDeleted(std::string_view body) {
   auto b = ReadBinding(*j, "PodDeleted", false);
   if (!b.ok()) return b.status();
   const std::string name = b->pod_namespace + "/" + b->pod_name;
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = pod_gang_.find(b->pod_uid);
-  if (b->pod_uid.empty() || it == pod_gang_.end()) it = pod_gang_.find(name);
-  if (it == pod_gang_.end()) return ErrorResult(std::string(kPrefix) + "unknown pod " + name);
-  const std::string key = it->second;
-  GangState& g = *gangs_.at(key);
-  bool any = false;
-  for (size_t i = 0; i < g.slots.size(); ++i) {
-    Slot& s = g.slots[i];
-    if ((!b->pod_uid.empty() && s.uid == b->pod_uid) ||
-        (!b->pod_name.empty() && s.pod_name == name)) {
-      pod_gang_.erase(s.pod_id);
-      pod_gang_.erase(s.pod_name);
-      ReleaseSlot(g, static_cast<int>(i));
-      s.pod_id.clear();
-      s.pod_name.clear();
-      s.uid.clear();
+  std::string answer;
+  Status st = ledger_->Run([&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pod_gang_.find(b->pod_uid);
+    if (b->pod_uid.empty() || it == pod_gang_.end()) it = pod_gang_.find(name);
+    if (it == pod_gang_.end()) {
+      answer = ErrorResult(std::string(kPrefix) + "unknown pod " + name);
+      return;
     }
-    any = any || !s.pod_id.empty();
-  }
-  if (!any) {
-    ReleaseOpenSlots(g);
-    gangs_.erase(key);
-  }
-  return ErrorResult("");
+    GangState& g = *gangs_.at(it->second);
+    std::vector<int> ranks;
+    bool any = false;
+    for (size_t i = 0; i < g.slots.size(); ++i) {
+      const Slot& s = g.slots[i];
+      if ((!b->pod_uid.empty() && s.uid == b->pod_uid) ||
+          (!b->pod_name.empty() && s.pod_name == name)) {
+        ranks.push_back(static_cast<int>(i));
+      } else {
+        any = any || !s.pod_id.empty();
+      }
+    }
+    // No pod of the gang left: every reservation goes and the gang is forgotten.
+    if (!any) {
+      for (size_t i = 0; i < g.slots.size(); ++i) {
+        if (g.slots[i].alloc_id != 0 &&
+            std::find(ranks.begin(), ranks.end(), static_cast<int>(i)) == ranks.end()) {
+          ranks.push_back(static_cast<int>(i));
+        }
+      }
+    }
+    Status rs = ReleaseRanks(g, ranks, true, !any, "");
+    answer = ErrorResult(rs.ok() ? "" : std::string(kPrefix) + rs.message());
+  });
+  if (!st.ok()) return st;
+  return answer;
 }
 
 StatusOr<std::string> Extender::Preempt(std::string_view body) {
@@ -864,40 +1169,44 @@ StatusOr<std::string> Extender::Preempt(std::string_view body) {
   if (info.pod.gpus == 0) {
     for (const auto& [node, nv] : victims) keep[node] = &nv;
   } else {
-    std::lock_guard<std::mutex> lock(mu_);
-    const int64_t now = Now();
-    SweepExpired(now);
-    auto gang = GangFor(info, now);
-    if (gang.ok()) {
-      GangState& g = **gang;
-      int open = 0;
-      for (const Slot& s : g.slots) open += s.bound ? 0 : 1;
-      const job::JobSpec spec = RemainderSpec(g.spec, open, g.gpus_per_pod);
-      for (const auto& [node_name, nv] : victims) {
-        const int node = cluster_.FindNode(node_name);
-        if (node < 0 || open == 0) continue;
-        // Gang rule: a victim that belongs to a gang takes its whole gang down (its controller
-        // restarts all of it), so every GPU of that gang counts as freed; the preemptor's own
-        // unbound reservations are freed too. The node stays a candidate only when the
-        // preemptor's gang then fits and uses this node.
-        sched::ClusterState view = state_;
-        for (const Slot& s : g.slots) {
-          if (!s.bound && s.alloc_id != 0) (void)view.Release(s.alloc_id);
-        }
-        for (const std::string& uid : nv.uids) {
-          auto pg = pod_gang_.find(uid);
-          if (pg == pod_gang_.end() || pg->second == g.key) continue;
-          for (const Slot& s : gangs_.at(pg->second)->slots) {
-            if (s.alloc_id != 0 && view.HasAllocation(s.alloc_id)) (void)view.Release(s.alloc_id);
+    Status run = ledger_->Run([&] {
+      std::lock_guard<std::mutex> lock(mu_);
+      const int64_t now = ledger_->NowUs();
+      SweepExpired(now);
+      auto gang = GangFor(info, now);
+      if (gang.ok()) {
+        GangState& g = **gang;
+        int open = 0;
+        for (const Slot& s : g.slots) open += s.bound ? 0 : 1;
+        const job::JobSpec spec = RemainderSpec(g.spec, open, g.gpus_per_pod);
+        for (const auto& [node_name, nv] : victims) {
+          const int node = cluster_.FindNode(node_name);
+          if (node < 0 || open == 0) continue;
+          // Gang rule: a victim that belongs to a gang takes its whole gang down (its controller
+          // restarts all of it), so every GPU of that gang counts as freed; the preemptor's own
+          // unbound reservations are freed too. The node stays a candidate only when the
+          // preemptor's gang then fits and uses this node.
+          sched::ClusterState view = state();
+          for (const Slot& s : g.slots) {
+            if (!s.bound && s.alloc_id != 0) (void)view.Release(s.alloc_id);
+          }
+          for (const std::string& uid : nv.uids) {
+            auto pg = pod_gang_.find(uid);
+            if (pg == pod_gang_.end() || pg->second == g.key) continue;
+            for (const Slot& s : gangs_.at(pg->second)->slots) {
+              if (s.alloc_id != 0 && view.HasAllocation(s.alloc_id)) (void)view.Release(s.alloc_id);
+            }
+          }
+          sched::Verdict v =
+              PlacePods(ledger_->placer(), view, spec, open, g.gpus_per_pod, max_node_gpus_);
+          if (!v.fit()) continue;
+          for (const sched::NodeGpus& part : v.placement->parts) {
+            if (part.node == node) keep[node_name] = &nv;
           }
         }
-        sched::Verdict v = PlacePods(placer_, view, spec, open, g.gpus_per_pod, max_node_gpus_);
-        if (!v.fit()) continue;
-        for (const sched::NodeGpus& part : v.placement->parts) {
-          if (part.node == node) keep[node_name] = &nv;
-        }
       }
-    }
+    });
+    if (!run.ok()) return run;
   }
   std::string out = "{\"NodeNameToMetaVictims\":{";
   bool first = true;
@@ -955,8 +1264,50 @@ std::vector<std::string> Extender::GangKeys() const {
 }
 
 sched::ClusterState Extender::StateSnapshot() const {
+  std::optional<sched::ClusterState> copy;
+  (void)ledger_->Run([&] { copy = state(); });
+  return std::move(*copy);
+}
+
+Status Extender::Sweep() {
+  return ledger_->Run([&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    SweepExpired(ledger_->NowUs());
+  });
+}
+
+Status Extender::Restore(const std::vector<std::pair<int64_t, std::string>>& records) {
   std::lock_guard<std::mutex> lock(mu_);
-  return state_;
+  for (size_t i = 0; i < records.size(); ++i) {
+    json b = json::parse(records[i].second, nullptr, false);
+    if (!b.is_object()) {
+      return Status(StatusCode::kDataLoss,
+                    "extender record " + std::to_string(i) + ": malformed payload");
+    }
+    for (const char* k : {"releases", "holds"}) {
+      if (!b.contains(k)) continue;
+      for (const json& h : b[k]) {
+        const int64_t id = h.is_object() ? h.value("id", int64_t{0}) : h.get<int64_t>();
+        next_alloc_id_ = std::max(next_alloc_id_, id + 1);
+      }
+      b.erase(k);
+    }
+    Status st = ApplyBook(b, records[i].first);
+    if (!st.ok()) return st.WithPrefix("extender record " + std::to_string(i));
+  }
+  return OkStatus();
+}
+
+std::vector<int64_t> Extender::HoldIds() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<int64_t> ids;
+  for (const auto& [k, g] : gangs_) {
+    for (const Slot& s : g->slots) {
+      if (s.alloc_id != 0) ids.push_back(s.alloc_id);
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
 }
 
 }  // namespace toposched::api

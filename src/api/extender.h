@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -75,6 +76,43 @@ class PodBinder {
   virtual Status Bind(const PodRef& pod, const std::string& node) = 0;
 };
 
+// The GPU part of an extender record.
+struct HoldChange {
+  std::vector<int64_t> releases;                           // freed first
+  std::vector<std::pair<int64_t, sched::NodeGpus>> holds;  // then taken (id > 0)
+};
+
+// Where the extender's GPUs live. Every pod reservation and binding is a *hold*: an allocation
+// in an occupancy the extender may share with others (the daemon's scheduler, so that REST jobs
+// and pods never get the same GPU). Each change the extender makes is one record: a kind
+// ("k8s_reserve", "k8s_bind", "k8s_release") and a JSON payload holding the holds it takes
+// ("holds": [{"id", "node", "gpus"}]), the holds it frees ("releases": [id]) and the extender's
+// own bookkeeping (gang, ranks, pods); the owner may store the records and hand them back to
+// Extender::Restore after a restart. Implementations must be thread-safe in Run.
+class ExtenderLedger {
+ public:
+  virtual ~ExtenderLedger() = default;
+  // Runs `fn` with the occupancy locked (no other change of it happens during fn), then returns
+  // once every record fn committed is durable. Unavailable when the owner refuses changes or a
+  // record could not be stored.
+  virtual Status Run(const std::function<void()>& fn) = 0;
+  // Inside Run only: the occupancy to place against, its placer (may be a degraded-topology
+  // view of the cluster, same nodes), the clock (µs, non-decreasing).
+  virtual const sched::ClusterState& state() const = 0;
+  virtual const sched::GangPlacer& placer() const = 0;
+  virtual int64_t NowUs() = 0;
+  // Inside Run only: frees `change.releases`, takes `change.holds` (all or nothing) and keeps
+  // the record (`payload` holds the same GPU lists, see ReadHoldChange). InvalidArgument or
+  // NotFound (nothing changed) when a hold's GPUs are not free or a release is not held.
+  virtual Status Commit(const std::string& kind, const HoldChange& change,
+                        const std::string& payload) = 0;
+  // False when the ledger keeps no records (Commit then gets an empty payload).
+  virtual bool keeps_records() const { return true; }
+};
+// InvalidArgument naming the field for a payload that is not a record of this shape or names a
+// node that is not in `cluster`.
+StatusOr<HoldChange> ReadHoldChange(std::string_view payload, const topo::Cluster& cluster);
+
 // One rank slot (one pod) of a gang, for inspection.
 struct GangSlotView {
   int rank = 0;           // pod rank (replica index order)
@@ -95,10 +133,11 @@ struct GangView {
   std::string last_decision;  // "fit: ..." / "unschedulable: ..." / "unresolvable: ..."
 };
 
-// Thread-safe: every call takes one mutex (calls are short: O(candidate nodes) plus one
-// GangPlacer::Place for the first pod of a gang). Holds its own ClusterState (the occupancy it
-// was given plus every reservation and binding it made); the placer and its cluster must outlive
-// it.
+// Thread-safe: every call runs inside the ledger's Run and takes one mutex (calls are short:
+// O(candidate nodes) plus one GangPlacer::Place for the first pod of a gang); the PodBinder is
+// called outside both. Standalone (Create with a ClusterState) it owns its ledger: that state
+// plus every reservation and binding it made. Shared (CreateShared) its reservations are holds
+// in the owner's occupancy. The placer, its cluster and a shared ledger must outlive it.
 //
 // Errors: the verbs return InvalidArgument (the server answers 400) for a body that is not the
 // verb's JSON type: malformed JSON, an unknown top-level field, a missing Pod, neither Nodes nor
@@ -118,6 +157,22 @@ class Extender {
                                                     ExtenderOptions options = {},
                                                     Clock clock = nullptr,
                                                     PodBinder* binder = nullptr);
+
+  // Shared: the reservations live in `ledger` (which also gives the placer and the clock).
+  // `cluster` is the cluster the ledger's nodes are numbered in (names are looked up there).
+  static StatusOr<std::unique_ptr<Extender>> CreateShared(const topo::Cluster& cluster,
+                                                          ExtenderLedger& ledger,
+                                                          ExtenderOptions options = {},
+                                                          PodBinder* binder = nullptr);
+  // Rebuilds the gangs from the records a shared ledger stored (time_us, payload), in order,
+  // before the first call. The holds themselves are the ledger's to restore. DataLoss for a
+  // record that does not fit the gangs built so far.
+  Status Restore(const std::vector<std::pair<int64_t, std::string>>& records);
+  // Hold ids of every reserved or bound slot (sorted): after Restore, exactly the ledger's.
+  std::vector<int64_t> HoldIds() const;
+  // Releases the reservations of gangs that made no progress for reservation_timeout_us (the
+  // verbs do it too; the daemon calls it from its pass loop so idle reservations do not linger).
+  Status Sweep();
 
   // ExtenderArgs → ExtenderFilterResult. A GPU pod passes exactly its assigned node.
   StatusOr<std::string> Filter(std::string_view body);
@@ -145,11 +200,22 @@ class Extender {
   struct Candidates;
   struct Assignment;
 
-  Extender(const sched::GangPlacer& placer, sched::ClusterState state, ExtenderOptions options,
-           Clock clock, PodBinder* binder);
+  class LocalLedger;
 
-  int64_t Now() const;
+  Extender(const topo::Cluster& cluster, ExtenderLedger& ledger, ExtenderOptions options,
+           PodBinder* binder);
+
+  const sched::ClusterState& state() const { return ledger_->state(); }
   void SweepExpired(int64_t now_us);
+  // Commits one record (op "reserve", "bind" or "release"; `book` without the hold lists) with
+  // the given GPU changes, then applies it to the gangs. Nothing changes on error.
+  Status Record(const std::string& op, nlohmann::json book, const HoldChange& change);
+  // Applies a record's bookkeeping (live and in Restore).
+  Status ApplyBook(const nlohmann::json& book, int64_t time_us);
+  // Frees the GPUs of `ranks` (those that hold some); `clear_pods`: the pods of those ranks are
+  // gone; `forget`: the gang is dropped afterwards (its GangState is destroyed).
+  Status ReleaseRanks(GangState& gang, const std::vector<int>& ranks, bool clear_pods, bool forget,
+                      const std::string& decision);
   // The gang of a GPU pod (created on its first pod), or the reason it has none.
   StatusOr<GangState*> GangFor(const PodInfo& pod, int64_t now_us);
   // The slot the pod holds (assigned on first sight), or the reason it gets none.
@@ -157,20 +223,19 @@ class Extender {
   // Places every open slot of the gang (one Place call) and reserves their GPUs. `allowed`:
   // when not null, nodes outside it are treated as drained.
   sched::Verdict PlaceOpenSlots(GangState& gang, const std::vector<uint8_t>* allowed);
-  void ReleaseOpenSlots(GangState& gang);
-  void ReleaseSlot(GangState& gang, int slot);
+  Status ReleaseOpenSlots(GangState& gang, const std::string& decision);
   Assignment Assign(const PodInfo& pod, const Candidates& cand, int64_t now_us);
   GangView ViewOf(const GangState& g) const;
 
-  const sched::GangPlacer& placer_;
   const topo::Cluster& cluster_;
+  std::unique_ptr<LocalLedger> own_ledger_;  // standalone only
+  ExtenderLedger* ledger_;
   ExtenderOptions options_;
-  Clock clock_;
   PodBinder* binder_;
   int max_node_gpus_ = 0;
 
+  // Taken inside ledger_->Run (order: ledger, then mu_).
   mutable std::mutex mu_;
-  sched::ClusterState state_;
   int64_t next_alloc_id_ = 1;
   std::map<std::string, std::unique_ptr<GangState>> gangs_;
   // Pod id (UID, else "<namespace>/<name>") → gang key.

@@ -198,7 +198,10 @@ void Server::Routes() {
   h.set_pre_routing_handler([loopback, token](const httplib::Request& req, httplib::Response& res) {
     t_request_start = std::chrono::steady_clock::now();
     const bool mutating = req.method != "GET" && req.method != "HEAD";
-    const bool extender_call = req.path.rfind("/extender/", 0) == 0;
+    // kube-scheduler's verbs: pod-deleted comes from whatever watches pods, which can send the
+    // token.
+    const bool extender_call =
+        req.path.rfind("/extender/", 0) == 0 && req.path != "/extender/pod-deleted";
     if ((!mutating || extender_call) && loopback) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
@@ -442,7 +445,7 @@ void Server::Routes() {
   // Kubernetes scheduler extender verbs, served by the extender given in the options.
   if (options_.extender) {
     auto ext = options_.extender;
-    h.Post(R"(/extender/(filter|prioritize|bind|preempt))",
+    h.Post(R"(/extender/(filter|prioritize|bind|preempt|pod-deleted))",
            [ext](const httplib::Request& req, httplib::Response& res) {
              StatusOr<std::string> r = ext(req.matches[1].str(), req.body);
              if (!r.ok()) return SetStatusError(res, r.status());

@@ -31,9 +31,10 @@ struct ServerOptions {
   int threads = 16;  // request worker threads
   bool log_requests = true;
   // Kubernetes scheduler extender verbs: when set, POST /extender/{filter,prioritize,bind,preempt}
-  // pass (verb, request body) to it and answer its JSON (an error Status becomes the usual error
-  // body). kube-scheduler's extender client sends no bearer token, so on loopback these routes
-  // do not ask for one; beyond loopback they do, like everything else.
+  // and POST /extender/pod-deleted pass (verb, request body) to it and answer its JSON (an error
+  // Status becomes the usual error body). kube-scheduler's extender client sends no bearer
+  // token, so on loopback its four verbs do not ask for one; pod-deleted always does, and beyond
+  // loopback all of them do, like everything else.
   std::function<StatusOr<std::string>(const std::string& verb, const std::string& body)> extender;
   Status Validate() const;
 };

@@ -71,8 +71,26 @@ Status ServiceOptions::Validate() const {
   }
   RETURN_IF_ERROR(store.Validate());
   RETURN_IF_ERROR(scheduler.Validate());
+  if (extender) RETURN_IF_ERROR(extender_options.Validate());
   return placer.Validate();
 }
+
+// The extender's reservations as holds in this service's scheduler, stored as inputs.
+class Service::Ledger : public ExtenderLedger {
+ public:
+  explicit Ledger(Service& s) : s_(s) {}
+  Status Run(const std::function<void()>& fn) override { return s_.RunLedger(fn); }
+  const sched::ClusterState& state() const override { return s_.sched_->cluster_state(); }
+  const sched::GangPlacer& placer() const override { return s_.sched_->placer(); }
+  int64_t NowUs() override { return s_.NowLocked(); }
+  Status Commit(const std::string& kind, const HoldChange& change,
+                const std::string& payload) override {
+    return s_.CommitK8sLocked(kind, change, payload);
+  }
+
+ private:
+  Service& s_;
+};
 
 Service::Service(const topo::Cluster& cluster, Options options)
     : cluster_(&cluster), options_(std::move(options)) {
@@ -91,6 +109,28 @@ StatusOr<std::unique_ptr<Service>> Service::Open(const topo::Cluster& cluster, O
   ASSIGN_OR_RETURN(s->store_, store::OpenSqliteStore(s->options_.db_path, s->options_.store));
   ASSIGN_OR_RETURN(std::vector<store::InputRecord> inputs, s->store_->ReadInputs());
   RETURN_IF_ERROR(s->Replay(inputs));
+  if (s->options_.extender) {
+    s->ledger_ = std::make_unique<Ledger>(*s);
+    ASSIGN_OR_RETURN(s->extender_,
+                     Extender::CreateShared(cluster, *s->ledger_, s->options_.extender_options,
+                                            s->options_.binder));
+    RETURN_IF_ERROR(s->extender_->Restore(s->k8s_records_).WithPrefix(s->options_.db_path));
+    std::vector<int64_t> held;
+    for (const auto& [id, parts] : s->sched_->Holds()) held.push_back(id);
+    if (s->extender_->HoldIds() != held) {
+      return Status(StatusCode::kDataLoss, s->options_.db_path +
+                                               ": the replayed pod reservations (" +
+                                               std::to_string(s->extender_->HoldIds().size()) +
+                                               ") differ from the scheduler's holds (" +
+                                               std::to_string(held.size()) + ")");
+    }
+  } else if (!s->sched_->Holds().empty()) {
+    spdlog::warn(
+        "msg=\"extender off: {} pod reservations/bindings keep their GPUs until it is on again\"",
+        s->sched_->Holds().size());
+  }
+  s->k8s_records_.clear();
+  s->k8s_records_.shrink_to_fit();
   s->committer_ = std::thread([p = s.get()] { p->CommitLoop(); });
   if (s->options_.background_passes) s->passer_ = std::thread([p = s.get()] { p->PassLoop(); });
   return s;
@@ -265,6 +305,12 @@ void Service::PassLoop() {
     lk.unlock();
     StatusOr<std::vector<int64_t>> r = RunPass();
     if (!r.ok()) spdlog::error("scheduling pass failed: {}", r.status().ToString());
+    // Idle pod reservations expire even when kube-scheduler sends nothing.
+    if (extender_ && r.ok()) {
+      if (Status st = extender_->Sweep(); !st.ok()) {
+        spdlog::error("extender sweep failed: {}", st.ToString());
+      }
+    }
     lk.lock();
     // Coalesce triggered passes so that passes take at most about a third of the lock's time.
     const int64_t gap_us =
@@ -327,8 +373,79 @@ StatusOr<Service::SubmitResult> Service::Submit(const std::string& spec_json,
   return r;
 }
 
+Status Service::ApplyHoldsLocked(const HoldChange& change, const std::string& gang) {
+  std::vector<std::pair<int64_t, std::vector<sched::NodeGpus>>> released;
+  std::vector<int64_t> taken;
+  Status st;
+  for (int64_t id : change.releases) {
+    auto it = sched_->Holds().find(id);
+    if (it == sched_->Holds().end()) {
+      st = NotFoundError("hold " + std::to_string(id) + " not found");
+      break;
+    }
+    released.emplace_back(id, it->second);
+    st = sched_->ReleaseHold(id);
+    if (!st.ok()) break;
+  }
+  for (size_t i = 0; st.ok() && i < change.holds.size(); ++i) {
+    st = sched_->Hold(change.holds[i].first, {change.holds[i].second});
+    if (st.ok()) taken.push_back(change.holds[i].first);
+  }
+  if (!st.ok()) {  // all or nothing
+    for (int64_t id : taken) (void)sched_->ReleaseHold(id);
+    for (const auto& [id, parts] : released) (void)sched_->Hold(id, parts);
+    return st;
+  }
+  for (int64_t id : change.releases) hold_gang_.erase(id);
+  for (const auto& [id, part] : change.holds) hold_gang_[id] = gang;
+  return OkStatus();
+}
+
+Status Service::CommitK8sLocked(const std::string& kind, const HoldChange& change,
+                                const std::string& payload) {
+  const int64_t now = NowLocked();
+  const json p = json::parse(payload, nullptr, false);
+  RETURN_IF_ERROR(ApplyHoldsLocked(change, p.is_object() ? p.value("gang", "") : ""));
+  (void)RecordLocked({0, kind, now, 0, "", payload}, sched_->Events().size(), 0);
+  return OkStatus();
+}
+
+Status Service::RunLedger(const std::function<void()>& fn) {
+  RETURN_IF_ERROR(health());
+  int64_t before = 0, seq = 0;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    before = applied_seq_;
+    fn();
+    seq = applied_seq_;
+  }
+  // GPUs freed by the extender may let a waiting job start.
+  if (seq != before) TriggerPass();
+  return WaitDurable(seq);
+}
+
+StatusOr<std::string> Service::ExtenderCall(const std::string& verb, const std::string& body) {
+  if (!extender_) return NotFoundError("the Kubernetes extender is off (serve --no-extender)");
+  if (verb == "filter") return extender_->Filter(body);
+  if (verb == "prioritize") return extender_->Prioritize(body);
+  if (verb == "bind") return extender_->Bind(body);
+  if (verb == "preempt") return extender_->Preempt(body);
+  if (verb == "pod-deleted") return extender_->PodDeleted(body);
+  return NotFoundError("no extender verb \"" + verb + "\"");
+}
+
 Status Service::ApplyLocked(const store::InputRecord& in) {
   const std::string where = "input " + std::to_string(in.seq) + " (" + in.kind + ")";
+  if (in.kind.rfind("k8s_", 0) == 0) {
+    // Only met in replay: live extender records are applied by CommitK8sLocked.
+    StatusOr<HoldChange> c = ReadHoldChange(in.payload, *cluster_);
+    if (!c.ok()) return Status(StatusCode::kDataLoss, where + ": " + c.status().message());
+    const json p = json::parse(in.payload, nullptr, false);
+    Status st = ApplyHoldsLocked(*c, p.value("gang", ""));
+    if (!st.ok()) return Status(StatusCode::kDataLoss, where + ": " + st.message());
+    k8s_records_.emplace_back(in.time_us, in.payload);
+    return OkStatus();
+  }
   if (in.kind == "cancel") return sched_->Cancel(in.job_id, in.time_us);
   if (in.kind == "complete") return sched_->Complete(in.job_id, in.time_us);
   if (in.kind == "pass") return ApplyPass(in.time_us).status();
@@ -572,7 +689,14 @@ std::string Service::NodesJson() const {
         if (auto h = cs.Holder(node, g)) holders.insert(*h);
       }
       json jobs = json::array();
-      for (int64_t h : holders) jobs.push_back("job-" + std::to_string(h));
+      std::set<std::string> gangs;
+      for (int64_t h : holders) {
+        if (h > 0) {
+          jobs.push_back("job-" + std::to_string(h));
+        } else if (auto it = hold_gang_.find(-h); it != hold_gang_.end()) {
+          gangs.insert(it->second);
+        }
+      }
       const topo::ClusterNode& cn = cluster_->nodes[n];
       nodes.push_back({{"name", cn.name},
                        {"profile", cluster_->profiles[cn.profile].name},
@@ -582,7 +706,8 @@ std::string Service::NodesJson() const {
                        {"health", topo::HealthName(cs.NodeHealth(node))},
                        {"drained", cs.NodeDrained(node)},
                        {"gpu_health", bad},
-                       {"jobs", jobs}});
+                       {"jobs", jobs},
+                       {"pod_gangs", gangs}});
     }
     seq = applied_seq_;
   }
@@ -681,6 +806,13 @@ std::string Service::MetricsText() const {
   line("toposched_gpus{state=\"free\"} " + std::to_string(free));
   line("toposched_gpus{state=\"unhealthy\"} " + std::to_string(unhealthy));
   line("toposched_gpus{state=\"total\"} " + std::to_string(total));
+  int held_by_pods = 0;
+  for (const auto& [id, parts] : sched_->Holds()) {
+    for (const sched::NodeGpus& p : parts) held_by_pods += p.gpus.count();
+  }
+  line("# HELP toposched_k8s_pod_gpus GPUs reserved or bound for Kubernetes pods (extender).");
+  line("# TYPE toposched_k8s_pod_gpus gauge");
+  line("toposched_k8s_pod_gpus " + std::to_string(held_by_pods));
   line("# HELP toposched_fragmentation_ratio Share of free GPUs on partly used nodes.");
   line("# TYPE toposched_fragmentation_ratio gauge");
   line("toposched_fragmentation_ratio " + num(free > 0 ? double(free_partial) / free : 0.0));
@@ -709,7 +841,17 @@ std::string Service::MetricsText() const {
 
 Status Service::CheckInvariants() const {
   std::lock_guard<std::mutex> lk(mu_);
-  return sched_->CheckInvariants();
+  RETURN_IF_ERROR(sched_->CheckInvariants());
+  if (extender_) {
+    std::vector<int64_t> held;
+    for (const auto& [id, parts] : sched_->Holds()) held.push_back(id);
+    if (extender_->HoldIds() != held) {
+      return InternalError("the extender's reserved/bound slots (" +
+                           std::to_string(extender_->HoldIds().size()) +
+                           ") are not the scheduler's holds (" + std::to_string(held.size()) + ")");
+    }
+  }
+  return OkStatus();
 }
 
 }  // namespace toposched::api

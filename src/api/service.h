@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/extender.h"
 #include "core/status.h"
 #include "job/job_spec.h"
 #include "sched/gang.h"
@@ -41,6 +42,12 @@ struct ServiceOptions {
   int pass_interval_ms = 1000;
   int min_pass_gap_ms = 5;
   bool background_passes = true;  // false: passes run only when RunPass is called (tests)
+  // The Kubernetes scheduler extender on the scheduler's own occupancy: its pod reservations and
+  // bindings are holds in the scheduler (REST jobs never get their GPUs, pods never get a job's),
+  // stored as inputs like everything else and rebuilt on restart (docs/kubernetes.md).
+  bool extender = false;
+  ExtenderOptions extender_options;
+  PodBinder* binder = nullptr;  // not owned; must outlive the service; null: bind only records
   Status Validate() const;
 };
 
@@ -85,6 +92,13 @@ class Service {
   // Tick + one scheduling pass now. Returns the ids started.
   StatusOr<std::vector<int64_t>> RunPass();
 
+  // A Kubernetes extender call: verb "filter", "prioritize", "bind", "preempt" or
+  // "pod-deleted", body → answer (Extender's verbs). NotFound when the extender is off or the
+  // verb unknown.
+  StatusOr<std::string> ExtenderCall(const std::string& verb, const std::string& body);
+  // Null when the extender is off.
+  Extender* extender() const { return extender_.get(); }
+
   // Reads, as JSON text (shapes in docs/api.md).
   StatusOr<std::string> JobJson(int64_t id, bool with_events) const;
   std::string JobsJson(const ListFilter& filter) const;
@@ -103,10 +117,13 @@ class Service {
   size_t replayed_inputs() const { return replayed_; }
   const topo::Cluster& cluster() const { return *cluster_; }
 
-  // Checks the scheduler's invariants (no GPU in two jobs, allocations match placements).
+  // Checks the scheduler's invariants (no GPU in two jobs or holds, allocations match
+  // placements) and that the extender's slots hold exactly the scheduler's holds.
   Status CheckInvariants() const;
 
  private:
+  class Ledger;
+  friend class Ledger;
   struct JobInfo {
     job::JobSpec spec;
     std::string spec_json;
@@ -144,6 +161,12 @@ class Service {
   void PassLoop();
   void TriggerPass();
   std::string JobJsonLocked(int64_t id, bool with_events) const;
+  // The extender's ledger: runs fn under mu_, then waits for what it stored.
+  Status RunLedger(const std::function<void()>& fn);
+  // Applies a hold change to the scheduler, all or nothing; `gang` names the holds' owner.
+  Status ApplyHoldsLocked(const HoldChange& change, const std::string& gang);
+  Status CommitK8sLocked(const std::string& kind, const HoldChange& change,
+                         const std::string& payload);
 
   const topo::Cluster* cluster_;
   Options options_;
@@ -160,6 +183,11 @@ class Service {
   int64_t last_now_us_ = 0;
   int64_t applied_seq_ = 0;
   Metrics metrics_;
+  std::map<int64_t, std::string> hold_gang_;  // live hold id → gang key ("<ns>/<group>")
+  // Extender records met in replay (time_us, payload), for Extender::Restore.
+  std::vector<std::pair<int64_t, std::string>> k8s_records_;
+  std::unique_ptr<Ledger> ledger_;
+  std::unique_ptr<Extender> extender_;
 
   // Guarded by qmu_: the commit queue and its outcome.
   mutable std::mutex qmu_;

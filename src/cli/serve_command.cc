@@ -4,13 +4,17 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <yaml-cpp/yaml.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <random>
 #include <string>
 
+#include "api/extender.h"
+#include "api/kube_binder.h"
 #include "api/server.h"
 #include "api/service.h"
 #include "cli/commands.h"
@@ -30,7 +34,62 @@ struct ServeArgs {
   size_t max_body_bytes = 1 << 20;
   std::string sync = "full";
   bool quiet = false;
+  // Kubernetes scheduler extender (docs/kubernetes.md).
+  bool extender = true;
+  std::string extender_config;
+  int64_t reservation_timeout_s = 0;  // 0: the config's, else 300
+  std::string kube_api_server;        // "": in-cluster when KUBERNETES_SERVICE_HOST is set
+  std::string kube_token_file = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+  std::string kube_ca_file = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt";
 };
+
+// The extender options from a YAML (or JSON) file: the keys of api::ExtenderOptions, with
+// reservation_timeout_s in seconds. An unknown key is an error.
+Status ReadExtenderConfig(const std::string& path, api::ExtenderOptions& o) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const std::exception& e) {
+    return InvalidArgumentError(path + ": " + e.what());
+  }
+  if (root.IsNull()) return OkStatus();
+  if (!root.IsMap()) return InvalidArgumentError(path + ": expected a mapping of options");
+  const std::pair<const char*, std::string*> strings[] = {
+      {"group_name_key", &o.group_name_key},
+      {"group_size_key", &o.group_size_key},
+      {"kubeflow_job_key", &o.kubeflow_job_key},
+      {"kubeflow_type_key", &o.kubeflow_type_key},
+      {"kubeflow_index_key", &o.kubeflow_index_key},
+      {"master_replicas_key", &o.master_replicas_key},
+      {"annotation_prefix", &o.annotation_prefix},
+      {"gpu_resource", &o.gpu_resource}};
+  for (const auto& kv : root) {
+    const std::string key = kv.first.as<std::string>("");
+    const std::string where = path + ":" + std::to_string(kv.first.Mark().line + 1) + ": " + key;
+    try {
+      bool known = false;
+      for (const auto& [name, out] : strings) {
+        if (key == name) {
+          *out = kv.second.as<std::string>();
+          known = true;
+        }
+      }
+      if (known) continue;
+      if (key == "pod_index_keys") {
+        o.pod_index_keys = kv.second.as<std::vector<std::string>>();
+      } else if (key == "reservation_timeout_s") {
+        o.reservation_timeout_us = kv.second.as<int64_t>() * 1000 * 1000;
+      } else if (key == "max_score") {
+        o.max_score = kv.second.as<int64_t>();
+      } else {
+        return InvalidArgumentError(where + ": unknown option");
+      }
+    } catch (const std::exception& e) {
+      return InvalidArgumentError(where + ": " + e.what());
+    }
+  }
+  return OkStatus();
+}
 
 StatusOr<std::string> ReadToken(const std::string& path) {
   std::ifstream in(path);
@@ -76,6 +135,22 @@ int RunServe(const ServeArgs& a) {
   if (a.sync != "full" && a.sync != "normal") {
     return Fail(InvalidArgumentError("--sync: expected full or normal, got \"" + a.sync + "\""));
   }
+  // Extender options are checked before anything is written.
+  api::ExtenderOptions extender_options;
+  if (a.extender) {
+    if (!a.extender_config.empty()) {
+      if (Status st = ReadExtenderConfig(a.extender_config, extender_options); !st.ok()) {
+        return Fail(st);
+      }
+    }
+    if (a.reservation_timeout_s < 0) {
+      return Fail(InvalidArgumentError("--reservation-timeout-s: must be > 0"));
+    }
+    if (a.reservation_timeout_s > 0) {
+      extender_options.reservation_timeout_us = a.reservation_timeout_s * 1000 * 1000;
+    }
+    if (Status st = extender_options.Validate(); !st.ok()) return Fail(st);
+  }
   StatusOr<std::string> token =
       a.token_file.empty() ? MakeToken(a.db + ".token") : ReadToken(a.token_file);
   if (!token.ok()) return Fail(token.status());
@@ -99,10 +174,43 @@ int RunServe(const ServeArgs& a) {
   o.db_path = a.db;
   o.store.sync_full = a.sync == "full";
   o.pass_interval_ms = a.pass_interval_ms;
+  std::unique_ptr<api::KubeApiBinder> binder;
+  o.extender = a.extender;
+  o.extender_options = extender_options;
+  if (a.extender) {
+    std::string server = a.kube_api_server;
+    if (server.empty()) {
+      // In a pod: the API server the service account talks to.
+      const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
+      const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
+      if (host != nullptr && *host != '\0') {
+        const std::string h = host;
+        server = "https://" + (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" +
+                 (port != nullptr && *port != '\0' ? port : "443");
+      }
+    }
+    if (!server.empty() && server != "none") {
+      api::KubeApiOptions ko;
+      ko.server = server;
+      ko.token_file = a.kube_token_file;
+      ko.ca_file = a.kube_ca_file;
+      StatusOr<std::unique_ptr<api::KubeApiBinder>> b = api::KubeApiBinder::Create(ko);
+      if (!b.ok()) return Fail(b.status().WithPrefix("--kube-api-server"));
+      binder = std::move(b).value();
+      o.binder = binder.get();
+    }
+    spdlog::info("msg=extender binder={}", binder ? server : std::string("none"));
+  }
   StatusOr<std::unique_ptr<api::Service>> svc = api::Service::Open(*cluster, o);
   if (!svc.ok()) return Fail(svc.status());
   spdlog::info("msg=opened db={} replayed_inputs={} cluster={} nodes={}", a.db,
                (*svc)->replayed_inputs(), cluster->name, cluster->nodes.size());
+  if (a.extender) {
+    api::Service* service = svc->get();
+    so.extender = [service](const std::string& verb, const std::string& body) {
+      return service->ExtenderCall(verb, body);
+    };
+  }
   StatusOr<std::unique_ptr<api::Server>> server = api::Server::Start(**svc, so);
   if (!server.ok()) return Fail(server.status());
   if (!a.port_file.empty()) {
@@ -143,6 +251,22 @@ void RegisterServeCommand(CLI::App& app, int& rc) {
                   "full: fsync every commit (power-loss safe); normal: crash safe only")
       ->capture_default_str();
   cmd->add_flag("--quiet", args->quiet, "log warnings and errors only");
+  cmd->add_flag("--extender,!--no-extender", args->extender,
+                "serve the Kubernetes scheduler extender at POST /extender/<verb> (default on)");
+  cmd->add_option("--extender-config", args->extender_config,
+                  "extender options (YAML): gang label keys, annotation prefix, GPU resource, "
+                  "reservation_timeout_s, max_score");
+  cmd->add_option("--reservation-timeout-s", args->reservation_timeout_s,
+                  "release a pod gang's unbound reservations after this long without progress "
+                  "(default 300)");
+  cmd->add_option("--kube-api-server", args->kube_api_server,
+                  "API server the bind verb creates Bindings in (default: in-cluster when "
+                  "KUBERNETES_SERVICE_HOST is set; none: bind only records)");
+  cmd->add_option("--kube-token-file", args->kube_token_file,
+                  "service account token for --kube-api-server (re-read on every bind)")
+      ->capture_default_str();
+  cmd->add_option("--kube-ca-file", args->kube_ca_file, "CA bundle of the API server (https)")
+      ->capture_default_str();
   cmd->callback([args, &rc]() { rc = RunServe(*args); });
 }
 

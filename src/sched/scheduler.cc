@@ -709,6 +709,24 @@ const Placement* Scheduler::PlacementOf(int64_t id) const {
   return j == nullptr || !j->placement ? nullptr : &*j->placement;
 }
 
+Status Scheduler::Hold(int64_t hold_id, const std::vector<NodeGpus>& parts) {
+  if (hold_id <= 0) return InvalidArgumentError("hold id must be > 0");
+  if (holds_.count(hold_id)) {
+    return Status(StatusCode::kAlreadyExists, "hold " + std::to_string(hold_id) + " exists");
+  }
+  RETURN_IF_ERROR(state_.Allocate(-hold_id, parts));
+  holds_.emplace(hold_id, *state_.Allocation(-hold_id));
+  return OkStatus();
+}
+
+Status Scheduler::ReleaseHold(int64_t hold_id) {
+  auto it = holds_.find(hold_id);
+  if (it == holds_.end()) return NotFoundError("hold " + std::to_string(hold_id) + " not found");
+  RETURN_IF_ERROR(state_.Release(-hold_id));
+  holds_.erase(it);
+  return OkStatus();
+}
+
 Status Scheduler::CheckInvariants() const {
   RETURN_IF_ERROR(state_.CheckInvariants());
   size_t holders = 0;
@@ -734,9 +752,24 @@ Status Scheduler::CheckInvariants() const {
       }
     }
   }
+  for (const auto& [hid, parts] : holds_) {
+    const std::vector<NodeGpus>* a = state_.Allocation(-hid);
+    if (a == nullptr || *a != parts) {
+      return InternalError("hold " + std::to_string(hid) + ": allocation differs from its GPUs");
+    }
+    for (const NodeGpus& p : parts) {
+      for (int g = 0; g < state_.GpuCount(p.node); ++g) {
+        if (p.gpus.test(g) && !seen.insert({p.node, g}).second) {
+          return InternalError("GPU " + std::to_string(g) + " of node " + std::to_string(p.node) +
+                               " held twice (hold " + std::to_string(hid) + ")");
+        }
+      }
+    }
+    ++holders;
+  }
   if (holders != state_.AllocationCount()) {
     return InternalError("ClusterState holds " + std::to_string(state_.AllocationCount()) +
-                         " allocations, jobs " + std::to_string(holders));
+                         " allocations, jobs and holds " + std::to_string(holders));
   }
   return OkStatus();
 }

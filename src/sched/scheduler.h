@@ -73,6 +73,11 @@
 // resources (RUNNING, or COMPLETING during a kill grace period > 0; with the default grace 0
 // COMPLETING is never observable between calls).
 //
+// Holds: GPUs taken by something other than a job (the Kubernetes extender's pod reservations
+// and bound pods), allocation id == −hold id. Every placement, backfill reservation and
+// preemption sees them as busy; they are never preempted, shrunk, requeued or timed out (a
+// health change reports no job for them), and only ReleaseHold frees them.
+//
 // Not thread-safe: one owner drives it.
 #pragma once
 
@@ -154,6 +159,14 @@ class Scheduler {
   // A drained node takes no new work; its jobs run on.
   Status SetNodeDrained(int node, bool drained, int64_t now_us, const std::string& reason);
 
+  // Takes `parts` for hold `hold_id` (> 0), all or nothing. InvalidArgument for id ≤ 0 or GPUs
+  // that are not free (ClusterState::Allocate's message); AlreadyExists for a live hold id.
+  Status Hold(int64_t hold_id, const std::vector<NodeGpus>& parts);
+  // NotFound when the hold is not live.
+  Status ReleaseHold(int64_t hold_id);
+  // Live holds: id → GPUs (node order).
+  const std::map<int64_t, std::vector<NodeGpus>>& Holds() const { return holds_; }
+
   // The job's current spec (an elastic job's replicas/dp change with resizes); nullptr unknown.
   const job::JobSpec* Spec(int64_t id) const;
   std::vector<int64_t> JobIds() const;  // ascending
@@ -171,7 +184,8 @@ class Scheduler {
   const ClusterState& cluster_state() const { return state_; }
 
   // ClusterState::CheckInvariants, plus: a job holds an allocation iff HoldsResources(state),
-  // with exactly its placement's GPUs, and no GPU is in two jobs' placements. Internal if not.
+  // with exactly its placement's GPUs, every hold has its allocation, nothing else is
+  // allocated, and no GPU is in two jobs' placements or holds. Internal if not.
   Status CheckInvariants() const;
 
  private:
@@ -271,6 +285,7 @@ class Scheduler {
   Options options_;
   ClusterState state_;
   std::map<int64_t, Job> jobs_;
+  std::map<int64_t, std::vector<NodeGpus>> holds_;  // hold id → parts (allocation −id)
   // Indexes kept by Sync, so that passes never walk finished jobs: jobs holding GPUs; jobs
   // that became PENDING (compacted each pass); PENDING-or-holding jobs per user / queue id.
   std::map<int64_t, Job*> running_;

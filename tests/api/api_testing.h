@@ -83,6 +83,7 @@ class ServeProcess {
                                      "--pass-interval-ms",
                                      "50",
                                      "--quiet"};
+    args.insert(args.end(), extra_args_.begin(), extra_args_.end());
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -122,6 +123,8 @@ class ServeProcess {
     pid_ = -1;
   }
 
+  // Appended to the serve command line on the next Start.
+  void set_extra_args(std::vector<std::string> args) { extra_args_ = std::move(args); }
   int port() const { return port_; }
   std::string log(int start) const {
     return ReadFile(dir_ + "/serve." + std::to_string(start) + ".log");
@@ -129,6 +132,7 @@ class ServeProcess {
 
  private:
   std::string cli_, cluster_, db_, token_file_, dir_;
+  std::vector<std::string> extra_args_;
   pid_t pid_ = -1;
   int port_ = 0;
   int starts_ = 0;

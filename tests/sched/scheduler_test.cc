@@ -328,6 +328,55 @@ TEST(SchedulerTest, PreemptionPicksCheapestVictimsAndRequeues) {
   EXPECT_EQ(h.State(c), JobState::kPending);
 }
 
+// Holds (the Kubernetes extender's pods): busy for every placement, never a preemption victim,
+// untouched by health changes, freed only by ReleaseHold.
+TEST(SchedulerTest, HoldsAreBusyAndNeverPreempted) {
+  SchedulerOptions o;
+  o.preempt_priority_threshold = 100;
+  Harness h(o);
+  const ClusterState& cs = h.s().cluster_state();
+  // Hold every node of leaf1 (gpu017..gpu032).
+  int64_t hold = 0;
+  for (int n = H100().FindNode("gpu017"); n <= H100().FindNode("gpu032"); ++n) {
+    ASSERT_TRUE(h.s().Hold(++hold, {NodeGpus{n, cs.HealthyMask(n)}}).ok());
+  }
+  h.Check();
+  EXPECT_EQ(cs.ClusterCapacity().free_gpus, 128);
+  EXPECT_EQ(h.s().Hold(1, {NodeGpus{0, cs.HealthyMask(0)}}).code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(h.s().Hold(99, {NodeGpus{H100().FindNode("gpu017"), cs.HealthyMask(0)}}).code(),
+            StatusCode::kInvalidArgument);  // held already
+  EXPECT_EQ(h.s().Hold(0, {NodeGpus{0, cs.HealthyMask(0)}}).code(), StatusCode::kInvalidArgument);
+
+  const int64_t a = h.Submit(MakeJob("a", "u", 1, 128, 0), 0);
+  std::vector<int64_t> started = h.Schedule(0);
+  EXPECT_EQ(started, std::vector<int64_t>{a});
+  EXPECT_EQ(cs.ClusterCapacity().free_gpus, 0);
+  // The high-priority job may preempt a (priority 1), never the holds: it takes a's GPUs.
+  const int64_t big = h.Submit(MakeJob("big", "u", 500, 64, 0), 1);
+  started = h.Schedule(1);
+  EXPECT_EQ(started, std::vector<int64_t>{big});
+  EXPECT_EQ(h.State(a), JobState::kPending);
+  for (const NodeGpus& p : h.s().PlacementOf(big)->parts) {
+    EXPECT_LT(p.node, H100().FindNode("gpu017")) << "placed on held GPUs";
+  }
+  EXPECT_EQ(h.s().Holds().size(), 16u);
+
+  // A held GPU going bad fails no job and keeps its hold.
+  ASSERT_TRUE(
+      h.s()
+          .SetGpuHealth(H100().FindNode("gpu020"), 3, topo::Health::kUnhealthy, 2 * kSec, "xid 79")
+          .ok());
+  h.Check();
+  EXPECT_EQ(h.s().Holds().size(), 16u);
+  EXPECT_EQ(h.State(big), JobState::kRunning);
+
+  // Released holds free their GPUs for the waiting job.
+  for (int64_t id = 1; id <= 16; ++id) ASSERT_TRUE(h.s().ReleaseHold(id).ok());
+  EXPECT_EQ(h.s().ReleaseHold(1).code(), StatusCode::kNotFound);
+  h.Check();
+  EXPECT_EQ(h.Schedule(3), std::vector<int64_t>{a});
+}
+
 TEST(SchedulerTest, TimeoutSequence) {
   Harness h;
   const int64_t t = h.Submit(MakeJob("t", "u", 1, 16, 100), 0);

@@ -1,0 +1,580 @@
+// The Kubernetes extender served by the daemon on the scheduler's own occupancy, against a real
+// SQLite file on 127.0.0.1 port 0: the verbs on the served instance (`toposched serve`), a
+// 16-pod gang sent pod by pod over HTTP, REST jobs and pod gangs never sharing a GPU (either
+// order), reservations expiring, and what a restart keeps (bound pods, live reservations).
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api/api_testing.h"
+#include "api/server.h"
+#include "api/service.h"
+#include "sched/cluster_state.h"
+#include "sched/gang.h"
+#include "testing/clusters.h"
+
+namespace toposched::api {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kToken = "extender-serve-token-0123456789";
+constexpr int64_t kTimeoutUs = int64_t{300} * 1000 * 1000;
+
+json Pod(const std::string& name, int gpus, const std::map<std::string, std::string>& labels,
+         const std::map<std::string, std::string>& annotations) {
+  json pod = {{"kind", "Pod"},
+              {"apiVersion", "v1"},
+              {"metadata", {{"name", name}, {"namespace", "ml"}, {"uid", "uid-" + name}}},
+              {"spec",
+               {{"containers",
+                 {{{"name", "trainer"},
+                   {"resources", {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}}}}}};
+  if (!labels.empty()) pod["metadata"]["labels"] = labels;
+  if (!annotations.empty()) pod["metadata"]["annotations"] = annotations;
+  return pod;
+}
+
+// Rank `rank` of the 16-pod gang ml/llama (8 GPUs a pod, TP 8 x DP 16).
+json GangPod(int rank) {
+  return Pod("llama-" + std::to_string(rank), 8,
+             {{"toposched.io/pod-group", "llama"},
+              {"batch.kubernetes.io/job-completion-index", std::to_string(rank)}},
+             {{"toposched.io/group-size", "16"},
+              {"toposched.io/tp", "8"},
+              {"toposched.io/dp", "16"},
+              {"toposched.io/model-params", "70B"}});
+}
+
+class ExtenderServeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing_api::MakeTempDir("toposched-ext-serve");
+    cluster_ = &toposched::testing::H100Cluster();
+    for (const auto& n : cluster_->nodes) all_.push_back(n.name);
+    Boot();
+  }
+  void TearDown() override {
+    Shutdown();
+    testing_api::RemoveDir(dir_);
+  }
+
+  void Boot(bool extender = true) {
+    ServiceOptions o;
+    o.db_path = dir_ + "/state.db";
+    o.background_passes = false;
+    o.clock_us = [this] { return now_us_; };
+    o.extender = extender;
+    o.extender_options.reservation_timeout_us = kTimeoutUs;
+    auto s = Service::Open(*cluster_, o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    service_ = std::move(s).value();
+    ServerOptions so;
+    so.token = kToken;
+    so.log_requests = false;
+    if (extender) {
+      Service* svc = service_.get();
+      so.extender = [svc](const std::string& verb, const std::string& body) {
+        return svc->ExtenderCall(verb, body);
+      };
+    }
+    auto srv = Server::Start(*service_, so);
+    ASSERT_TRUE(srv.ok()) << srv.status().ToString();
+    server_ = std::move(srv).value();
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+    client_->set_read_timeout(std::chrono::seconds(30));
+  }
+  void Shutdown() {
+    client_.reset();
+    server_.reset();
+    service_.reset();
+  }
+  void Restart(bool extender = true) {
+    Shutdown();
+    Boot(extender);
+  }
+
+  // POST without a token: kube-scheduler's extender client sends none.
+  json Verb(const std::string& verb, const json& body) {
+    auto r = client_->Post("/extender/" + verb, body.dump(), "application/json");
+    EXPECT_TRUE(r) << verb;
+    if (!r) return json();
+    EXPECT_EQ(r->status, 200) << verb << ": " << r->body;
+    return json::parse(r->body, nullptr, false);
+  }
+  json Filter(const json& pod) {
+    return Verb("filter", {{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", all_}});
+  }
+  json Bind(const std::string& name, const std::string& node) {
+    return Verb(
+        "bind",
+        {{"PodName", name}, {"PodNamespace", "ml"}, {"PodUID", "uid-" + name}, {"Node", node}});
+  }
+  httplib::Result PodDeleted(const std::string& name) {
+    return client_->Post(
+        "/extender/pod-deleted", {{"Authorization", std::string("Bearer ") + kToken}},
+        json{{"PodName", name}, {"PodNamespace", "ml"}}.dump(), "application/json");
+  }
+  // Filters (and prioritizes) the pod; returns the one node it passes ("" when none).
+  std::string Place(const json& pod) {
+    json f = Filter(pod);
+    EXPECT_EQ(f.value("Error", "x"), "") << f.dump();
+    if (!f["NodeNames"].is_array() || f["NodeNames"].size() != 1) return "";
+    const std::string node = f["NodeNames"][0];
+    json p = Verb("prioritize", {{"Pod", pod}, {"NodeNames", all_}});
+    for (const json& hp : p) EXPECT_EQ(hp["Score"], hp["Host"] == node ? 10 : 0);
+    return node;
+  }
+
+  int64_t Submit(int gpus, const std::string& name) {
+    auto r = client_->Post("/api/v1/jobs", {{"Authorization", std::string("Bearer ") + kToken}},
+                           testing_api::JobJson(name, gpus), "application/json");
+    EXPECT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
+    return r ? json::parse(r->body).value("id", int64_t{0}) : 0;
+  }
+  void Pass() {
+    auto r = client_->Post("/api/v1/schedule", {{"Authorization", std::string("Bearer ") + kToken}},
+                           "{}", "application/json");
+    ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+  }
+  json Job(int64_t id) {
+    auto r = client_->Get("/api/v1/jobs/" + std::to_string(id));
+    EXPECT_TRUE(r && r->status == 200);
+    return r ? json::parse(r->body) : json();
+  }
+  // Node name → GPUs of running REST jobs on it.
+  std::map<std::string, std::set<int>> JobGpus(const std::vector<int64_t>& ids) {
+    std::map<std::string, std::set<int>> out;
+    for (int64_t id : ids) {
+      json j = Job(id);
+      if (j["placement"].is_null()) continue;
+      for (const json& part : j["placement"]["nodes"]) {
+        for (int g : part["gpus"]) {
+          EXPECT_TRUE(out[part["node"]].insert(g).second) << "GPU given twice";
+        }
+      }
+    }
+    return out;
+  }
+  // Node name → GPUs of the gang's reserved or bound slots.
+  std::map<std::string, std::set<int>> GangGpus(const std::string& key) {
+    std::map<std::string, std::set<int>> out;
+    auto g = service_->extender()->Gang(key);
+    if (!g) return out;
+    for (const GangSlotView& s : g->slots) {
+      for (int x : s.gpus) out[s.node].insert(x);
+    }
+    return out;
+  }
+  static void ExpectDisjoint(const std::map<std::string, std::set<int>>& a,
+                             const std::map<std::string, std::set<int>>& b) {
+    for (const auto& [node, gpus] : a) {
+      auto it = b.find(node);
+      if (it == b.end()) continue;
+      for (int g : gpus) EXPECT_EQ(it->second.count(g), 0u) << node << " GPU " << g;
+    }
+  }
+  int FreeGpus() {
+    auto r = client_->Get("/api/v1/nodes");
+    int free = 0;
+    const json nodes = json::parse(r->body);
+    for (const json& n : nodes["nodes"]) free += n["free"].get<int>();
+    return free;
+  }
+
+  std::string dir_;
+  const topo::Cluster* cluster_ = nullptr;
+  std::vector<std::string> all_;
+  int64_t now_us_ = 1'700'000'000'000'000;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<Server> server_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+TEST_F(ExtenderServeTest, SixteenPodGangLandsWhereTheGangPlacementSaid) {
+  // What the gang placer decides for the whole job on the empty cluster.
+  auto placer = sched::GangPlacer::Create(*cluster_).value();
+  job::JobSpec spec;
+  spec.name = "llama";
+  spec.replicas = 16;
+  spec.gpus_per_replica = 8;
+  spec.layout.tp = 8;
+  spec.layout.dp = 16;
+  spec.model_params = 70e9;
+  ASSERT_TRUE(spec.Normalize().ok());
+  sched::Verdict want = placer->Place(sched::ClusterState::Create(*cluster_).value(), spec);
+  ASSERT_TRUE(want.fit()) << want.Explain();
+
+  const int order[16] = {5, 0, 11, 15, 2, 9, 1, 14, 7, 3, 12, 8, 6, 13, 4, 10};
+  for (int rank : order) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    const std::string node = cluster_->nodes[want.placement->ranks[rank * 8].node].name;
+    EXPECT_EQ(Place(GangPod(rank)), node);
+    EXPECT_EQ(Bind("llama-" + std::to_string(rank), node), json({{"Error", ""}}));
+    now_us_ += 50'000;
+  }
+  auto g = service_->extender()->Gang("ml/llama");
+  ASSERT_TRUE(g.has_value());
+  for (int rank = 0; rank < 16; ++rank) {
+    EXPECT_TRUE(g->slots[rank].bound);
+    std::vector<int> gpus;
+    for (int r = rank * 8; r < rank * 8 + 8; ++r) gpus.push_back(want.placement->ranks[r].gpu);
+    std::sort(gpus.begin(), gpus.end());
+    EXPECT_EQ(g->slots[rank].gpus, gpus);
+  }
+  // The scheduler's own view: 128 GPUs held by the gang, shown on its nodes.
+  EXPECT_EQ(FreeGpus(), 256 - 128);
+  json nodes = json::parse(client_->Get("/api/v1/nodes")->body)["nodes"];
+  int gang_nodes = 0;
+  for (const json& n : nodes) {
+    if (n["pod_gangs"] == json::array({"ml/llama"})) {
+      ++gang_nodes;
+      EXPECT_EQ(n["free"], 0);
+    }
+  }
+  EXPECT_EQ(gang_nodes, 16);
+  EXPECT_NE(client_->Get("/metrics")->body.find("toposched_k8s_pod_gpus 128"), std::string::npos);
+  EXPECT_TRUE(service_->CheckInvariants().ok()) << service_->CheckInvariants().ToString();
+}
+
+TEST_F(ExtenderServeTest, RestJobsNeverGetTheGangsGpusAndTheReservationExpires) {
+  // The first pod reserves the whole gang: 128 GPUs, one leaf.
+  const std::string node0 = Place(GangPod(0));
+  ASSERT_FALSE(node0.empty());
+  ASSERT_EQ(Bind("llama-0", node0), json({{"Error", ""}}));
+  const auto gang = GangGpus("ml/llama");
+  ASSERT_EQ(gang.size(), 16u);
+  // 17 whole-node jobs for the 16 free nodes: 16 run beside the gang, one waits.
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 17; ++i) ids.push_back(Submit(8, "rest-" + std::to_string(i)));
+  Pass();
+  int running = 0;
+  for (int64_t id : ids) running += Job(id)["state"] == "RUNNING" ? 1 : 0;
+  EXPECT_EQ(running, 16);
+  ExpectDisjoint(JobGpus(ids), gang);
+  EXPECT_TRUE(service_->CheckInvariants().ok()) << service_->CheckInvariants().ToString();
+
+  // The gang stalls: its 15 unbound reservations go back, the bound pod keeps its node.
+  now_us_ += kTimeoutUs + 1;
+  ASSERT_TRUE(service_->extender()->Sweep().ok());
+  Pass();
+  EXPECT_EQ(Job(ids.back())["state"], "RUNNING");
+  const auto left = GangGpus("ml/llama");
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left.begin()->first, node0);
+  ExpectDisjoint(JobGpus(ids), left);
+  EXPECT_EQ(FreeGpus(), 256 - 8 - 17 * 8);
+  EXPECT_TRUE(service_->CheckInvariants().ok()) << service_->CheckInvariants().ToString();
+}
+
+TEST_F(ExtenderServeTest, PodGangsNeverGetTheRestJobsGpus) {
+  // 17 whole-node REST jobs: 15 nodes stay free, the 16-pod gang does not fit.
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 17; ++i) ids.push_back(Submit(8, "rest-" + std::to_string(i)));
+  Pass();
+  json f = Filter(GangPod(3));
+  EXPECT_TRUE(f["NodeNames"].empty()) << f.dump();
+  EXPECT_EQ(f["FailedNodes"].size(), all_.size());
+  EXPECT_NE(f["FailedNodes"].begin()->get<std::string>().find("does not fit now"),
+            std::string::npos)
+      << f.dump();
+  EXPECT_EQ(FreeGpus(), 256 - 17 * 8);
+
+  // One job ends: the gang fits on the 16 nodes no job holds.
+  ASSERT_TRUE(client_
+                  ->Post("/api/v1/jobs/" + std::to_string(ids[0]) + "/complete",
+                         {{"Authorization", std::string("Bearer ") + kToken}}, "{}",
+                         "application/json")
+                  ->status == 200);
+  const std::string node = Place(GangPod(3));
+  ASSERT_FALSE(node.empty());
+  EXPECT_EQ(GangGpus("ml/llama").size(), 16u);
+  ExpectDisjoint(GangGpus("ml/llama"), JobGpus(ids));
+  EXPECT_EQ(FreeGpus(), 0);
+  // A new REST job waits: every GPU is a job's or the gang's.
+  const int64_t late = Submit(1, "late");
+  Pass();
+  EXPECT_EQ(Job(late)["state"], "PENDING");
+  EXPECT_TRUE(service_->CheckInvariants().ok()) << service_->CheckInvariants().ToString();
+}
+
+TEST_F(ExtenderServeTest, RestartKeepsBoundPodsAndLiveReservations) {
+  std::map<int, std::string> node_of;
+  for (int rank = 0; rank < 10; ++rank) {
+    node_of[rank] = Place(GangPod(rank));
+    ASSERT_FALSE(node_of[rank].empty());
+    ASSERT_EQ(Bind("llama-" + std::to_string(rank), node_of[rank]), json({{"Error", ""}}));
+  }
+  const auto before = GangGpus("ml/llama");
+  ASSERT_EQ(before.size(), 16u);
+
+  Restart();
+  auto g = service_->extender()->Gang("ml/llama");
+  ASSERT_TRUE(g.has_value());
+  EXPECT_EQ(GangGpus("ml/llama"), before);
+  for (int rank = 0; rank < 16; ++rank) EXPECT_EQ(g->slots[rank].bound, rank < 10) << rank;
+  EXPECT_EQ(FreeGpus(), 128);
+  EXPECT_TRUE(service_->CheckInvariants().ok()) << service_->CheckInvariants().ToString();
+  // A REST job cannot take the restored GPUs.
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 17; ++i) ids.push_back(Submit(8, "rest-" + std::to_string(i)));
+  Pass();
+  EXPECT_EQ(Job(ids.back())["state"], "PENDING");
+  ExpectDisjoint(JobGpus(ids), before);
+  // The rest of the gang lands where it was reserved before the restart; a bound pod's bind
+  // again is a no-op.
+  EXPECT_EQ(Bind("llama-2", node_of[2]), json({{"Error", ""}}));
+  for (int rank = 10; rank < 16; ++rank) {
+    const std::string node = Place(GangPod(rank));
+    EXPECT_EQ(before.count(node), 1u) << node;
+    EXPECT_EQ(Bind("llama-" + std::to_string(rank), node), json({{"Error", ""}}));
+  }
+  EXPECT_EQ(GangGpus("ml/llama"), before);
+
+  // Pods going away free their GPUs (durably): the waiting job starts, and still after a restart.
+  for (int rank = 0; rank < 16; ++rank) {
+    auto r = PodDeleted("llama-" + std::to_string(rank));
+    ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+  }
+  EXPECT_FALSE(service_->extender()->Gang("ml/llama").has_value());
+  Pass();
+  EXPECT_EQ(Job(ids.back())["state"], "RUNNING");
+  Restart();
+  EXPECT_FALSE(service_->extender()->Gang("ml/llama").has_value());
+  EXPECT_EQ(Job(ids.back())["state"], "RUNNING");
+  EXPECT_EQ(FreeGpus(), 256 - 17 * 8);
+  EXPECT_TRUE(service_->CheckInvariants().ok()) << service_->CheckInvariants().ToString();
+}
+
+TEST_F(ExtenderServeTest, ReservationsRestoredAfterARestartStillExpire) {
+  const std::string node0 = Place(GangPod(0));
+  ASSERT_EQ(Bind("llama-0", node0), json({{"Error", ""}}));
+  now_us_ += kTimeoutUs + 1;  // down for longer than the timeout
+  Restart();
+  EXPECT_EQ(GangGpus("ml/llama").size(), 16u);  // restored as they were
+  ASSERT_TRUE(service_->extender()->Sweep().ok());
+  const auto left = GangGpus("ml/llama");
+  ASSERT_EQ(left.size(), 1u);  // the bound pod keeps its node
+  EXPECT_EQ(left.begin()->first, node0);
+  EXPECT_EQ(FreeGpus(), 256 - 8);
+  Restart();
+  EXPECT_EQ(GangGpus("ml/llama"), left);
+  EXPECT_TRUE(service_->CheckInvariants().ok()) << service_->CheckInvariants().ToString();
+}
+
+TEST_F(ExtenderServeTest, ExtenderOffKeepsThePodsGpusHeld) {
+  const std::string node0 = Place(GangPod(0));
+  ASSERT_EQ(Bind("llama-0", node0), json({{"Error", ""}}));
+  Restart(/*extender=*/false);
+  EXPECT_EQ(service_->extender(), nullptr);
+  EXPECT_EQ(client_->Post("/extender/filter", "{}", "application/json")->status, 404);
+  EXPECT_EQ(FreeGpus(), 128);
+  EXPECT_TRUE(service_->CheckInvariants().ok());
+  Restart();
+  EXPECT_EQ(GangGpus("ml/llama").size(), 16u);
+}
+
+TEST_F(ExtenderServeTest, PodDeletedNeedsTheTokenTheVerbsDoNot) {
+  auto r = client_->Post("/extender/pod-deleted", "{\"PodName\": \"x\"}", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+  json f = Filter(GangPod(0));
+  EXPECT_EQ(f["NodeNames"].size(), 1u);
+}
+
+// REST clients and kube-scheduler at once, with background passes: no GPU is ever given twice,
+// and a restart replays to the very same occupancy.
+TEST_F(ExtenderServeTest, ConcurrentRestAndPodsNeverShareAGpuAndReplayToTheSameState) {
+  Shutdown();
+  {
+    ServiceOptions o;
+    o.db_path = dir_ + "/state.db";
+    o.pass_interval_ms = 5;
+    o.min_pass_gap_ms = 0;
+    o.extender = true;
+    auto s = Service::Open(*cluster_, o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    service_ = std::move(s).value();
+    ServerOptions so;
+    so.token = kToken;
+    so.log_requests = false;
+    Service* svc = service_.get();
+    so.extender = [svc](const std::string& verb, const std::string& body) {
+      return svc->ExtenderCall(verb, body);
+    };
+    server_ = std::move(Server::Start(*service_, so)).value();
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+    client_->set_read_timeout(std::chrono::seconds(30));
+  }
+  const int port = server_->port();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      httplib::Client cli("127.0.0.1", port);
+      cli.set_read_timeout(std::chrono::seconds(30));
+      for (int i = 0; i < 20; ++i) {
+        auto r = cli.Post("/api/v1/jobs", {{"Authorization", std::string("Bearer ") + kToken}},
+                          testing_api::JobJson(
+                              "rest-" + std::to_string(t) + "-" + std::to_string(i), 1 << (i % 4)),
+                          "application/json");
+        EXPECT_TRUE(r && r->status == 201);
+      }
+    });
+  }
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      httplib::Client cli("127.0.0.1", port);
+      cli.set_read_timeout(std::chrono::seconds(30));
+      for (int i = 0; i < 10; ++i) {
+        // Gangs of two 4-GPU pods, pod by pod: filter, then bind where it passed.
+        const std::string group = "g" + std::to_string(t) + "-" + std::to_string(i);
+        for (int rank = 0; rank < 2; ++rank) {
+          const std::string name = group + "-" + std::to_string(rank);
+          const json pod = Pod(
+              name, 4,
+              {{"toposched.io/pod-group", group}, {"toposched.io/pod-index", std::to_string(rank)}},
+              {{"toposched.io/group-size", "2"}});
+          auto f = cli.Post("/extender/filter", json{{"Pod", pod}, {"NodeNames", all_}}.dump(),
+                            "application/json");
+          ASSERT_TRUE(f && f->status == 200);
+          const json fj = json::parse(f->body);
+          if (fj["NodeNames"].size() != 1) continue;  // the cluster is full for now
+          auto b = cli.Post("/extender/bind",
+                            json{{"PodName", name},
+                                 {"PodNamespace", "ml"},
+                                 {"PodUID", "uid-" + name},
+                                 {"Node", fj["NodeNames"][0]}}
+                                .dump(),
+                            "application/json");
+          ASSERT_TRUE(b && b->status == 200);
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  ASSERT_TRUE(service_->RunPass().ok());
+  EXPECT_TRUE(service_->CheckInvariants().ok()) << service_->CheckInvariants().ToString();
+  std::vector<int64_t> ids;
+  for (int64_t id = 1; id <= 60; ++id) ids.push_back(id);
+  std::map<std::string, std::set<int>> pods;
+  for (const std::string& key : service_->extender()->GangKeys()) {
+    for (const auto& [node, gpus] : GangGpus(key)) {
+      for (int g : gpus) EXPECT_TRUE(pods[node].insert(g).second) << node << " " << g;
+    }
+  }
+  EXPECT_FALSE(pods.empty());
+  ExpectDisjoint(JobGpus(ids), pods);
+  // Gangs that hold GPUs come back as they were; one that never got a reservation (the cluster
+  // was full) is not stored and is placed afresh on its next pod.
+  auto holding = [&] {
+    std::map<std::string, std::map<std::string, std::set<int>>> out;
+    for (const std::string& key : service_->extender()->GangKeys()) {
+      if (auto g = GangGpus(key); !g.empty()) out[key] = g;
+    }
+    return out;
+  };
+  const std::string nodes = service_->NodesJson();
+  const auto gangs = holding();
+  EXPECT_FALSE(gangs.empty());
+  Shutdown();
+  Boot();
+  EXPECT_EQ(service_->NodesJson(), nodes);
+  EXPECT_EQ(holding(), gangs);
+  EXPECT_TRUE(service_->CheckInvariants().ok()) << service_->CheckInvariants().ToString();
+}
+
+// The `toposched serve` binary serves the verbs by default, and not with --no-extender; a
+// SIGKILL loses no acknowledged binding.
+TEST(ExtenderServeBinary, VerbsOnTheServedInstance) {
+  const std::string dir = testing_api::MakeTempDir("toposched-ext-bin");
+  testing_api::WriteFile(dir + "/token", std::string(kToken) + "\n");
+  testing_api::ServeProcess serve(TS_CLI,
+                                  std::string(TS_SOURCE_DIR) + "/data/clusters/h100-2rack.yaml",
+                                  dir + "/state.db", dir + "/token", dir);
+  serve.set_extra_args({"--kube-api-server", "none"});
+  ASSERT_TRUE(serve.Start()) << serve.log(0);
+  std::vector<std::string> all;
+  for (const auto& n : toposched::testing::H100Cluster().nodes) all.push_back(n.name);
+  const json pod = Pod("solo", 8, {}, {});
+  std::string node;
+  {
+    httplib::Client cli("127.0.0.1", serve.port());
+    auto f = cli.Post("/extender/filter", json{{"Pod", pod}, {"NodeNames", all}}.dump(),
+                      "application/json");
+    ASSERT_TRUE(f && f->status == 200) << (f ? f->body : serve.log(0));
+    json fj = json::parse(f->body);
+    ASSERT_EQ(fj["NodeNames"].size(), 1u) << f->body;
+    node = fj["NodeNames"][0];
+    auto b = cli.Post(
+        "/extender/bind",
+        json{{"PodName", "solo"}, {"PodNamespace", "ml"}, {"PodUID", "uid-solo"}, {"Node", node}}
+            .dump(),
+        "application/json");
+    ASSERT_TRUE(b && b->status == 200);
+    EXPECT_EQ(json::parse(b->body), json({{"Error", ""}}));
+  }
+  serve.Kill();
+  ASSERT_TRUE(serve.Start()) << serve.log(1);
+  {
+    httplib::Client cli("127.0.0.1", serve.port());
+    json nodes = json::parse(cli.Get("/api/v1/nodes")->body)["nodes"];
+    int held = 0;
+    for (const json& n : nodes) {
+      if (n["name"] == node) {
+        EXPECT_EQ(n["free"], 0);
+        EXPECT_EQ(n["pod_gangs"], json::array({"ml/solo"}));
+        ++held;
+      }
+    }
+    EXPECT_EQ(held, 1);
+  }
+  serve.Kill();
+  serve.set_extra_args({"--no-extender"});
+  ASSERT_TRUE(serve.Start()) << serve.log(2);
+  {
+    httplib::Client cli("127.0.0.1", serve.port());
+    auto f = cli.Post("/extender/filter", json{{"Pod", pod}, {"NodeNames", all}}.dump(),
+                      "application/json");
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->status, 404);
+  }
+  serve.Kill();
+  // Gang keys from --extender-config: a two-pod gang under another label reserves both pods.
+  testing_api::WriteFile(dir + "/ext.yaml",
+                         "group_name_key: example.com/gang\nreservation_timeout_s: 60\n");
+  serve.set_extra_args({"--kube-api-server", "none", "--extender-config", dir + "/ext.yaml"});
+  ASSERT_TRUE(serve.Start()) << serve.log(3);
+  {
+    httplib::Client cli("127.0.0.1", serve.port());
+    const json duo =
+        Pod("duo-0", 4, {{"example.com/gang", "duo"}}, {{"toposched.io/group-size", "2"}});
+    auto f = cli.Post("/extender/filter", json{{"Pod", duo}, {"NodeNames", all}}.dump(),
+                      "application/json");
+    ASSERT_TRUE(f && f->status == 200);
+    EXPECT_EQ(json::parse(f->body)["NodeNames"].size(), 1u) << f->body;
+    std::string metrics = cli.Get("/metrics")->body;
+    EXPECT_NE(metrics.find("toposched_k8s_pod_gpus 16\n"), std::string::npos);  // 8 + 4 + 4
+  }
+  serve.Kill();
+  // A bad option is refused before anything starts.
+  testing_api::WriteFile(dir + "/bad.yaml", "group_name_key: x\nbogus: 1\n");
+  const std::string cmd = std::string(TS_CLI) + " serve --cluster " + TS_SOURCE_DIR +
+                          "/data/clusters/h100-2rack.yaml --db " + dir + "/other.db" +
+                          " --extender-config " + dir + "/bad.yaml > " + dir + "/bad.log 2>&1";
+  EXPECT_NE(std::system(cmd.c_str()), 0);
+  EXPECT_NE(testing_api::ReadFile(dir + "/bad.log").find("bad.yaml:2: bogus: unknown option"),
+            std::string::npos)
+      << testing_api::ReadFile(dir + "/bad.log");
+  testing_api::RemoveDir(dir);
+}
+
+}  // namespace
+}  // namespace toposched::api
