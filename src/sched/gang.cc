@@ -231,6 +231,9 @@ class Search {
   // profile alone (refine plugin "local-search"); the best weighted score wins.
   std::optional<Verdict> TryDomainsByProfile(std::vector<std::string>& reasons);
   bool RefineOn() const;
+  // Whole free nodes of one profile under one leaf: every other count vector only adds nodes or
+  // leaves, so such a plan is neither refined nor given competing starts.
+  bool WholeNodesOfOneKind(const Plan& plan) const;
   // Plans that spread the job as evenly as the nodes allow over the m nodes of `region` with the
   // most room, for the smallest m that holds it and the next two.
   std::vector<Plan> BalancedPlans(const std::vector<int>& region) const;
@@ -696,6 +699,19 @@ bool Search::RefineOn() const {
          opt_.max_refine_evaluations > 0;
 }
 
+bool Search::WholeNodesOfOneKind(const Plan& plan) const {
+  if (plan.chunks.empty()) return false;
+  const int* prof = ix_.node_profile.data();
+  const int n0 = plan.chunks[0].first;
+  for (const auto& [n, k] : plan.chunks) {
+    if (k != nodes_[n].free || k != state_.GpuCount(n) || prof[n] != prof[n0] ||
+        c_.nodes[n].domain != c_.nodes[n0].domain) {
+      return false;
+    }
+  }
+  return true;
+}
+
 void Search::Refine(const std::vector<int>& region, size_t home, Plan& plan, Placement& p,
                     double& score) const {
   if (plan.chunks.empty()) return;
@@ -704,17 +720,7 @@ void Search::Refine(const std::vector<int>& region, size_t home, Plan& plan, Pla
   }
   if (static_cast<int>(plan.chunks.size()) > opt_.max_refine_nodes) return;
   const int* prof = ix_.node_profile.data();
-  {
-    // Whole free nodes of one profile under one leaf: every other count vector only adds nodes
-    // or leaves, so the plan stands as it is.
-    const int n0 = plan.chunks[0].first;
-    bool uniform = true;
-    for (const auto& [n, k] : plan.chunks) {
-      uniform = uniform && k == nodes_[n].free && k == state_.GpuCount(n) && prof[n] == prof[n0] &&
-                c_.nodes[n].domain == c_.nodes[n0].domain;
-    }
-    if (uniform) return;
-  }
+  if (WholeNodesOfOneKind(plan)) return;
   const int unit = mode_ == Mode::kNodeTp ? tp_ : 1;
   // The plan's nodes, then nodes outside it with room for a unit, one per (profile, free GPUs,
   // leaf): such nodes differ only in their id, which only orders the ranks.
@@ -1075,7 +1081,7 @@ std::optional<Verdict> Search::TryDomains(std::vector<std::string>& reasons, dou
     for (const Candidate& cand : feasible) {
       std::vector<Plan> plans;
       plans.push_back(MakePlan(*cand.nodes));
-      if (refine) {
+      if (refine && !WholeNodesOfOneKind(plans[0])) {
         for (Plan& b : BalancedPlans(*cand.nodes)) plans.push_back(std::move(b));
         for (Plan& b : AnchoredPlans(RefineRegion(*cand.nodes), cand.nodes->size())) {
           plans.push_back(std::move(b));
