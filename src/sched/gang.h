@@ -128,7 +128,7 @@ struct GangPlacerOptions {
   int max_node_evaluations = 8;
   // Placements scored by the "local-search" refine plugin per candidate plan, and the distinct
   // nodes outside the plan (by profile, free GPUs and leaf) it may move GPUs to.
-  int max_refine_evaluations = 64;
+  int max_refine_evaluations = 32;
   int max_refine_nodes = 32;
   NodeSelectOptions node_select;
   // InvalidArgument unless the plugins are known with finite weights ≥ 0, the limits are in

@@ -61,11 +61,20 @@ std::vector<int> Cluster::Ancestors(int node) const {
 
 int Cluster::MeetLevel(int node_a, int node_b) const {
   if (node_a == node_b) return static_cast<int>(levels.size());
-  std::vector<int> a = Ancestors(node_a);
-  std::vector<int> b = Ancestors(node_b);
-  // Chains are short (network depth), so the quadratic scan beats building a set.
-  for (int d : a) {
-    if (std::find(b.begin(), b.end(), d) != b.end()) return domains[d].level;
+  const int n_nodes = static_cast<int>(nodes.size());
+  if (node_a < 0 || node_b < 0 || node_a >= n_nodes || node_b >= n_nodes) return -1;
+  // Climb from the deeper side until both meet (no allocation: this runs per pair of nodes in
+  // every cost-model evaluation). Bounded: a broken parent chain must not hang.
+  const int n_domains = static_cast<int>(domains.size());
+  int a = nodes[node_a].domain, b = nodes[node_b].domain;
+  for (int guard = 0; guard <= 2 * n_domains; ++guard) {
+    if (a < 0 || b < 0 || a >= n_domains || b >= n_domains) return -1;
+    if (a == b) return domains[a].level;
+    if (domains[a].level >= domains[b].level) {
+      a = domains[a].parent;
+    } else {
+      b = domains[b].parent;
+    }
   }
   return -1;
 }
