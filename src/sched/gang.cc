@@ -163,7 +163,8 @@ std::string PlacementShapeKey(const job::JobSpec& j) {
          std::to_string(l.tp_bytes) + "/" + std::to_string(l.pp_bytes) + "/" +
          std::to_string(l.dp_bytes) + "/" + job::ConstraintModeName(c.job.mode) + ":" +
          c.job.level + "/" + job::ConstraintModeName(c.tp.mode) + ":" + c.tp.level + "/" +
-         c.gpu_model + "/" + (c.rdma_required ? "rdma" : "");
+         c.gpu_model + "/" + (c.rdma_required ? "rdma" : "") +
+         (j.Fractional() ? "/milli" + std::to_string(j.gpu_milli) : "");
 }
 
 namespace {
@@ -209,6 +210,10 @@ class Search {
   Verdict Run();
 
  private:
+  Verdict RunWhole();
+  // A fractional job: a shared GPU with room (best fit), else RunWhole's 1-GPU choice.
+  Verdict RunFractional();
+  bool NodeTakesWork(int node) const;
   void Filter();
   void EnsureFiltered();
   // Whether nodes of each profile pass the job's gpu_model / rdma_required constraints.
@@ -756,8 +761,80 @@ std::optional<Verdict> Search::TryDomains(std::vector<std::string>& reasons) {
   return std::nullopt;
 }
 
+bool Search::NodeTakesWork(int node) const {
+  return state_.NodeHealth(node) != topo::Health::kUnhealthy && !state_.NodeDrained(node) &&
+         (all_profiles_ok_ || profile_ok_[ix_.node_profile[node]]);
+}
+
 Verdict Search::Run() {
   ProfileFilter();
+  if (job_.Fractional()) return RunFractional();
+  return RunWhole();
+}
+
+Verdict Search::RunFractional() {
+  const int milli = job_.gpu_milli;
+  // Best fit over the shared GPUs: least room left after the job, then node, then GPU.
+  int best_node = -1, best_gpu = -1, best_left = 1001, with_room = 0, most_room = 0;
+  state_.ForEachSharedGpu([&](const ClusterState::SharedGpu& sh) {
+    if (!NodeTakesWork(sh.node) || state_.GpuHealth(sh.node, sh.gpu) == topo::Health::kUnhealthy) {
+      return;
+    }
+    const int room = 1000 - sh.used_milli;
+    most_room = std::max(most_room, room);
+    if (room < milli) return;
+    ++with_room;
+    const int left = room - milli;
+    if (std::tie(left, sh.node, sh.gpu) < std::tie(best_left, best_node, best_gpu) ||
+        best_node < 0) {
+      best_left = left;
+      best_node = sh.node;
+      best_gpu = sh.gpu;
+    }
+  });
+  const std::string what = std::to_string(milli) + " milli of one GPU: ";
+  if (best_node >= 0) {
+    Placement p;
+    GpuMask m;
+    m.set(best_gpu);
+    p.parts.push_back(NodeGpus{best_node, m});
+    const int order[1] = {best_gpu};
+    const std::vector<int> nics = AssignNics(c_.topology(best_node), order);
+    p.ranks.push_back(RankSlot{0, best_node, best_gpu, nics.empty() ? -1 : nics[0]});
+    p.domain = c_.nodes[best_node].name;
+    p.gpu_milli = milli;
+    (void)Score(p);
+    const int used_after = 1000 - best_left;
+    p.explanation = what + "shared GPU " + std::to_string(best_gpu) + " on node " +
+                    c_.nodes[best_node].name + ": " + std::to_string(used_after) +
+                    "/1000 milli used after (best fit among " + std::to_string(with_room) +
+                    " shared GPU" + (with_room == 1 ? "" : "s") + " with room)";
+    Verdict v;
+    v.kind = VerdictKind::kFit;
+    v.placement = std::move(p);
+    return v;
+  }
+  Verdict v = RunWhole();
+  const std::string shared_note =
+      state_.SharedGpuCount() == 0
+          ? std::string("no GPU is shared yet")
+          : "no shared GPU has room (" + std::to_string(state_.SharedGpuCount()) +
+                " shared, most room " + std::to_string(most_room) + " milli)";
+  if (v.fit()) {
+    Placement& p = *v.placement;
+    p.gpu_milli = milli;
+    const NodeGpus& part = p.parts[0];
+    p.explanation = what + "free GPU " + std::to_string(part.gpus.lowest()) + " on node " +
+                    c_.nodes[part.node].name + " becomes shared: " + std::to_string(milli) +
+                    "/1000 milli used after (" + shared_note + "); " + p.explanation;
+    return v;
+  }
+  v.reasons.insert(v.reasons.begin(), "needs " + what.substr(0, what.size() - 2) + "; " +
+                                          shared_note + " and no free GPU fits");
+  return v;
+}
+
+Verdict Search::RunWhole() {
   const job::LevelConstraint& tpc = job_.constraints.tp;
   const bool tp_required = tpc.mode == ConstraintMode::kRequired;
   std::vector<Mode> modes;

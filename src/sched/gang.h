@@ -56,6 +56,9 @@ struct Placement {
   double tp_ms = 0;             // AllReduce of tp_bytes over rank 0's TP group
   double pp_ms = 0;             // Send/Recv of pp_bytes from rank 0 to its next stage
   double best_possible_ms = 0;  // predicted_ms of the same job on the empty cluster
+  // A fractional job (JobSpec::gpu_milli < 1000): its thousandths of the one GPU in `parts`,
+  // to be taken with ClusterState::AllocateShared. 0 = whole GPUs (ClusterState::Allocate).
+  int gpu_milli = 0;
   std::string explanation;
   int64_t decision_us = 0;  // filled by the caller, who owns the clock
 };
@@ -136,6 +139,12 @@ struct GangPlacerOptions {
 // filled in node order so PP stages and DP replicas land on neighbouring nodes of one leaf;
 // (4) up to max_candidate_domains candidates are scored by the cost model (3 evaluations each)
 // plus the fragmentation term. Cost: O(nodes + domains) per call plus the evaluations.
+//
+// Fractional jobs (JobSpec::gpu_milli < 1000, one GPU): first an already shared GPU with room,
+// best fit (the least room left after it; ties by node, then GPU), on a node and GPU that pass
+// the job's filters (health, drain, gpu_model, rdma); else one free GPU chosen as for a 1-GPU
+// job (the policy's node rule, best fit by default), which becomes shared. Whole-GPU jobs never
+// see shared GPUs (they are not free). Cost: O(shared GPUs) plus the 1-GPU path when none fits.
 class GangPlacer {
  public:
   using Options = GangPlacerOptions;
