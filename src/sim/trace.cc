@@ -369,6 +369,8 @@ StatusOr<job::JobSpec> MakeJobSpec(const TraceJob& j, const std::string& source,
     s.layout.tp = tp;
     s.layout.dp = j.gpus / tp;
   }
+  // A fractional request (openb gpu_milli < 1000, always 1 GPU) shares a GPU in the core.
+  s.gpu_milli = j.gpu_milli;
   if (auto err = job::NormalizeSpec(s)) {
     return InvalidArgumentError(source + ":" + std::to_string(j.line) + ": job \"" + j.name +
                                 "\": " + err->field + ": " + err->message);

@@ -1,7 +1,8 @@
 // Cluster traces for the simulator: readers for the Philly job list (as derived by Pollux), the
 // Alibaba openb pod list, the Tiresias sample and a documented generic CSV, into one job list
 // sorted by submission time; and the rule that turns a trace job into a JobSpec when the trace
-// does not give a parallel layout. Knows nothing of clusters, placements or the scheduler.
+// does not give a parallel layout. A fractional request (gpu_milli < 1000) becomes a
+// fractional JobSpec (JobSpec::gpu_milli) that shares a GPU in the scheduler core. Knows nothing of clusters, placements or the scheduler.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +26,7 @@ struct TraceJob {
   int line = 0;                // 1-based line of the trace file
   int64_t submit_us = 0;       // ≥ 0
   int64_t duration_us = 0;     // > 0: run time on an ideal placement
-  int gpus = 0;                // ≥ 1 (whole GPUs; fractional requests are rounded up)
+  int gpus = 0;                // ≥ 1 (1 for a fractional request)
   int gpu_milli = 1000;        // openb: the fraction of one GPU asked (1..1000); 1000 otherwise
   std::string user;            // Philly: virtual cluster; openb: qos; else "" ("trace")
   std::string gpu_model;       // required GPU model; "" = any
@@ -39,7 +40,7 @@ struct Trace {
   TraceFormat format = TraceFormat::kCsv;
   std::vector<TraceJob> jobs;  // by submit_us, then line
   int skipped = 0;             // rows that ask for no GPU (openb CPU-only pods)
-  int fractional = 0;          // openb rows with gpu_milli < 1000, rounded up to one GPU
+  int fractional = 0;          // openb rows with gpu_milli < 1000 (they share GPUs)
 };
 
 // Readers. Errors are InvalidArgument `file:line: column "duration": expected a number, got

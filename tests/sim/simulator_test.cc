@@ -213,6 +213,77 @@ TEST(OpenbClusterTest, NodeListBuildsTheTraceCluster) {
   EXPECT_EQ(r.jobs.size(), t->jobs.size());
 }
 
+// A small openb-shaped cluster (6 nodes × 8 G2 GPUs, as in the node list) under the first 400
+// pods of openb: fractional pods share GPUs in the core, in the replay and in FGD's fill.
+topo::Cluster SmallOpenbCluster() {
+  std::string nodes = "sn,cpu_milli,memory_mib,gpu,model\n";
+  for (int i = 0; i < 6; ++i) nodes += "n" + std::to_string(i) + ",96000,786432,8,G2\n";
+  auto y = OpenbNodesToClusterYaml(nodes, "nodes.csv");
+  EXPECT_TRUE(y.ok()) << y.status().ToString();
+  auto c = topo::io::ParseClusterYaml(*y, "nodes.csv", ".");
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  topo::Cluster cluster = std::move(c).value();
+  cluster.Finalize();
+  return cluster;
+}
+
+TEST(OpenbFractionalTest, ReplaySharesGpusAndEndsWithEveryGpuFree) {
+  const topo::Cluster c = SmallOpenbCluster();
+  auto t = ReadTraceFile(TracePath("openb_pod_list_default-head400.csv"), TraceFormat::kOpenb);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_GT(t->fractional, 100);
+  int fractional_jobs = 0;
+  for (const TraceJob& j : t->jobs) fractional_jobs += j.gpu_milli < 1000 ? 1 : 0;
+  ASSERT_EQ(fractional_jobs, t->fractional);
+  for (const std::string& p : PolicyNames()) {
+    SimResult r = RunPolicy(c, *t, p);
+    EXPECT_EQ(r.unfinished, 0) << p;
+    EXPECT_TRUE(r.all_free_at_end) << p;
+    int ran = 0;
+    for (const JobOutcome& o : r.jobs) {
+      if (o.gpu_milli < 1000 && o.end_us >= 0) ++ran;
+    }
+    EXPECT_EQ(ran, fractional_jobs) << p;
+    // A shared GPU counts whole in gpu_utilization, by its used milli in the allocation.
+    EXPECT_LT(r.gpu_allocation_milli, r.gpu_utilization) << p;
+    EXPECT_GT(r.gpu_allocation_milli, 0.5 * r.gpu_utilization) << p;
+    EXPECT_GE(r.final_gpu_allocation_milli, 0) << p;
+  }
+}
+
+TEST(OpenbFractionalTest, FillPacksFractionsOntoSharedGpus) {
+  const topo::Cluster c = SmallOpenbCluster();
+  auto t = ReadTraceFile(TracePath("openb_pod_list_default-head400.csv"), TraceFormat::kOpenb);
+  ASSERT_TRUE(t.ok());
+  SimOptions o;
+  o.fill_ratio = 1.3;
+  o.seed = 42;
+  SimResult r = RunPolicy(c, *t, "toposched", o);
+  EXPECT_EQ(r.experiment, "fill");
+  EXPECT_TRUE(r.all_free_at_end);
+  int placed_gpus = 0, placed_fractional = 0;
+  int64_t placed_milli = 0;
+  for (const JobOutcome& j : r.jobs) {
+    if (j.first_start_us < 0) continue;
+    placed_gpus += j.gpus;
+    placed_fractional += j.gpu_milli < 1000 ? 1 : 0;
+    placed_milli += static_cast<int64_t>(j.gpus) * j.gpu_milli;
+  }
+  const int held = static_cast<int>(std::lround(r.gpu_utilization * c.TotalGpus()));
+  // More pods than GPUs they hold: fractions share GPUs.
+  EXPECT_GT(placed_fractional, 0);
+  EXPECT_GT(placed_gpus, held);
+  EXPECT_LE(held, c.TotalGpus());
+  EXPECT_NEAR(r.final_gpu_allocation_milli, placed_milli / (1000.0 * c.TotalGpus()), 1e-12);
+  EXPECT_GT(r.final_gpu_allocation_milli, 0.85);  // 48 GPUs offered 1.3 × their capacity
+  EXPECT_LE(r.final_gpu_allocation_milli, 1.0);
+  EXPECT_GT(r.refused, 0);
+  EXPECT_EQ(r.unfinished, r.refused);  // fill: the refused pods are the ones that never ran
+  // Same seed, same figures.
+  SimResult again = RunPolicy(c, *t, "toposched", o);
+  EXPECT_EQ(again.final_gpu_allocation_milli, r.final_gpu_allocation_milli);
+}
+
 TEST(OpenbClusterTest, BadNodeListNamesTheLine) {
   auto y = OpenbNodesToClusterYaml("sn,cpu_milli,memory_mib,gpu,model\nn1,1,1,8,T4\nn1,1,1,2,T4\n",
                                    "nodes.csv");
