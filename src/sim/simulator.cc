@@ -76,7 +76,9 @@ StatusOr<SimResult> SimulateFill(const topo::Cluster& cluster, const Trace& trac
     order.push_back(i);
     total += demand(i);
   }
-  for (size_t k = order.size(); k > 1; --k) std::swap(order[k - 1], order[rng() % k]);
+  if (options.fill_shuffle) {
+    for (size_t k = order.size(); k > 1; --k) std::swap(order[k - 1], order[rng() % k]);
+  }
 
   sched::SchedulerOptions so;
   so.backfill = false;  // nothing queues: a job is placed on arrival or refused

@@ -40,6 +40,9 @@ struct SimOptions {
   // refused (cancelled: never queued). SimResult::final_gpu_allocation_milli is then FGD's
   // "GPU allocation ratio" after the last arrival. FGD uses 1.3. In (0, 100].
   double fill_ratio = 0;
+  // Fill only: false keeps the arrival order (the trace's jobs in trace order, then the draws)
+  // instead of shuffling it (FGD's --shuffle-pod=false); tests use it to fix the order.
+  bool fill_shuffle = true;
   Status Validate() const;
 };
 

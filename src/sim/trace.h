@@ -33,6 +33,9 @@ struct TraceJob {
   int tp = 0, pp = 0, dp = 0;  // layout from the trace; 0 = derive (LayoutRule)
   double model_params = 0;     // 0 = the default of MakeJobSpec
   int priority = 0;
+  // openb: a pod, which Kubernetes binds to one node, so all its GPUs must be on one node (the
+  // job spec gets `job: required node`). Elsewhere a job may span nodes.
+  bool one_node = false;
 };
 
 struct Trace {
@@ -64,7 +67,8 @@ StatusOr<Trace> ReadTraceFile(const std::string& path, TraceFormat format, int m
 // (docs/simulator.md): GPUs ≤ max_tp is one TP group of all the GPUs (one node); more GPUs get
 // TP = the largest power of two ≤ max_tp dividing the count and DP = the rest (32 → TP 8 × DP 4,
 // 12 → TP 4 × DP 3). max_tp = min(8, most GPUs on one node of the cluster). One replica per TP
-// group. Model size when the trace gives none: 1e9 parameters (the bytes only scale the
+// group. A one_node job (openb pods) gets the constraint `job: required node`: it is placed on
+// one node or not at all. Model size when the trace gives none: 1e9 parameters (the bytes only scale the
 // communication time; the simulator uses the ratio of predicted to best-possible time).
 // InvalidArgument (file:line) when the spec does not normalize.
 StatusOr<job::JobSpec> MakeJobSpec(const TraceJob& j, const std::string& source, int max_tp);

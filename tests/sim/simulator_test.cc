@@ -284,6 +284,68 @@ TEST(OpenbFractionalTest, FillPacksFractionsOntoSharedGpus) {
   EXPECT_EQ(again.final_gpu_allocation_milli, r.final_gpu_allocation_milli);
 }
 
+// `nodes` openb nodes of `gpus` G2 GPUs each.
+topo::Cluster OpenbNodes(int nodes, int gpus) {
+  std::string text = "sn,cpu_milli,memory_mib,gpu,model\n";
+  for (int i = 0; i < nodes; ++i) {
+    text += "n" + std::to_string(i) + ",96000,786432," + std::to_string(gpus) + ",G2\n";
+  }
+  auto y = OpenbNodesToClusterYaml(text, "nodes.csv");
+  EXPECT_TRUE(y.ok()) << y.status().ToString();
+  auto c = topo::io::ParseClusterYaml(*y, "nodes.csv", ".");
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  topo::Cluster cluster = std::move(c).value();
+  cluster.Finalize();
+  return cluster;
+}
+
+// An openb pod list with pods (num_gpu, gpu_milli) created in this order.
+Trace OpenbPods(const std::vector<std::pair<int, int>>& pods) {
+  std::string text =
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+      "deletion_time,scheduled_time\n";
+  for (size_t i = 0; i < pods.size(); ++i) {
+    text += "p" + std::to_string(i) + ",1000,1024," + std::to_string(pods[i].first) + "," +
+            std::to_string(pods[i].second) + ",,LS,Running," + std::to_string(i) + ",1000," +
+            std::to_string(i) + "\n";
+  }
+  auto t = ParseTrace(text, "pods.csv", TraceFormat::kOpenb);
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  return t.ok() ? std::move(t).value() : Trace{};
+}
+
+// The fill experiment in trace order (no shuffle, no draws: the trace alone exceeds 1% of the
+// GPUs).
+SimResult FillInOrder(const topo::Cluster& c, const Trace& t, const std::string& policy) {
+  SimOptions o;
+  o.fill_ratio = 0.01;
+  o.fill_shuffle = false;
+  SimResult r = RunPolicy(c, t, policy, o);
+  EXPECT_EQ(r.jobs.size(), t.jobs.size()) << policy;
+  return r;
+}
+
+TEST(OpenbFillTest, PodsNeverSpanNodes) {
+  const Trace t = OpenbPods({{1, 1000}, {1, 1000}, {2, 1000}});
+  auto spec = MakeJobSpec(t.jobs[2], t.source, 2);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->constraints.job.mode, job::ConstraintMode::kRequired);
+  EXPECT_EQ(spec->constraints.job.level, job::kLevelNode);
+  // Two nodes of 2 GPUs. Best fit puts both 1-GPU pods on n0, so the 2-GPU pod gets n1; spread
+  // (first-fit: least allocated) puts one on each node, and the 2-GPU pod, which may not be
+  // split over two nodes, is refused.
+  const topo::Cluster c = OpenbNodes(2, 2);
+  for (const std::string p : {"best-fit", "toposched", "kueue-tas"}) {
+    SimResult r = FillInOrder(c, t, p);
+    EXPECT_EQ(r.refused, 0) << p;
+    EXPECT_DOUBLE_EQ(r.final_gpu_allocation_milli, 1.0) << p;
+  }
+  SimResult spread = FillInOrder(c, t, "first-fit");
+  EXPECT_EQ(spread.refused, 1);
+  EXPECT_LT(spread.jobs[2].first_start_us, 0);
+  EXPECT_DOUBLE_EQ(spread.final_gpu_allocation_milli, 0.5);
+}
+
 TEST(OpenbClusterTest, BadNodeListNamesTheLine) {
   auto y = OpenbNodesToClusterYaml("sn,cpu_milli,memory_mib,gpu,model\nn1,1,1,8,T4\nn1,1,1,2,T4\n",
                                    "nodes.csv");
