@@ -14,9 +14,11 @@ StatusOr<GangPlacerOptions> PolicyOptions(std::string_view name) {
   if (name == "toposched") return o;
   p.scores.clear();
   p.gpus = "first-free";
+  p.shares = "node-best-fit";  // best-fit, pair-score, kueue-tas
   if (name == "first-fit") {
     p.domain = "cluster";
     p.nodes = "least-allocated";
+    p.shares = "least-allocated";
   } else if (name == "best-fit") {
     p.domain = "cluster";
     p.nodes = "best-fit";
@@ -30,6 +32,7 @@ StatusOr<GangPlacerOptions> PolicyOptions(std::string_view name) {
   } else if (name == "slurm-tree") {
     p.domain = "lowest-level";
     p.nodes = "in-order";
+    p.shares = "in-order";
   } else {
     std::string known;
     for (const std::string& n : PolicyNames()) known += (known.empty() ? "" : ", ") + n;

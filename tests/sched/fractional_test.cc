@@ -12,6 +12,7 @@
 #include "job/job_spec.h"
 #include "sched/cluster_state.h"
 #include "sched/gang.h"
+#include "sched/policy.h"
 #include "sched/scheduler.h"
 #include "testing/clusters.h"
 
@@ -356,6 +357,68 @@ TEST(FractionalPlacer, TwoHalvesShareOneGpu) {
   EXPECT_EQ(s.UsedMilli(p.node, p.gpus.lowest()), 1000);
   EXPECT_EQ(s.SharedGpuCount(), 1);
   EXPECT_INVARIANTS(s);
+}
+
+// The `shares` plugin of each policy on one state (H100: 32 nodes of 8 GPUs):
+//   gpu001: GPUs 1-7 whole-allocated, GPU 0 free                  (1000 milli free)
+//   gpu002: GPU 0 shared 600/1000, GPUs 1-7 free                  (7400)
+//   gpu003: GPU 0 shared 500, GPU 1 shared 800, GPUs 2-7 whole    (700)
+//   the rest empty                                                (8000 each)
+// A 300-milli job: toposched takes the tightest shared GPU cluster-wide (gpu002 GPU 0, 100
+// left); best-fit the fullest node that can take it (gpu003) and its tightest GPU with room
+// (GPU 0; GPU 1 has only 200); first-fit the emptiest node (gpu004) and a free GPU; slurm-tree
+// the first node that can (gpu001) and its first GPU with room (GPU 0, free).
+TEST(FractionalPlacer, SharesFollowThePolicy) {
+  ClusterState s = NewState();
+  GpuMask g17, g27;
+  for (int g = 1; g < 8; ++g) g17.set(g);
+  for (int g = 2; g < 8; ++g) g27.set(g);
+  ASSERT_TRUE(s.Allocate(1, {NodeGpus{0, g17}}).ok());
+  ASSERT_TRUE(s.AllocateShared(2, 1, 0, 600).ok());
+  ASSERT_TRUE(s.AllocateShared(3, 2, 0, 500).ok());
+  ASSERT_TRUE(s.AllocateShared(4, 2, 1, 800).ok());
+  ASSERT_TRUE(s.Allocate(5, {NodeGpus{2, g27}}).ok());
+  EXPECT_INVARIANTS(s);
+  const std::map<std::string, std::pair<int, int>> want = {
+      {"toposched", {1, 0}}, {"best-fit", {2, 0}},   {"pair-score", {2, 0}},
+      {"kueue-tas", {2, 0}}, {"first-fit", {3, 0}}, {"slurm-tree", {0, 0}}};
+  for (const std::string& name : PolicyNames()) {
+    auto opts = PolicyOptions(name);
+    ASSERT_TRUE(opts.ok());
+    auto placer = GangPlacer::Create(H100(), *opts);
+    ASSERT_TRUE(placer.ok()) << placer.status().ToString();
+    Verdict v = (*placer)->Place(s, Frac(300));
+    ASSERT_TRUE(v.fit()) << name << ": " << v.Explain();
+    ASSERT_EQ(v.placement->parts.size(), 1u);
+    EXPECT_EQ(v.placement->gpu_milli, 300);
+    const NodeGpus& part = v.placement->parts[0];
+    EXPECT_EQ(std::make_pair(part.node, part.gpus.lowest()), want.at(name))
+        << name << ": " << v.placement->explanation;
+    EXPECT_EQ(part.gpus.count(), 1) << name;
+    ClusterState after = s;
+    EXPECT_TRUE(Take(after, 9, *v.placement).ok()) << name;
+    EXPECT_INVARIANTS(after);
+  }
+  // Every rule refuses when nothing has room, and says so.
+  ClusterState full = NewState();
+  for (int n = 0; n < static_cast<int>(H100().nodes.size()); ++n) {
+    ASSERT_TRUE(full.Allocate(100 + n, {NodeGpus{n, full.FreeMask(n)}}).ok());
+  }
+  for (const std::string& name : PolicyNames()) {
+    auto placer = GangPlacer::Create(H100(), *PolicyOptions(name));
+    ASSERT_TRUE(placer.ok());
+    Verdict v = (*placer)->Place(full, Frac(300));
+    EXPECT_FALSE(v.fit()) << name;
+    EXPECT_NE(v.Explain().find("no free GPU fits"), std::string::npos) << name << ": " << v.Explain();
+  }
+}
+
+TEST(FractionalPlacer, UnknownSharesRuleIsRejected) {
+  GangPlacerOptions o;
+  o.plugins.shares = "worst-fit";
+  auto p = GangPlacer::Create(H100(), o);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().ToString().find("shares"), std::string::npos) << p.status().ToString();
 }
 
 TEST(FractionalPlacer, SixHundredAndFiveHundredDoNotShare) {

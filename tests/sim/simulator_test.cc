@@ -346,6 +346,47 @@ TEST(OpenbFillTest, PodsNeverSpanNodes) {
   EXPECT_DOUBLE_EQ(spread.final_gpu_allocation_milli, 0.5);
 }
 
+// Fractional pods follow the policy's packing rule (PlacementPlugins::shares), and the choice
+// decides what fits later.
+TEST(OpenbFillTest, FractionsFollowThePolicy) {
+  {
+    // Two nodes of 2 GPUs; 500, 500, then two 2-GPU pods. Packing puts both halves on one GPU
+    // of n0, so one 2-GPU pod gets n1 (3 of 4 GPUs allocated). Spread puts one half on each
+    // node and neither 2-GPU pod fits (1 of 4).
+    const topo::Cluster c = OpenbNodes(2, 2);
+    const Trace t = OpenbPods({{1, 500}, {1, 500}, {2, 1000}, {2, 1000}});
+    for (const std::string& p : PolicyNames()) {
+      SimResult r = FillInOrder(c, t, p);
+      const bool spread = p == "first-fit";
+      EXPECT_EQ(r.refused, spread ? 2 : 1) << p;
+      EXPECT_DOUBLE_EQ(r.final_gpu_allocation_milli, spread ? 0.25 : 0.75) << p;
+    }
+  }
+  {
+    // n0 has 2 GPUs, n1 3. 500 → n0 GPU 0; a 2-GPU pod → n1 (best fit), leaving n1 one free
+    // GPU and n0 one free GPU plus 500 milli of room. Then 400: toposched (the tightest shared
+    // GPU) and slurm-tree (first node, first GPU with room) put it on n0's shared GPU and keep
+    // both free GPUs whole, so the two 1-GPU pods that follow fit (4.9 of 5 GPUs). best-fit,
+    // pair-score and kueue-tas take the fullest node, n1 (1000 milli free against 1500), and
+    // open its last GPU; first-fit spreads to the same GPU; then one 1-GPU pod is refused
+    // (3.9 of 5).
+    std::string nodes = "sn,cpu_milli,memory_mib,gpu,model\nn0,96000,786432,2,G2\n"
+                        "n1,96000,786432,3,G2\n";
+    auto y = OpenbNodesToClusterYaml(nodes, "nodes.csv");
+    ASSERT_TRUE(y.ok()) << y.status().ToString();
+    auto cl = topo::io::ParseClusterYaml(*y, "nodes.csv", ".");
+    ASSERT_TRUE(cl.ok()) << cl.status().ToString();
+    cl->Finalize();
+    const Trace t = OpenbPods({{1, 500}, {2, 1000}, {1, 400}, {1, 1000}, {1, 1000}});
+    for (const std::string& p : PolicyNames()) {
+      SimResult r = FillInOrder(*cl, t, p);
+      const bool keeps_whole = p == "toposched" || p == "slurm-tree";
+      EXPECT_EQ(r.refused, keeps_whole ? 0 : 1) << p;
+      EXPECT_DOUBLE_EQ(r.final_gpu_allocation_milli, keeps_whole ? 0.98 : 0.78) << p;
+    }
+  }
+}
+
 TEST(OpenbClusterTest, BadNodeListNamesTheLine) {
   auto y = OpenbNodesToClusterYaml("sn,cpu_milli,memory_mib,gpu,model\nn1,1,1,8,T4\nn1,1,1,2,T4\n",
                                    "nodes.csv");
