@@ -686,7 +686,7 @@ std::string Service::NodesJson() const {
         if (cs.GpuHealth(node, g) != topo::Health::kHealthy) {
           bad.push_back({{"gpu", g}, {"health", topo::HealthName(cs.GpuHealth(node, g))}});
         }
-        if (auto h = cs.Holder(node, g)) holders.insert(*h);
+        for (int64_t h : cs.Holders(node, g)) holders.insert(h);
       }
       json jobs = json::array();
       std::set<std::string> gangs;

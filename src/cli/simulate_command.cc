@@ -29,6 +29,7 @@ struct SimulateArgs {
   bool failures = false;
   double failures_per_gpu_day = -1;
   double repair_hours = 3;
+  double fill = 0;
 };
 
 // The trace format from the header line when --trace-format is not given.
@@ -55,6 +56,7 @@ int RunSimulate(const SimulateArgs& a) {
   opts.failures = a.failures;
   if (a.failures_per_gpu_day >= 0) opts.failures_per_gpu_day = a.failures_per_gpu_day;
   opts.repair_mean_s = a.repair_hours * 3600;
+  opts.fill_ratio = a.fill;
   if (Status s = opts.Validate(); !s.ok()) return Fail(s);
 
   StatusOr<topo::Cluster> cluster = sim::LooksLikeOpenbNodeList(a.cluster)
@@ -95,6 +97,7 @@ int RunSimulate(const SimulateArgs& a) {
   info.comm_fraction = a.comm_fraction;
   info.policies_distinct = sim::PoliciesDistinct();
   info.failures = a.failures;
+  info.fill_ratio = a.fill;
   if (Status s = sim::WriteReport(a.out, info, results); !s.ok()) return Fail(s);
   std::fputs(sim::ReportMarkdown(info, results).c_str(), stdout);
   std::printf(
@@ -120,7 +123,7 @@ void RegisterSimCommands(CLI::App& app, int& rc) {
                   "comma-separated: toposched, first-fit, best-fit, pair-score, kueue-tas, "
                   "slurm-tree, or all")
       ->required();
-  cmd->add_option("--seed", a->seed, "seed of the random draws (failures)");
+  cmd->add_option("--seed", a->seed, "seed of the random draws (failures, --fill)");
   cmd->add_option("--out", a->out, "report directory (default sim-report)");
   cmd->add_option("--max-jobs", a->max_jobs, "simulate only the first N jobs of the trace");
   cmd->add_option("--comm-fraction", a->comm_fraction,
@@ -130,6 +133,11 @@ void RegisterSimCommands(CLI::App& app, int& rc) {
                 "54 days)");
   cmd->add_option("--failure-rate", a->failures_per_gpu_day,
                   "failures per GPU per day (with --failures; default 4.74e-4)");
+  cmd->add_option("--fill", a->fill,
+                  "FGD's fill experiment instead of a replay in time: jobs (the trace's, plus "
+                  "draws with replacement seeded by --seed) arrive until their GPU demand is "
+                  "RATIO x the cluster's GPUs, never end, and are placed on arrival or refused "
+                  "(FGD uses 1.3)");
   cmd->add_option("--repair-hours", a->repair_hours,
                   "mean repair time of a failed GPU or node, hours (default 3)");
   cmd->callback([a, &rc]() { rc = RunSimulate(*a); });

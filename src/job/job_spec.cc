@@ -321,6 +321,19 @@ std::optional<FieldError> CheckSpec(const JobSpec& s) {
   if (s.on_failure == FailurePolicy::kShrink && !s.elastic) {
     return Err("on_failure", "shrink needs an elastic range (elastic.min_replicas)");
   }
+  if (s.gpu_milli < 1 || s.gpu_milli > 1000) {
+    return Err("gpu_milli", "expected an integer from 1 to 1000 (thousandths of one GPU), got " +
+                                std::to_string(s.gpu_milli));
+  }
+  if (s.gpu_milli < 1000) {
+    if (world != 1) {
+      return Err("gpu_milli", "a fraction of a GPU (gpu_milli " + std::to_string(s.gpu_milli) +
+                                  ") needs a world size of 1 GPU, got " + std::to_string(world));
+    }
+    if (s.elastic) {
+      return Err("gpu_milli", "a fraction of a GPU cannot be elastic (elastic range given)");
+    }
+  }
   return std::nullopt;
 }
 

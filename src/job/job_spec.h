@@ -113,6 +113,10 @@ struct JobSpec {
   int replicas = 0;          // 0 = derive
   int gpus_per_replica = 0;  // 0 = derive
   int total_gpus = 0;        // 0 = derive; replicas * gpus_per_replica once normalized
+  // Share of one GPU in 1/1000 (1..1000); below 1000 the job is fractional: a world size of one
+  // GPU that may share that GPU with other fractional jobs (never with whole-GPU jobs). 1000 (the
+  // default, also when the key is absent) = a whole GPU.
+  int gpu_milli = 1000;
   Layout layout;
 
   // Model shape for default traffic. model_params: parameter count (0 = unknown).
@@ -138,6 +142,9 @@ struct JobSpec {
   // (Cluster::levels' names). InvalidArgument naming the field and the known names, with the
   // file:line it was read from when known.
   Status ValidateAgainstLevels(const std::vector<std::string>& level_names) const;
+
+  // A fractional request: gpu_milli < 1000 (then total_gpus == 1 once valid).
+  bool Fractional() const { return gpu_milli < 1000; }
 
   bool operator==(const JobSpec&) const = default;
 };

@@ -392,7 +392,7 @@ class SpecParser {
     ASSIGN_OR_RETURN(
         Fields f, Fields::Read(ctx_, v, path,
                                {"name", "user", "queue", "priority", "replicas", "gpus_per_replica",
-                                "total_gpus", "layout", "model_params", "hidden_size", "seq_len",
+                                "total_gpus", "gpu_milli", "layout", "model_params", "hidden_size", "seq_len",
                                 "micro_batch", "constraints", "time_limit", "elastic", "on_failure",
                                 "on_degraded", "pytorchjob"}));
     JobSpec s;
@@ -418,6 +418,11 @@ class SpecParser {
     }
     if (const Value* x = Get(f, "total_gpus")) {
       ASSIGN_OR_RETURN(s.total_gpus, AsPositive(ctx_, *x, f.Path("total_gpus")));
+    }
+    if (const Value* x = Get(f, "gpu_milli")) {
+      ASSIGN_OR_RETURN(s.gpu_milli,
+                       AsInt(ctx_, *x, f.Path("gpu_milli"), 1, 1000,
+                             "an integer from 1 to 1000 (thousandths of one GPU)"));
     }
     if (const Value* x = Get(f, "pytorchjob")) RETURN_IF_ERROR(ParsePyTorchJob(f, *x, s));
     if (const Value* x = Get(f, "layout")) RETURN_IF_ERROR(ParseLayout(*x, f.Path("layout"), s));
@@ -695,6 +700,7 @@ nlohmann::ordered_json SpecJson(const JobSpec& s) {
   j["replicas"] = s.replicas;
   j["gpus_per_replica"] = s.gpus_per_replica;
   j["total_gpus"] = s.total_gpus;
+  if (s.Fractional()) j["gpu_milli"] = s.gpu_milli;
   const Layout& l = s.layout;
   j["layout"] = oj{{"tp", l.tp},
                    {"pp", l.pp},

@@ -143,6 +143,53 @@ std::optional<int64_t> ClusterState::Holder(int node, int gpu) const {
   return allocs_[slot].id;
 }
 
+int ClusterState::UsedMilli(int node, int gpu) const {
+  const uint32_t gi = nodes_[node].gpu_offset + gpu;
+  const int32_t slot = holders_[gi];
+  if (slot == -1) return 0;
+  if (slot >= 0) return 1000;
+  auto it = shared_.find(gi);
+  return it == shared_.end() ? 0 : it->second.used_milli;
+}
+
+std::vector<int64_t> ClusterState::SharedHolders(int node, int gpu) const {
+  std::vector<int64_t> ids;
+  auto it = shared_.find(nodes_[node].gpu_offset + gpu);
+  if (it == shared_.end()) return ids;
+  for (int32_t slot : it->second.slots) ids.push_back(allocs_[slot].id);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+std::vector<int64_t> ClusterState::Holders(int node, int gpu) const {
+  if (std::optional<int64_t> h = Holder(node, gpu)) return {*h};
+  return SharedHolders(node, gpu);
+}
+
+int ClusterState::AllocationMilli(int64_t alloc_id) const {
+  auto it = index_.find(alloc_id);
+  return it == index_.end() ? 0 : allocs_[it->second].milli;
+}
+
+std::string ClusterState::WhyTaken(int node, int gpu) const {
+  const NodeRec& rec = nodes_[node];
+  if (rec.held.test(gpu)) {
+    if (Shared(node, gpu)) {
+      std::string ids;
+      for (int64_t id : SharedHolders(node, gpu)) {
+        ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+      }
+      return "is shared by fractional allocation" +
+             std::string(SharedHolders(node, gpu).size() == 1 ? " " : "s ") + ids + " (" +
+             std::to_string(UsedMilli(node, gpu)) + "/1000 milli used)";
+    }
+    return "is held by allocation " + std::to_string(*Holder(node, gpu));
+  }
+  if (!Usable(rec.health)) return "is on an unhealthy node";
+  if (rec.drained) return "is on a drained node";
+  return "is unhealthy";
+}
+
 const std::vector<NodeGpus>* ClusterState::Allocation(int64_t alloc_id) const {
   auto it = index_.find(alloc_id);
   return it == index_.end() ? nullptr : &allocs_[it->second].parts;
@@ -176,6 +223,11 @@ Status ClusterState::Resize(int64_t alloc_id, const std::vector<NodeGpus>& parts
   const std::string who = "allocation " + std::to_string(alloc_id);
   const std::vector<NodeGpus>* old = Allocation(alloc_id);
   if (old == nullptr) return NotFoundError(who + " not found");
+  if (AllocationMilli(alloc_id) > 0) {
+    return InvalidArgumentError(who + " is fractional (" +
+                                std::to_string(AllocationMilli(alloc_id)) +
+                                " milli of one GPU) and cannot be resized");
+  }
   RETURN_IF_ERROR(CheckParts(who, parts, old));
   RETURN_IF_ERROR(Release(alloc_id));
   Insert(alloc_id, parts);
@@ -215,24 +267,14 @@ Status ClusterState::CheckParts(const std::string& who, const std::vector<NodeGp
     const GpuMask taken = p.gpus & ~rec.free & ~mine;
     if (!taken.empty()) {
       const int gpu = taken.lowest();
-      std::string why;
-      if (rec.held.test(gpu)) {
-        why = "is held by allocation " + std::to_string(*Holder(p.node, gpu));
-      } else if (!Usable(rec.health)) {
-        why = "is on an unhealthy node";
-      } else if (rec.drained) {
-        why = "is on a drained node";
-      } else {
-        why = "is unhealthy";
-      }
       return InvalidArgumentError(who + ": GPU " + std::to_string(gpu) + " of " + NodeName(p.node) +
-                                  " " + why);
+                                  " " + WhyTaken(p.node, gpu));
     }
   }
   return OkStatus();
 }
 
-void ClusterState::Insert(int64_t alloc_id, const std::vector<NodeGpus>& parts) {
+int32_t ClusterState::TakeSlot() {
   int32_t slot;
   if (!free_slots_.empty()) {
     slot = free_slots_.back();
@@ -241,8 +283,79 @@ void ClusterState::Insert(int64_t alloc_id, const std::vector<NodeGpus>& parts) 
     slot = static_cast<int32_t>(allocs_.size());
     allocs_.emplace_back();
   }
+  return slot;
+}
+
+Status ClusterState::AllocateShared(int64_t alloc_id, int node, int gpu, int milli) {
+  const std::string who = "allocation " + std::to_string(alloc_id);
+  if (index_.count(alloc_id)) return Status(StatusCode::kAlreadyExists, who + " already exists");
+  if (milli < 1 || milli > 999) {
+    return InvalidArgumentError(who + ": fractional milli must be in [1, 999], got " +
+                                std::to_string(milli));
+  }
+  const int n_nodes = static_cast<int>(nodes_.size());
+  if (node < 0 || node >= n_nodes) {
+    return InvalidArgumentError(who + ": node id " + std::to_string(node) + " out of range (" +
+                                std::to_string(n_nodes) + " nodes)");
+  }
+  NodeRec& rec = nodes_[node];
+  if (gpu < 0 || gpu >= rec.gpu_count) {
+    return InvalidArgumentError(who + ": GPU " + std::to_string(gpu) + " of " + NodeName(node) +
+                                " out of range (node has " + std::to_string(rec.gpu_count) +
+                                " GPUs)");
+  }
+  const uint32_t gi = rec.gpu_offset + gpu;
+  const bool shared = holders_[gi] == kShared;
+  // A shared GPU is held, so it is never in the free mask: its usability is checked apart.
+  const bool usable = Usable(rec.health) && !rec.drained && rec.healthy.test(gpu);
+  if (!rec.free.test(gpu) && !(shared && usable)) {
+    std::string why = WhyTaken(node, gpu);
+    if (shared) {
+      why = !Usable(rec.health) ? "is on an unhealthy node"
+            : rec.drained       ? "is on a drained node"
+                                : "is unhealthy";
+    }
+    return InvalidArgumentError(who + ": GPU " + std::to_string(gpu) + " of " + NodeName(node) +
+                                " " + why);
+  }
+  if (shared) {
+    const int used = shared_.at(gi).used_milli;
+    if (used + milli > 1000) {
+      return InvalidArgumentError(who + ": GPU " + std::to_string(gpu) + " of " + NodeName(node) +
+                                  " has " + std::to_string(used) + "/1000 milli used, " +
+                                  std::to_string(milli) + " asked");
+    }
+  }
+  const int32_t slot = TakeSlot();
   AllocRec& a = allocs_[slot];
   a.id = alloc_id;
+  a.milli = milli;
+  GpuMask m;
+  m.set(gpu);
+  a.parts.assign(1, NodeGpus{node, m});
+  index_.emplace(alloc_id, slot);
+  if (!shared) {
+    const Contribution before = ContributionOf(rec);
+    holders_[gi] = kShared;
+    rec.held.set(gpu);
+    ++held_gpus_;
+    Refresh(node, before);
+    SharedGpu& sh = shared_[gi];
+    sh.node = node;
+    sh.gpu = gpu;
+  }
+  SharedGpu& sh = shared_[gi];
+  sh.used_milli += milli;
+  sh.slots.push_back(slot);
+  shared_milli_ += milli;
+  return OkStatus();
+}
+
+void ClusterState::Insert(int64_t alloc_id, const std::vector<NodeGpus>& parts) {
+  const int32_t slot = TakeSlot();
+  AllocRec& a = allocs_[slot];
+  a.id = alloc_id;
+  a.milli = 0;
   a.parts.assign(parts.begin(), parts.end());
   std::sort(a.parts.begin(), a.parts.end(),
             [](const NodeGpus& x, const NodeGpus& y) { return x.node < y.node; });
@@ -252,6 +365,7 @@ void ClusterState::Insert(int64_t alloc_id, const std::vector<NodeGpus>& parts) 
     const Contribution before = ContributionOf(rec);
     SetHolder(rec, p.gpus, slot);
     rec.held = rec.held | p.gpus;
+    held_gpus_ += p.gpus.count();
     Refresh(p.node, before);
   }
 }
@@ -263,12 +377,34 @@ Status ClusterState::Release(int64_t alloc_id) {
   }
   const int32_t slot = it->second;
   AllocRec& a = allocs_[slot];
-  for (const NodeGpus& p : a.parts) {
+  if (a.milli > 0) {
+    const NodeGpus& p = a.parts[0];
     NodeRec& rec = nodes_[p.node];
-    const Contribution before = ContributionOf(rec);
-    SetHolder(rec, p.gpus, -1);
-    rec.held = rec.held & ~p.gpus;
-    Refresh(p.node, before);
+    const int gpu = p.gpus.lowest();
+    const uint32_t gi = rec.gpu_offset + gpu;
+    auto sit = shared_.find(gi);
+    SharedGpu& sh = sit->second;
+    sh.used_milli -= a.milli;
+    shared_milli_ -= a.milli;
+    sh.slots.erase(std::find(sh.slots.begin(), sh.slots.end(), slot));
+    if (sh.slots.empty()) {
+      shared_.erase(sit);
+      const Contribution before = ContributionOf(rec);
+      holders_[gi] = -1;
+      rec.held.reset(gpu);
+      --held_gpus_;
+      Refresh(p.node, before);
+    }
+    a.milli = 0;
+  } else {
+    for (const NodeGpus& p : a.parts) {
+      NodeRec& rec = nodes_[p.node];
+      const Contribution before = ContributionOf(rec);
+      SetHolder(rec, p.gpus, -1);
+      rec.held = rec.held & ~p.gpus;
+      held_gpus_ -= p.gpus.count();
+      Refresh(p.node, before);
+    }
   }
   a.parts.clear();  // keeps capacity for the slot's next user
   free_slots_.push_back(slot);
@@ -288,9 +424,7 @@ StatusOr<std::vector<int64_t>> ClusterState::SetGpuHealth(int node, int gpu, Hea
   }
   uint8_t& h = gpu_health_[rec.gpu_offset + gpu];
   std::vector<int64_t> affected;
-  if (static_cast<uint8_t>(health) > h && rec.held.test(gpu)) {
-    affected.push_back(*Holder(node, gpu));
-  }
+  if (static_cast<uint8_t>(health) > h && rec.held.test(gpu)) affected = Holders(node, gpu);
   const Contribution before = ContributionOf(rec);
   h = static_cast<uint8_t>(health);
   if (Usable(h)) {
@@ -312,7 +446,7 @@ StatusOr<std::vector<int64_t>> ClusterState::SetNodeHealth(int node, Health heal
     for (GpuMask m = rec.held; !m.empty();) {
       const int gpu = m.lowest();
       m.reset(gpu);
-      affected.push_back(*Holder(node, gpu));
+      for (int64_t id : Holders(node, gpu)) affected.push_back(id);
     }
     std::sort(affected.begin(), affected.end());
     affected.erase(std::unique(affected.begin(), affected.end()), affected.end());
@@ -369,9 +503,17 @@ Status ClusterState::CheckInvariants() const {
     for (int g = 0; g < rec.gpu_count; ++g) {
       const int32_t slot = holders_[rec.gpu_offset + g];
       if (Usable(gpu_health_[rec.gpu_offset + g])) healthy.set(g);
-      if (slot < 0) continue;
+      if (slot == -1) continue;
       held.set(g);
       const std::string where = "GPU " + std::to_string(g) + " of " + NodeName(n);
+      if (slot == kShared) {
+        auto it = shared_.find(rec.gpu_offset + g);
+        if (it == shared_.end() || it->second.node != n || it->second.gpu != g) {
+          return InternalError(where + ": marked shared but has no shared-GPU record");
+        }
+        continue;
+      }
+      if (slot < 0) return InternalError(where + ": bad holder slot " + std::to_string(slot));
       if (slot >= static_cast<int32_t>(allocs_.size()) || allocs_[slot].parts.empty()) {
         return InternalError(where + ": holder slot " + std::to_string(slot) + " is not in use");
       }
@@ -396,8 +538,10 @@ Status ClusterState::CheckInvariants() const {
     }
     held_total += held.count();
   }
-  // Per allocation: every listed GPU's holder is this allocation (catches double holding).
+  // Per allocation: every listed GPU's holder is this allocation (catches double holding); a
+  // fractional allocation's GPU is shared and lists it. Shared milli recomputed from scratch.
   size_t used = 0, listed_total = 0;
+  std::unordered_map<uint32_t, std::pair<int64_t, size_t>> fresh_shared;  // gi → (milli, count)
   for (size_t slot = 0; slot < allocs_.size(); ++slot) {
     const AllocRec& a = allocs_[slot];
     if (a.parts.empty()) continue;
@@ -406,6 +550,29 @@ Status ClusterState::CheckInvariants() const {
     auto it = index_.find(a.id);
     if (it == index_.end() || it->second != static_cast<int32_t>(slot)) {
       return InternalError(who + ": id index does not point at slot " + std::to_string(slot));
+    }
+    if (a.milli < 0 || a.milli > 999) {
+      return InternalError(who + ": milli " + std::to_string(a.milli) + " out of range");
+    }
+    if (a.milli > 0) {
+      if (a.parts.size() != 1 || a.parts[0].gpus.count() != 1 || a.parts[0].node < 0 ||
+          a.parts[0].node >= n_nodes || a.parts[0].gpus.lowest() >= nodes_[a.parts[0].node].gpu_count) {
+        return InternalError(who + ": fractional allocation must hold exactly one GPU in range");
+      }
+      const int node = a.parts[0].node, g = a.parts[0].gpus.lowest();
+      const uint32_t gi = nodes_[node].gpu_offset + g;
+      auto it = shared_.find(gi);
+      if (holders_[gi] != kShared || it == shared_.end() ||
+          std::count(it->second.slots.begin(), it->second.slots.end(),
+                     static_cast<int32_t>(slot)) != 1) {
+        return InternalError(who + " (fractional, " + std::to_string(a.milli) + " milli) lists GPU " +
+                             std::to_string(g) + " of " + NodeName(node) +
+                             " but the GPU's shared record does not list it once");
+      }
+      auto& f = fresh_shared[gi];
+      f.first += a.milli;
+      ++f.second;
+      continue;
     }
     for (const NodeGpus& p : a.parts) {
       if (p.node < 0 || p.node >= n_nodes) {
@@ -427,6 +594,37 @@ Status ClusterState::CheckInvariants() const {
   if (used != index_.size()) {
     return InternalError("id index has " + std::to_string(index_.size()) + " entries, " +
                          std::to_string(used) + " slots in use");
+  }
+  // Shared GPUs: the record of each equals the sum over its fractional allocations.
+  if (fresh_shared.size() != shared_.size()) {
+    return InternalError("shared GPUs: " + std::to_string(shared_.size()) + " records, " +
+                         std::to_string(fresh_shared.size()) + " GPUs with fractional allocations");
+  }
+  int64_t milli_total = 0;
+  for (const auto& [gi, sh] : shared_) {
+    const std::string where = "shared GPU " + std::to_string(sh.gpu) + " of " + NodeName(sh.node);
+    auto it = fresh_shared.find(gi);
+    if (it == fresh_shared.end()) return InternalError(where + ": no fractional allocation on it");
+    if (it->second.first != sh.used_milli || it->second.second != sh.slots.size()) {
+      return InternalError(where + ": used milli incremental " + std::to_string(sh.used_milli) +
+                           " over " + std::to_string(sh.slots.size()) + " allocations, recomputed " +
+                           std::to_string(it->second.first) + " over " +
+                           std::to_string(it->second.second));
+    }
+    if (sh.used_milli < 1 || sh.used_milli > 1000) {
+      return InternalError(where + ": used milli " + std::to_string(sh.used_milli) +
+                           " outside [1, 1000]");
+    }
+    milli_total += sh.used_milli;
+  }
+  listed_total += shared_.size();
+  if (milli_total != shared_milli_) {
+    return InternalError("shared milli incremental " + std::to_string(shared_milli_) +
+                         ", recomputed " + std::to_string(milli_total));
+  }
+  if (static_cast<int64_t>(held_total) != held_gpus_) {
+    return InternalError("held GPUs incremental " + std::to_string(held_gpus_) + ", recomputed " +
+                         std::to_string(held_total));
   }
   if (listed_total != held_total) {
     return InternalError("allocations list " + std::to_string(listed_total) + " GPUs, nodes hold " +
@@ -475,6 +673,11 @@ size_t ClusterState::MemoryBytes() const {
   bytes += allocs_.capacity() * sizeof(AllocRec);
   for (const AllocRec& a : allocs_) bytes += a.parts.capacity() * sizeof(NodeGpus);
   bytes += free_slots_.capacity() * sizeof(int32_t);
+  for (const auto& [gi, sh] : shared_) {
+    bytes += sizeof(void*) + sizeof(std::pair<const uint32_t, SharedGpu>) + sizeof(size_t) +
+             sh.slots.capacity() * sizeof(int32_t);
+  }
+  bytes += shared_.bucket_count() * sizeof(void*);
   // unordered_map: one heap node (next pointer + pair + cached hash) per entry, one bucket
   // pointer per bucket.
   bytes +=
@@ -518,7 +721,12 @@ std::string WriteClusterStateJson(const ClusterState& state) {
     for (const NodeGpus& p : *state.Allocation(id)) {
       parts.push_back(Json{{"node", c.nodes[p.node].name}, {"gpus", p.gpus.Positions()}});
     }
-    allocs.push_back(Json{{"id", id}, {"nodes", std::move(parts)}});
+    const int milli = state.AllocationMilli(id);
+    if (milli > 0) {
+      allocs.push_back(Json{{"id", id}, {"milli", milli}, {"nodes", std::move(parts)}});
+    } else {
+      allocs.push_back(Json{{"id", id}, {"nodes", std::move(parts)}});
+    }
   }
   root["allocations"] = std::move(allocs);
   return root.dump(2) + "\n";
@@ -609,7 +817,16 @@ class StateReader {
       for (size_t i = 0; i < allocs.size(); ++i) {
         const std::string path = "$.allocations[" + std::to_string(i) + "]";
         const Json& a = allocs[i];
-        RETURN_IF_ERROR(CheckKeys(a, path, {"id", "nodes"}));
+        RETURN_IF_ERROR(CheckKeys(a, path, {"id", "milli", "nodes"}));
+        int milli = 0;
+        if (a.contains("milli")) {
+          const Json& m = a["milli"];
+          if (!m.is_number_integer() || m.get<long long>() < 1 || m.get<long long>() > 1000) {
+            return Err(path + ".milli", "expected an integer from 1 to 1000 (thousandths of one GPU)");
+          }
+          milli = static_cast<int>(m.get<long long>());
+          if (milli == 1000) milli = 0;  // a whole GPU
+        }
         if (!a.contains("id") || !a["id"].is_number_integer()) {
           return Err(path + ".id", "expected an integer allocation id");
         }
@@ -649,7 +866,12 @@ class StateReader {
           }
           parts.push_back(part);
         }
-        Status s = st.Allocate(id, parts);
+        if (milli > 0 && (parts.size() != 1 || parts[0].gpus.count() != 1)) {
+          return Err(path + ".nodes", "a fractional allocation (milli " + std::to_string(milli) +
+                                          ") holds exactly one GPU");
+        }
+        Status s = milli > 0 ? st.AllocateShared(id, parts[0].node, parts[0].gpus.lowest(), milli)
+                             : st.Allocate(id, parts);
         if (!s.ok()) return Err(path, s.message());
       }
     }

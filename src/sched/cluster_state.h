@@ -38,8 +38,15 @@ struct Capacity {
 // stays usable; scoring may avoid it). A GPU is *free* when it is usable, its node is not
 // drained, and no allocation holds it.
 //
+// A held GPU is either *whole-allocated* (one allocation, from Allocate) or *shared*: held by
+// one or more fractional allocations (AllocateShared), each of 1..999 milli (thousandths of the
+// GPU), together at most 1000. A shared GPU is held (in HeldMask, never in FreeMask), so
+// whole-GPU allocations and every aggregate treat it as taken; it returns to free when its last
+// fractional allocation is released. A fractional allocation holds exactly one GPU.
+//
 // Invariants (CheckInvariants verifies them from scratch): each GPU is held by at most one
-// allocation; an allocation's GPUs are exactly the GPUs whose holder is that allocation; every
+// whole allocation or by fractional allocations only, whose milli sum to the GPU's used milli
+// (≤ 1000); an allocation's GPUs are exactly the GPUs whose holder is that allocation; every
 // aggregate equals the sum over the nodes under the domain. An unhealthy GPU or a GPU of an
 // unhealthy/drained node keeps its holder until Release: health changes never drop allocations,
 // they report them.
@@ -67,11 +74,21 @@ class ClusterState {
   // not free (the message names node and GPU and why: held by allocation N, unhealthy, node
   // drained/unhealthy). O(parts · depth).
   Status Allocate(int64_t alloc_id, const std::vector<NodeGpus>& parts);
-  // Frees every GPU of the allocation. NotFound when the id is unknown. O(parts · depth).
+  // Takes `milli` thousandths (1..999) of one GPU for `alloc_id`: the GPU must be usable, its
+  // node neither unhealthy nor drained, and the GPU free or shared with room for `milli`
+  // (never whole-allocated). Errors (nothing changes): AlreadyExists for a known id;
+  // InvalidArgument for milli out of range, node/GPU out of range, or a GPU that cannot take it
+  // (the message names node, GPU and why: held whole by allocation N, "300/1000 milli used,
+  // 800 asked", unhealthy, drained). O(depth) plus O(1) expected for the shared-GPU record.
+  Status AllocateShared(int64_t alloc_id, int node, int gpu, int milli);
+  // Frees every GPU of the allocation; for a fractional one, exactly its milli of its GPU (the
+  // GPU is free again when no fractional allocation is left on it). NotFound when the id is
+  // unknown. O(parts · depth).
   Status Release(int64_t alloc_id);
   // Changes an allocation's GPUs to `parts` (an elastic resize): GPUs it holds may stay whatever
   // their health or drain; GPUs it gains must be free; GPUs it loses are freed. NotFound for an
-  // unknown id; the errors of Allocate otherwise (nothing changes).
+  // unknown id; InvalidArgument for a fractional allocation; the errors of Allocate otherwise
+  // (nothing changes).
   Status Resize(int64_t alloc_id, const std::vector<NodeGpus>& parts);
 
   // Health changes return the allocations affected (sorted, unique): those holding a GPU whose
@@ -96,8 +113,17 @@ class ClusterState {
   topo::Health GpuHealth(int node, int gpu) const;
   topo::Health NodeHealth(int node) const { return static_cast<topo::Health>(nodes_[node].health); }
   bool NodeDrained(int node) const { return nodes_[node].drained != 0; }
-  // The allocation holding the GPU, nullopt when none.
+  // The whole allocation holding the GPU; nullopt when none or when the GPU is shared.
   std::optional<int64_t> Holder(int node, int gpu) const;
+  // Whether fractional allocations hold the GPU.
+  bool Shared(int node, int gpu) const { return holders_[nodes_[node].gpu_offset + gpu] == kShared; }
+  // Milli of the GPU taken: 0 free (or unheld), 1000 whole-allocated, the fractional sum when
+  // shared. O(1) expected.
+  int UsedMilli(int node, int gpu) const;
+  // Ids (sorted) of the fractional allocations sharing the GPU; empty when not shared.
+  std::vector<int64_t> SharedHolders(int node, int gpu) const;
+  // Every allocation on the GPU: the whole holder, or the sharers (sorted).
+  std::vector<int64_t> Holders(int node, int gpu) const;
 
   // --- allocations ---
   bool HasAllocation(int64_t alloc_id) const { return index_.count(alloc_id) != 0; }
@@ -105,6 +131,30 @@ class ClusterState {
   const std::vector<NodeGpus>* Allocation(int64_t alloc_id) const;
   std::vector<int64_t> AllocationIds() const;  // sorted
   size_t AllocationCount() const { return index_.size(); }
+  // Milli of a fractional allocation (1..999); 0 for a whole-GPU allocation or an unknown id.
+  int AllocationMilli(int64_t alloc_id) const;
+
+  // --- shared GPUs ---
+  struct SharedGpu {
+    int node = 0;
+    int gpu = 0;
+    int used_milli = 0;           // 1..1000
+    std::vector<int32_t> slots;   // allocation slots of the sharers (internal)
+  };
+  int SharedGpuCount() const { return static_cast<int>(shared_.size()); }
+  // Calls f(const SharedGpu&) for every shared GPU, in no particular order (callers that pick
+  // one must break ties themselves). O(shared GPUs).
+  template <typename F>
+  void ForEachSharedGpu(F&& f) const {
+    for (const auto& [g, sh] : shared_) f(sh);
+  }
+  // GPUs with a holder (whole or shared), cluster-wide. O(1).
+  int64_t HeldGpus() const { return held_gpus_; }
+  // Thousandths of GPUs allocated cluster-wide: 1000 per whole-allocated GPU plus the used milli
+  // of every shared GPU. O(1).
+  int64_t AllocatedMilli() const {
+    return (held_gpus_ - static_cast<int64_t>(shared_.size())) * 1000 + shared_milli_;
+  }
 
   // --- aggregates, O(1) except LargestFreeOnNode O(G) (G = most GPUs on one node) ---
   // `domain` indexes Cluster::domains, `nvd` Cluster::nvlink_domains (in range; else a bug).
@@ -149,7 +199,10 @@ class ClusterState {
   struct AllocRec {
     int64_t id = 0;
     std::vector<NodeGpus> parts;  // empty = slot unused
+    int32_t milli = 0;            // fractional: 1..999 of its one GPU; 0 = whole GPUs
   };
+  // holders_ value of a GPU held by fractional allocations (its record is in shared_).
+  static constexpr int32_t kShared = -2;
   // What a node adds to the aggregates of the domains above it.
   struct Contribution {
     int free = 0;
@@ -164,6 +217,10 @@ class ClusterState {
                     const std::vector<NodeGpus>* kept) const;
   // Records a checked allocation.
   void Insert(int64_t alloc_id, const std::vector<NodeGpus>& parts);
+  int32_t TakeSlot();
+  // Why a GPU that is not free cannot be taken ("is held by allocation 7", "is shared by
+  // fractional allocations 3, 9", "is unhealthy", ...).
+  std::string WhyTaken(int node, int gpu) const;
 
   int ClusterAgg() const { return num_domains_ + num_nvlink_; }
   int Largest(int agg) const;
@@ -195,13 +252,20 @@ class ClusterState {
   std::vector<AllocRec> allocs_;
   std::vector<int32_t> free_slots_;
   std::unordered_map<int64_t, int32_t> index_;  // alloc id → slot
+  // Shared GPUs by global GPU index (gpu_offset + position); only GPUs whose holder is kShared.
+  std::unordered_map<uint32_t, SharedGpu> shared_;
+  int64_t held_gpus_ = 0;     // GPUs with a holder (whole or shared)
+  int64_t shared_milli_ = 0;  // Σ used_milli over shared_
 };
 
 // JSON form:
 //   {"version": 1, "cluster": "h100-2rack",
 //    "nodes": [{"name": "gpu003", "health": "unhealthy", "drained": true,
 //               "gpu_health": [{"gpu": 5, "health": "degraded"}]}],
-//    "allocations": [{"id": 7, "nodes": [{"node": "gpu001", "gpus": [0, 1, 2, 3]}]}]}
+//    "allocations": [{"id": 7, "nodes": [{"node": "gpu001", "gpus": [0, 1, 2, 3]}]},
+//                    {"id": 8, "milli": 500, "nodes": [{"node": "gpu002", "gpus": [3]}]}]}
+// "milli" (1..999) marks a fractional allocation of one GPU; absent = whole GPUs (files written
+// before fractional allocations existed load unchanged).
 // "nodes" lists only nodes whose health, drain or GPU health differ from the cluster spec (the
 // defaults a fresh ClusterState starts from), and only the fields that differ.
 // GPU numbers are positions in NodeTopology::gpus. Allocations come in id order.

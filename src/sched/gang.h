@@ -56,6 +56,9 @@ struct Placement {
   double tp_ms = 0;             // AllReduce of tp_bytes over rank 0's TP group
   double pp_ms = 0;             // Send/Recv of pp_bytes from rank 0 to its next stage
   double best_possible_ms = 0;  // predicted_ms of the same job on the empty cluster
+  // A fractional job (JobSpec::gpu_milli < 1000): its thousandths of the one GPU in `parts`,
+  // to be taken with ClusterState::AllocateShared. 0 = whole GPUs (ClusterState::Allocate).
+  int gpu_milli = 0;
   std::string explanation;
   int64_t decision_us = 0;  // filled by the caller, who owns the clock
 };
@@ -99,9 +102,23 @@ struct ScoreWeight {
 //     made it.
 //   scores: weighted sum compared across candidate domains and single-node candidates; with no
 //     "comm-time" score only the first best-fit candidate is built.
+//   shares: where a fractional job (gpu_milli < 1000) goes; "room" = 1000 − used milli of a
+//     shared GPU, a node's free milli = 1000 · its free GPUs + the room of its shared GPUs.
+//     "gpu-best-fit" — the shared GPU with the least room left after the job, cluster-wide
+//       (ties: the node with fewest free GPUs, then node, then GPU); only when no shared GPU
+//       has room, one free GPU by the `nodes`/`gpus` rules of a 1-GPU job. Opens a new GPU
+//       last, so whole GPUs and whole nodes stay free for whole-GPU and multi-GPU jobs.
+//     "node-best-fit" — the node with the least free milli among those that can take the job
+//       (the fullest node; ties by node order), on it the shared GPU with the least room left
+//       after the job, else a free GPU by the `gpus` rule.
+//     "least-allocated" — the node with the most free milli (kube-scheduler's spread; ties by
+//       node order), on it a free GPU by the `gpus` rule, else the shared GPU with most room.
+//     "in-order" — the first node in node order that can take the job, on it the lowest-
+//       numbered GPU that can (free or shared).
 struct PlacementPlugins {
   std::string domain = "lowest-level";
   std::string nodes = "best-fit";
+  std::string shares = "gpu-best-fit";
   std::string gpus = "cost-model";
   std::string refine = "local-search";
   std::vector<ScoreWeight> scores = {{"comm-time", 1.0}, {"fragmentation", 0.05}};
@@ -148,6 +165,12 @@ struct GangPlacerOptions {
 // filled in node order so PP stages and DP replicas land on neighbouring nodes of one leaf;
 // (4) up to max_candidate_domains candidates are scored by the cost model (3 evaluations each)
 // plus the fragmentation term. Cost: O(nodes + domains) per call plus the evaluations.
+//
+// Fractional jobs (JobSpec::gpu_milli < 1000, one GPU): a shared GPU with room or a free GPU
+// (which becomes shared), on a node and GPU that pass the job's filters (health, drain,
+// gpu_model, rdma), chosen by the `shares` plugin (above). Whole-GPU jobs never see shared GPUs
+// (they are not free). Cost: "gpu-best-fit" O(shared GPUs) plus the 1-GPU path when none fits;
+// the others O(nodes + shared GPUs · log).
 class GangPlacer {
  public:
   using Options = GangPlacerOptions;

@@ -15,9 +15,11 @@ StatusOr<GangPlacerOptions> PolicyOptions(std::string_view name) {
   p.scores.clear();
   p.refine = "none";
   p.gpus = "first-free";
+  p.shares = "node-best-fit";  // best-fit, pair-score, kueue-tas
   if (name == "first-fit") {
     p.domain = "cluster";
     p.nodes = "least-allocated";
+    p.shares = "least-allocated";
   } else if (name == "best-fit") {
     p.domain = "cluster";
     p.nodes = "best-fit";
@@ -31,6 +33,7 @@ StatusOr<GangPlacerOptions> PolicyOptions(std::string_view name) {
   } else if (name == "slurm-tree") {
     p.domain = "lowest-level";
     p.nodes = "in-order";
+    p.shares = "in-order";
   } else {
     std::string known;
     for (const std::string& n : PolicyNames()) known += (known.empty() ? "" : ", ") + n;

@@ -27,6 +27,10 @@ const std::vector<std::string>& PolicyNames();
 //               level, no cost model; lowest-numbered free GPUs
 //   slurm-tree  Slurm topology/tree: the lowest switch that holds the job (best fit), its nodes
 //               in node order, lowest-numbered free GPUs
+// Fractional jobs (PlacementPlugins::shares): toposched "gpu-best-fit" (the tightest shared GPU
+// cluster-wide; a new GPU only when none has room); first-fit "least-allocated" (spread);
+// best-fit, pair-score, kueue-tas "node-best-fit" (the fullest node, then the tightest GPU on
+// it); slurm-tree "in-order" (first node, first GPU with room).
 // InvalidArgument naming the known policies for any other name.
 StatusOr<GangPlacerOptions> PolicyOptions(std::string_view name);
 

@@ -34,14 +34,46 @@ int GpusOf(const std::vector<NodeGpus>& parts) {
 }
 
 // Holds the currently free GPUs of `parts` in `state` under `dummy_id` (so a placement on the
-// result avoids them). GPUs held by someone else stay theirs.
+// result avoids them). GPUs held by someone else stay theirs; with a negative (shadow) id, the
+// room left on shared GPUs of `parts` is held too, under ids below dummy_id, so that no
+// fractional job fills a GPU reserved for the head job.
 void Block(ClusterState& state, const std::vector<NodeGpus>& parts, int64_t dummy_id) {
   std::vector<NodeGpus> free_parts;
+  int64_t next_shadow = dummy_id - 1;
   for (const NodeGpus& p : parts) {
     GpuMask m = p.gpus & state.FreeMask(p.node);
     if (!m.empty()) free_parts.push_back(NodeGpus{p.node, m});
+    if (dummy_id >= 0) continue;
+    for (GpuMask s = p.gpus & state.HeldMask(p.node); !s.empty();) {
+      const int g = s.lowest();
+      s.reset(g);
+      const int room = state.Shared(p.node, g) ? 1000 - state.UsedMilli(p.node, g) : 0;
+      if (room > 0) (void)state.AllocateShared(next_shadow--, p.node, g, room);
+    }
   }
   if (!free_parts.empty()) (void)state.Allocate(dummy_id, free_parts);
+}
+
+// Takes a placement's GPUs in `state` for `id`: whole GPUs, or its milli of a shared GPU.
+Status AllocatePlacement(ClusterState& state, int64_t id, const Placement& p) {
+  if (p.gpu_milli > 0) {
+    if (p.parts.size() != 1 || p.parts[0].gpus.count() != 1) {
+      return InternalError("fractional placement of allocation " + std::to_string(id) +
+                           " does not hold exactly one GPU");
+    }
+    return state.AllocateShared(id, p.parts[0].node, p.parts[0].gpus.lowest(), p.gpu_milli);
+  }
+  return state.Allocate(id, p.parts);
+}
+
+// Adds a started job to the shadow state of a pass: whole GPUs blocked as they are, a
+// fractional job's milli on its GPU (the rest of the GPU stays open to other fractional jobs).
+void Shadow(ClusterState& shadow, const Placement& p, int64_t id) {
+  if (p.gpu_milli > 0) {
+    if (!AllocatePlacement(shadow, id, p).ok()) Block(shadow, p.parts, id);
+    return;
+  }
+  Block(shadow, p.parts, id);
 }
 
 }  // namespace
@@ -300,7 +332,7 @@ std::string Scheduler::LimitReason(const Job& j, const Usage& u) const {
 }
 
 Status Scheduler::Start(Job& j, Placement p, int64_t now_us, const std::string& reason) {
-  RETURN_IF_ERROR(state_.Allocate(j.id, p.parts));
+  RETURN_IF_ERROR(AllocatePlacement(state_, j.id, p));
   Status st = j.record.Transition(now_us, JobState::kRunning, reason);
   Sync(j);
   if (!st.ok()) {
@@ -397,7 +429,9 @@ StatusOr<bool> Scheduler::TryPreempt(Job& j, int64_t now_us) {
     }
     int freed = 0;
     for (int i : cur.idx) freed += cands[i].gpus;
-    if (free_now + freed < j.spec.total_gpus) continue;  // cannot fit: no placement attempt
+    // Cannot fit: no placement attempt. (A fractional job may fit on a shared GPU's room,
+    // which free_gpus does not count.)
+    if (!j.spec.Fractional() && free_now + freed < j.spec.total_gpus) continue;
     ++attempts;
     ClusterState trial = state_;
     for (int i : cur.idx) (void)trial.Release(cands[i].job->id);
@@ -633,7 +667,7 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
                                 Seconds(now_us + j.spec.time_limit_s * 1000000) +
                                 " before the reservation of " + JobName(res->job_id) + " at " +
                                 Seconds(res->start_us) + ")"));
-      Block(*shadow, j.placement->parts, j.id);
+      Shadow(*shadow, *j.placement, j.id);
       count_start(j);
       continue;
     }
@@ -644,7 +678,7 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
       RETURN_IF_ERROR(Start(j, std::move(*side.placement), now_us,
                             "backfilled (" + gpus + ", clear of the GPUs reserved for " +
                                 JobName(res->job_id) + ")"));
-      Block(*shadow, j.placement->parts, j.id);
+      Shadow(*shadow, *j.placement, j.id);
       count_start(j);
       continue;
     }
@@ -730,7 +764,7 @@ Status Scheduler::ReleaseHold(int64_t hold_id) {
 Status Scheduler::CheckInvariants() const {
   RETURN_IF_ERROR(state_.CheckInvariants());
   size_t holders = 0;
-  std::set<std::pair<int, int>> seen;
+  std::set<std::pair<int, int>> seen, shared;  // GPUs of whole / fractional placements
   for (const auto& [id, j] : jobs_) {
     const bool holds = job::HoldsResources(j.record.state());
     if (holds != state_.HasAllocation(id) || holds != j.placement.has_value()) {
@@ -742,9 +776,21 @@ Status Scheduler::CheckInvariants() const {
     if (*state_.Allocation(id) != j.placement->parts) {
       return InternalError(JobName(id) + ": allocation differs from its placement");
     }
+    if (state_.AllocationMilli(id) != j.placement->gpu_milli ||
+        (j.placement->gpu_milli > 0) != j.spec.Fractional() ||
+        (j.spec.Fractional() && j.placement->gpu_milli != j.spec.gpu_milli)) {
+      return InternalError(JobName(id) + ": allocation of " +
+                           std::to_string(state_.AllocationMilli(id)) + " milli, placement " +
+                           std::to_string(j.placement->gpu_milli) + ", spec " +
+                           std::to_string(j.spec.gpu_milli));
+    }
     for (const NodeGpus& p : j.placement->parts) {
       for (int g = 0; g < state_.GpuCount(p.node); ++g) {
         if (!p.gpus.test(g)) continue;
+        if (j.placement->gpu_milli > 0) {
+          shared.insert({p.node, g});
+          continue;
+        }
         if (!seen.insert({p.node, g}).second) {
           return InternalError("GPU " + std::to_string(g) + " of node " + std::to_string(p.node) +
                                " held by two jobs");
@@ -766,6 +812,12 @@ Status Scheduler::CheckInvariants() const {
       }
     }
     ++holders;
+  }
+  for (const auto& gpu : shared) {
+    if (seen.count(gpu)) {
+      return InternalError("GPU " + std::to_string(gpu.second) + " of node " +
+                           std::to_string(gpu.first) + " held whole and shared by jobs");
+    }
   }
   if (holders != state_.AllocationCount()) {
     return InternalError("ClusterState holds " + std::to_string(state_.AllocationCount()) +

@@ -191,7 +191,8 @@ PolicySummary Summarize(const SimResult& r) {
     if (j.end_us < 0) continue;
     jct.push_back(static_cast<double>(j.end_us - j.submit_us) / kUsPerS);
     queue.push_back(static_cast<double>(j.first_start_us - j.submit_us) / kUsPerS);
-    useful_gpu_us += static_cast<double>(j.gpus) * static_cast<double>(j.ideal_us);
+    useful_gpu_us += static_cast<double>(j.gpus) * (j.gpu_milli / 1000.0) *
+                     static_cast<double>(j.ideal_us);
     if (j.gpus >= 2) {
       slow_sum += j.comm_slowdown;
       ++slow_n;
@@ -213,6 +214,9 @@ PolicySummary Summarize(const SimResult& r) {
   s.p50_queue_s = NearestRank(queue, 0.5);
   s.makespan_s = static_cast<double>(r.makespan_us) / kUsPerS;
   s.gpu_utilization = r.gpu_utilization;
+  s.gpu_allocation_milli = r.gpu_allocation_milli;
+  s.final_gpu_allocation_milli = r.final_gpu_allocation_milli;
+  s.refused = r.refused;
   if (r.makespan_us > 0 && r.total_gpus > 0) {
     s.useful_utilization =
         useful_gpu_us / (static_cast<double>(r.total_gpus) * static_cast<double>(r.makespan_us));
@@ -233,7 +237,12 @@ std::string ReportJson(const ReportInfo& info, const std::vector<SimResult>& res
     << "  \"trace\": {\"file\": " << JsonString(info.trace)
     << ", \"format\": " << JsonString(info.trace_format) << ", \"jobs\": " << info.trace_jobs
     << ", \"skipped_no_gpu\": " << info.trace_skipped
-    << ", \"fractional_rounded_up\": " << info.trace_fractional << "},\n"
+    << ", \"fractional_rounded_up\": 0, \"fractional_shared\": " << info.trace_fractional
+    << "},\n"
+    << "  \"experiment\": " << (info.fill_ratio > 0 ? "{\"mode\": \"fill\", \"fill_ratio\": " +
+                                                       Fixed(info.fill_ratio, 3) + "}"
+                                                 : std::string("{\"mode\": \"replay\"}"))
+    << ",\n"
     << "  \"seed\": " << info.seed << ",\n"
     << "  \"comm_fraction\": " << Fixed(info.comm_fraction, 4) << ",\n"
     << "  \"policies_distinct\": " << (info.policies_distinct ? "true" : "false") << ",\n"
@@ -254,7 +263,10 @@ std::string ReportJson(const ReportInfo& info, const std::vector<SimResult>& res
       << ", \"failures_survived\": " << s.failures_survived << ", \"unfinished\": " << s.unfinished
       << ", \"p50_queue_s\": " << Fixed(s.p50_queue_s, 3)
       << ", \"mean_fragmentation\": " << Fixed(s.mean_fragmentation, 6)
-      << ", \"useful_utilization\": " << Fixed(s.useful_utilization, 6) << "}";
+      << ", \"useful_utilization\": " << Fixed(s.useful_utilization, 6)
+      << ", \"gpu_allocation_milli\": " << Fixed(s.gpu_allocation_milli, 6)
+      << ", \"final_gpu_allocation_milli\": " << Fixed(s.final_gpu_allocation_milli, 6)
+      << ", \"refused\": " << s.refused << "}";
   }
   o << "\n  }\n}\n";
   return o.str();
@@ -270,10 +282,16 @@ std::string ReportMarkdown(const ReportInfo& info, const std::vector<SimResult>&
   if (info.trace_skipped > 0) o << "; " << info.trace_skipped << " rows without GPUs skipped";
   o << "\n";
   if (info.trace_fractional > 0) {
-    o << "- **Approximation:** " << info.trace_fractional
-      << " requests for a fraction of a GPU were rounded up to one whole GPU (the scheduler core "
-         "does not share GPUs); allocation figures are therefore not comparable with "
-         "GPU-sharing schedulers such as FGD.\n";
+    o << "- " << info.trace_fractional
+      << " requests for a fraction of a GPU share GPUs (up to 1000 milli per GPU; whole-GPU "
+         "jobs never share)\n";
+  }
+  if (info.fill_ratio > 0) {
+    o << "- Experiment: FGD's fill — trace jobs plus draws with replacement up to "
+      << Fixed(info.fill_ratio, 2)
+      << " × the cluster's GPUs of demand, shuffled, placed on arrival or refused, never "
+         "ending; final GPU allocation = allocated milli / (1000 · GPUs) after the last "
+         "arrival\n";
   }
   o << "- Seed " << info.seed << "; communication fraction of a step on the ideal placement f = "
     << Fixed(info.comm_fraction, 3)
@@ -285,10 +303,10 @@ std::string ReportMarkdown(const ReportInfo& info, const std::vector<SimResult>&
   o << "- Failures: " << (info.failures ? "simulated" : "not simulated") << "\n\n";
   o << "| policy | jobs | unfinished | mean JCT (s) | p50 JCT (s) | p99 JCT (s) | mean queue (s) "
        "| makespan (s) | GPU util | useful util | mean comm slowdown | fragmentation | preemptions "
-       "| failures "
+       "| failures | GPU alloc (milli) | final GPU alloc "
        "|\n"
     << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-       "| ---: |\n";
+       "| ---: | ---: | ---: |\n";
   for (const SimResult& r : results) {
     const PolicySummary s = Summarize(r);
     o << "| " << s.policy << " | " << s.jobs << " | " << s.unfinished << " | "
@@ -296,7 +314,9 @@ std::string ReportMarkdown(const ReportInfo& info, const std::vector<SimResult>&
       << " | " << Fixed(s.mean_queue_s, 1) << " | " << Fixed(s.makespan_s, 0) << " | "
       << Fixed(100 * s.gpu_utilization, 2) << "% | " << Fixed(100 * s.useful_utilization, 2)
       << "% | " << Fixed(s.mean_comm_slowdown, 4) << " | " << Fixed(100 * s.mean_fragmentation, 2)
-      << "% | " << s.preemptions << " | " << s.failures << " |\n";
+      << "% | " << s.preemptions << " | " << s.failures << " | "
+      << Fixed(100 * s.gpu_allocation_milli, 2) << "% | "
+      << Fixed(100 * s.final_gpu_allocation_milli, 2) << "% |\n";
   }
   o << "\nPlots: [JCT CDF](jct_cdf.svg), [GPU utilisation over time](utilization.svg), "
        "[communication slowdown by job size](slowdown_by_size.svg).\n";

@@ -23,7 +23,8 @@ struct ReportInfo {
   std::string trace_format;
   int trace_jobs = 0;        // jobs simulated
   int trace_skipped = 0;     // rows without a GPU request
-  int trace_fractional = 0;  // fractional-GPU requests rounded up to one GPU
+  int trace_fractional = 0;  // fractional-GPU requests (they share GPUs; none is rounded up)
+  double fill_ratio = 0;     // 0: replay in time; > 0: FGD's fill experiment at this ratio
   uint64_t seed = 1;
   double comm_fraction = 0;
   bool policies_distinct = true;
@@ -39,10 +40,14 @@ struct PolicySummary {
   double makespan_s = 0;
   double gpu_utilization = 0;
   // Σ GPUs · ideal run time of completed jobs / (GPUs · makespan): utilisation without the time
-  // lost to communication stretch (a slower placement raises gpu_utilization, not this).
+  // lost to communication stretch (a slower placement raises gpu_utilization, not this). A
+  // fractional job counts its share (gpu_milli / 1000) of its GPU.
   double useful_utilization = 0;
   double mean_comm_slowdown = 1;  // over completed jobs of ≥ 2 GPUs (1 when there are none)
   double mean_fragmentation = 0;
+  double gpu_allocation_milli = 0;        // SimResult::gpu_allocation_milli
+  double final_gpu_allocation_milli = 0;  // SimResult::final_gpu_allocation_milli
+  int refused = 0;                        // fill experiment: jobs that could not be placed
   int failures = 0, jobs_interrupted = 0, failures_survived = 0, preemptions = 0;
 };
 

@@ -49,6 +49,93 @@ double Uniform01(std::mt19937_64& rng) {
 // repaired, 3 = node repaired.
 using HealthEvent = std::tuple<int64_t, int, int, int>;
 
+// FGD's fill experiment (SimOptions::fill_ratio): see simulator.h and docs/simulator.md.
+StatusOr<SimResult> SimulateFill(const topo::Cluster& cluster, const Trace& trace,
+                                 const std::vector<job::JobSpec>& specs, const std::string& policy,
+                                 const sched::GangPlacer& placer, const SimOptions& options) {
+  SimResult r;
+  r.policy = policy;
+  r.experiment = "fill";
+  r.total_gpus = cluster.TotalGpus();
+  const size_t n = specs.size();
+  auto demand = [&](size_t i) {
+    return static_cast<double>(specs[i].total_gpus) * specs[i].gpu_milli / 1000.0;
+  };
+  // The trace's jobs once each, then draws with replacement until the demand reaches the target,
+  // then a Fisher–Yates shuffle. Draws use the raw 64-bit output (no library distribution).
+  std::vector<size_t> order;
+  double total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    order.push_back(i);
+    total += demand(i);
+  }
+  std::mt19937_64 rng(options.seed);
+  const double target = options.fill_ratio * r.total_gpus;
+  while (n > 0 && total < target) {
+    const size_t i = static_cast<size_t>(rng() % n);
+    order.push_back(i);
+    total += demand(i);
+  }
+  if (options.fill_shuffle) {
+    for (size_t k = order.size(); k > 1; --k) std::swap(order[k - 1], order[rng() % k]);
+  }
+
+  sched::SchedulerOptions so;
+  so.backfill = false;  // nothing queues: a job is placed on arrival or refused
+  so.elastic_grow = false;
+  ASSIGN_OR_RETURN(std::unique_ptr<sched::Scheduler> sched, sched::Scheduler::Create(placer, so));
+  const size_t m = order.size();
+  r.jobs.resize(m);
+  const int bins = options.utilization_bins;
+  r.bin_us = std::max<int64_t>(1, static_cast<int64_t>((m + bins - 1) / bins));
+  r.utilization_series.assign(static_cast<size_t>(bins), 0.0);
+  const double cap_milli = 1000.0 * std::max(1, r.total_gpus);
+  for (size_t k = 0; k < m; ++k) {
+    const size_t i = order[k];
+    const int64_t t = static_cast<int64_t>(k) + 1;  // one arrival per µs
+    JobOutcome& o = r.jobs[k];
+    o.name = trace.jobs[i].name;
+    o.gpus = specs[i].total_gpus;
+    o.gpu_milli = specs[i].gpu_milli;
+    o.submit_us = t;
+    o.ideal_us = 0;
+    ASSIGN_OR_RETURN(int64_t id, sched->Submit(specs[i], t));
+    ASSIGN_OR_RETURN(std::vector<int64_t> started, sched->Schedule(t));
+    ++r.passes;
+    r.events += 1;
+    if (started.size() == 1 && started[0] == id) {
+      o.first_start_us = t;
+    } else {
+      if (!started.empty()) return InternalError("fill: a pass started another job");
+      RETURN_IF_ERROR(sched->Cancel(id, t));
+      ++r.refused;
+    }
+    const double alloc = static_cast<double>(sched->cluster_state().AllocatedMilli()) / cap_milli;
+    r.utilization_series[std::min<size_t>(k / r.bin_us, bins - 1)] = alloc;
+  }
+  RETURN_IF_ERROR(sched->CheckInvariants());
+  const sched::ClusterState& st = sched->cluster_state();
+  r.final_gpu_allocation_milli = static_cast<double>(st.AllocatedMilli()) / cap_milli;
+  r.gpu_allocation_milli = r.final_gpu_allocation_milli;
+  r.gpu_utilization = static_cast<double>(st.HeldGpus()) / std::max(1, r.total_gpus);
+  // Then every placed job ends, so that the run also checks that all GPUs come back.
+  const int64_t end = static_cast<int64_t>(m) + 1;
+  for (size_t k = 0; k < m; ++k) {
+    if (r.jobs[k].first_start_us < 0) {
+      ++r.unfinished;
+      continue;
+    }
+    RETURN_IF_ERROR(sched->Complete(static_cast<int64_t>(k) + 1, end));
+    r.jobs[k].end_us = end;
+    ++r.events;
+  }
+  r.makespan_us = end;
+  RETURN_IF_ERROR(sched->CheckInvariants());
+  const sched::Capacity cap = st.ClusterCapacity();
+  r.all_free_at_end = st.AllocationCount() == 0 && cap.free_gpus == cap.healthy_gpus;
+  return r;
+}
+
 }  // namespace
 
 Status SimOptions::Validate() const {
@@ -67,6 +154,9 @@ Status SimOptions::Validate() const {
   }
   if (!(repair_mean_s > 0 && repair_mean_s < 1e9)) {
     return InvalidArgumentError("mean repair time must be > 0 s");
+  }
+  if (!(fill_ratio >= 0 && fill_ratio <= 100)) {
+    return InvalidArgumentError("fill ratio must be in [0, 100] (0 = replay in time)");
   }
   return OkStatus();
 }
@@ -102,12 +192,15 @@ StatusOr<SimResult> Simulate(const topo::Cluster& cluster, const Trace& trace,
   ASSIGN_OR_RETURN(sched::ClusterState empty, sched::ClusterState::Create(cluster));
   std::vector<double> ideal_ms(n, -1.0);
 
+  if (options.fill_ratio > 0) return SimulateFill(cluster, trace, specs, policy, *placer, options);
+
   SimResult r;
   r.policy = policy;
   r.total_gpus = cluster.TotalGpus();
   r.jobs.resize(n);
   for (size_t i = 0; i < n; ++i) {
     r.jobs[i].name = trace.jobs[i].name;
+    r.jobs[i].gpu_milli = specs[i].gpu_milli;
     r.jobs[i].gpus = specs[i].total_gpus;
     r.jobs[i].submit_us = trace.jobs[i].submit_us;
     r.jobs[i].ideal_us = trace.jobs[i].duration_us;
@@ -124,8 +217,10 @@ StatusOr<SimResult> Simulate(const topo::Cluster& cluster, const Trace& trace,
     if (c == 0) waiting_replicas.erase(specs[i].gpus_per_replica);
   };
 
-  int busy = 0;
+  int busy = 0;           // GPUs held (whole or shared), from the cluster state
+  int64_t alloc_milli = 0;  // milli allocated, from the cluster state
   double busy_area = 0;  // GPU·µs
+  double alloc_area = 0;  // milli·µs
   double frag_area = 0;  // GPU·µs
   double frag_now = 0;   // GPUs counted as fragmented since the last pass
   std::vector<std::pair<int64_t, int>> busy_steps;  // (time, busy GPUs from then on)
@@ -172,7 +267,6 @@ StatusOr<SimResult> Simulate(const topo::Cluster& cluster, const Trace& trace,
           (e.to == job::JobState::kPreempted || e.to == job::JobState::kFailed ||
            e.to == job::JobState::kNodeFail)) {
         running[i] = 0;
-        busy -= r.jobs[i].gpus;
         if (e.to == job::JobState::kPreempted) {
           ++r.jobs[i].preemptions;
           ++r.preemptions;
@@ -188,6 +282,7 @@ StatusOr<SimResult> Simulate(const topo::Cluster& cluster, const Trace& trace,
   };
 
   int repairs_pending = 0;
+  bool final_taken = false;
   // Runs while work is left; once every job has arrived and nothing runs, only outstanding
   // repairs (which may let a waiting job fit) keep it going, and no new failure is drawn.
   while (next < n || !done.empty() || (repairs_pending > 0 && !waiting_replicas.empty())) {
@@ -195,6 +290,7 @@ StatusOr<SimResult> Simulate(const topo::Cluster& cluster, const Trace& trace,
     if (!done.empty()) t = std::min(t, std::get<0>(done.top()));
     if (!health.empty()) t = std::min(t, std::get<0>(health.top()));
     busy_area += static_cast<double>(busy) * static_cast<double>(t - last_t);
+    alloc_area += static_cast<double>(alloc_milli) * static_cast<double>(t - last_t);
     frag_area += frag_now * static_cast<double>(t - last_t);
     last_t = t;
 
@@ -205,7 +301,6 @@ StatusOr<SimResult> Simulate(const topo::Cluster& cluster, const Trace& trace,
       if (!running[i] || run[i] != number) continue;
       RETURN_IF_ERROR(sched->Complete(id, t));
       running[i] = 0;
-      busy -= r.jobs[i].gpus;
       r.jobs[i].end_us = t;
       last_end = std::max(last_end, t);
       ++r.events;
@@ -271,7 +366,6 @@ StatusOr<SimResult> Simulate(const topo::Cluster& cluster, const Trace& trace,
             1, std::llround(static_cast<double>(trace.jobs[i].duration_us) * slow));
         running[i] = 1;
         ++run[i];
-        busy += r.jobs[i].gpus;
         if (r.jobs[i].first_start_us == kNoTime) r.jobs[i].first_start_us = t;
         r.jobs[i].comm_slowdown = slow;
         wait_add(i, -1);
@@ -293,6 +387,13 @@ StatusOr<SimResult> Simulate(const topo::Cluster& cluster, const Trace& trace,
         frag_now = frag;
       }
     }
+    busy = static_cast<int>(sched->cluster_state().HeldGpus());
+    alloc_milli = sched->cluster_state().AllocatedMilli();
+    if (next >= n && !final_taken) {
+      final_taken = true;
+      r.final_gpu_allocation_milli =
+          static_cast<double>(alloc_milli) / (1000.0 * std::max(1, r.total_gpus));
+    }
     if (busy_steps.empty() || busy_steps.back().second != busy) busy_steps.emplace_back(t, busy);
   }
 
@@ -303,6 +404,7 @@ StatusOr<SimResult> Simulate(const topo::Cluster& cluster, const Trace& trace,
   // Only the area up to the last completion counts (jobs that never ran add none after it).
   r.gpu_utilization = r.makespan_us > 0 ? std::min(1.0, busy_area / denom) : 0;
   r.mean_fragmentation = r.makespan_us > 0 ? frag_area / denom : 0;
+  r.gpu_allocation_milli = r.makespan_us > 0 ? std::min(1.0, alloc_area / (1000.0 * denom)) : 0;
 
   // Utilisation series: the busy step function averaged over equal bins of the makespan.
   const int bins = options.utilization_bins;

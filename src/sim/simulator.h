@@ -33,6 +33,16 @@ struct SimOptions {
   double repair_mean_s = 3 * 3600.0;
   // Points of the utilisation-over-time series (time-averaged bins over the makespan).
   int utilization_bins = 200;
+  // 0: replay the trace in time (arrivals, the pods' own durations). > 0: the fill experiment of
+  // FGD (ATC'23) instead: the trace's jobs plus jobs drawn from it uniformly with replacement
+  // (seeded by `seed`) until their GPU demand (Σ gpus · gpu_milli / 1000) reaches fill_ratio ×
+  // the cluster's GPUs, shuffled, arrive one by one and never end; each is placed at once or
+  // refused (cancelled: never queued). SimResult::final_gpu_allocation_milli is then FGD's
+  // "GPU allocation ratio" after the last arrival. FGD uses 1.3. In (0, 100].
+  double fill_ratio = 0;
+  // Fill only: false keeps the arrival order (the trace's jobs in trace order, then the draws)
+  // instead of shuffling it (FGD's --shuffle-pod=false); tests use it to fix the order.
+  bool fill_shuffle = true;
   Status Validate() const;
 };
 
@@ -50,6 +60,7 @@ struct JobOutcome {
   int64_t end_us = -1;          // -1: not finished when the simulation stopped
   int64_t ideal_us = 0;         // the trace duration: run time on an ideal placement
   double comm_slowdown = 1.0;   // of its last run
+  int gpu_milli = 1000;         // < 1000: a fractional job (a share of one GPU)
   int preemptions = 0;
   int failures = 0;  // runs of this job stopped by a failure
 };
@@ -59,7 +70,16 @@ struct SimResult {
   int total_gpus = 0;
   std::vector<JobOutcome> jobs;            // in trace order
   int64_t makespan_us = 0;                 // last end − first submission
-  double gpu_utilization = 0;              // ∫ busy GPUs dt / (GPUs · makespan)
+  double gpu_utilization = 0;              // ∫ busy GPUs dt / (GPUs · makespan); a shared
+                                           // GPU counts as one busy GPU
+  // ∫ allocated milli dt / (1000 · GPUs · makespan): the allocated share of the GPUs, a shared
+  // GPU counting its used milli (ClusterState::AllocatedMilli). Fill mode: the final figure.
+  double gpu_allocation_milli = 0;
+  // Allocated milli / (1000 · GPUs) after the pass at the last arrival (replay), or after the
+  // last arrival of the fill experiment (FGD's final GPU allocation).
+  double final_gpu_allocation_milli = 0;
+  std::string experiment = "replay";        // "replay" or "fill"
+  int refused = 0;                          // fill mode: jobs that could not be placed
   std::vector<double> utilization_series;  // busy fraction per bin of bin_us
   int64_t bin_us = 0;
   // Time-averaged fraction of the cluster's GPUs that are free while some job waits yet sit on

@@ -198,6 +198,7 @@ Status ReadOpenb(const Table& t, const std::string& source, Trace& out) {
     if (milli < 1000) ++out.fractional;
     j.gpus = gpus;
     j.gpu_milli = milli;
+    j.one_node = true;  // a pod is bound to one node
     ASSIGN_OR_RETURN(j.submit_us, c.Seconds("creation_time"));
     ASSIGN_OR_RETURN(int64_t deleted, c.Seconds("deletion_time"));
     int64_t started = j.submit_us;
@@ -368,6 +369,15 @@ StatusOr<job::JobSpec> MakeJobSpec(const TraceJob& j, const std::string& source,
     }
     s.layout.tp = tp;
     s.layout.dp = j.gpus / tp;
+  }
+  // A fractional request (openb gpu_milli < 1000, always 1 GPU) shares a GPU in the core.
+  s.gpu_milli = j.gpu_milli;
+  // An openb pod never spans nodes. Without this, a multi-GPU pod that finds no node with
+  // enough free GPUs would be split over several nodes (the layout's TP group is only
+  // preferred on one node), which no Kubernetes pod can be.
+  if (j.one_node) {
+    s.constraints.job.mode = job::ConstraintMode::kRequired;
+    s.constraints.job.level = job::kLevelNode;
   }
   if (auto err = job::NormalizeSpec(s)) {
     return InvalidArgumentError(source + ":" + std::to_string(j.line) + ": job \"" + j.name +

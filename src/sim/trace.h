@@ -1,7 +1,8 @@
 // Cluster traces for the simulator: readers for the Philly job list (as derived by Pollux), the
 // Alibaba openb pod list, the Tiresias sample and a documented generic CSV, into one job list
 // sorted by submission time; and the rule that turns a trace job into a JobSpec when the trace
-// does not give a parallel layout. Knows nothing of clusters, placements or the scheduler.
+// does not give a parallel layout. A fractional request (gpu_milli < 1000) becomes a
+// fractional JobSpec (JobSpec::gpu_milli) that shares a GPU in the scheduler core. Knows nothing of clusters, placements or the scheduler.
 #pragma once
 
 #include <cstdint>
@@ -25,13 +26,16 @@ struct TraceJob {
   int line = 0;                // 1-based line of the trace file
   int64_t submit_us = 0;       // ≥ 0
   int64_t duration_us = 0;     // > 0: run time on an ideal placement
-  int gpus = 0;                // ≥ 1 (whole GPUs; fractional requests are rounded up)
+  int gpus = 0;                // ≥ 1 (1 for a fractional request)
   int gpu_milli = 1000;        // openb: the fraction of one GPU asked (1..1000); 1000 otherwise
   std::string user;            // Philly: virtual cluster; openb: qos; else "" ("trace")
   std::string gpu_model;       // required GPU model; "" = any
   int tp = 0, pp = 0, dp = 0;  // layout from the trace; 0 = derive (LayoutRule)
   double model_params = 0;     // 0 = the default of MakeJobSpec
   int priority = 0;
+  // openb: a pod, which Kubernetes binds to one node, so all its GPUs must be on one node (the
+  // job spec gets `job: required node`). Elsewhere a job may span nodes.
+  bool one_node = false;
 };
 
 struct Trace {
@@ -39,7 +43,7 @@ struct Trace {
   TraceFormat format = TraceFormat::kCsv;
   std::vector<TraceJob> jobs;  // by submit_us, then line
   int skipped = 0;             // rows that ask for no GPU (openb CPU-only pods)
-  int fractional = 0;          // openb rows with gpu_milli < 1000, rounded up to one GPU
+  int fractional = 0;          // openb rows with gpu_milli < 1000 (they share GPUs)
 };
 
 // Readers. Errors are InvalidArgument `file:line: column "duration": expected a number, got
@@ -63,7 +67,8 @@ StatusOr<Trace> ReadTraceFile(const std::string& path, TraceFormat format, int m
 // (docs/simulator.md): GPUs ≤ max_tp is one TP group of all the GPUs (one node); more GPUs get
 // TP = the largest power of two ≤ max_tp dividing the count and DP = the rest (32 → TP 8 × DP 4,
 // 12 → TP 4 × DP 3). max_tp = min(8, most GPUs on one node of the cluster). One replica per TP
-// group. Model size when the trace gives none: 1e9 parameters (the bytes only scale the
+// group. A one_node job (openb pods) gets the constraint `job: required node`: it is placed on
+// one node or not at all. Model size when the trace gives none: 1e9 parameters (the bytes only scale the
 // communication time; the simulator uses the ratio of predicted to best-possible time).
 // InvalidArgument (file:line) when the spec does not normalize.
 StatusOr<job::JobSpec> MakeJobSpec(const TraceJob& j, const std::string& source, int max_tp);

@@ -59,8 +59,11 @@ TEST(SimulateCliTest, OpenbNodeListAndMaxJobs) {
   auto j = nlohmann::json::parse(Slurp(out + "/report.json"));
   EXPECT_EQ(j["cluster"]["gpus"], 6212);
   EXPECT_EQ(j["trace"]["jobs"], 100);
-  EXPECT_GT(j["trace"]["fractional_rounded_up"].get<int>(), 0);
-  EXPECT_NE(Slurp(out + "/report.md").find("**Approximation:**"), std::string::npos);
+  // Fractional pods share GPUs; none is rounded up any more.
+  EXPECT_EQ(j["trace"]["fractional_rounded_up"].get<int>(), 0);
+  EXPECT_GT(j["trace"]["fractional_shared"].get<int>(), 0);
+  EXPECT_NE(Slurp(out + "/report.md").find("requests for a fraction of a GPU share GPUs"),
+            std::string::npos);
 }
 
 TEST(SimulateCliTest, BadTraceNamesTheLine) {

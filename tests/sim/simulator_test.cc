@@ -213,6 +213,180 @@ TEST(OpenbClusterTest, NodeListBuildsTheTraceCluster) {
   EXPECT_EQ(r.jobs.size(), t->jobs.size());
 }
 
+// A small openb-shaped cluster (6 nodes × 8 G2 GPUs, as in the node list) under the first 400
+// pods of openb: fractional pods share GPUs in the core, in the replay and in FGD's fill.
+topo::Cluster SmallOpenbCluster() {
+  std::string nodes = "sn,cpu_milli,memory_mib,gpu,model\n";
+  for (int i = 0; i < 6; ++i) nodes += "n" + std::to_string(i) + ",96000,786432,8,G2\n";
+  auto y = OpenbNodesToClusterYaml(nodes, "nodes.csv");
+  EXPECT_TRUE(y.ok()) << y.status().ToString();
+  auto c = topo::io::ParseClusterYaml(*y, "nodes.csv", ".");
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  topo::Cluster cluster = std::move(c).value();
+  cluster.Finalize();
+  return cluster;
+}
+
+TEST(OpenbFractionalTest, ReplaySharesGpusAndEndsWithEveryGpuFree) {
+  const topo::Cluster c = SmallOpenbCluster();
+  auto t = ReadTraceFile(TracePath("openb_pod_list_default-head400.csv"), TraceFormat::kOpenb);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_GT(t->fractional, 100);
+  int fractional_jobs = 0;
+  for (const TraceJob& j : t->jobs) fractional_jobs += j.gpu_milli < 1000 ? 1 : 0;
+  ASSERT_EQ(fractional_jobs, t->fractional);
+  for (const std::string& p : PolicyNames()) {
+    SimResult r = RunPolicy(c, *t, p);
+    EXPECT_EQ(r.unfinished, 0) << p;
+    EXPECT_TRUE(r.all_free_at_end) << p;
+    int ran = 0;
+    for (const JobOutcome& o : r.jobs) {
+      if (o.gpu_milli < 1000 && o.end_us >= 0) ++ran;
+    }
+    EXPECT_EQ(ran, fractional_jobs) << p;
+    // A shared GPU counts whole in gpu_utilization, by its used milli in the allocation.
+    EXPECT_LT(r.gpu_allocation_milli, r.gpu_utilization) << p;
+    EXPECT_GT(r.gpu_allocation_milli, 0.5 * r.gpu_utilization) << p;
+    EXPECT_GE(r.final_gpu_allocation_milli, 0) << p;
+  }
+}
+
+TEST(OpenbFractionalTest, FillPacksFractionsOntoSharedGpus) {
+  const topo::Cluster c = SmallOpenbCluster();
+  auto t = ReadTraceFile(TracePath("openb_pod_list_default-head400.csv"), TraceFormat::kOpenb);
+  ASSERT_TRUE(t.ok());
+  SimOptions o;
+  o.fill_ratio = 1.3;
+  o.seed = 42;
+  SimResult r = RunPolicy(c, *t, "toposched", o);
+  EXPECT_EQ(r.experiment, "fill");
+  EXPECT_TRUE(r.all_free_at_end);
+  int placed_gpus = 0, placed_fractional = 0;
+  int64_t placed_milli = 0;
+  for (const JobOutcome& j : r.jobs) {
+    if (j.first_start_us < 0) continue;
+    placed_gpus += j.gpus;
+    placed_fractional += j.gpu_milli < 1000 ? 1 : 0;
+    placed_milli += static_cast<int64_t>(j.gpus) * j.gpu_milli;
+  }
+  const int held = static_cast<int>(std::lround(r.gpu_utilization * c.TotalGpus()));
+  // More pods than GPUs they hold: fractions share GPUs.
+  EXPECT_GT(placed_fractional, 0);
+  EXPECT_GT(placed_gpus, held);
+  EXPECT_LE(held, c.TotalGpus());
+  EXPECT_NEAR(r.final_gpu_allocation_milli, placed_milli / (1000.0 * c.TotalGpus()), 1e-12);
+  EXPECT_GT(r.final_gpu_allocation_milli, 0.85);  // 48 GPUs offered 1.3 × their capacity
+  EXPECT_LE(r.final_gpu_allocation_milli, 1.0);
+  EXPECT_GT(r.refused, 0);
+  EXPECT_EQ(r.unfinished, r.refused);  // fill: the refused pods are the ones that never ran
+  // Same seed, same figures.
+  SimResult again = RunPolicy(c, *t, "toposched", o);
+  EXPECT_EQ(again.final_gpu_allocation_milli, r.final_gpu_allocation_milli);
+}
+
+// `nodes` openb nodes of `gpus` G2 GPUs each.
+topo::Cluster OpenbNodes(int nodes, int gpus) {
+  std::string text = "sn,cpu_milli,memory_mib,gpu,model\n";
+  for (int i = 0; i < nodes; ++i) {
+    text += "n" + std::to_string(i) + ",96000,786432," + std::to_string(gpus) + ",G2\n";
+  }
+  auto y = OpenbNodesToClusterYaml(text, "nodes.csv");
+  EXPECT_TRUE(y.ok()) << y.status().ToString();
+  auto c = topo::io::ParseClusterYaml(*y, "nodes.csv", ".");
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  topo::Cluster cluster = std::move(c).value();
+  cluster.Finalize();
+  return cluster;
+}
+
+// An openb pod list with pods (num_gpu, gpu_milli) created in this order.
+Trace OpenbPods(const std::vector<std::pair<int, int>>& pods) {
+  std::string text =
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+      "deletion_time,scheduled_time\n";
+  for (size_t i = 0; i < pods.size(); ++i) {
+    text += "p" + std::to_string(i) + ",1000,1024," + std::to_string(pods[i].first) + "," +
+            std::to_string(pods[i].second) + ",,LS,Running," + std::to_string(i) + ",1000," +
+            std::to_string(i) + "\n";
+  }
+  auto t = ParseTrace(text, "pods.csv", TraceFormat::kOpenb);
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  return t.ok() ? std::move(t).value() : Trace{};
+}
+
+// The fill experiment in trace order (no shuffle, no draws: the trace alone exceeds 1% of the
+// GPUs).
+SimResult FillInOrder(const topo::Cluster& c, const Trace& t, const std::string& policy) {
+  SimOptions o;
+  o.fill_ratio = 0.01;
+  o.fill_shuffle = false;
+  SimResult r = RunPolicy(c, t, policy, o);
+  EXPECT_EQ(r.jobs.size(), t.jobs.size()) << policy;
+  return r;
+}
+
+TEST(OpenbFillTest, PodsNeverSpanNodes) {
+  const Trace t = OpenbPods({{1, 1000}, {1, 1000}, {2, 1000}});
+  auto spec = MakeJobSpec(t.jobs[2], t.source, 2);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->constraints.job.mode, job::ConstraintMode::kRequired);
+  EXPECT_EQ(spec->constraints.job.level, job::kLevelNode);
+  // Two nodes of 2 GPUs. Best fit puts both 1-GPU pods on n0, so the 2-GPU pod gets n1; spread
+  // (first-fit: least allocated) puts one on each node, and the 2-GPU pod, which may not be
+  // split over two nodes, is refused.
+  const topo::Cluster c = OpenbNodes(2, 2);
+  for (const std::string p : {"best-fit", "toposched", "kueue-tas"}) {
+    SimResult r = FillInOrder(c, t, p);
+    EXPECT_EQ(r.refused, 0) << p;
+    EXPECT_DOUBLE_EQ(r.final_gpu_allocation_milli, 1.0) << p;
+  }
+  SimResult spread = FillInOrder(c, t, "first-fit");
+  EXPECT_EQ(spread.refused, 1);
+  EXPECT_LT(spread.jobs[2].first_start_us, 0);
+  EXPECT_DOUBLE_EQ(spread.final_gpu_allocation_milli, 0.5);
+}
+
+// Fractional pods follow the policy's packing rule (PlacementPlugins::shares), and the choice
+// decides what fits later.
+TEST(OpenbFillTest, FractionsFollowThePolicy) {
+  {
+    // Two nodes of 2 GPUs; 500, 500, then two 2-GPU pods. Packing puts both halves on one GPU
+    // of n0, so one 2-GPU pod gets n1 (3 of 4 GPUs allocated). Spread puts one half on each
+    // node and neither 2-GPU pod fits (1 of 4).
+    const topo::Cluster c = OpenbNodes(2, 2);
+    const Trace t = OpenbPods({{1, 500}, {1, 500}, {2, 1000}, {2, 1000}});
+    for (const std::string& p : PolicyNames()) {
+      SimResult r = FillInOrder(c, t, p);
+      const bool spread = p == "first-fit";
+      EXPECT_EQ(r.refused, spread ? 2 : 1) << p;
+      EXPECT_DOUBLE_EQ(r.final_gpu_allocation_milli, spread ? 0.25 : 0.75) << p;
+    }
+  }
+  {
+    // n0 has 2 GPUs, n1 3. 500 → n0 GPU 0; a 2-GPU pod → n1 (best fit), leaving n1 one free
+    // GPU and n0 one free GPU plus 500 milli of room. Then 400: toposched (the tightest shared
+    // GPU) and slurm-tree (first node, first GPU with room) put it on n0's shared GPU and keep
+    // both free GPUs whole, so the two 1-GPU pods that follow fit (4.9 of 5 GPUs). best-fit,
+    // pair-score and kueue-tas take the fullest node, n1 (1000 milli free against 1500), and
+    // open its last GPU; first-fit spreads to the same GPU; then one 1-GPU pod is refused
+    // (3.9 of 5).
+    std::string nodes = "sn,cpu_milli,memory_mib,gpu,model\nn0,96000,786432,2,G2\n"
+                        "n1,96000,786432,3,G2\n";
+    auto y = OpenbNodesToClusterYaml(nodes, "nodes.csv");
+    ASSERT_TRUE(y.ok()) << y.status().ToString();
+    auto cl = topo::io::ParseClusterYaml(*y, "nodes.csv", ".");
+    ASSERT_TRUE(cl.ok()) << cl.status().ToString();
+    cl->Finalize();
+    const Trace t = OpenbPods({{1, 500}, {2, 1000}, {1, 400}, {1, 1000}, {1, 1000}});
+    for (const std::string& p : PolicyNames()) {
+      SimResult r = FillInOrder(*cl, t, p);
+      const bool keeps_whole = p == "toposched" || p == "slurm-tree";
+      EXPECT_EQ(r.refused, keeps_whole ? 0 : 1) << p;
+      EXPECT_DOUBLE_EQ(r.final_gpu_allocation_milli, keeps_whole ? 0.98 : 0.78) << p;
+    }
+  }
+}
+
 TEST(OpenbClusterTest, BadNodeListNamesTheLine) {
   auto y = OpenbNodesToClusterYaml("sn,cpu_milli,memory_mib,gpu,model\nn1,1,1,8,T4\nn1,1,1,2,T4\n",
                                    "nodes.csv");
