@@ -1,11 +1,13 @@
 #include "sched/gang.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <numeric>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 #include "sched/pair_score.h"
@@ -35,6 +37,11 @@ struct GangIndex {
 struct BaselineCache {
   std::mutex mu;
   std::map<std::tuple<int, uint64_t, uint64_t, int>, std::vector<int>> pair_score;
+  // Scores of placements on one node, by (profile, NVLink domain or -1, layout, GPU per rank):
+  // such a score depends on nothing else, and a scheduler pass prices the same few GPU sets of a
+  // profile over and over. Cleared when it grows past kMaxScores.
+  static constexpr size_t kMaxScores = 1 << 16;
+  std::unordered_map<std::string, std::array<double, 3>> single_node_scores;
 };
 }  // namespace detail
 
@@ -456,7 +463,42 @@ std::vector<int> Search::BaselineGpus(int node, int k) const {
   return pick;
 }
 
-bool Search::Score(Placement& p) const { return ScorePlacement(cost_, job_.layout, p).ok(); }
+bool Search::Score(Placement& p) const {
+  const int node = p.ranks.empty() ? -1 : p.ranks[0].node;
+  bool one_node = node >= 0;
+  for (const RankSlot& r : p.ranks) one_node = one_node && r.node == node;
+  if (!one_node) return ScorePlacement(cost_, job_.layout, p).ok();
+  const job::Layout& l = job_.layout;
+  const int64_t head[] = {c_.nodes[node].profile,
+                          c_.nodes[node].nvlink_domain,
+                          l.tp,
+                          l.pp,
+                          l.dp,
+                          l.tp_bytes,
+                          l.pp_bytes,
+                          l.dp_bytes};
+  std::string key(reinterpret_cast<const char*>(head), sizeof head);
+  for (const RankSlot& r : p.ranks) key.push_back(static_cast<char>(r.gpu));
+  {
+    std::lock_guard<std::mutex> lock(baseline_.mu);
+    auto it = baseline_.single_node_scores.find(key);
+    if (it != baseline_.single_node_scores.end()) {
+      p.dp_ms = it->second[0];
+      p.tp_ms = it->second[1];
+      p.pp_ms = it->second[2];
+      p.predicted_ms = p.dp_ms + p.tp_ms + p.pp_ms;
+      return true;
+    }
+  }
+  if (!ScorePlacement(cost_, job_.layout, p).ok()) return false;
+  std::lock_guard<std::mutex> lock(baseline_.mu);
+  if (baseline_.single_node_scores.size() >= detail::BaselineCache::kMaxScores) {
+    baseline_.single_node_scores.clear();
+  }
+  baseline_.single_node_scores.emplace(std::move(key),
+                                       std::array<double, 3>{p.dp_ms, p.tp_ms, p.pp_ms});
+  return true;
+}
 
 bool Search::PreferredMet(const Placement& p) const {
   const std::string& level = job_.constraints.job.level;
@@ -1161,8 +1203,7 @@ Verdict Search::RunFractional() {
   const int milli = job_.gpu_milli;
   // Best fit over the shared GPUs: least room left after the job, then the fullest node (fewest
   // free GPUs), then node, then GPU.
-  int best_node = -1, best_gpu = -1, best_left = 1001, best_free = 0, with_room = 0,
-      most_room = 0;
+  int best_node = -1, best_gpu = -1, best_left = 1001, best_free = 0, with_room = 0, most_room = 0;
   state_.ForEachSharedGpu([&](const ClusterState::SharedGpu& sh) {
     if (!NodeTakesWork(sh.node) || state_.GpuHealth(sh.node, sh.gpu) == topo::Health::kUnhealthy) {
       return;
@@ -1273,14 +1314,13 @@ Verdict Search::RunFractionalByNode() {
       v.placement->gpu_milli = milli;
       return v;
     }
-    v.reasons.insert(v.reasons.begin(),
-                     "needs " + what.substr(0, what.size() - 2) + "; " +
-                         (shared.empty() ? std::string("no GPU is shared yet")
-                                         : "no shared GPU has room (" +
-                                               std::to_string(shared.size()) +
-                                               " shared, most room " +
-                                               std::to_string(most_room) + " milli)") +
-                         " and no free GPU fits");
+    v.reasons.insert(
+        v.reasons.begin(),
+        "needs " + what.substr(0, what.size() - 2) + "; " +
+            (shared.empty() ? std::string("no GPU is shared yet")
+                            : "no shared GPU has room (" + std::to_string(shared.size()) +
+                                  " shared, most room " + std::to_string(most_room) + " milli)") +
+            " and no free GPU fits");
     return v;
   }
   // The GPU on the chosen node: a shared GPU (`chosen`, an index into `shared`) or a free one.
