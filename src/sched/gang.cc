@@ -245,8 +245,8 @@ class Search {
   // profile alone (refine plugin "local-search"); the best weighted score wins.
   std::optional<Verdict> TryDomainsByProfile(std::vector<std::string>& reasons);
   bool RefineOn() const;
-  // Whole free nodes of one profile under one leaf: every other count vector only adds nodes or
-  // leaves, so such a plan is neither refined nor given competing starts.
+  // More than 8 whole free nodes of one profile under one leaf: other count vectors only add
+  // nodes or leaves, so such a plan is neither refined nor given competing starts.
   bool WholeNodesOfOneKind(const Plan& plan) const;
   // Plans that spread the job as evenly as the nodes allow over the m nodes of `region` with the
   // most room, for the smallest m that holds it and the next two.
@@ -749,7 +749,9 @@ bool Search::RefineOn() const {
 }
 
 bool Search::WholeNodesOfOneKind(const Plan& plan) const {
-  if (plan.chunks.empty()) return false;
+  // Only large plans: on a few nodes, other count vectors (a roomier first node for rank 0's
+  // groups) can still win, and trying them is cheap there.
+  if (plan.chunks.size() <= 8) return false;
   const int* prof = ix_.node_profile.data();
   const int n0 = plan.chunks[0].first;
   for (const auto& [n, k] : plan.chunks) {
@@ -839,9 +841,12 @@ void Search::Refine(const std::vector<int>& region, size_t home, Plan& plan, Pla
     }
   };
   std::vector<int> spare(m);
-  while (evals < opt_.max_refine_evaluations) {
+  // The budget grows with the plan: a job over more nodes has more moves worth trying.
+  const int budget = opt_.max_refine_evaluations *
+                     std::max<int>(1, (static_cast<int>(plan.chunks.size()) + 1) / 2);
+  while (evals < budget) {
     const double start = best_score;
-    for (size_t a = 0; a < m && evals < opt_.max_refine_evaluations; ++a) {
+    for (size_t a = 0; a < m && evals < budget; ++a) {
       if (k[a] == 0) continue;
       // Spread node a's share over the others, best fit.
       for (size_t b = 0; b < m; ++b) spare[b] = b == a ? 0 : cap[b] - k[b];
@@ -852,7 +857,7 @@ void Search::Refine(const std::vector<int>& region, size_t home, Plan& plan, Pla
         for (size_t b = 0; b < m; ++b) kv[b] += take[b];
         consider(kv);
       }
-      for (size_t b = 0; b < m && evals < opt_.max_refine_evaluations; ++b) {
+      for (size_t b = 0; b < m && evals < budget; ++b) {
         if (b == a || cap[b] - k[b] < unit) continue;
         std::vector<int> kv = k;
         kv[a] -= unit;

@@ -143,7 +143,8 @@ struct GangPlacerOptions {
   int max_candidate_domains = 4;
   // Tied single-node candidates (same leftover) whose predicted time is compared.
   int max_node_evaluations = 8;
-  // Placements scored by the "local-search" refine plugin per candidate plan, and the distinct
+  // Placements scored by the "local-search" refine plugin per candidate plan (times half the
+  // plan's node count, rounded up), and the distinct
   // nodes outside the plan (by profile, free GPUs and leaf) it may move GPUs to.
   int max_refine_evaluations = 32;
   int max_refine_nodes = 32;
