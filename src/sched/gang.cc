@@ -936,41 +936,77 @@ std::vector<Plan> Search::BalancedPlans(const std::vector<int>& region) const {
 std::vector<Plan> Search::AnchoredPlans(const std::vector<int>& region, size_t home) const {
   std::vector<Plan> out;
   if (mode_ == Mode::kNvdTp) return out;
-  std::vector<int> anchors;
-  for (size_t i = 0; i < home && i < region.size(); ++i) {
-    if (nodes_[region[i]].cap > 0) anchors.push_back(region[i]);
-  }
-  std::stable_sort(anchors.begin(), anchors.end(),
-                   [&](int a, int b) { return nodes_[a].cap > nodes_[b].cap; });
-  // One anchor per distinct free count: among equals the lowest id leaves the most nodes after.
-  std::vector<int> picked;
-  for (int a : anchors) {
-    if (picked.size() >= 4) break;
-    bool dup = false;
-    for (int p : picked) dup = dup || nodes_[p].cap == nodes_[a].cap;
-    if (!dup) picked.push_back(a);
-  }
-  for (int a : picked) {
-    const int first = std::min(nodes_[a].cap, world_);
-    std::vector<int> rest_nodes, caps;
-    for (int n : region) {
-      if (n > a && nodes_[n].cap > 0) {
-        rest_nodes.push_back(n);
-        caps.push_back(nodes_[n].cap);
+  // The roomiest nodes, one per distinct free count (among equals the lowest id leaves the most
+  // nodes after it): up to 4 from the domain, 2 more from the whole region.
+  auto roomiest = [&](size_t from, size_t to, size_t count, std::vector<int>& picked) {
+    std::vector<int> nodes;
+    for (size_t i = from; i < to && i < region.size(); ++i) {
+      if (nodes_[region[i]].cap > 0) nodes.push_back(region[i]);
+    }
+    std::stable_sort(nodes.begin(), nodes.end(), [&](int a, int b) {
+      return nodes_[a].cap != nodes_[b].cap ? nodes_[a].cap > nodes_[b].cap : a < b;
+    });
+    size_t added = 0;
+    for (int a : nodes) {
+      if (added >= count) break;
+      bool dup = false;
+      for (int p : picked) dup = dup || p == a || nodes_[p].cap == nodes_[a].cap;
+      if (!dup) {
+        picked.push_back(a);
+        ++added;
       }
     }
-    std::vector<int> take = PickBins(caps, world_ - first);
-    if (take.empty()) continue;
+  };
+  std::vector<int> picked;
+  roomiest(0, home, 4, picked);
+  const size_t from_home = picked.size();
+  roomiest(home, region.size(), 2, picked);
+  // Anchors in node order: `lead` first (each as far as it goes), the rest best fit on the
+  // nodes after the last of them.
+  auto plan_from = [&](const std::vector<int>& lead) {
     Plan plan;
-    plan.chunks.emplace_back(a, first);
-    if (nodes_[a].free > first) plan.frag += nodes_[a].free - first;
-    for (size_t i = 0; i < take.size(); ++i) {
-      if (take[i] == 0) continue;
-      plan.chunks.emplace_back(rest_nodes[i], take[i]);
-      if (nodes_[rest_nodes[i]].free > take[i]) plan.frag += nodes_[rest_nodes[i]].free - take[i];
+    int left = world_;
+    for (int a : lead) {
+      const int k = std::min(nodes_[a].cap, left);
+      if (k <= 0) return;
+      plan.chunks.emplace_back(a, k);
+      if (nodes_[a].free > k) plan.frag += nodes_[a].free - k;
+      left -= k;
+    }
+    if (left > 0) {
+      std::vector<int> rest_nodes, caps;
+      for (int n : region) {
+        if (n > lead.back() && nodes_[n].cap > 0) {
+          rest_nodes.push_back(n);
+          caps.push_back(nodes_[n].cap);
+        }
+      }
+      std::vector<int> take = PickBins(caps, left);
+      if (take.empty()) return;
+      for (size_t i = 0; i < take.size(); ++i) {
+        if (take[i] == 0) continue;
+        plan.chunks.emplace_back(rest_nodes[i], take[i]);
+        if (nodes_[rest_nodes[i]].free > take[i]) plan.frag += nodes_[rest_nodes[i]].free - take[i];
+      }
     }
     std::sort(plan.chunks.begin(), plan.chunks.end());
     out.push_back(std::move(plan));
+  };
+  int max_cap = 0;
+  for (int a : picked) {
+    plan_from({a});
+    max_cap = std::max(max_cap, nodes_[a].cap);
+  }
+  // When no node holds the first stage (rank 0's TP and DP groups), two anchors: the pairs of
+  // the three roomiest from the domain, in node order.
+  const int stage = job_.layout.tp * job_.layout.dp;
+  if (stage > max_cap) {
+    const size_t k = std::min<size_t>(from_home, 3);
+    for (size_t i = 0; i < k; ++i) {
+      for (size_t j = i + 1; j < k; ++j) {
+        plan_from({std::min(picked[i], picked[j]), std::max(picked[i], picked[j])});
+      }
+    }
   }
   return out;
 }
