@@ -1,11 +1,90 @@
 #!/usr/bin/env bash
-# The main job for now: import the example cluster and a real node topology, print their
-# summaries, then run one placement pass of the example jobs on the example cluster.
+# The main job: import the example cluster and a real node topology, print their summaries, run
+# one placement pass of the example jobs; then the daemon on its embedded default — a real
+# SQLite file, the example cluster — with the example jobs submitted through its REST API by the
+# command-line client, the queue and an explanation printed, the daemon killed and restarted on
+# the same database, and the queue printed again from what the store kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=build/toposched
-$BIN demo --cluster data/clusters/h100-2rack.yaml \
+CLUSTER=data/clusters/h100-2rack.yaml
+JOBS=data/jobs/example-jobs.yaml
+$BIN demo --cluster "$CLUSTER" \
   --topo data/samples/nvidia-smi/24-h100-sxm-8gpu-nv18-8nic-pix-sglang30401.txt
 echo
-echo "== one placement pass: data/jobs/example-jobs.yaml on data/clusters/h100-2rack.yaml"
-$BIN place --cluster data/clusters/h100-2rack.yaml --jobs data/jobs/example-jobs.yaml
+echo "== one placement pass: $JOBS on $CLUSTER"
+$BIN place --cluster "$CLUSTER" --jobs "$JOBS"
+
+RUN_DIR=$(mktemp -d /tmp/toposched-demo.XXXXXX)
+DB="$RUN_DIR/toposched.db"
+SERVE_PID=""
+stop_daemon() {
+  if [ -n "$SERVE_PID" ] && kill -0 "$SERVE_PID" 2>/dev/null; then
+    kill "$SERVE_PID" 2>/dev/null || true
+    wait "$SERVE_PID" 2>/dev/null || true
+  fi
+  SERVE_PID=""
+}
+trap stop_daemon EXIT
+
+start_daemon() {
+  rm -f "$RUN_DIR/port"
+  $BIN serve --cluster "$CLUSTER" --db "$DB" --listen 127.0.0.1:0 --port-file "$RUN_DIR/port" \
+    --pass-interval-ms 200 --quiet 2>>"$RUN_DIR/serve.log" &
+  SERVE_PID=$!
+  for _ in $(seq 1 100); do
+    [ -s "$RUN_DIR/port" ] && break
+    if ! kill -0 "$SERVE_PID" 2>/dev/null; then
+      echo "run-demo: the daemon exited; its log:" >&2
+      cat "$RUN_DIR/serve.log" >&2
+      exit 1
+    fi
+    sleep 0.1
+  done
+  [ -s "$RUN_DIR/port" ] || { echo "run-demo: the daemon did not start" >&2; exit 1; }
+  export TOPOSCHED_SERVER="http://127.0.0.1:$(cat "$RUN_DIR/port")"
+  export TOPOSCHED_TOKEN_FILE="$DB.token"
+}
+
+echo
+echo "== the daemon: $BIN serve --cluster $CLUSTER --db $DB"
+start_daemon
+echo "listening on $TOPOSCHED_SERVER"
+
+# One spec file per entry of the jobs file (entries start with "  - ", fields are indented by 4).
+mkdir -p "$RUN_DIR/jobs"
+awk -v dir="$RUN_DIR/jobs" '
+  /^  - / { n++; file = sprintf("%s/%02d.yaml", dir, n); sub(/^  - /, ""); print > file; next }
+  /^    / && n > 0 { sub(/^    /, ""); print > file; next }
+' "$JOBS"
+first_id=""
+last_id=""
+for spec in "$RUN_DIR"/jobs/*.yaml; do
+  id=$($BIN submit "$spec")
+  [ -n "$first_id" ] || first_id="$id"
+  last_id="$id"
+  echo "submitted $(sed -n 's/^name: //p' "$spec" | head -1) as $id"
+done
+sleep 0.6  # a few scheduling passes
+echo
+echo "== toposched queue"
+$BIN queue
+echo
+for id in "$first_id" "$last_id"; do
+  echo "== toposched explain $id"
+  $BIN explain "$id"
+done
+
+echo
+echo "== kill -9 the daemon, start it again on $DB"
+{
+  kill -9 "$SERVE_PID"
+  wait "$SERVE_PID" || true
+} 2>/dev/null
+SERVE_PID=""
+start_daemon
+echo "== toposched queue (after the restart, from the SQLite store)"
+$BIN queue
+stop_daemon
+echo
+echo "demo files: $RUN_DIR"
