@@ -392,9 +392,9 @@ class SpecParser {
     ASSIGN_OR_RETURN(
         Fields f, Fields::Read(ctx_, v, path,
                                {"name", "user", "queue", "priority", "replicas", "gpus_per_replica",
-                                "total_gpus", "gpu_milli", "layout", "model_params", "hidden_size", "seq_len",
-                                "micro_batch", "constraints", "time_limit", "elastic", "on_failure",
-                                "on_degraded", "pytorchjob"}));
+                                "total_gpus", "gpu_milli", "layout", "model_params", "hidden_size",
+                                "seq_len", "micro_batch", "constraints", "time_limit", "elastic",
+                                "on_failure", "on_degraded", "pytorchjob"}));
     JobSpec s;
     s.where = SourceRef{ctx_.source(), v.line, path};
     const Value* name = Get(f, "name");
@@ -420,9 +420,8 @@ class SpecParser {
       ASSIGN_OR_RETURN(s.total_gpus, AsPositive(ctx_, *x, f.Path("total_gpus")));
     }
     if (const Value* x = Get(f, "gpu_milli")) {
-      ASSIGN_OR_RETURN(s.gpu_milli,
-                       AsInt(ctx_, *x, f.Path("gpu_milli"), 1, 1000,
-                             "an integer from 1 to 1000 (thousandths of one GPU)"));
+      ASSIGN_OR_RETURN(s.gpu_milli, AsInt(ctx_, *x, f.Path("gpu_milli"), 1, 1000,
+                                          "an integer from 1 to 1000 (thousandths of one GPU)"));
     }
     if (const Value* x = Get(f, "pytorchjob")) RETURN_IF_ERROR(ParsePyTorchJob(f, *x, s));
     if (const Value* x = Get(f, "layout")) RETURN_IF_ERROR(ParseLayout(*x, f.Path("layout"), s));

@@ -556,7 +556,8 @@ Status ClusterState::CheckInvariants() const {
     }
     if (a.milli > 0) {
       if (a.parts.size() != 1 || a.parts[0].gpus.count() != 1 || a.parts[0].node < 0 ||
-          a.parts[0].node >= n_nodes || a.parts[0].gpus.lowest() >= nodes_[a.parts[0].node].gpu_count) {
+          a.parts[0].node >= n_nodes ||
+          a.parts[0].gpus.lowest() >= nodes_[a.parts[0].node].gpu_count) {
         return InternalError(who + ": fractional allocation must hold exactly one GPU in range");
       }
       const int node = a.parts[0].node, g = a.parts[0].gpus.lowest();
@@ -565,8 +566,8 @@ Status ClusterState::CheckInvariants() const {
       if (holders_[gi] != kShared || it == shared_.end() ||
           std::count(it->second.slots.begin(), it->second.slots.end(),
                      static_cast<int32_t>(slot)) != 1) {
-        return InternalError(who + " (fractional, " + std::to_string(a.milli) + " milli) lists GPU " +
-                             std::to_string(g) + " of " + NodeName(node) +
+        return InternalError(who + " (fractional, " + std::to_string(a.milli) +
+                             " milli) lists GPU " + std::to_string(g) + " of " + NodeName(node) +
                              " but the GPU's shared record does not list it once");
       }
       auto& f = fresh_shared[gi];
@@ -607,9 +608,9 @@ Status ClusterState::CheckInvariants() const {
     if (it == fresh_shared.end()) return InternalError(where + ": no fractional allocation on it");
     if (it->second.first != sh.used_milli || it->second.second != sh.slots.size()) {
       return InternalError(where + ": used milli incremental " + std::to_string(sh.used_milli) +
-                           " over " + std::to_string(sh.slots.size()) + " allocations, recomputed " +
-                           std::to_string(it->second.first) + " over " +
-                           std::to_string(it->second.second));
+                           " over " + std::to_string(sh.slots.size()) +
+                           " allocations, recomputed " + std::to_string(it->second.first) +
+                           " over " + std::to_string(it->second.second));
     }
     if (sh.used_milli < 1 || sh.used_milli > 1000) {
       return InternalError(where + ": used milli " + std::to_string(sh.used_milli) +
@@ -822,7 +823,8 @@ class StateReader {
         if (a.contains("milli")) {
           const Json& m = a["milli"];
           if (!m.is_number_integer() || m.get<long long>() < 1 || m.get<long long>() > 1000) {
-            return Err(path + ".milli", "expected an integer from 1 to 1000 (thousandths of one GPU)");
+            return Err(path + ".milli",
+                       "expected an integer from 1 to 1000 (thousandths of one GPU)");
           }
           milli = static_cast<int>(m.get<long long>());
           if (milli == 1000) milli = 0;  // a whole GPU

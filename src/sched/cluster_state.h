@@ -116,7 +116,9 @@ class ClusterState {
   // The whole allocation holding the GPU; nullopt when none or when the GPU is shared.
   std::optional<int64_t> Holder(int node, int gpu) const;
   // Whether fractional allocations hold the GPU.
-  bool Shared(int node, int gpu) const { return holders_[nodes_[node].gpu_offset + gpu] == kShared; }
+  bool Shared(int node, int gpu) const {
+    return holders_[nodes_[node].gpu_offset + gpu] == kShared;
+  }
   // Milli of the GPU taken: 0 free (or unheld), 1000 whole-allocated, the fractional sum when
   // shared. O(1) expected.
   int UsedMilli(int node, int gpu) const;
@@ -138,8 +140,8 @@ class ClusterState {
   struct SharedGpu {
     int node = 0;
     int gpu = 0;
-    int used_milli = 0;           // 1..1000
-    std::vector<int32_t> slots;   // allocation slots of the sharers (internal)
+    int used_milli = 0;          // 1..1000
+    std::vector<int32_t> slots;  // allocation slots of the sharers (internal)
   };
   int SharedGpuCount() const { return static_cast<int>(shared_.size()); }
   // Calls f(const SharedGpu&) for every shared GPU, in no particular order (callers that pick

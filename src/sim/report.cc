@@ -191,8 +191,8 @@ PolicySummary Summarize(const SimResult& r) {
     if (j.end_us < 0) continue;
     jct.push_back(static_cast<double>(j.end_us - j.submit_us) / kUsPerS);
     queue.push_back(static_cast<double>(j.first_start_us - j.submit_us) / kUsPerS);
-    useful_gpu_us += static_cast<double>(j.gpus) * (j.gpu_milli / 1000.0) *
-                     static_cast<double>(j.ideal_us);
+    useful_gpu_us +=
+        static_cast<double>(j.gpus) * (j.gpu_milli / 1000.0) * static_cast<double>(j.ideal_us);
     if (j.gpus >= 2) {
       slow_sum += j.comm_slowdown;
       ++slow_n;
@@ -237,11 +237,11 @@ std::string ReportJson(const ReportInfo& info, const std::vector<SimResult>& res
     << "  \"trace\": {\"file\": " << JsonString(info.trace)
     << ", \"format\": " << JsonString(info.trace_format) << ", \"jobs\": " << info.trace_jobs
     << ", \"skipped_no_gpu\": " << info.trace_skipped
-    << ", \"fractional_rounded_up\": 0, \"fractional_shared\": " << info.trace_fractional
-    << "},\n"
-    << "  \"experiment\": " << (info.fill_ratio > 0 ? "{\"mode\": \"fill\", \"fill_ratio\": " +
-                                                       Fixed(info.fill_ratio, 3) + "}"
-                                                 : std::string("{\"mode\": \"replay\"}"))
+    << ", \"fractional_rounded_up\": 0, \"fractional_shared\": " << info.trace_fractional << "},\n"
+    << "  \"experiment\": "
+    << (info.fill_ratio > 0
+            ? "{\"mode\": \"fill\", \"fill_ratio\": " + Fixed(info.fill_ratio, 3) + "}"
+            : std::string("{\"mode\": \"replay\"}"))
     << ",\n"
     << "  \"seed\": " << info.seed << ",\n"
     << "  \"comm_fraction\": " << Fixed(info.comm_fraction, 4) << ",\n"

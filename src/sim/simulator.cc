@@ -217,12 +217,12 @@ StatusOr<SimResult> Simulate(const topo::Cluster& cluster, const Trace& trace,
     if (c == 0) waiting_replicas.erase(specs[i].gpus_per_replica);
   };
 
-  int busy = 0;           // GPUs held (whole or shared), from the cluster state
+  int busy = 0;             // GPUs held (whole or shared), from the cluster state
   int64_t alloc_milli = 0;  // milli allocated, from the cluster state
-  double busy_area = 0;  // GPU·µs
-  double alloc_area = 0;  // milli·µs
-  double frag_area = 0;  // GPU·µs
-  double frag_now = 0;   // GPUs counted as fragmented since the last pass
+  double busy_area = 0;     // GPU·µs
+  double alloc_area = 0;    // milli·µs
+  double frag_area = 0;     // GPU·µs
+  double frag_now = 0;      // GPUs counted as fragmented since the last pass
   std::vector<std::pair<int64_t, int>> busy_steps;  // (time, busy GPUs from then on)
   int64_t last_t = n > 0 ? trace.jobs.front().submit_us : 0;
   int64_t last_end = last_t;

@@ -68,18 +68,18 @@ struct JobOutcome {
 struct SimResult {
   std::string policy;
   int total_gpus = 0;
-  std::vector<JobOutcome> jobs;            // in trace order
-  int64_t makespan_us = 0;                 // last end − first submission
-  double gpu_utilization = 0;              // ∫ busy GPUs dt / (GPUs · makespan); a shared
-                                           // GPU counts as one busy GPU
+  std::vector<JobOutcome> jobs;  // in trace order
+  int64_t makespan_us = 0;       // last end − first submission
+  double gpu_utilization = 0;    // ∫ busy GPUs dt / (GPUs · makespan); a shared
+                                 // GPU counts as one busy GPU
   // ∫ allocated milli dt / (1000 · GPUs · makespan): the allocated share of the GPUs, a shared
   // GPU counting its used milli (ClusterState::AllocatedMilli). Fill mode: the final figure.
   double gpu_allocation_milli = 0;
   // Allocated milli / (1000 · GPUs) after the pass at the last arrival (replay), or after the
   // last arrival of the fill experiment (FGD's final GPU allocation).
   double final_gpu_allocation_milli = 0;
-  std::string experiment = "replay";        // "replay" or "fill"
-  int refused = 0;                          // fill mode: jobs that could not be placed
+  std::string experiment = "replay";       // "replay" or "fill"
+  int refused = 0;                         // fill mode: jobs that could not be placed
   std::vector<double> utilization_series;  // busy fraction per bin of bin_us
   int64_t bin_us = 0;
   // Time-averaged fraction of the cluster's GPUs that are free while some job waits yet sit on

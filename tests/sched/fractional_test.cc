@@ -132,8 +132,7 @@ TEST(FractionalState, SharedGpuAllocateAndReleaseExactly) {
   // No room for 300 more; nothing changes.
   Status st = s.AllocateShared(3, 0, 3, 300);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(st.message().find("800/1000 milli used, 300 asked"), std::string::npos)
-      << st.message();
+  EXPECT_NE(st.message().find("800/1000 milli used, 300 asked"), std::string::npos) << st.message();
   EXPECT_FALSE(s.HasAllocation(3));
   // A whole-GPU allocation never takes a shared GPU.
   st = s.Allocate(4, {NodeGpus{0, GpuMask::FirstN(4)}});
@@ -380,7 +379,7 @@ TEST(FractionalPlacer, SharesFollowThePolicy) {
   ASSERT_TRUE(s.Allocate(5, {NodeGpus{2, g27}}).ok());
   EXPECT_INVARIANTS(s);
   const std::map<std::string, std::pair<int, int>> want = {
-      {"toposched", {1, 0}}, {"best-fit", {2, 0}},   {"pair-score", {2, 0}},
+      {"toposched", {1, 0}}, {"best-fit", {2, 0}},  {"pair-score", {2, 0}},
       {"kueue-tas", {2, 0}}, {"first-fit", {3, 0}}, {"slurm-tree", {0, 0}}};
   for (const std::string& name : PolicyNames()) {
     auto opts = PolicyOptions(name);
@@ -409,7 +408,8 @@ TEST(FractionalPlacer, SharesFollowThePolicy) {
     ASSERT_TRUE(placer.ok());
     Verdict v = (*placer)->Place(full, Frac(300));
     EXPECT_FALSE(v.fit()) << name;
-    EXPECT_NE(v.Explain().find("no free GPU fits"), std::string::npos) << name << ": " << v.Explain();
+    EXPECT_NE(v.Explain().find("no free GPU fits"), std::string::npos)
+        << name << ": " << v.Explain();
   }
 }
 

@@ -370,8 +370,9 @@ TEST(OpenbFillTest, FractionsFollowThePolicy) {
     // pair-score and kueue-tas take the fullest node, n1 (1000 milli free against 1500), and
     // open its last GPU; first-fit spreads to the same GPU; then one 1-GPU pod is refused
     // (3.9 of 5).
-    std::string nodes = "sn,cpu_milli,memory_mib,gpu,model\nn0,96000,786432,2,G2\n"
-                        "n1,96000,786432,3,G2\n";
+    std::string nodes =
+        "sn,cpu_milli,memory_mib,gpu,model\nn0,96000,786432,2,G2\n"
+        "n1,96000,786432,3,G2\n";
     auto y = OpenbNodesToClusterYaml(nodes, "nodes.csv");
     ASSERT_TRUE(y.ok()) << y.status().ToString();
     auto cl = topo::io::ParseClusterYaml(*y, "nodes.csv", ".");
