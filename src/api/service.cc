@@ -102,7 +102,10 @@ Service::Service(const topo::Cluster& cluster, Options options)
 
 StatusOr<std::unique_ptr<Service>> Service::Open(const topo::Cluster& cluster, Options options) {
   RETURN_IF_ERROR(options.Validate());
-  if (!options.clock_us) options.clock_us = RealClockUs;
+  if (!options.clock_us) {
+    options.clock_us = RealClockUs;
+    options.scheduler.epoch_clock = true;  // explanations print UTC date-times
+  }
   std::unique_ptr<Service> s(new Service(cluster, std::move(options)));
   ASSIGN_OR_RETURN(s->placer_, sched::GangPlacer::Create(cluster, s->options_.placer));
   ASSIGN_OR_RETURN(s->sched_, sched::Scheduler::Create(*s->placer_, s->options_.scheduler));

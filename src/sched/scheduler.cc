@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <ctime>
 #include <limits>
 #include <map>
 #include <queue>
@@ -20,9 +21,18 @@ constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
 std::string JobName(int64_t id) { return "job-" + std::to_string(id); }
 
-std::string Seconds(int64_t us) {
+// A point in time for explanations: seconds from the start, or a UTC date-time when the clock
+// counts from the Unix epoch.
+std::string Seconds(int64_t us, bool epoch = false) {
   if (us == kNever) return "never";
   char buf[48];
+  if (epoch) {
+    const std::time_t t = static_cast<std::time_t>(us / 1000000);
+    std::tm tm{};
+    if (gmtime_r(&t, &tm) != nullptr && std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm)) {
+      return buf;
+    }
+  }
   std::snprintf(buf, sizeof buf, "%" PRId64 ".%06" PRId64 "s", us / 1000000, us % 1000000);
   return buf;
 }
@@ -643,8 +653,9 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
       res = MakeReservation(j, now_us);
       shadow = state_;
       Block(*shadow, res->parts, kShadowId);
-      j.pending_reason = Words("head of queue, reserved to start at " + Seconds(res->start_us) +
-                               ": " + now_v.Explain());
+      j.pending_reason =
+          Words("head of queue, reserved to start at " +
+                Seconds(res->start_us, options_.epoch_clock) + ": " + now_v.Explain());
       continue;
     }
     // Behind the reservation: backfill only.
@@ -654,7 +665,7 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
       if (!behind_reason[shape]) {
         behind_reason[shape] = std::make_shared<const std::string>(
             "waiting for resources (behind the reservation of " + JobName(res->job_id) + " at " +
-            Seconds(res->start_us) + "): " + now_v.Explain());
+            Seconds(res->start_us, options_.epoch_clock) + "): " + now_v.Explain());
       }
       j.pending_reason = behind_reason[shape];
       continue;
@@ -662,11 +673,12 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
     const bool ends_before = j.spec.time_limit_s > 0 && res->start_us != kNever &&
                              now_us + j.spec.time_limit_s * 1000000 <= res->start_us;
     if (ends_before) {
-      RETURN_IF_ERROR(Start(j, std::move(*now_v.placement), now_us,
-                            "backfilled (" + gpus + ", ends by " +
-                                Seconds(now_us + j.spec.time_limit_s * 1000000) +
-                                " before the reservation of " + JobName(res->job_id) + " at " +
-                                Seconds(res->start_us) + ")"));
+      RETURN_IF_ERROR(
+          Start(j, std::move(*now_v.placement), now_us,
+                "backfilled (" + gpus + ", ends by " +
+                    Seconds(now_us + j.spec.time_limit_s * 1000000, options_.epoch_clock) +
+                    " before the reservation of " + JobName(res->job_id) + " at " +
+                    Seconds(res->start_us, options_.epoch_clock) + ")"));
       Shadow(*shadow, *j.placement, j.id);
       count_start(j);
       continue;
@@ -683,12 +695,12 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
       continue;
     }
     waiting = true;
-    j.pending_reason =
-        Words("would delay the reservation of " + JobName(res->job_id) + " at " +
-              Seconds(res->start_us) + ": fits only on its reserved GPUs and its limit " +
-              (j.spec.time_limit_s > 0 ? job::FormatDuration(j.spec.time_limit_s)
-                                       : std::string("(none)")) +
-              " ends after it");
+    j.pending_reason = Words("would delay the reservation of " + JobName(res->job_id) + " at " +
+                             Seconds(res->start_us, options_.epoch_clock) +
+                             ": fits only on its reserved GPUs and its limit " +
+                             (j.spec.time_limit_s > 0 ? job::FormatDuration(j.spec.time_limit_s)
+                                                      : std::string("(none)")) +
+                             " ends after it");
   }
   if (!options_.backfill) {
     for (Job* j : pending) {

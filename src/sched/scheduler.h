@@ -115,6 +115,9 @@ struct SchedulerOptions {
   bool elastic_grow = true;
   // Lower-priority elastic jobs shrink before whole jobs are preempted.
   bool elastic_shrink = true;
+  // The clock's times are microseconds since the Unix epoch (the daemon): explanations print
+  // them as UTC date-times. false: offsets from a start (simulator, scripts), printed as seconds.
+  bool epoch_clock = false;
   Status Validate() const;
 };
 

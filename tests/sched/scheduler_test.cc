@@ -251,6 +251,25 @@ TEST(SchedulerTest, BackfillShortJobStartsLongJobRefused) {
   EXPECT_EQ(h.State(lng), JobState::kPending);
 }
 
+// With an epoch clock (the daemon) explanations print UTC date-times, not raw seconds.
+TEST(SchedulerTest, EpochClockPrintsUtcDateTimes) {
+  SchedulerOptions o;
+  o.epoch_clock = true;
+  Harness h(o);
+  const int64_t t0 = 1796400000;  // 2026-12-04T16:00:00Z
+  const int64_t r1 = h.Submit(MakeJob("r1", "u", 1, 128, 1000), t0);
+  const int64_t r2 = h.Submit(MakeJob("r2", "u", 1, 64, 5000), t0);
+  EXPECT_EQ(h.Schedule(t0), (std::vector<int64_t>{r1, r2}));
+  const int64_t head = h.Submit(MakeJob("head", "v", 1, 192, 1000), t0 + 10);
+  const int64_t shrt = h.Submit(MakeJob("short", "w", 1, 8, 500), t0 + 11);
+  EXPECT_EQ(h.Schedule(t0 + 20), std::vector<int64_t>{shrt});
+  EXPECT_NE(h.Explain(head).find("reserved to start at 2026-12-04T16:16:40Z"), std::string::npos)
+      << h.Explain(head);
+  EXPECT_EQ(h.EventsOf(shrt).back(),
+            "PENDING -> RUNNING: backfilled (8 GPUs, ends by 2026-12-04T16:08:40Z before the "
+            "reservation of job-3 at 2026-12-04T16:16:40Z)");
+}
+
 TEST(SchedulerTest, BackfillClearOfReservedGpus) {
   Harness h;
   const int64_t r1 = h.Submit(MakeJob("r1", "u", 1, 128, 1000), 0);
