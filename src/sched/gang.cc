@@ -688,11 +688,10 @@ std::optional<Verdict> Search::TrySingleNode(double* score_out, bool* slower) {
   if (chosen < 0) return std::nullopt;
   int chosen_left = best_left;
   // Best fit can force a slow GPU set (a cube-mesh's leftover GPUs without a closed NVLink
-  // ring). When the chosen set is slower than the same request on a whole free node of its
-  // profile, nodes with more free GPUs compete on the full score: comm-time + fragmentation.
-  // Only then the O(nodes) scan; uniform fabrics (NVSwitch) never get here.
-  // The reference: the same request on a whole free node of the fastest allowed profile (on a
-  // mixed cluster a best-fit node of a slow profile competes with the faster ones).
+  // ring). When the chosen set is slower than the same request on a whole free node of the
+  // fastest allowed profile (on a mixed cluster a best-fit node of a slow profile competes with
+  // the faster ones), nodes with more free GPUs compete on the full score: comm-time +
+  // fragmentation. Only then the O(nodes) scan; uniform fabrics (NVSwitch) never get here.
   double ideal_ms = std::numeric_limits<double>::infinity();
   for (size_t pi = 0; pi < c_.profiles.size(); ++pi) {
     if (!profile_ok_[pi]) continue;
@@ -702,7 +701,6 @@ std::optional<Verdict> Search::TrySingleNode(double* score_out, bool* slower) {
       ideal_ms = std::min(ideal_ms, (*ideal)->predicted_ms);
     }
   }
-  if (slower && std::isfinite(ideal_ms)) *slower = chosen_ms > ideal_ms * (1 + 1e-9);
   if (std::isfinite(ideal_ms) &&
       chosen_ms > ideal_ms * (1 + 1e-9) + frag_w_ / std::max(comm_w_, 1e-12)) {
     double best_score = comm_w_ * chosen_ms + frag_w_ * best_left;
@@ -1012,16 +1010,10 @@ std::vector<Plan> Search::AnchoredPlans(const std::vector<int>& region, size_t h
 }
 
 std::string Search::CommonDomainName(const Plan& plan) const {
-  std::vector<int> common = c_.Ancestors(plan.chunks.at(0).first);  // lowest first
-  for (const auto& [n, k] : plan.chunks) {
-    std::vector<int> a = c_.Ancestors(n);
-    std::vector<int> keep;
-    for (int d : common) {
-      if (std::find(a.begin(), a.end(), d) != a.end()) keep.push_back(d);
-    }
-    common = std::move(keep);
-  }
-  if (!common.empty()) return c_.domains[common.front()].name;
+  std::vector<int> nodes;
+  for (const auto& [n, k] : plan.chunks) nodes.push_back(n);
+  const int d = c_.LowestCommonDomain(nodes);
+  if (d >= 0) return c_.domains[d].name;
   return c_.name.empty() ? "cluster" : c_.name;
 }
 
@@ -1168,12 +1160,19 @@ std::optional<Verdict> Search::TryDomains(std::vector<std::string>& reasons, dou
     std::vector<Start> starts;
     const bool refine = RefineOn();
     double home_ms = std::numeric_limits<double>::infinity();
+    // Per feasible candidate: its local-search region (RefineRegion), built once when needed.
+    std::vector<std::vector<int>> regions(feasible.size());
+    auto region_of = [&](const Candidate* cand) -> const std::vector<int>& {
+      std::vector<int>& r = regions[static_cast<size_t>(cand - feasible.data())];
+      if (r.empty()) r = RefineRegion(*cand->nodes);
+      return r;
+    };
     for (const Candidate& cand : feasible) {
       std::vector<Plan> plans;
       plans.push_back(MakePlan(*cand.nodes));
       if (refine && !WholeNodesOfOneKind(plans[0])) {
         for (Plan& b : BalancedPlans(*cand.nodes)) plans.push_back(std::move(b));
-        for (Plan& b : AnchoredPlans(RefineRegion(*cand.nodes), cand.nodes->size())) {
+        for (Plan& b : AnchoredPlans(region_of(&cand), cand.nodes->size())) {
           plans.push_back(std::move(b));
         }
       }
@@ -1206,8 +1205,8 @@ std::optional<Verdict> Search::TryDomains(std::vector<std::string>& reasons, dou
         const double before = starts[0].score;
         const size_t n = std::min<size_t>(starts.size(), 2);
         for (size_t i = 0; i < n; ++i) {
-          Refine(RefineRegion(*starts[i].cand->nodes), starts[i].cand->nodes->size(),
-                 starts[i].plan, starts[i].p, starts[i].score);
+          Refine(region_of(starts[i].cand), starts[i].cand->nodes->size(), starts[i].plan,
+                 starts[i].p, starts[i].score);
         }
         std::stable_sort(starts.begin(), starts.begin() + static_cast<long>(n),
                          [](const Start& a, const Start& b) { return a.score < b.score; });

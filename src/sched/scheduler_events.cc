@@ -115,17 +115,9 @@ std::vector<NodeGpus> Scheduler::PartsOfKept(const Job& j, const std::vector<int
 }
 
 int Scheduler::HomeDomain(const std::vector<NodeGpus>& parts) const {
-  const topo::Cluster& c = placer_->cluster();
-  if (parts.empty()) return -1;
-  for (int d : c.Ancestors(parts[0].node)) {
-    bool all = true;
-    for (const NodeGpus& p : parts) {
-      const std::vector<int> a = c.Ancestors(p.node);
-      all = all && std::find(a.begin(), a.end(), d) != a.end();
-    }
-    if (all) return d;
-  }
-  return -1;
+  std::vector<int> nodes;
+  for (const NodeGpus& p : parts) nodes.push_back(p.node);
+  return placer_->cluster().LowestCommonDomain(nodes);
 }
 
 std::string Scheduler::DomainOf(const std::vector<NodeGpus>& parts) const {

@@ -59,6 +59,19 @@ std::vector<int> Cluster::Ancestors(int node) const {
   return out;
 }
 
+int Cluster::LowestCommonDomain(const std::vector<int>& node_ids) const {
+  if (node_ids.empty()) return -1;
+  for (int d : Ancestors(node_ids[0])) {  // lowest first
+    bool all = true;
+    for (int n : node_ids) {
+      const std::vector<int> a = Ancestors(n);
+      all = all && std::find(a.begin(), a.end(), d) != a.end();
+    }
+    if (all) return d;
+  }
+  return -1;
+}
+
 int Cluster::MeetLevel(int node_a, int node_b) const {
   if (node_a == node_b) return static_cast<int>(levels.size());
   const int n_nodes = static_cast<int>(nodes.size());

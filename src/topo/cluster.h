@@ -87,6 +87,8 @@ class Cluster {
   const NodeTopology& topology(int node) const { return profiles[nodes[node].profile].topology; }
   // Domain ids from the node's lowest domain up to the root.
   std::vector<int> Ancestors(int node) const;
+  // The lowest network domain that holds every node of `nodes`; -1 when none does (or empty).
+  int LowestCommonDomain(const std::vector<int>& nodes) const;
   // The level index where two nodes first share a domain; -1 when they share none (different
   // roots). Same node: levels.size().
   int MeetLevel(int node_a, int node_b) const;
