@@ -74,13 +74,17 @@ class ExtenderServeTest : public ::testing::Test {
     o.clock_us = [this] { return now_us_; };
     o.extender = extender;
     o.extender_options.reservation_timeout_us = kTimeoutUs;
+    Open(o);
+  }
+  // Opens the service with `o` and serves it over HTTP (the extender verbs when o.extender).
+  void Open(const ServiceOptions& o) {
     auto s = Service::Open(*cluster_, o);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     service_ = std::move(s).value();
     ServerOptions so;
     so.token = kToken;
     so.log_requests = false;
-    if (extender) {
+    if (o.extender) {
       Service* svc = service_.get();
       so.extender = [svc](const std::string& verb, const std::string& body) {
         return svc->ExtenderCall(verb, body);
@@ -400,19 +404,7 @@ TEST_F(ExtenderServeTest, ConcurrentRestAndPodsNeverShareAGpuAndReplayToTheSameS
     o.pass_interval_ms = 5;
     o.min_pass_gap_ms = 0;
     o.extender = true;
-    auto s = Service::Open(*cluster_, o);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    service_ = std::move(s).value();
-    ServerOptions so;
-    so.token = kToken;
-    so.log_requests = false;
-    Service* svc = service_.get();
-    so.extender = [svc](const std::string& verb, const std::string& body) {
-      return svc->ExtenderCall(verb, body);
-    };
-    server_ = std::move(Server::Start(*service_, so)).value();
-    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
-    client_->set_read_timeout(std::chrono::seconds(30));
+    Open(o);
   }
   const int port = server_->port();
   std::vector<std::thread> threads;

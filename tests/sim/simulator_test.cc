@@ -213,12 +213,13 @@ TEST(OpenbClusterTest, NodeListBuildsTheTraceCluster) {
   EXPECT_EQ(r.jobs.size(), t->jobs.size());
 }
 
-// A small openb-shaped cluster (6 nodes × 8 G2 GPUs, as in the node list) under the first 400
-// pods of openb: fractional pods share GPUs in the core, in the replay and in FGD's fill.
-topo::Cluster SmallOpenbCluster() {
-  std::string nodes = "sn,cpu_milli,memory_mib,gpu,model\n";
-  for (int i = 0; i < 6; ++i) nodes += "n" + std::to_string(i) + ",96000,786432,8,G2\n";
-  auto y = OpenbNodesToClusterYaml(nodes, "nodes.csv");
+// `nodes` openb nodes of `gpus` G2 GPUs each.
+topo::Cluster OpenbNodes(int nodes, int gpus) {
+  std::string text = "sn,cpu_milli,memory_mib,gpu,model\n";
+  for (int i = 0; i < nodes; ++i) {
+    text += "n" + std::to_string(i) + ",96000,786432," + std::to_string(gpus) + ",G2\n";
+  }
+  auto y = OpenbNodesToClusterYaml(text, "nodes.csv");
   EXPECT_TRUE(y.ok()) << y.status().ToString();
   auto c = topo::io::ParseClusterYaml(*y, "nodes.csv", ".");
   EXPECT_TRUE(c.ok()) << c.status().ToString();
@@ -226,6 +227,10 @@ topo::Cluster SmallOpenbCluster() {
   cluster.Finalize();
   return cluster;
 }
+
+// A small openb-shaped cluster (6 nodes × 8 G2 GPUs, as in the node list) under the first 400
+// pods of openb: fractional pods share GPUs in the core, in the replay and in FGD's fill.
+topo::Cluster SmallOpenbCluster() { return OpenbNodes(6, 8); }
 
 TEST(OpenbFractionalTest, ReplaySharesGpusAndEndsWithEveryGpuFree) {
   const topo::Cluster c = SmallOpenbCluster();
@@ -282,21 +287,6 @@ TEST(OpenbFractionalTest, FillPacksFractionsOntoSharedGpus) {
   // Same seed, same figures.
   SimResult again = RunPolicy(c, *t, "toposched", o);
   EXPECT_EQ(again.final_gpu_allocation_milli, r.final_gpu_allocation_milli);
-}
-
-// `nodes` openb nodes of `gpus` G2 GPUs each.
-topo::Cluster OpenbNodes(int nodes, int gpus) {
-  std::string text = "sn,cpu_milli,memory_mib,gpu,model\n";
-  for (int i = 0; i < nodes; ++i) {
-    text += "n" + std::to_string(i) + ",96000,786432," + std::to_string(gpus) + ",G2\n";
-  }
-  auto y = OpenbNodesToClusterYaml(text, "nodes.csv");
-  EXPECT_TRUE(y.ok()) << y.status().ToString();
-  auto c = topo::io::ParseClusterYaml(*y, "nodes.csv", ".");
-  EXPECT_TRUE(c.ok()) << c.status().ToString();
-  topo::Cluster cluster = std::move(c).value();
-  cluster.Finalize();
-  return cluster;
 }
 
 // An openb pod list with pods (num_gpu, gpu_milli) created in this order.
