@@ -135,6 +135,12 @@ struct CostModel::Island {
   Transport net_transport = Transport::kNetIB;
   std::string nics;                // NIC names for hops
   std::vector<double> share_gbps;  // per member (same order): its NIC's GB/s / GPUs sharing it
+  // Rails (Cluster::rails): per distinct NIC the members use, its rail (-1: not on a rail) and
+  // GB/s before the socket cap; their sum; the rails used, sorted.
+  std::vector<std::pair<int, double>> rail_gbps;
+  double raw_net_gbps = 0;
+  std::vector<int> rails;
+  bool HasRail(int r) const { return std::binary_search(rails.begin(), rails.end(), r); }
 };
 
 struct CostModel::Prepared {
@@ -198,6 +204,7 @@ struct NetShare {
   bool socket = false;
   std::vector<double> share;
   std::vector<std::string> names;
+  std::vector<std::pair<int, double>> nic_gbps;  // per distinct NIC: its position, GB/s
 };
 
 NetShare ComputeNet(const CostModel& model, std::span<const GpuRef> gpus,
@@ -226,7 +233,10 @@ NetShare ComputeNet(const CostModel& model, std::span<const GpuRef> gpus,
     out.socket = out.socket || nm.NetTransport(g.gpu) == Transport::kNetSocket;
   }
   std::map<int, double> node_net;
-  for (const auto& [key, gbps] : nic_gbps) node_net[key.first] += gbps;
+  for (const auto& [key, gbps] : nic_gbps) {
+    node_net[key.first] += gbps;
+    out.nic_gbps.emplace_back(key.second, gbps);
+  }
   for (auto& [node, gbps] : node_net) {
     if (out.socket) gbps = std::min(gbps, tables.socket_max_gbps_per_node);
     out.total += gbps;
@@ -364,6 +374,16 @@ StatusOr<CostModel::Prepared> CostModel::Prepare(std::span<const GpuRef> gpus) c
     isl.net_transport = net.socket ? Transport::kNetSocket : Transport::kNetIB;
     isl.nics = JoinNames(net.names);
     isl.share_gbps = std::move(net.share);
+    if (cluster_->rails.count > 0) {
+      for (const auto& [nic, gbps] : net.nic_gbps) {
+        const int rail = nic >= 0 && nic < cluster_->rails.count ? nic : -1;
+        isl.rail_gbps.emplace_back(rail, gbps);
+        isl.raw_net_gbps += gbps;
+        if (rail >= 0) isl.rails.push_back(rail);
+      }
+      std::sort(isl.rails.begin(), isl.rails.end());
+      isl.rails.erase(std::unique(isl.rails.begin(), isl.rails.end()), isl.rails.end());
+    }
   }
   return p;
 }
@@ -414,8 +434,36 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
   const double base_ms = tables_.base_latency_us * 1e-3;
   const bool multi = p.multi_node;
   auto name = [&](int m) { return GpuName(gpus[m], multi); };
-  auto island_factor = [&](int a, int b) {
-    return cluster_->Oversubscription(p.islands[a].nodes[0], p.islands[b].nodes[0]);
+  const bool rails = cluster_->rails.count > 0;
+  // Network GB/s island a sends to island b with: its NICs' rate over the oversubscription on
+  // the way. On a rail-optimised network each NIC pays its own factor: same rail as one of b's
+  // NICs (stays on the rail switch), another rail (climbs above the rail switches), or no rail.
+  auto link = [&](int a, int b) {
+    const Island& from = p.islands[a];
+    const Island& to = p.islands[b];
+    if (!rails) return from.net_gbps / cluster_->Oversubscription(from.nodes[0], to.nodes[0]);
+    const topo::Cluster::RailFactors f = cluster_->RailOversubscription(from.nodes[0], to.nodes[0]);
+    if (from.raw_net_gbps <= 0) return from.net_gbps / f.tree;
+    double eff = 0;
+    for (const auto& [rail, gbps] : from.rail_gbps) {
+      eff += gbps / (rail < 0 ? f.tree : to.HasRail(rail) ? f.same_rail : f.cross_rail);
+    }
+    return from.net_gbps * eff / from.raw_net_gbps;
+  };
+  // The factor one GPU's traffic to a GPU of another island pays: same rail when their nearest
+  // NICs share one, else another rail, else (no NIC on a rail) the tree's.
+  auto gpu_factor = [&](const GpuRef& x, const GpuRef& y) {
+    if (!rails) return cluster_->Oversubscription(x.node, y.node);
+    const topo::Cluster::RailFactors f = cluster_->RailOversubscription(x.node, y.node);
+    const std::vector<int>& nx = node_model(x.node).NicsOf(x.gpu);
+    const std::vector<int>& ny = node_model(y.node).NicsOf(y.gpu);
+    bool on_rail = false;
+    for (int c : nx) {
+      if (c < 0 || c >= cluster_->rails.count) continue;
+      on_rail = true;
+      if (std::find(ny.begin(), ny.end(), c) != ny.end()) return f.same_rail;
+    }
+    return on_rail ? f.cross_rail : f.tree;
   };
   auto intra_hop = [&](int a, int b) {
     const GpuRef& ga = gpus[a];
@@ -474,8 +522,7 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
     }
     for (int i = 0; i < ni && ni >= 2; ++i) {
       const int next = (i + 1) % ni, prev = (i + ni - 1) % ni;
-      const double f = std::max(island_factor(i, next), island_factor(prev, i));
-      const double bw = p.islands[i].net_gbps / f;
+      const double bw = std::min(link(i, next), link(i, prev));
       alpha_sum += tables_.LatencyUs(p.islands[i].net_transport);
       if (bw < busbw) {
         busbw = bw;
@@ -493,9 +540,8 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
       if (ni == 1 && k >= 2) c.hops.push_back(intra_hop(isl.members[k - 1], isl.members[0]));
       if (ni >= 2) {
         const int next = (i + 1) % ni;
-        const double f = std::max(island_factor(i, next), island_factor((i + ni - 1) % ni, i));
-        c.hops.push_back(
-            net_hop(i, isl.members.back(), p.islands[next].members.front(), isl.net_gbps / f));
+        const double bw = std::min(link(i, next), link(i, (i + ni - 1) % ni));
+        c.hops.push_back(net_hop(i, isl.members.back(), p.islands[next].members.front(), bw));
       }
     }
     return c;
@@ -535,22 +581,23 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
       for (int pos = 0; pos < ni; ++pos) {  // mirror: position pos is island ni-1-pos
         parent[1][ni - 1 - pos] = tmp[pos] < 0 ? -1 : ni - 1 - tmp[pos];
       }
-      std::vector<double> traffic(ni, 0), factor(ni, 1.0);
+      std::vector<double> traffic(ni, 0), net_bw(ni);
+      for (int i = 0; i < ni; ++i) net_bw[i] = p.islands[i].net_gbps;
       for (int t = 0; t < 2; ++t) {
         for (int i = 0; i < ni; ++i) {
           int up = parent[t][i];
           if (up < 0) continue;
           traffic[i] += 0.5;
           traffic[up] += 0.5;
-          double f = island_factor(i, up);
-          factor[i] = std::max(factor[i], f);
-          factor[up] = std::max(factor[up], f);
-          c.hops.push_back(net_hop(i, p.islands[i].members.front(), p.islands[up].members.front(),
-                                   p.islands[i].net_gbps / f));
+          const double bw = link(i, up);
+          net_bw[i] = std::min(net_bw[i], bw);
+          net_bw[up] = std::min(net_bw[up], link(up, i));
+          c.hops.push_back(
+              net_hop(i, p.islands[i].members.front(), p.islands[up].members.front(), bw));
         }
       }
       for (int i = 0; i < ni; ++i) {
-        double bw = p.islands[i].net_gbps / (traffic[i] * factor[i]);
+        double bw = net_bw[i] / traffic[i];
         if (bw < algbw) {
           algbw = bw;
           int up = parent[0][i] >= 0 ? parent[0][i] : parent[1][i];
@@ -603,12 +650,17 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
     }
     double shard_bw = kInf;
     Hop net;
-    for (int i = 0; i < ni; ++i) {
+    auto shard_factor = [&](int i, int j) {  // member j of island i to its peers
       const int next = (i + 1) % ni, prev = (i + ni - 1) % ni;
-      const double f = std::max(island_factor(i, next), island_factor(prev, i));
+      const GpuRef& x = gpus[p.islands[i].members[j]];
+      return std::max(gpu_factor(x, gpus[p.islands[next].members[j]]),
+                      gpu_factor(gpus[p.islands[prev].members[j]], x));
+    };
+    for (int i = 0; i < ni; ++i) {
+      const int next = (i + 1) % ni;
       const Island& isl = p.islands[i];
       for (int j = 0; j < g; ++j) {
-        double bw = isl.share_gbps[j] / f;
+        double bw = isl.share_gbps[j] / shard_factor(i, j);
         if (bw < shard_bw) {
           shard_bw = bw;
           net = net_hop(i, isl.members[j], p.islands[next].members[j], bw);
@@ -691,11 +743,10 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
         alpha = std::max(alpha, isl.alpha_intra_us);
       }
       if (ni >= 2) {
-        double f = 1.0;
+        double bw = isl.net_gbps;
         for (int j = 0; j < ni; ++j) {
-          if (j != i) f = std::max(f, island_factor(i, j));
+          if (j != i) bw = std::min(bw, link(i, j));
         }
-        double bw = isl.net_gbps / f;
         double t = Ms(bytes * k * (n - k) / n, bw);
         alpha = std::max(alpha, tables_.LatencyUs(isl.net_transport));
         const int next = (i + 1) % ni;
@@ -738,7 +789,7 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
         const GpuRef& ga = gpus[a];
         const NodeCostModel& m = node_model(ga.node);
         int idx = static_cast<int>(std::find(cross.begin(), cross.end(), a) - cross.begin());
-        double bw = net.share[idx] / cluster_->Oversubscription(ga.node, gpus[b].node);
+        double bw = net.share[idx] / gpu_factor(ga, gpus[b]);
         const std::vector<int>& nics = m.NicsOf(ga.gpu);
         h = Hop{name(a), name(b),
                 "NET",   m.NetTransport(ga.gpu),

@@ -75,6 +75,49 @@ struct Candidate {
   int cap = 0;
 };
 
+// Whether two GPUs' nearest NICs include one on the same rail (Cluster::rails).
+bool ShareRail(const cost::CostModel& cost, const RankSlot& a, const RankSlot& b) {
+  const topo::Cluster& cl = cost.cluster();
+  const int rails = cl.rails.count;
+  const std::vector<int>& na = cost.node_model(a.node).NicsOf(a.gpu);
+  if (a.gpu == b.gpu && cl.nodes[a.node].profile == cl.nodes[b.node].profile) {
+    // The same GPU of the same hardware: the same nearest NICs.
+    return std::any_of(na.begin(), na.end(), [&](int c) { return c >= 0 && c < rails; });
+  }
+  const std::vector<int>& nb = cost.node_model(b.node).NicsOf(b.gpu);
+  for (int c : na) {
+    if (c >= 0 && c < rails && std::find(nb.begin(), nb.end(), c) != nb.end()) return true;
+  }
+  return false;
+}
+
+// DP neighbours (ranks r - TP and r: same TP index and stage, consecutive DP indexes) on
+// different nodes: how many pairs there are, and per DP class (TP index + TP·stage) how many of
+// them share no rail. One pass over the ranks, O(world).
+struct RailPairs {
+  int pairs = 0;
+  int crossed = 0;
+  std::vector<int> crossed_by_class;
+};
+RailPairs CountRailPairs(const cost::CostModel& cost, const job::Layout& l,
+                         const std::vector<RankSlot>& ranks) {
+  RailPairs out;
+  out.crossed_by_class.assign(static_cast<size_t>(l.tp) * l.pp, 0);
+  const int n = static_cast<int>(ranks.size());
+  for (int r = l.tp; r < n; ++r) {
+    if ((r / l.tp) % l.dp == 0) continue;
+    const RankSlot& a = ranks[r - l.tp];
+    const RankSlot& b = ranks[r];
+    if (a.node == b.node) continue;
+    ++out.pairs;
+    if (!ShareRail(cost, a, b)) {
+      ++out.crossed;
+      ++out.crossed_by_class[r % l.tp + l.tp * (r / (l.tp * l.dp))];
+    }
+  }
+  return out;
+}
+
 // A chosen set of GPU counts per node, in fill order.
 struct Plan {
   std::vector<std::pair<int, int>> chunks;  // (node, GPUs)
@@ -235,6 +278,31 @@ class Search {
   std::optional<Placement> Materialize(const Plan& plan) const;
   // The "first-free" or "pair-score" choice of k free GPUs of a node, ascending.
   std::vector<int> BaselineGpus(int node, int k) const;
+  // Rail alignment of one node's ranks (cluster with rails, "cost-model" GPU choice).
+  // `order` holds the node selector's GPUs in rank order for ranks base.. ; `class_rails[c]`
+  // the rails that earlier nodes' ranks of DP class c (same TP index and PP stage) use. Among
+  // reorderings of the set, and sets of other free GPUs of the node, that are no slower inside
+  // the node (DP AllReduce over the set plus the slowest TP group in this order) and, for
+  // another set, use as many distinct NICs, takes the one where the most ranks share a rail
+  // with their class; the same set wins ties. True when `order` changed.
+  bool AlignRails(int node, const NodeRequest& req, int base,
+                  const std::vector<std::vector<int>>& class_rails, std::vector<int>& order) const;
+  // "; DP neighbours across nodes on one rail: A/B" — B pairs of ranks r-TP, r (the same TP
+  // index and stage, consecutive DP indexes) on different nodes, A of them with a common rail
+  // among their nearest NICs. Empty without rails or such pairs.
+  std::string RailNote(const Placement& p) const;
+  // Rail alignment of a multi-node plan's ranks (see PlacementPlugins::gpus): unless every DP
+  // neighbour pair already shares a rail, each node against the nodes before it, then, while DP
+  // neighbours still cross rails, each node against all the others (kept only when fewer pairs
+  // cross).
+  void AlignToRails(const Plan& plan, const std::vector<NodeRequest>& reqs,
+                    std::vector<RankSlot>& ranks) const;
+  // DP neighbour pairs on different nodes that share no rail, over every DP group.
+  int CrossedRailPairs(const std::vector<RankSlot>& ranks) const;
+  int DpClass(int rank) const {
+    const job::Layout& l = job_.layout;
+    return rank % l.tp + l.tp * (rank / (l.tp * l.dp));
+  }
   bool Score(Placement& p) const;
   // One node that holds the job whole. *slower: its predicted time exceeds the same request on
   // a whole free node of the fastest allowed profile (then several nodes may do better).
@@ -407,16 +475,15 @@ Plan Search::MakePlan(const std::vector<int>& nodes) const {
 std::optional<Placement> Search::Materialize(const Plan& plan) const {
   Placement p;
   int rank = 0;
+  std::vector<NodeRequest> reqs;
   for (const auto& [node, k] : plan.chunks) {
     const NodeRequest req =
         NodeRequestFor(job_.layout, k, (mode_ == Mode::kNodeTp && tp_ > 1) ? tp_ : 1);
+    reqs.push_back(req);
     const NodeSelector& sel = *selectors_[c_.nodes[node].profile];
     if (opt_.plugins.gpus != "cost-model") {
       std::vector<int> order = BaselineGpus(node, k);
       if (static_cast<int>(order.size()) != k) return std::nullopt;
-      GpuMask m;
-      for (int g : order) m.set(g);
-      p.parts.push_back(NodeGpus{node, m});
       const std::vector<int> nics = AssignNics(c_.topology(node), order);
       for (int i = 0; i < k; ++i) p.ranks.push_back(RankSlot{rank++, node, order[i], nics[i]});
       continue;
@@ -427,17 +494,204 @@ std::optional<Placement> Search::Materialize(const Plan& plan) const {
       return std::nullopt;
     }
     const NodeChoice& ch = **choice;
-    p.parts.push_back(NodeGpus{node, ch.gpus});
     for (int i = 0; i < k; ++i) {
       int nic = i < static_cast<int>(ch.layout.ranks.size()) ? ch.layout.ranks[i].nic : -1;
       p.ranks.push_back(RankSlot{rank++, node, ch.order[i], nic});
     }
   }
+  if (rank != world_) return std::nullopt;
+  if (c_.rails.count > 0 && plan.chunks.size() > 1 && job_.layout.dp > 1 &&
+      opt_.plugins.gpus == "cost-model") {
+    AlignToRails(plan, reqs, p.ranks);
+  }
+  int base = 0;
+  for (const auto& [node, k] : plan.chunks) {
+    GpuMask m;
+    for (int i = base; i < base + k; ++i) m.set(p.ranks[i].gpu);
+    p.parts.push_back(NodeGpus{node, m});
+    base += k;
+  }
   std::sort(p.parts.begin(), p.parts.end(),
             [](const NodeGpus& a, const NodeGpus& b) { return a.node < b.node; });
-  if (rank != world_) return std::nullopt;
   if (!Score(p)) return std::nullopt;
   return p;
+}
+
+int Search::CrossedRailPairs(const std::vector<RankSlot>& ranks) const {
+  return CountRailPairs(cost_, job_.layout, ranks).crossed;
+}
+
+void Search::AlignToRails(const Plan& plan, const std::vector<NodeRequest>& reqs,
+                          std::vector<RankSlot>& ranks) const {
+  const size_t classes = static_cast<size_t>(job_.layout.tp) * job_.layout.pp;
+  auto add_rails = [&](std::vector<std::vector<int>>& class_rails, const RankSlot& r) {
+    std::vector<int>& rails = class_rails[DpClass(r.rank)];
+    for (int c : cost_.node_model(r.node).NicsOf(r.gpu)) {
+      if (c >= 0 && c < c_.rails.count && std::find(rails.begin(), rails.end(), c) == rails.end()) {
+        rails.push_back(c);
+      }
+    }
+  };
+  auto apply = [&](std::vector<RankSlot>& out, int node, int base, const std::vector<int>& order) {
+    const std::vector<int> nics = AssignNics(c_.topology(node), order);
+    for (size_t i = 0; i < order.size(); ++i) {
+      out[base + i] = RankSlot{base + static_cast<int>(i), node, order[i], nics[i]};
+    }
+  };
+  auto order_of = [&](const std::vector<RankSlot>& from, int base, int k) {
+    std::vector<int> order(k);
+    for (int i = 0; i < k; ++i) order[i] = from[base + i].gpu;
+    return order;
+  };
+  if (CrossedRailPairs(ranks) == 0) return;  // the node selector's choices already agree
+  // Pass 1: each node against the rails of the nodes before it.
+  std::vector<std::vector<int>> before(classes);
+  int base = 0;
+  for (size_t c = 0; c < plan.chunks.size(); ++c) {
+    const auto [node, k] = plan.chunks[c];
+    std::vector<int> order = order_of(ranks, base, k);
+    if (base > 0 && AlignRails(node, reqs[c], base, before, order)) apply(ranks, node, base, order);
+    for (int i = 0; i < k; ++i) add_rails(before, ranks[base + i]);
+    base += k;
+  }
+  int crossed = CrossedRailPairs(ranks);
+  if (crossed == 0) return;
+  // Pass 2: each node, the first included, against the rails of all the others; kept when
+  // fewer DP neighbours end up on different rails.
+  std::vector<RankSlot> next = ranks;
+  base = 0;
+  for (size_t c = 0; c < plan.chunks.size(); ++c) {
+    const auto [node, k] = plan.chunks[c];
+    std::vector<std::vector<int>> others(classes);
+    for (const RankSlot& r : next) {
+      if (r.node != node) add_rails(others, r);
+    }
+    std::vector<int> order = order_of(next, base, k);
+    if (AlignRails(node, reqs[c], base, others, order)) apply(next, node, base, order);
+    base += k;
+  }
+  if (CrossedRailPairs(next) < crossed) ranks = std::move(next);
+}
+
+bool Search::AlignRails(int node, const NodeRequest& req, int base,
+                        const std::vector<std::vector<int>>& class_rails,
+                        std::vector<int>& order) const {
+  const int k = static_cast<int>(order.size());
+  const int rails = c_.rails.count;
+  const cost::NodeCostModel& nm = cost_.node_model(node);
+  auto matches = [&](int slot, int g) {
+    const std::vector<int>& want = class_rails[DpClass(base + slot)];
+    for (int c : nm.NicsOf(g)) {
+      if (c >= 0 && c < rails && std::find(want.begin(), want.end(), c) != want.end()) {
+        return true;
+      }
+    }
+    return false;
+  };
+  auto count = [&](const std::vector<int>& o) {
+    int n = 0;
+    for (int i = 0; i < k; ++i) n += matches(i, o[i]) ? 1 : 0;
+    return n;
+  };
+  int wanted = 0;
+  for (int i = 0; i < k; ++i) wanted += class_rails[DpClass(base + i)].empty() ? 0 : 1;
+  const int have = count(order);
+  if (have == wanted) return false;
+
+  const NodeSelector& sel = *selectors_[c_.nodes[node].profile];
+  auto time = [&](const std::vector<int>& o) {
+    GpuMask set;
+    for (int g : o) set.set(g);
+    NodeRequest whole = req;
+    whole.tp = 1;
+    double ms = sel.SetTimeMs(set, whole);
+    if (req.tp > 1) {
+      NodeRequest group;
+      group.gpus = req.tp;
+      group.dp_bytes = req.tp_bytes;
+      double worst = 0;
+      for (int first = 0; first < k; first += req.tp) {
+        GpuMask m;
+        for (int i = first; i < first + req.tp; ++i) m.set(o[i]);
+        worst = std::max(worst, sel.SetTimeMs(m, group));
+      }
+      ms += worst;
+    }
+    return ms;
+  };
+  auto distinct_nics = [&](const std::vector<int>& o) {
+    std::vector<int> all;
+    for (int g : o) all.insert(all.end(), nm.NicsOf(g).begin(), nm.NicsOf(g).end());
+    std::sort(all.begin(), all.end());
+    return std::unique(all.begin(), all.end()) - all.begin();
+  };
+  // Slot by slot from `pool` (GPUs in preference order): keep a GPU that already shares a rail
+  // with its class, give each other slot the first unused GPU that does, fill the rest in pool
+  // order.
+  auto build = [&](const std::vector<int>& pool) {
+    std::vector<int> out(k, -1);
+    std::vector<char> used(pool.size(), 0);
+    auto take = [&](int slot, size_t j) {
+      out[slot] = pool[j];
+      used[j] = 1;
+    };
+    for (int i = 0; i < k; ++i) {
+      if (matches(i, order[i]))
+        take(i, std::find(pool.begin(), pool.end(), order[i]) - pool.begin());
+    }
+    for (int i = 0; i < k; ++i) {
+      if (out[i] >= 0 || class_rails[DpClass(base + i)].empty()) continue;
+      for (size_t j = 0; j < pool.size(); ++j) {
+        if (!used[j] && matches(i, pool[j])) {
+          take(i, j);
+          break;
+        }
+      }
+    }
+    size_t next = 0;
+    for (int i = 0; i < k; ++i) {
+      if (out[i] >= 0) continue;
+      while (used[next]) ++next;
+      take(i, next);
+    }
+    return out;
+  };
+  const double base_ms = time(order) * (1 + 1e-9) + 1e-12;
+  std::vector<int> best = order;
+  int best_have = have;
+  std::vector<int> same = build(order);
+  if (int n = count(same); n > best_have && time(same) <= base_ms) {
+    best = std::move(same);
+    best_have = n;
+  }
+  if (best_have < wanted) {
+    std::vector<int> pool = order;
+    const GpuMask& free = state_.FreeMask(node);
+    for (int g = 0; g < state_.GpuCount(node); ++g) {
+      if (free.test(g) && std::find(order.begin(), order.end(), g) == order.end()) {
+        pool.push_back(g);
+      }
+    }
+    if (pool.size() > order.size()) {
+      std::vector<int> other = build(pool);
+      if (int n = count(other);
+          n > best_have && time(other) <= base_ms && distinct_nics(other) >= distinct_nics(order)) {
+        best = std::move(other);
+        best_have = n;
+      }
+    }
+  }
+  if (best_have == have) return false;
+  order = std::move(best);
+  return true;
+}
+
+std::string Search::RailNote(const Placement& p) const {
+  if (c_.rails.count <= 0 || p.parts.size() < 2 || job_.layout.dp < 2) return "";
+  const RailPairs all = CountRailPairs(cost_, job_.layout, p.ranks);
+  if (all.pairs == 0) return "";
+  return "; DP neighbours across nodes on one rail: " + std::to_string(all.pairs - all.crossed) +
+         "/" + std::to_string(all.pairs);
 }
 
 std::vector<int> Search::BaselineGpus(int node, int k) const {
@@ -543,6 +797,7 @@ Verdict Search::Fitted(Placement p, const std::string& where, int spare, int fra
   }
   e += "; predicted " + Fmt("%.3f", p.predicted_ms) + " ms = dp " + Fmt("%.3f", p.dp_ms) +
        " + tp " + Fmt("%.3f", p.tp_ms) + " + pp " + Fmt("%.3f", p.pp_ms);
+  e += RailNote(p);
   p.explanation = std::move(e);
   Verdict v;
   v.kind = VerdictKind::kFit;
@@ -1543,6 +1798,23 @@ Status ScorePlacement(const cost::CostModel& cost, const job::Layout& l, Placeme
                                 " ranks, layout " + std::to_string(l.WorldSize()));
   }
   RETURN_IF_ERROR(time(cost::Collective::kAllReduce, l.DpGroup(0), l.dp_bytes, &p.dp_ms));
+  if (cost.cluster().rails.count > 0 && l.dp > 1 && l.tp * l.pp > 1 && l.dp_bytes > 0) {
+    // Every DP group runs at once and the step waits for the slowest: on a rail-optimised
+    // network also price the group with the most DP neighbours on different rails.
+    const RailPairs rp = CountRailPairs(cost, l, p.ranks);
+    std::vector<int> worst;
+    if (rp.crossed > 0) {
+      const int first = rp.crossed_by_class[0];
+      const auto it = std::max_element(rp.crossed_by_class.begin(), rp.crossed_by_class.end());
+      if (*it > first) {
+        const int c = static_cast<int>(it - rp.crossed_by_class.begin());
+        worst = l.DpGroup(l.RankOf(c % l.tp, 0, c / l.tp));
+      }
+    }
+    double worst_ms = 0;
+    RETURN_IF_ERROR(time(cost::Collective::kAllReduce, worst, l.dp_bytes, &worst_ms));
+    p.dp_ms = std::max(p.dp_ms, worst_ms);
+  }
   RETURN_IF_ERROR(time(cost::Collective::kAllReduce, l.TpGroup(0), l.tp_bytes, &p.tp_ms));
   RETURN_IF_ERROR(time(cost::Collective::kSendRecv, pp_pair, l.pp_bytes, &p.pp_ms));
   p.predicted_ms = p.dp_ms + p.tp_ms + p.pp_ms;

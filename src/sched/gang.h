@@ -52,7 +52,8 @@ struct Placement {
   std::vector<RankSlot> ranks;  // by rank (Megatron order: rank = tp + TP·(dp + DP·pp))
   std::string domain;           // name of the domain the gang was placed in
   double predicted_ms = 0;      // dp_ms + tp_ms + pp_ms
-  double dp_ms = 0;             // AllReduce of dp_bytes over rank 0's DP group
+  double dp_ms = 0;             // AllReduce of dp_bytes over rank 0's DP group (rails: see
+                                // ScorePlacement)
   double tp_ms = 0;             // AllReduce of tp_bytes over rank 0's TP group
   double pp_ms = 0;             // Send/Recv of pp_bytes from rank 0 to its next stage
   double best_possible_ms = 0;  // predicted_ms of the same job on the empty cluster
@@ -91,8 +92,12 @@ struct ScoreWeight {
 //     allocated" — emptiest nodes first (kube-scheduler's default spread); "in-order" — node
 //     order (Slurm's node list order), each node as far as it goes.
 //   gpus: which GPUs of a node. "cost-model" — NodeSelector's exact optimum under the cost
-//     model; "pair-score" — NVIDIA device plugin's pair-score choice; "first-free" — the
-//     lowest-numbered free GPUs (what a device plugin without topology hands out).
+//     model; on a cluster with rails, a multi-node job's ranks are then aligned node by node:
+//     among reorderings of the set and other free sets of the node that are no slower inside
+//     the node (and, for another set, use as many NICs), the one where the most ranks share a
+//     rail with their DP peers on earlier nodes; "pair-score" — NVIDIA device plugin's pair-score
+//     choice; "first-free" — the lowest-numbered free GPUs (what a device plugin without topology
+//     hands out).
 //   refine: what happens to a multi-node plan before it is scored. "local-search" — starting
 //     from the node plugin's plan, hill climbing over the GPU count per node (move one TP group
 //     or GPU between two nodes, move a node's share to another node, spread a node's share over
@@ -127,7 +132,9 @@ struct PlacementPlugins {
   Status Validate() const;
 };
 
-// The score every placement gets: dp_ms (AllReduce of dp_bytes over rank 0's DP group), tp_ms
+// The score every placement gets: dp_ms (AllReduce of dp_bytes over rank 0's DP group; on a
+// cluster with rails the slower of that and the DP group with the most neighbours (consecutive
+// DP indexes) on different nodes whose nearest NICs share no rail), tp_ms
 // (AllReduce of tp_bytes over rank 0's TP group), pp_ms (Send/Recv of pp_bytes from rank 0 to
 // its next stage) and their sum predicted_ms, from the cost model on `p.ranks`. InvalidArgument
 // when the rank count differs from the layout; the cost model's errors otherwise.

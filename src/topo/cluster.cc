@@ -39,6 +39,7 @@ void Cluster::Finalize() {
   BuildIndex(domains, domain_index_);
   BuildIndex(levels, level_index_);
   BuildIndex(profiles, profile_index_);
+  rail_scope_level_ = rails.scope_level.empty() ? -1 : FindLevel(rails.scope_level);
 }
 
 int Cluster::FindNode(const std::string& n) const { return Lookup(nodes, node_index_, n); }
@@ -94,7 +95,10 @@ int Cluster::MeetLevel(int node_a, int node_b) const {
 
 double Cluster::Oversubscription(int node_a, int node_b) const {
   if (node_a == node_b || levels.empty()) return 1.0;
-  const int meet = MeetLevel(node_a, node_b);
+  return ClimbFactor(node_a, node_b, MeetLevel(node_a, node_b));
+}
+
+double Cluster::ClimbFactor(int node_a, int node_b, int meet) const {
   const int n_domains = static_cast<int>(domains.size());
   auto climb = [&](int node) {
     double f = 1.0;
@@ -108,6 +112,37 @@ double Cluster::Oversubscription(int node_a, int node_b) const {
     return f;
   };
   return std::max(climb(node_a), climb(node_b));
+}
+
+Cluster::RailFactors Cluster::RailOversubscription(int node_a, int node_b) const {
+  if (node_a == node_b || levels.empty()) return {1.0, 1.0, 1.0};
+  const int meet = MeetLevel(node_a, node_b);
+  const double tree = ClimbFactor(node_a, node_b, meet);
+  if (rails.count <= 0 || meet < 0) return {tree, tree, tree};
+  int scope = 0;
+  if (!rails.scope_level.empty()) {
+    scope = RailScopeLevel();
+    if (scope < 0) return {tree, tree, tree};
+  }
+  const int lowest = static_cast<int>(levels.size()) - 1;
+  RailFactors f;
+  f.tree = tree;
+  // Below the level above the lowest the climb is the tree's own.
+  f.cross_rail = meet < lowest
+                     ? tree
+                     : std::max(tree, ClimbFactor(node_a, node_b, std::min(meet, lowest - 1)));
+  f.same_rail = meet >= scope ? 1.0 : tree;
+  return f;
+}
+
+int Cluster::RailScopeLevel() const {
+  if (rails.scope_level.empty()) return -1;
+  const int n = static_cast<int>(levels.size());
+  if (rail_scope_level_ >= 0 && rail_scope_level_ < n &&
+      levels[rail_scope_level_].name == rails.scope_level) {
+    return rail_scope_level_;
+  }
+  return FindLevel(rails.scope_level);
 }
 
 std::vector<int> Cluster::NodesUnder(int domain) const {

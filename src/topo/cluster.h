@@ -55,6 +55,7 @@ struct NvlinkDomain {
 
 // NIC i of every node in one rail group goes to rail switch i. `scope_level` names the level
 // whose domains each get their own set of rail switches ("" = one set for the whole cluster).
+// NICs at positions >= count are not on rails (a storage or management NIC).
 struct Rails {
   int count = 0;
   std::string scope_level;
@@ -97,6 +98,20 @@ class Cluster {
   // below an uplink sending at once, as the design ratio assumes); the larger side. 1 for the
   // same node or a cluster without levels.
   double Oversubscription(int node_a, int node_b) const;
+  // The same for traffic between two distinct nodes of a rail-optimised network (Rails), by
+  // whether both ends use the same rail. Same rail, both nodes under one domain of the rails'
+  // scope level (or scope "" = one rail set for the cluster): the traffic stays on that rail's
+  // switch, factor 1. Different rails: the traffic must climb at least one tier above the rail
+  // switches (the tree's lowest level), so it pays the uplinks up to the lower of the meet level
+  // and the level above the lowest — two nodes of one leaf pay the leaf's uplink. Nodes under
+  // different scope domains: the tree's factor for both. Without rails (count 0) or for one node,
+  // both are Oversubscription(node_a, node_b).
+  struct RailFactors {
+    double tree = 1.0;  // Oversubscription(node_a, node_b): NICs that are not on a rail
+    double same_rail = 1.0;
+    double cross_rail = 1.0;
+  };
+  RailFactors RailOversubscription(int node_a, int node_b) const;
   // All nodes under a domain (recursively), in node-id order.
   std::vector<int> NodesUnder(int domain) const;
   int TotalGpus() const;
@@ -105,6 +120,12 @@ class Cluster {
   Status Validate() const;
 
  private:
+  // Oversubscription of the uplinks crossed by two nodes meeting at `meet` (see Oversubscription).
+  double ClimbFactor(int node_a, int node_b, int meet) const;
+  // The rails' scope level index, or -1 for "" or an unknown level (not a hash lookup per call).
+  int RailScopeLevel() const;
+
+  int rail_scope_level_ = -1;  // Finalize's lookup of rails.scope_level
   std::unordered_map<std::string, int> node_index_;
   std::unordered_map<std::string, int> domain_index_;
   std::unordered_map<std::string, int> level_index_;

@@ -192,6 +192,92 @@ TEST(CostModelTest, OversubscribedSpineSlowsCrossLeafRings) {
   EXPECT_EQ(b->bottleneck.path, "NET");
 }
 
+// Two DGX-H100-like nodes (NIC i next to GPU i) on a network with 2:1 leaf uplinks, rails per
+// spine. Half a node on each: GPUs 0-3 on both nodes keep every NIC on its rail; GPUs 0-3 and
+// 4-7 put NICs 0-3 against 4-7, so every channel climbs above the rail switches.
+topo::Cluster RailCluster(int leaves) {
+  topo::Cluster cl =
+      MakeCluster("gpu:8 nvswitch:18 model:H100 nics:8 nic_gbps:400 linklayer:ib", 2, leaves, 2.0);
+  cl.rails = {8, "spine"};
+  cl.Finalize();
+  return cl;
+}
+
+std::vector<GpuRef> HalfNodes(int second_first_gpu) {
+  std::vector<GpuRef> out;
+  for (int g = 0; g < 4; ++g) out.push_back(GpuRef{0, g});
+  for (int g = 0; g < 4; ++g) out.push_back(GpuRef{1, second_first_gpu + g});
+  return out;
+}
+
+TEST(CostModelTest, CrossRailTrafficPaysTheRailSwitchUplinks) {
+  const double nics4 = 4 * 50 * CostTables::Default().Efficiency(Transport::kNetIB);
+  topo::Cluster one_leaf = RailCluster(1);
+  CostModel m(one_leaf);
+  for (Algorithm alg : {Algorithm::kRing, Algorithm::kTree, Algorithm::kHierarchical}) {
+    auto aligned = m.Evaluate(Collective::kAllReduce, HalfNodes(0), kGiB, alg);
+    auto crossed = m.Evaluate(Collective::kAllReduce, HalfNodes(4), kGiB, alg);
+    ASSERT_TRUE(aligned.ok() && crossed.ok()) << AlgorithmName(alg);
+    // Ring and tree are bound by the network; hierarchical also spends time inside the nodes.
+    if (alg == Algorithm::kHierarchical) {
+      EXPECT_GT(crossed->time_ms / aligned->time_ms, 1.4);
+    } else {
+      EXPECT_NEAR(crossed->time_ms / aligned->time_ms, 2.0, 0.1) << AlgorithmName(alg);
+    }
+    EXPECT_EQ(crossed->bottleneck.path, "NET") << AlgorithmName(alg);
+  }
+  auto ring = m.Evaluate(Collective::kAllReduce, HalfNodes(0), 8 * kGiB, Algorithm::kRing);
+  ASSERT_TRUE(ring.ok());
+  EXPECT_NEAR(ring->bottleneck.bandwidth_gbps, nics4, 0.01 * nics4);
+  // Point to point: GPU 0 to GPU 0 stays on rail 0; GPU 0 to GPU 5 crosses to rail 5.
+  auto same = m.Evaluate(Collective::kSendRecv, std::vector<GpuRef>{{0, 0}, {1, 0}}, kGiB);
+  auto other = m.Evaluate(Collective::kSendRecv, std::vector<GpuRef>{{0, 0}, {1, 5}}, kGiB);
+  ASSERT_TRUE(same.ok() && other.ok());
+  EXPECT_NEAR(other->bottleneck.bandwidth_gbps * 2, same->bottleneck.bandwidth_gbps, 1e-9);
+  auto a2a_same = m.Evaluate(Collective::kAllToAll, HalfNodes(0), kGiB);
+  auto a2a_other = m.Evaluate(Collective::kAllToAll, HalfNodes(4), kGiB);
+  ASSERT_TRUE(a2a_same.ok() && a2a_other.ok());
+  EXPECT_GT(a2a_other->time_ms, 1.5 * a2a_same->time_ms);
+  // Without rails NIC indices mean nothing: both sets cost the same (one leaf: no uplink).
+  one_leaf.rails = {};
+  one_leaf.Finalize();
+  CostModel plain(one_leaf);
+  auto a = plain.Evaluate(Collective::kAllReduce, HalfNodes(0), kGiB);
+  auto b = plain.Evaluate(Collective::kAllReduce, HalfNodes(4), kGiB);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_DOUBLE_EQ(a->time_ms, b->time_ms);
+  auto a_rails = m.Evaluate(Collective::kAllReduce, HalfNodes(0), kGiB);
+  ASSERT_TRUE(a_rails.ok());
+  EXPECT_NEAR(a->time_ms, a_rails->time_ms, 1e-9);
+}
+
+TEST(CostModelTest, SameRailTrafficSkipsOversubscribedLeafUplinks) {
+  // The two nodes sit under different leaves of one spine. The tree alone charges the 2:1 leaf
+  // uplink; rails per spine carry same-rail traffic on the rail switch, so an aligned set runs
+  // as fast as inside one leaf and a crossed one pays the uplink.
+  topo::Cluster two_leaves = RailCluster(2);
+  ASSERT_NE(two_leaves.nodes[0].domain, two_leaves.nodes[1].domain);
+  CostModel rails(two_leaves);
+  topo::Cluster tree_only = two_leaves;
+  tree_only.rails = {};
+  tree_only.Finalize();
+  CostModel tree(tree_only);
+  auto full = [](const CostModel& m, const std::vector<GpuRef>& set) {
+    auto e = m.Evaluate(Collective::kAllReduce, set, kGiB, Algorithm::kRing);
+    EXPECT_TRUE(e.ok());
+    return e.ok() ? e->time_ms : 0.0;
+  };
+  const double aligned = full(rails, HalfNodes(0));
+  const double crossed = full(rails, HalfNodes(4));
+  EXPECT_NEAR(full(tree, HalfNodes(0)), crossed, 1e-9);
+  EXPECT_NEAR(crossed / aligned, 2.0, 0.1);
+  EXPECT_NEAR(aligned, full(CostModel(RailCluster(1)), HalfNodes(0)), 1e-9);
+  // Rails per leaf: the rail switches stop at the leaf, so the two leaves pay the tree.
+  two_leaves.rails.scope_level = "leaf";
+  two_leaves.Finalize();
+  EXPECT_NEAR(full(CostModel(two_leaves), HalfNodes(0)), crossed, 1e-9);
+}
+
 TEST(CostModelTest, HierarchicalOnRequest) {
   topo::Cluster cl =
       MakeCluster("gpu:8 nvswitch:12 model:A100 nics:8 nic_gbps:200 linklayer:ib", 2);

@@ -165,6 +165,97 @@ TEST(Gang, Tp8Pp2Dp2LandsOnWholeNodesInOneLeafInMegatronOrder) {
   CheckPlacement(s, j, p);
 }
 
+// The example H100 cluster (NIC i next to GPU i, rails per spine) with 2:1 leaf uplinks, so a
+// DP neighbour on another rail pays for it in predicted time.
+const topo::Cluster& TaperedH100() {
+  static const topo::Cluster* c = [] {
+    auto* t = new topo::Cluster(H100());
+    t->levels[t->FindLevel("leaf")].oversubscription = 2;
+    t->Finalize();
+    return t;
+  }();
+  return *c;
+}
+
+// Leaves only `free` GPUs of `node` free.
+void HoldAllBut(ClusterState& s, int node, std::initializer_list<int> free) {
+  static int64_t next = 5000;
+  GpuMask held;
+  for (int g = 0; g < s.GpuCount(node); ++g) {
+    if (std::find(free.begin(), free.end(), g) == free.end()) held.set(g);
+  }
+  if (held.count() > 0) {
+    ASSERT_TRUE(s.Allocate(next++, {NodeGpus{node, held}}).ok());
+  }
+}
+
+int CrossedDpNeighbours(const topo::Cluster& c, const job::JobSpec& j, const Placement& p) {
+  int crossed = 0;
+  for (int r = j.layout.tp; r < j.layout.WorldSize(); ++r) {
+    if ((r / j.layout.tp) % j.layout.dp == 0) continue;
+    const RankSlot& a = p.ranks[r - j.layout.tp];
+    const RankSlot& b = p.ranks[r];
+    if (a.node != b.node && a.nic != b.nic) ++crossed;
+  }
+  (void)c;
+  return crossed;
+}
+
+TEST(Gang, DpPeersOnDifferentNodesShareARail) {
+  // Every node busy but two: gpu001 has GPUs 1-3 free, gpu002 GPUs 0-2. A TP2 DP2 job needs
+  // both (one TP pair each); any two GPUs of a node are as fast inside it, and the node selector
+  // alone takes GPUs 1, 2 on gpu001 and 0, 1 on gpu002: DP peers on rails 1-0 and 2-1.
+  const topo::Cluster& c = TaperedH100();
+  ClusterState s = NewState(c);
+  for (int n = 2; n < static_cast<int>(c.nodes.size()); ++n) HoldAllBut(s, n, {});
+  HoldAllBut(s, 0, {1, 2, 3});
+  HoldAllBut(s, 1, {0, 1, 2});
+  job::JobSpec j = MakeJob(2, 1, 2);
+  Verdict v = Placer(c).Place(s, j);
+  ASSERT_TRUE(v.fit()) << v.Explain();
+  const Placement& p = *v.placement;
+  ASSERT_EQ(p.parts.size(), 2u) << v.Explain();
+  EXPECT_EQ(CrossedDpNeighbours(c, j, p), 0) << v.Explain();
+  EXPECT_NE(p.explanation.find("DP neighbours across nodes on one rail: 2/2"), std::string::npos)
+      << p.explanation;
+  // Peers on two rails would climb the 2:1 leaf uplink: twice the time.
+  auto crossed = cost::CostModel(c).Evaluate(cost::Collective::kAllReduce,
+                                             std::vector<cost::GpuRef>{{0, 1}, {1, 0}},
+                                             static_cast<double>(j.layout.dp_bytes));
+  ASSERT_TRUE(crossed.ok());
+  EXPECT_NEAR(2 * p.dp_ms, crossed->time_ms, 0.05 * crossed->time_ms) << v.Explain();
+  CheckPlacement(s, j, p);
+}
+
+TEST(Gang, CrossedDpGroupsArePricedNotOnlyRankZeros) {
+  // gpu001 has GPUs 0-3 free, gpu002 GPUs 0-1 and 6-7: a TP4 DP2 job puts TP index 0 and 1 on
+  // one rail and TP index 2 and 3 on two (nothing else is free on gpu002). The step waits for
+  // the crossed DP groups, so dp_ms is theirs, whatever rank 0's group costs.
+  const topo::Cluster& c = TaperedH100();
+  ClusterState s = NewState(c);
+  for (int n = 2; n < static_cast<int>(c.nodes.size()); ++n) HoldAllBut(s, n, {});
+  HoldAllBut(s, 0, {0, 1, 2, 3});
+  HoldAllBut(s, 1, {0, 1, 6, 7});
+  job::JobSpec j = MakeJob(4, 1, 2);
+  Verdict v = Placer(c).Place(s, j);
+  ASSERT_TRUE(v.fit()) << v.Explain();
+  const Placement& p = *v.placement;
+  EXPECT_EQ(CrossedDpNeighbours(c, j, p), 2) << v.Explain();
+  EXPECT_NE(p.explanation.find("on one rail: 2/4"), std::string::npos) << p.explanation;
+  auto cost = cost::CostModel(c);
+  double rank0 = 0, crossed = 0;
+  for (int t = 0; t < 4; ++t) {
+    std::vector<cost::GpuRef> g;
+    for (int r : j.layout.DpGroup(t)) g.push_back({p.ranks[r].node, p.ranks[r].gpu});
+    auto e = cost.Evaluate(cost::Collective::kAllReduce, g, static_cast<double>(j.layout.dp_bytes));
+    ASSERT_TRUE(e.ok());
+    if (t == 0) rank0 = e->time_ms;
+    crossed = std::max(crossed, e->time_ms);
+  }
+  EXPECT_NEAR(crossed / rank0, 2.0, 0.1);  // NIC against NIC on two rails: the 2:1 uplink
+  EXPECT_NEAR(p.dp_ms, crossed, 1e-9);
+}
+
 TEST(Gang, SingleNodeJobGoesToTheBestFittingNode) {
   const topo::Cluster& c = H100();
   ClusterState s = NewState(c);

@@ -704,7 +704,7 @@ Shared Prepare(const topo::Cluster& cluster, const cost::CostModel& cost_model,
       sh.leaves.insert(cluster_->nodes[a].domain);
       for (int c = a + 1; c < N; ++c) {
         if (cluster_->nodes[a].domain != cluster_->nodes[c].domain) {
-          ov = std::min(ov, cluster_->Oversubscription(a, c));
+          ov = std::min(ov, cluster_->RailOversubscription(a, c).same_rail);
         }
       }
     }

@@ -123,6 +123,48 @@ TEST(ClusterModel, MeetLevel) {
   }
 }
 
+TEST(ClusterModel, RailOversubscriptionByRail) {
+  // Leaves 2:1, spines and core 1:1; rails per core (MakeSmallCluster).
+  Cluster c = MakeSmallCluster();
+  struct Case {
+    int a, b;
+    double tree, same, cross;
+  } cases[] = {
+      {0, 1, 1, 1, 2},  // one leaf: same rail stays on the rail switch, another rail climbs
+      {0, 2, 2, 1, 2},  // two leaves of one spine: same rail skips the leaf uplinks
+      {2, 3, 2, 1, 2},  // meet at the core, the rails' scope
+      {0, 4, 2, 2, 2},  // different roots: the tree's figure
+      {3, 3, 1, 1, 1},  // one node
+  };
+  for (const Case& k : cases) {
+    for (auto [a, b] : {std::pair{k.a, k.b}, std::pair{k.b, k.a}}) {
+      const Cluster::RailFactors f = c.RailOversubscription(a, b);
+      EXPECT_EQ(f.tree, k.tree) << a << "," << b;
+      EXPECT_EQ(f.tree, c.Oversubscription(a, b)) << a << "," << b;
+      EXPECT_EQ(f.same_rail, k.same) << a << "," << b;
+      EXPECT_EQ(f.cross_rail, k.cross) << a << "," << b;
+    }
+  }
+  // Rails per spine: nodes under different spines pay the tree on every rail.
+  c.rails.scope_level = "spine";
+  EXPECT_EQ(c.RailOversubscription(2, 3).same_rail, 2);
+  EXPECT_EQ(c.RailOversubscription(0, 2).same_rail, 1);
+  // Rails per leaf: a rail switch per leaf; two leaves' nodes pay the tree.
+  c.rails.scope_level = "leaf";
+  EXPECT_EQ(c.RailOversubscription(0, 2).same_rail, 2);
+  EXPECT_EQ(c.RailOversubscription(0, 1).same_rail, 1);
+  EXPECT_EQ(c.RailOversubscription(0, 1).cross_rail, 2);
+  // One rail set for the cluster.
+  c.rails.scope_level = "";
+  EXPECT_EQ(c.RailOversubscription(2, 3).same_rail, 1);
+  // No rails: every factor is the tree's.
+  c.rails.count = 0;
+  const Cluster::RailFactors f = c.RailOversubscription(0, 1);
+  EXPECT_EQ(f.same_rail, 1);
+  EXPECT_EQ(f.cross_rail, 1);
+  EXPECT_EQ(c.RailOversubscription(0, 2).same_rail, 2);
+}
+
 TEST(ClusterModel, NodesUnderIsRecursiveAndSorted) {
   Cluster c = MakeSmallCluster();
   EXPECT_EQ(c.NodesUnder(c.FindDomain("core0")), (std::vector<int>{0, 1, 2, 3}));
