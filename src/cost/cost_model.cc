@@ -434,7 +434,7 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
   const double base_ms = tables_.base_latency_us * 1e-3;
   const bool multi = p.multi_node;
   auto name = [&](int m) { return GpuName(gpus[m], multi); };
-  const bool rails = cluster_->rails.count > 0;
+  const bool rails = cluster_->RailsPriced();
   // Network GB/s island a sends to island b with: its NICs' rate over the oversubscription on
   // the way. On a rail-optimised network each NIC pays its own factor: same rail as one of b's
   // NICs (stays on the rail switch), another rail (climbs above the rail switches), or no rail.

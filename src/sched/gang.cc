@@ -93,7 +93,7 @@ bool ShareRail(const cost::CostModel& cost, const RankSlot& a, const RankSlot& b
 
 // DP neighbours (ranks r - TP and r: same TP index and stage, consecutive DP indexes) on
 // different nodes: how many pairs there are, and per DP class (TP index + TP·stage) how many of
-// them share no rail. One pass over the ranks, O(world).
+// them share no rail (empty when none does). One pass over the ranks, O(world).
 struct RailPairs {
   int pairs = 0;
   int crossed = 0;
@@ -102,7 +102,6 @@ struct RailPairs {
 RailPairs CountRailPairs(const cost::CostModel& cost, const job::Layout& l,
                          const std::vector<RankSlot>& ranks) {
   RailPairs out;
-  out.crossed_by_class.assign(static_cast<size_t>(l.tp) * l.pp, 0);
   const int n = static_cast<int>(ranks.size());
   for (int r = l.tp; r < n; ++r) {
     if ((r / l.tp) % l.dp == 0) continue;
@@ -111,7 +110,7 @@ RailPairs CountRailPairs(const cost::CostModel& cost, const job::Layout& l,
     if (a.node == b.node) continue;
     ++out.pairs;
     if (!ShareRail(cost, a, b)) {
-      ++out.crossed;
+      if (out.crossed++ == 0) out.crossed_by_class.assign(static_cast<size_t>(l.tp) * l.pp, 0);
       ++out.crossed_by_class[r % l.tp + l.tp * (r / (l.tp * l.dp))];
     }
   }
@@ -1798,7 +1797,7 @@ Status ScorePlacement(const cost::CostModel& cost, const job::Layout& l, Placeme
                                 " ranks, layout " + std::to_string(l.WorldSize()));
   }
   RETURN_IF_ERROR(time(cost::Collective::kAllReduce, l.DpGroup(0), l.dp_bytes, &p.dp_ms));
-  if (cost.cluster().rails.count > 0 && l.dp > 1 && l.tp * l.pp > 1 && l.dp_bytes > 0) {
+  if (cost.cluster().RailsPriced() && l.dp > 1 && l.tp * l.pp > 1 && l.dp_bytes > 0) {
     // Every DP group runs at once and the step waits for the slowest: on a rail-optimised
     // network also price the group with the most DP neighbours on different rails.
     const RailPairs rp = CountRailPairs(cost, l, p.ranks);

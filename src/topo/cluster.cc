@@ -135,6 +135,22 @@ Cluster::RailFactors Cluster::RailOversubscription(int node_a, int node_b) const
   return f;
 }
 
+bool Cluster::RailsPriced() const {
+  if (rails.count <= 0) return false;
+  int scope = 0;
+  if (!rails.scope_level.empty()) {
+    scope = RailScopeLevel();
+    if (scope < 0) return false;
+  }
+  // Levels whose uplinks one of the factors may climb and another not: those below the scope
+  // (same rail inside it skips them) and the lowest (another rail always climbs it).
+  const int lowest = static_cast<int>(levels.size()) - 1;
+  for (int i = std::max(0, std::min(scope, lowest - 1) + 1); i <= lowest; ++i) {
+    if (levels[i].oversubscription > 1) return true;
+  }
+  return false;
+}
+
 int Cluster::RailScopeLevel() const {
   if (rails.scope_level.empty()) return -1;
   const int n = static_cast<int>(levels.size());

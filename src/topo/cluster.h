@@ -112,6 +112,10 @@ class Cluster {
     double cross_rail = 1.0;
   };
   RailFactors RailOversubscription(int node_a, int node_b) const;
+  // Whether RailOversubscription can tell rails apart: rails exist and a level below the rails'
+  // scope (below the top for scope ""), or the lowest level, is oversubscribed. When false
+  // every factor is the tree's, so which rail a NIC is on changes no time.
+  bool RailsPriced() const;
   // All nodes under a domain (recursively), in node-id order.
   std::vector<int> NodesUnder(int domain) const;
   int TotalGpus() const;

@@ -157,8 +157,17 @@ TEST(ClusterModel, RailOversubscriptionByRail) {
   // One rail set for the cluster.
   c.rails.scope_level = "";
   EXPECT_EQ(c.RailOversubscription(2, 3).same_rail, 1);
+  EXPECT_TRUE(c.RailsPriced());
+  c.rails.scope_level = "leaf";  // another rail still climbs the leaf's 2:1 uplink
+  EXPECT_TRUE(c.RailsPriced());
+  c.rails.scope_level = "";
+  c.levels[2].oversubscription = 1;  // nothing tapered below the top: rails change no time
+  EXPECT_FALSE(c.RailsPriced());
+  EXPECT_EQ(c.RailOversubscription(0, 1).cross_rail, 1);
+  c.levels[2].oversubscription = 2;
   // No rails: every factor is the tree's.
   c.rails.count = 0;
+  EXPECT_FALSE(c.RailsPriced());
   const Cluster::RailFactors f = c.RailOversubscription(0, 1);
   EXPECT_EQ(f.same_rail, 1);
   EXPECT_EQ(f.cross_rail, 1);
