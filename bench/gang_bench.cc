@@ -3,6 +3,9 @@
 //   BM_PlaceLargeJob   one 1,024-GPU job (TP 8, PP 4, DP 32), Place() only, state unchanged;
 //                      counters p50_ms / p99_ms / max_ms from per-call timing, first_call_ms
 //                      (the cold call that also places the job on the empty cluster).
+//                      /0: the cluster as built (every level 1:1: rails change no time);
+//                      /1: its leaf uplinks (the rail switches') tapered 2:1, so the cost model
+//                      prices every NIC by rail and the score looks for crossed DP groups.
 //   BM_Queue/N         N jobs of 1–8 GPUs in sequence: Place + Allocate, releasing random jobs
 //                      to hold occupancy near 80% (counters: placements_per_s, place_us mean,
 //                      occupancy min/max, unschedulable count).
@@ -93,8 +96,19 @@ struct Filled {
   std::vector<int64_t> ids;
 };
 
-Filled MakeFilled() {
-  Filled f{OrDie(ClusterState::Create(BigCluster())), 1, {}};
+// BigCluster with its lowest level's uplinks tapered 2:1 (rails become priced).
+const ts::topo::Cluster& TaperedBigCluster() {
+  static const ts::topo::Cluster* c = [] {
+    auto* t = new ts::topo::Cluster(BigCluster());
+    t->levels.back().oversubscription = 2;
+    t->Finalize();
+    return t;
+  }();
+  return *c;
+}
+
+Filled MakeFilled(const ts::topo::Cluster& cluster = BigCluster()) {
+  Filled f{OrDie(ClusterState::Create(cluster)), 1, {}};
   std::mt19937_64 rng(kSeed);
   Fill(f.state, 0.70, rng, &f.next_id, &f.ids);
   ts::bench::OkOrDie(f.state.CheckInvariants());
@@ -112,7 +126,9 @@ ts::job::JobSpec MakeJob(const std::string& name, int tp, int pp, int dp, double
   return j;
 }
 
-std::unique_ptr<GangPlacer> MakePlacer() { return OrDie(GangPlacer::Create(BigCluster())); }
+std::unique_ptr<GangPlacer> MakePlacer(const ts::topo::Cluster& cluster = BigCluster()) {
+  return OrDie(GangPlacer::Create(cluster));
+}
 
 double Percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
@@ -122,8 +138,9 @@ double Percentile(std::vector<double> v, double q) {
 }
 
 void BM_PlaceLargeJob(benchmark::State& state) {
-  Filled f = MakeFilled();
-  std::unique_ptr<GangPlacer> placer = MakePlacer();
+  const ts::topo::Cluster& cluster = state.range(0) == 0 ? BigCluster() : TaperedBigCluster();
+  Filled f = MakeFilled(cluster);
+  std::unique_ptr<GangPlacer> placer = MakePlacer(cluster);
   const ts::job::JobSpec job = MakeJob("llm-1024", 8, 4, 32, 70e9);
   const Clock::time_point t0 = Clock::now();
   ts::sched::Verdict first = placer->Place(f.state, job);
@@ -147,7 +164,7 @@ void BM_PlaceLargeJob(benchmark::State& state) {
   state.counters["occupancy_pct"] = 100.0 * UsedGpus(f.state) / kTotalGpus;
   state.SetLabel("in " + first.placement->domain);
 }
-BENCHMARK(BM_PlaceLargeJob)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PlaceLargeJob)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 void BM_Queue(benchmark::State& state) {
   const int jobs = static_cast<int>(state.range(0));
