@@ -278,8 +278,8 @@ class Search {
   // The "first-free" or "pair-score" choice of k free GPUs of a node, ascending.
   std::vector<int> BaselineGpus(int node, int k) const;
   // Rail alignment of one node's ranks (cluster with rails, "cost-model" GPU choice).
-  // `order` holds the node selector's GPUs in rank order for ranks base.. ; `class_rails[c]`
-  // the rails that earlier nodes' ranks of DP class c (same TP index and PP stage) use. Among
+  // `order` holds the node's GPUs in rank order for ranks base.. ; `class_rails[c]` the rails
+  // that other nodes' ranks of DP class c (same TP index and PP stage) use. Among
   // reorderings of the set, and sets of other free GPUs of the node, that are no slower inside
   // the node (DP AllReduce over the set plus the slowest TP group in this order) and, for
   // another set, use as many distinct NICs, takes the one where the most ranks share a rail
