@@ -180,6 +180,24 @@ const NodeCostModel& CostModel::node_model(int node) const {
   return profile_models_[cluster_->nodes[node].profile];
 }
 
+bool CostModel::OnRail(const GpuRef& a) const {
+  const int rails = cluster_->rails.count;
+  const std::vector<int>& na = node_model(a.node).NicsOf(a.gpu);
+  return std::any_of(na.begin(), na.end(), [&](int c) { return c >= 0 && c < rails; });
+}
+
+bool CostModel::SameRail(const GpuRef& a, const GpuRef& b) const {
+  if (a.gpu == b.gpu && cluster_->nodes[a.node].profile == cluster_->nodes[b.node].profile) {
+    return OnRail(a);  // the same GPU of the same hardware: the same nearest NICs
+  }
+  const int rails = cluster_->rails.count;
+  const std::vector<int>& nb = node_model(b.node).NicsOf(b.gpu);
+  for (int c : node_model(a.node).NicsOf(a.gpu)) {
+    if (c >= 0 && c < rails && std::find(nb.begin(), nb.end(), c) != nb.end()) return true;
+  }
+  return false;
+}
+
 std::string CostModel::GpuName(const GpuRef& g, bool multi_node) const {
   const std::string& gpu = node_model(g.node).gpu_name(g.gpu);
   return multi_node ? cluster_->nodes[g.node].name + "/" + gpu : gpu;
@@ -455,15 +473,7 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
   auto gpu_factor = [&](const GpuRef& x, const GpuRef& y) {
     if (!rails) return cluster_->Oversubscription(x.node, y.node);
     const topo::Cluster::RailFactors f = cluster_->RailOversubscription(x.node, y.node);
-    const std::vector<int>& nx = node_model(x.node).NicsOf(x.gpu);
-    const std::vector<int>& ny = node_model(y.node).NicsOf(y.gpu);
-    bool on_rail = false;
-    for (int c : nx) {
-      if (c < 0 || c >= cluster_->rails.count) continue;
-      on_rail = true;
-      if (std::find(ny.begin(), ny.end(), c) != ny.end()) return f.same_rail;
-    }
-    return on_rail ? f.cross_rail : f.tree;
+    return SameRail(x, y) ? f.same_rail : OnRail(x) ? f.cross_rail : f.tree;
   };
   auto intra_hop = [&](int a, int b) {
     const GpuRef& ga = gpus[a];

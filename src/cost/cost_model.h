@@ -57,6 +57,12 @@ class CostModel {
   StatusOr<Estimate> Evaluate(Collective collective, std::span<const GpuRef> gpus, double bytes,
                               Algorithm algorithm = Algorithm::kAuto) const;
 
+  // Rails (topo::Cluster::rails): whether GPU a has a nearest NIC on a rail, and whether GPUs a
+  // and b have nearest NICs on one rail (NCCL sends a GPU's network traffic through those NICs).
+  // False on a cluster without rails. O(NICs per GPU²).
+  bool OnRail(const GpuRef& a) const;
+  bool SameRail(const GpuRef& a, const GpuRef& b) const;
+
   const topo::Cluster& cluster() const { return *cluster_; }
   const NodeCostModel& node_model(int node) const;
   const CostTables& tables() const { return tables_; }

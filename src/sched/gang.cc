@@ -75,22 +75,6 @@ struct Candidate {
   int cap = 0;
 };
 
-// Whether two GPUs' nearest NICs include one on the same rail (Cluster::rails).
-bool ShareRail(const cost::CostModel& cost, const RankSlot& a, const RankSlot& b) {
-  const topo::Cluster& cl = cost.cluster();
-  const int rails = cl.rails.count;
-  const std::vector<int>& na = cost.node_model(a.node).NicsOf(a.gpu);
-  if (a.gpu == b.gpu && cl.nodes[a.node].profile == cl.nodes[b.node].profile) {
-    // The same GPU of the same hardware: the same nearest NICs.
-    return std::any_of(na.begin(), na.end(), [&](int c) { return c >= 0 && c < rails; });
-  }
-  const std::vector<int>& nb = cost.node_model(b.node).NicsOf(b.gpu);
-  for (int c : na) {
-    if (c >= 0 && c < rails && std::find(nb.begin(), nb.end(), c) != nb.end()) return true;
-  }
-  return false;
-}
-
 // DP neighbours (ranks r - TP and r: same TP index and stage, consecutive DP indexes) on
 // different nodes: how many pairs there are, and per DP class (TP index + TP·stage) how many of
 // them share no rail (empty when none does). One pass over the ranks, O(world).
@@ -109,7 +93,7 @@ RailPairs CountRailPairs(const cost::CostModel& cost, const job::Layout& l,
     const RankSlot& b = ranks[r];
     if (a.node == b.node) continue;
     ++out.pairs;
-    if (!ShareRail(cost, a, b)) {
+    if (!cost.SameRail({a.node, a.gpu}, {b.node, b.gpu})) {
       if (out.crossed++ == 0) out.crossed_by_class.assign(static_cast<size_t>(l.tp) * l.pp, 0);
       ++out.crossed_by_class[r % l.tp + l.tp * (r / (l.tp * l.dp))];
     }
@@ -294,8 +278,11 @@ class Search {
   // neighbour pair already shares a rail, each node against the nodes before it, then, while DP
   // neighbours still cross rails, each node against all the others (kept only when fewer pairs
   // cross).
-  void AlignToRails(const Plan& plan, const std::vector<NodeRequest>& reqs,
-                    std::vector<RankSlot>& ranks) const;
+  void AlignToRails(const Plan& plan, std::vector<RankSlot>& ranks) const;
+  // What one node of a plan runs: `k` GPUs, TP groups inside it when the mode puts them there.
+  NodeRequest ChunkRequest(int k) const {
+    return NodeRequestFor(job_.layout, k, (mode_ == Mode::kNodeTp && tp_ > 1) ? tp_ : 1);
+  }
   // DP neighbour pairs on different nodes that share no rail, over every DP group.
   int CrossedRailPairs(const std::vector<RankSlot>& ranks) const;
   int DpClass(int rank) const {
@@ -474,11 +461,8 @@ Plan Search::MakePlan(const std::vector<int>& nodes) const {
 std::optional<Placement> Search::Materialize(const Plan& plan) const {
   Placement p;
   int rank = 0;
-  std::vector<NodeRequest> reqs;
   for (const auto& [node, k] : plan.chunks) {
-    const NodeRequest req =
-        NodeRequestFor(job_.layout, k, (mode_ == Mode::kNodeTp && tp_ > 1) ? tp_ : 1);
-    reqs.push_back(req);
+    const NodeRequest req = ChunkRequest(k);
     const NodeSelector& sel = *selectors_[c_.nodes[node].profile];
     if (opt_.plugins.gpus != "cost-model") {
       std::vector<int> order = BaselineGpus(node, k);
@@ -501,7 +485,7 @@ std::optional<Placement> Search::Materialize(const Plan& plan) const {
   if (rank != world_) return std::nullopt;
   if (c_.rails.count > 0 && plan.chunks.size() > 1 && job_.layout.dp > 1 &&
       opt_.plugins.gpus == "cost-model") {
-    AlignToRails(plan, reqs, p.ranks);
+    AlignToRails(plan, p.ranks);
   }
   int base = 0;
   for (const auto& [node, k] : plan.chunks) {
@@ -520,8 +504,7 @@ int Search::CrossedRailPairs(const std::vector<RankSlot>& ranks) const {
   return CountRailPairs(cost_, job_.layout, ranks).crossed;
 }
 
-void Search::AlignToRails(const Plan& plan, const std::vector<NodeRequest>& reqs,
-                          std::vector<RankSlot>& ranks) const {
+void Search::AlignToRails(const Plan& plan, std::vector<RankSlot>& ranks) const {
   const size_t classes = static_cast<size_t>(job_.layout.tp) * job_.layout.pp;
   auto add_rails = [&](std::vector<std::vector<int>>& class_rails, const RankSlot& r) {
     std::vector<int>& rails = class_rails[DpClass(r.rank)];
@@ -546,10 +529,10 @@ void Search::AlignToRails(const Plan& plan, const std::vector<NodeRequest>& reqs
   // Pass 1: each node against the rails of the nodes before it.
   std::vector<std::vector<int>> before(classes);
   int base = 0;
-  for (size_t c = 0; c < plan.chunks.size(); ++c) {
-    const auto [node, k] = plan.chunks[c];
+  for (const auto& [node, k] : plan.chunks) {
     std::vector<int> order = order_of(ranks, base, k);
-    if (base > 0 && AlignRails(node, reqs[c], base, before, order)) apply(ranks, node, base, order);
+    if (base > 0 && AlignRails(node, ChunkRequest(k), base, before, order))
+      apply(ranks, node, base, order);
     for (int i = 0; i < k; ++i) add_rails(before, ranks[base + i]);
     base += k;
   }
@@ -559,14 +542,13 @@ void Search::AlignToRails(const Plan& plan, const std::vector<NodeRequest>& reqs
   // fewer DP neighbours end up on different rails.
   std::vector<RankSlot> next = ranks;
   base = 0;
-  for (size_t c = 0; c < plan.chunks.size(); ++c) {
-    const auto [node, k] = plan.chunks[c];
+  for (const auto& [node, k] : plan.chunks) {
     std::vector<std::vector<int>> others(classes);
     for (const RankSlot& r : next) {
       if (r.node != node) add_rails(others, r);
     }
     std::vector<int> order = order_of(next, base, k);
-    if (AlignRails(node, reqs[c], base, others, order)) apply(next, node, base, order);
+    if (AlignRails(node, ChunkRequest(k), base, others, order)) apply(next, node, base, order);
     base += k;
   }
   if (CrossedRailPairs(next) < crossed) ranks = std::move(next);
@@ -894,8 +876,7 @@ std::optional<Verdict> Search::TrySingleNode(double* score_out, bool* slower) {
   int n_seen = 0;
   int chosen = -1;
   double chosen_ms = std::numeric_limits<double>::infinity();
-  const NodeRequest req =
-      NodeRequestFor(job_.layout, world_, (mode_ == Mode::kNodeTp && tp_ > 1) ? tp_ : 1);
+  const NodeRequest req = ChunkRequest(world_);
   // Distinct (profile, mask) keys that can exist: Σ over allowed profiles of C(gpus, best_free).
   // Once all were seen, the rest of the scan could only find duplicates, so it stops there.
   int64_t possible = 0;

@@ -189,7 +189,7 @@ void HoldAllBut(ClusterState& s, int node, std::initializer_list<int> free) {
   }
 }
 
-int CrossedDpNeighbours(const topo::Cluster& c, const job::JobSpec& j, const Placement& p) {
+int CrossedDpNeighbours(const job::JobSpec& j, const Placement& p) {
   int crossed = 0;
   for (int r = j.layout.tp; r < j.layout.WorldSize(); ++r) {
     if ((r / j.layout.tp) % j.layout.dp == 0) continue;
@@ -197,7 +197,6 @@ int CrossedDpNeighbours(const topo::Cluster& c, const job::JobSpec& j, const Pla
     const RankSlot& b = p.ranks[r];
     if (a.node != b.node && a.nic != b.nic) ++crossed;
   }
-  (void)c;
   return crossed;
 }
 
@@ -215,7 +214,7 @@ TEST(Gang, DpPeersOnDifferentNodesShareARail) {
   ASSERT_TRUE(v.fit()) << v.Explain();
   const Placement& p = *v.placement;
   ASSERT_EQ(p.parts.size(), 2u) << v.Explain();
-  EXPECT_EQ(CrossedDpNeighbours(c, j, p), 0) << v.Explain();
+  EXPECT_EQ(CrossedDpNeighbours(j, p), 0) << v.Explain();
   EXPECT_NE(p.explanation.find("DP neighbours across nodes on one rail: 2/2"), std::string::npos)
       << p.explanation;
   // Peers on two rails would climb the 2:1 leaf uplink: twice the time.
@@ -240,7 +239,7 @@ TEST(Gang, CrossedDpGroupsArePricedNotOnlyRankZeros) {
   Verdict v = Placer(c).Place(s, j);
   ASSERT_TRUE(v.fit()) << v.Explain();
   const Placement& p = *v.placement;
-  EXPECT_EQ(CrossedDpNeighbours(c, j, p), 2) << v.Explain();
+  EXPECT_EQ(CrossedDpNeighbours(j, p), 2) << v.Explain();
   EXPECT_NE(p.explanation.find("on one rail: 2/4"), std::string::npos) << p.explanation;
   auto cost = cost::CostModel(c);
   double rank0 = 0, crossed = 0;
