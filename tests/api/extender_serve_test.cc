@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "api/api_testing.h"
+#include "api/extender_testing.h"
 #include "api/server.h"
 #include "api/service.h"
 #include "sched/cluster_state.h"
@@ -25,27 +26,15 @@ namespace toposched::api {
 namespace {
 
 using nlohmann::json;
+using testing_api::Pod;
 
 constexpr const char* kToken = "extender-serve-token-0123456789";
 constexpr int64_t kTimeoutUs = int64_t{300} * 1000 * 1000;
 
-json Pod(const std::string& name, int gpus, const std::map<std::string, std::string>& labels,
-         const std::map<std::string, std::string>& annotations) {
-  json pod = {{"kind", "Pod"},
-              {"apiVersion", "v1"},
-              {"metadata", {{"name", name}, {"namespace", "ml"}, {"uid", "uid-" + name}}},
-              {"spec",
-               {{"containers",
-                 {{{"name", "trainer"},
-                   {"resources", {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}}}}}};
-  if (!labels.empty()) pod["metadata"]["labels"] = labels;
-  if (!annotations.empty()) pod["metadata"]["annotations"] = annotations;
-  return pod;
-}
-
 // Rank `rank` of the 16-pod gang ml/llama (8 GPUs a pod, TP 8 x DP 16).
 json GangPod(int rank) {
-  return Pod("llama-" + std::to_string(rank), 8,
+  const std::string name = "llama-" + std::to_string(rank);
+  return Pod(name, "uid-" + name, 8,
              {{"toposched.io/pod-group", "llama"},
               {"batch.kubernetes.io/job-completion-index", std::to_string(rank)}},
              {{"toposched.io/group-size", "16"},
@@ -206,14 +195,7 @@ class ExtenderServeTest : public ::testing::Test {
 TEST_F(ExtenderServeTest, SixteenPodGangLandsWhereTheGangPlacementSaid) {
   // What the gang placer decides for the whole job on the empty cluster.
   auto placer = sched::GangPlacer::Create(*cluster_).value();
-  job::JobSpec spec;
-  spec.name = "llama";
-  spec.replicas = 16;
-  spec.gpus_per_replica = 8;
-  spec.layout.tp = 8;
-  spec.layout.dp = 16;
-  spec.model_params = 70e9;
-  ASSERT_TRUE(spec.Normalize().ok());
+  const job::JobSpec spec = testing_api::LlamaGangSpec();
   sched::Verdict want = placer->Place(sched::ClusterState::Create(*cluster_).value(), spec);
   ASSERT_TRUE(want.fit()) << want.Explain();
 
@@ -431,7 +413,7 @@ TEST_F(ExtenderServeTest, ConcurrentRestAndPodsNeverShareAGpuAndReplayToTheSameS
         for (int rank = 0; rank < 2; ++rank) {
           const std::string name = group + "-" + std::to_string(rank);
           const json pod = Pod(
-              name, 4,
+              name, "uid-" + name, 4,
               {{"toposched.io/pod-group", group}, {"toposched.io/pod-index", std::to_string(rank)}},
               {{"toposched.io/group-size", "2"}});
           auto f = cli.Post("/extender/filter", json{{"Pod", pod}, {"NodeNames", all_}}.dump(),
@@ -495,7 +477,7 @@ TEST(ExtenderServeBinary, VerbsOnTheServedInstance) {
   ASSERT_TRUE(serve.Start()) << serve.log(0);
   std::vector<std::string> all;
   for (const auto& n : toposched::testing::H100Cluster().nodes) all.push_back(n.name);
-  const json pod = Pod("solo", 8, {}, {});
+  const json pod = Pod("solo", "uid-solo", 8);
   std::string node;
   {
     httplib::Client cli("127.0.0.1", serve.port());
@@ -546,8 +528,8 @@ TEST(ExtenderServeBinary, VerbsOnTheServedInstance) {
   ASSERT_TRUE(serve.Start()) << serve.log(3);
   {
     httplib::Client cli("127.0.0.1", serve.port());
-    const json duo =
-        Pod("duo-0", 4, {{"example.com/gang", "duo"}}, {{"toposched.io/group-size", "2"}});
+    const json duo = Pod("duo-0", "uid-duo-0", 4, {{"example.com/gang", "duo"}},
+                         {{"toposched.io/group-size", "2"}});
     auto f = cli.Post("/extender/filter", json{{"Pod", duo}, {"NodeNames", all}}.dump(),
                       "application/json");
     ASSERT_TRUE(f && f->status == 200);

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "api/extender_testing.h"
 #include "sched/cluster_state.h"
 #include "sched/gang.h"
 #include "testing/clusters.h"
@@ -22,6 +23,7 @@ namespace toposched::api {
 namespace {
 
 using nlohmann::json;
+using testing_api::Pod;
 
 const std::string kData = std::string(TS_SOURCE_DIR) + "/tests/api/testdata/extender/";
 
@@ -66,21 +68,6 @@ class ExtenderTest : public ::testing::Test {
   std::unique_ptr<sched::GangPlacer> placer_;
   int64_t now_us_ = 1'000'000;
 };
-
-json Pod(const std::string& name, const std::string& uid, int gpus,
-         const std::map<std::string, std::string>& labels = {},
-         const std::map<std::string, std::string>& annotations = {}) {
-  json pod = {{"kind", "Pod"},
-              {"apiVersion", "v1"},
-              {"metadata", {{"name", name}, {"namespace", "ml"}, {"uid", uid}}},
-              {"spec",
-               {{"containers",
-                 {{{"name", "trainer"},
-                   {"resources", {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}}}}}};
-  if (!labels.empty()) pod["metadata"]["labels"] = labels;
-  if (!annotations.empty()) pod["metadata"]["annotations"] = annotations;
-  return pod;
-}
 
 json NodeObject(const std::string& name) {
   return {{"kind", "Node"},
@@ -159,14 +146,7 @@ TEST_P(GangTest, SixteenPodsLandWhereTheGangPlacementSaid) {
   const GangCase& c = GetParam();
   const sched::ClusterState initial = Occupied();
   // What the gang placer decides for the whole job on this occupancy.
-  job::JobSpec spec;
-  spec.name = "llama";
-  spec.replicas = 16;
-  spec.gpus_per_replica = 8;
-  spec.layout.tp = 8;
-  spec.layout.dp = 16;
-  spec.model_params = 70e9;
-  ASSERT_TRUE(spec.Normalize().ok());
+  const job::JobSpec spec = testing_api::LlamaGangSpec();
   sched::Verdict expected = placer_->Place(initial, spec);
   ASSERT_TRUE(expected.fit()) << expected.Explain();
   const sched::Placement& want = *expected.placement;
