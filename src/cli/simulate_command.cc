@@ -30,6 +30,10 @@ struct SimulateArgs {
   double failures_per_gpu_day = -1;
   double repair_hours = 3;
   double fill = 0;
+  std::string runtime_model = "step";
+  bool comm_fraction_given = false;
+  double load = 0;  // 0 = the trace's own arrival times
+  int seeds = 1;
 };
 
 // The trace format from the header line when --trace-format is not given.
@@ -51,6 +55,25 @@ int RunSimulate(const SimulateArgs& a) {
   if (!policies.ok()) return Fail(policies.status().WithPrefix("--policy"));
   if (a.max_jobs < 0) return Fail(InvalidArgumentError("--max-jobs: must be >= 0"));
   sim::SimOptions opts;
+  if (a.runtime_model == "step") {
+    opts.runtime_model = sim::RuntimeModel::kStep;
+    if (a.comm_fraction_given) {
+      return Fail(InvalidArgumentError(
+          "--comm-fraction: applies only to --runtime-model comm-fraction (the step model "
+          "derives each job's communication share from its model and placement)"));
+    }
+  } else if (a.runtime_model == "comm-fraction") {
+    opts.runtime_model = sim::RuntimeModel::kCommFraction;
+  } else {
+    return Fail(InvalidArgumentError("--runtime-model: expected step or comm-fraction, got \"" +
+                                     a.runtime_model + "\""));
+  }
+  if (a.seeds < 1 || a.seeds > 1000) {
+    return Fail(InvalidArgumentError("--seeds: must be in [1, 1000]"));
+  }
+  if (a.load != 0 && !(a.load > 0 && a.load <= 100)) {
+    return Fail(InvalidArgumentError("--load: must be in (0, 100]"));
+  }
   opts.seed = a.seed;
   opts.comm_fraction = a.comm_fraction;
   opts.failures = a.failures;
@@ -66,22 +89,35 @@ int RunSimulate(const SimulateArgs& a) {
   cluster->Finalize();
   auto trace = sim::ReadTraceFile(a.trace, *format, a.max_jobs);
   if (!trace.ok()) return Fail(trace.status());
+  if (a.load > 0) {
+    const double before = sim::OfferedLoad(*trace, cluster->TotalGpus());
+    if (Status s = sim::ScaleToLoad(*trace, cluster->TotalGpus(), a.load); !s.ok()) {
+      return Fail(s.WithPrefix("--load"));
+    }
+    std::printf("offered load %.3f -> %.3f (inter-arrival times x %.4f)\n", before, a.load,
+                before / a.load);
+  }
 
   std::vector<sim::SimResult> results;
   for (const std::string& p : *policies) {
-    auto placer = sim::PlacerOptionsFor(p);
-    if (!placer.ok()) return Fail(placer.status());
-    const auto t0 = std::chrono::steady_clock::now();
-    auto r = sim::Simulate(*cluster, *trace, p, *placer, opts);
-    const double wall_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (!r.ok()) return Fail(r.status().WithPrefix("policy " + p));
-    std::printf("%-11s %zu jobs, %lld events, %lld passes in %.2f s (%.0f events/s)%s\n", p.c_str(),
-                trace->jobs.size(), static_cast<long long>(r->events),
-                static_cast<long long>(r->passes), wall_s,
-                wall_s > 0 ? static_cast<double>(r->events) / wall_s : 0.0,
-                r->all_free_at_end ? "" : "  [GPUs still held at the end]");
-    results.push_back(std::move(r).value());
+    for (int k = 0; k < a.seeds; ++k) {
+      auto placer = sim::PlacerOptionsFor(p);
+      if (!placer.ok()) return Fail(placer.status());
+      placer->seed = a.seed + static_cast<uint64_t>(k);
+      sim::SimOptions seeded = opts;
+      seeded.seed = a.seed + static_cast<uint64_t>(k);
+      const auto t0 = std::chrono::steady_clock::now();
+      auto r = sim::Simulate(*cluster, *trace, p, *placer, seeded);
+      const double wall_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (!r.ok()) return Fail(r.status().WithPrefix("policy " + p));
+      std::printf("%-11s %zu jobs, %lld events, %lld passes in %.2f s (%.0f events/s)%s\n",
+                  p.c_str(), trace->jobs.size(), static_cast<long long>(r->events),
+                  static_cast<long long>(r->passes), wall_s,
+                  wall_s > 0 ? static_cast<double>(r->events) / wall_s : 0.0,
+                  r->all_free_at_end ? "" : "  [GPUs still held at the end]");
+      results.push_back(std::move(r).value());
+    }
   }
 
   sim::ReportInfo info;
@@ -126,8 +162,19 @@ void RegisterSimCommands(CLI::App& app, int& rc) {
   cmd->add_option("--seed", a->seed, "seed of the random draws (failures, --fill)");
   cmd->add_option("--out", a->out, "report directory (default sim-report)");
   cmd->add_option("--max-jobs", a->max_jobs, "simulate only the first N jobs of the trace");
+  cmd->add_option("--runtime-model", a->runtime_model,
+                  "step (default: each job's step time from its model, layout, placement and "
+                  "link contention) | comm-fraction (the earlier fixed-share rule)");
   cmd->add_option("--comm-fraction", a->comm_fraction,
-                  "communication share of a step on the ideal placement (default 0.10)");
+                  "with --runtime-model comm-fraction: communication share of a step on the "
+                  "ideal placement (default 0.10)")
+      ->each([a](const std::string&) { a->comm_fraction_given = true; });
+  cmd->add_option("--load", a->load,
+                  "scale inter-arrival times so that the offered load (GPU time asked / GPU "
+                  "time available over the arrival span) is X, e.g. 0.7");
+  cmd->add_option("--seeds", a->seeds,
+                  "run each policy with seeds SEED..SEED+N-1; report.json gives means and 95% "
+                  "half-widths (*_ci95)");
   cmd->add_flag("--failures", a->failures,
                 "simulate GPU and node failures (default rate: Llama 3, 419 on 16,384 GPUs in "
                 "54 days)");

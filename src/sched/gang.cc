@@ -12,6 +12,7 @@
 
 #include "sched/pair_score.h"
 #include "sched/rank_order.h"
+#include "sched/scatter.h"
 
 namespace toposched::sched {
 
@@ -201,22 +202,6 @@ std::string PlacementShapeKey(const job::JobSpec& j) {
 }
 
 namespace {
-
-const std::string& NodeGpuModel(const topo::NodeTopology& t) {
-  static const std::string kEmpty;
-  if (!t.gpu_model.empty()) return t.gpu_model;
-  return t.gpus.empty() ? kEmpty : t.gpus[0].model;
-}
-
-bool HasRdma(const topo::NodeTopology& t) {
-  for (const topo::Nic& n : t.nics) {
-    if (n.health == topo::Health::kUnhealthy) continue;
-    if (n.link_layer == topo::LinkLayer::kInfiniBand || n.link_layer == topo::LinkLayer::kRoCE) {
-      return true;
-    }
-  }
-  return false;
-}
 
 // State of one Place call on one ClusterState.
 class Search {
@@ -1756,6 +1741,22 @@ Verdict Search::RunWhole() {
 
 }  // namespace
 
+const std::string& NodeGpuModel(const topo::NodeTopology& t) {
+  static const std::string kEmpty;
+  if (!t.gpu_model.empty()) return t.gpu_model;
+  return t.gpus.empty() ? kEmpty : t.gpus[0].model;
+}
+
+bool HasRdma(const topo::NodeTopology& t) {
+  for (const topo::Nic& n : t.nics) {
+    if (n.health == topo::Health::kUnhealthy) continue;
+    if (n.link_layer == topo::LinkLayer::kInfiniBand || n.link_layer == topo::LinkLayer::kRoCE) {
+      return true;
+    }
+  }
+  return false;
+}
+
 Status ScorePlacement(const cost::CostModel& cost, const job::Layout& l, Placement& p) {
   auto refs = [&](const std::vector<int>& ranks) {
     std::vector<cost::GpuRef> out;
@@ -1849,7 +1850,13 @@ Status PlacementPlugins::Validate() const {
                                 ")");
   };
   RETURN_IF_ERROR(one_of("domain", domain, {"lowest-level", "cluster"}));
-  RETURN_IF_ERROR(one_of("nodes", nodes, {"best-fit", "least-allocated", "in-order"}));
+  RETURN_IF_ERROR(
+      one_of("nodes", nodes, {"best-fit", "least-allocated", "in-order", "spread", "random"}));
+  if ((nodes == "spread" || nodes == "random") && (gpus != "first-free" || refine != "none")) {
+    return InvalidArgumentError("plugins.nodes \"" + nodes +
+                                "\" places GPU by GPU: it needs gpus \"first-free\" and refine "
+                                "\"none\"");
+  }
   RETURN_IF_ERROR(one_of("gpus", gpus, {"cost-model", "pair-score", "first-free"}));
   RETURN_IF_ERROR(one_of("refine", refine, {"local-search", "none"}));
   RETURN_IF_ERROR(
@@ -1882,7 +1889,9 @@ Status GangPlacerOptions::Validate() const {
 }
 
 GangPlacer::GangPlacer(const topo::Cluster& cluster, Options options)
-    : cluster_(&cluster), options_(std::move(options)) {}
+    : cluster_(&cluster), options_(std::move(options)) {
+  scatter_ = options_.plugins.nodes == "spread" ? 1 : options_.plugins.nodes == "random" ? 2 : 0;
+}
 
 StatusOr<std::unique_ptr<GangPlacer>> GangPlacer::Create(const topo::Cluster& cluster,
                                                          Options options) {
@@ -1933,6 +1942,29 @@ Status GangPlacer::Rescore(const job::JobSpec& job, Placement& p) const {
 }
 
 Verdict GangPlacer::PlaceOn(const ClusterState& state, const job::JobSpec& job) const {
+  const bool one_pod = job.Fractional() ||
+                       job.constraints.job.mode == job::ConstraintMode::kRequired ||
+                       job.constraints.tp.mode == job::ConstraintMode::kRequired;
+  if (scatter_ != 0 && !one_pod) {
+    Verdict v;
+    std::optional<Placement> p =
+        PlaceScattered(*cost_, state, job,
+                       scatter_ == 1 ? ScatterRule::kSpread : ScatterRule::kRandom, options_.seed);
+    if (p) {
+      v.kind = VerdictKind::kFit;
+      v.placement = std::move(p);
+    } else {
+      v.reasons.push_back("fewer than " + std::to_string(job.total_gpus) +
+                          " free GPUs pass the job's filters");
+    }
+    return v;
+  }
+  if (scatter_ != 0) {
+    Options pod = options_;
+    pod.plugins.nodes = "least-allocated";
+    Search s(*cluster_, state, job, pod, *cost_, selectors_, *index_, *baseline_);
+    return s.Run();
+  }
   Search s(*cluster_, state, job, options_, *cost_, selectors_, *index_, *baseline_);
   return s.Run();
 }

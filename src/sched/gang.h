@@ -90,7 +90,10 @@ struct ScoreWeight {
 //   nodes: how GPUs are taken from the nodes of the chosen domain. "best-fit" — while the rest
 //     fits on one node take the fullest such node, else the emptiest node whole; "least-
 //     allocated" — emptiest nodes first (kube-scheduler's default spread); "in-order" — node
-//     order (Slurm's node list order), each node as far as it goes.
+//     order (Slurm's node list order), each node as far as it goes; "spread" / "random" — the
+//     job's GPUs one at a time, topology ignored (sched/scatter.h), with gpus "first-free" and
+//     refine "none" (a job with a required job or TP level, or a fractional one, is placed as
+//     "least-allocated" would: one pod cannot be split).
 //   gpus: which GPUs of a node. "cost-model" — NodeSelector's exact optimum under the cost
 //     model; on a cluster with rails, a multi-node job's ranks are then aligned node by node:
 //     among reorderings of the set and other free sets of the node that are no slower inside
@@ -132,6 +135,11 @@ struct PlacementPlugins {
   Status Validate() const;
 };
 
+// The filters' views of a node: its GPU model (node-wide, else its first GPU's; "" when
+// unknown) and whether a healthy NIC speaks InfiniBand or RoCE.
+const std::string& NodeGpuModel(const topo::NodeTopology& t);
+bool HasRdma(const topo::NodeTopology& t);
+
 // The score every placement gets: dp_ms (AllReduce of dp_bytes over rank 0's DP group; on a
 // cluster with rails the slower of that and the DP group with the most neighbours (consecutive
 // DP indexes) on different nodes whose nearest NICs share no rail), tp_ms
@@ -156,6 +164,8 @@ struct GangPlacerOptions {
   int max_refine_evaluations = 32;
   int max_refine_nodes = 32;
   NodeSelectOptions node_select;
+  // Seeds the "random" node rule's draws (with the job's name and the free GPU count).
+  uint64_t seed = 1;
   // InvalidArgument unless the plugins are known with finite weights ≥ 0, the limits are in
   // [1, 1024] (max_refine_evaluations in [0, 100000]) and node_select is valid.
   Status Validate() const;
@@ -219,6 +229,7 @@ class GangPlacer {
   std::shared_ptr<detail::BaselineCache> baseline_;
   mutable std::mutex mu_;
   mutable std::map<std::string, Verdict> best_;  // job shape → verdict on the empty cluster
+  int scatter_ = 0;  // plugins.nodes: 0 = a gang plugin, 1 = "spread", 2 = "random"
 };
 
 }  // namespace toposched::sched

@@ -4,7 +4,8 @@ namespace toposched::sched {
 
 const std::vector<std::string>& PolicyNames() {
   static const std::vector<std::string> kNames = {"toposched",  "first-fit", "best-fit",
-                                                  "pair-score", "kueue-tas", "slurm-tree"};
+                                                  "pair-score", "kueue-tas", "slurm-tree",
+                                                  "spread",     "random"};
   return kNames;
 }
 
@@ -30,6 +31,10 @@ StatusOr<GangPlacerOptions> PolicyOptions(std::string_view name) {
   } else if (name == "kueue-tas") {
     p.domain = "lowest-level";
     p.nodes = "best-fit";
+  } else if (name == "spread" || name == "random") {
+    p.domain = "cluster";
+    p.nodes = std::string(name);
+    p.shares = "least-allocated";
   } else if (name == "slurm-tree") {
     p.domain = "lowest-level";
     p.nodes = "in-order";

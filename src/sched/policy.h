@@ -13,7 +13,8 @@
 
 namespace toposched::sched {
 
-// "toposched", "first-fit", "best-fit", "pair-score", "kueue-tas", "slurm-tree", in this order.
+// "toposched", "first-fit", "best-fit", "pair-score", "kueue-tas", "slurm-tree", "spread",
+// "random", in this order.
 const std::vector<std::string>& PolicyNames();
 
 // The placer options of a named policy:
@@ -27,6 +28,9 @@ const std::vector<std::string>& PolicyNames();
 //               level, no cost model; lowest-numbered free GPUs
 //   slurm-tree  Slurm topology/tree: the lowest switch that holds the job (best fit), its nodes
 //               in node order, lowest-numbered free GPUs
+//   spread      kube-scheduler with the NVIDIA device plugin and one pod per GPU, no topology:
+//               each GPU on the node with the most free GPUs (LeastAllocated), any nodes
+//   random      each GPU a uniformly drawn free GPU of the cluster (GangPlacerOptions::seed)
 // Fractional jobs (PlacementPlugins::shares): toposched "gpu-best-fit" (the tightest shared GPU
 // cluster-wide; a new GPU only when none has room); first-fit "least-allocated" (spread);
 // best-fit, pair-score, kueue-tas "node-best-fit" (the fullest node, then the tightest GPU on

@@ -181,6 +181,137 @@ std::string DurationLabel(double s) {
 
 }  // namespace
 
+const std::vector<std::pair<const char*, double PolicySummary::*>>& SeededFigures() {
+  static const std::vector<std::pair<const char*, double PolicySummary::*>> kFigures = {
+      {"mean_jct", &PolicySummary::mean_jct_s},
+      {"p50_jct", &PolicySummary::p50_jct_s},
+      {"p99_jct", &PolicySummary::p99_jct_s},
+      {"mean_queue", &PolicySummary::mean_queue_s},
+      {"makespan", &PolicySummary::makespan_s},
+      {"gpu_time_weighted_jct", &PolicySummary::gpu_time_weighted_jct_s},
+      {"multi_gpu_mean_jct", &PolicySummary::multi_gpu_mean_jct_s},
+      {"multi_node_mean_jct", &PolicySummary::multi_node_mean_jct_s},
+      {"gpu_utilization", &PolicySummary::gpu_utilization},
+      {"useful_utilization", &PolicySummary::useful_utilization},
+      {"mean_comm_slowdown", &PolicySummary::mean_comm_slowdown},
+      {"contention_slowdown", &PolicySummary::contention_slowdown},
+      {"mean_fragmentation", &PolicySummary::mean_fragmentation},
+  };
+  return kFigures;
+}
+
+namespace {
+
+int BucketOf(int gpus) {
+  return gpus <= 1 ? 0 : gpus <= 8 ? 1 : gpus <= 64 ? 2 : gpus <= 256 ? 3 : 4;
+}
+
+// The job-level figures beyond the classic ones: weighted JCT, multi-GPU and multi-node means,
+// contention, and the per-size buckets.
+void SummarizeJobs(const SimResult& r, PolicySummary& s) {
+  static const char* const kNames[] = {"1", "2-8", "9-64", "65-256", "257+"};
+  std::vector<PolicySummary::Bucket> b(5);
+  std::vector<double> slow(5, 0.0);
+  for (int k = 0; k < 5; ++k) b[k].name = kNames[k];
+  double w_sum = 0, wjct = 0, mg_sum = 0, mn_sum = 0, c_area = 0, c_time = 0;
+  int mg = 0, mn = 0;
+  for (const JobOutcome& j : r.jobs) {
+    if (j.end_us < 0) continue;
+    const double jct = static_cast<double>(j.end_us - j.submit_us) / kUsPerS;
+    const double w = j.gpus * (j.gpu_milli / 1000.0) * static_cast<double>(j.ideal_us);
+    w_sum += w;
+    wjct += w * jct;
+    if (j.gpus >= 2) {
+      mg_sum += jct;
+      ++mg;
+    }
+    if (j.multi_node) {
+      mn_sum += jct;
+      ++mn;
+      const double run = static_cast<double>(j.ideal_us) * j.comm_slowdown;
+      c_area += run * j.contention_slowdown;
+      c_time += run;
+    }
+    PolicySummary::Bucket& k = b[BucketOf(j.gpus)];
+    ++k.jobs;
+    k.mean_jct_s += jct;
+    k.mean_queue_s += static_cast<double>(j.first_start_us - j.submit_us) / kUsPerS;
+    slow[BucketOf(j.gpus)] += j.comm_slowdown;
+  }
+  for (int k = 0; k < 5; ++k) {
+    if (b[k].jobs == 0) continue;
+    b[k].mean_jct_s /= b[k].jobs;
+    b[k].mean_queue_s /= b[k].jobs;
+    b[k].mean_comm_slowdown = slow[k] / b[k].jobs;
+  }
+  s.by_size = std::move(b);
+  s.gpu_time_weighted_jct_s = w_sum > 0 ? wjct / w_sum : 0;
+  s.multi_gpu_mean_jct_s = mg > 0 ? mg_sum / mg : 0;
+  s.multi_node_mean_jct_s = mn > 0 ? mn_sum / mn : 0;
+  s.contention_slowdown = c_time > 0 ? c_area / c_time : 1.0;
+}
+
+// Two-sided 95% Student t quantile for n − 1 degrees of freedom (n ≥ 2); the normal 1.96
+// beyond 30 (standard tables).
+double T975(int n) {
+  static const double kT[] = {0,     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365,
+                              2.306, 2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+                              2.120, 2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069,
+                              2.064, 2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
+  const int df = n - 1;
+  return df >= 1 && df <= 30 ? kT[df] : 1.96;
+}
+
+}  // namespace
+
+PolicySummary Summarize(const SimResult& r);
+
+namespace {
+
+// Results in first-appearance order of their policy; several per policy when run with seeds.
+std::vector<std::pair<std::string, std::vector<PolicySummary>>> GroupByPolicy(
+    const std::vector<SimResult>& results) {
+  std::vector<std::pair<std::string, std::vector<PolicySummary>>> g;
+  for (const SimResult& r : results) {
+    auto it = std::find_if(g.begin(), g.end(), [&](const auto& e) { return e.first == r.policy; });
+    if (it == g.end()) {
+      g.emplace_back(r.policy, std::vector<PolicySummary>{});
+      it = g.end() - 1;
+    }
+    it->second.push_back(Summarize(r));
+  }
+  return g;
+}
+
+// The first seed's summary with every SeededFigures figure replaced by its mean over the seeds.
+PolicySummary MeanOverSeeds(const std::vector<PolicySummary>& runs) {
+  PolicySummary m = runs.front();
+  for (const auto& [name, field] : SeededFigures()) {
+    double t = 0;
+    for (const PolicySummary& r : runs) t += r.*field;
+    m.*field = t / static_cast<double>(runs.size());
+  }
+  return m;
+}
+
+// `"<name>_ci95[_s]": half-width` per SeededFigures figure (0 for one seed).
+void WriteCi(std::ostringstream& o, const std::vector<PolicySummary>& runs) {
+  const int n = static_cast<int>(runs.size());
+  for (const auto& [name, field] : SeededFigures()) {
+    double mean = 0, var = 0;
+    for (const PolicySummary& r : runs) mean += r.*field;
+    mean /= n;
+    for (const PolicySummary& r : runs) var += (r.*field - mean) * (r.*field - mean);
+    const double half = n >= 2 ? T975(n) * std::sqrt(var / (n - 1)) / std::sqrt(n) : 0.0;
+    const std::string key = std::string(name);
+    const bool seconds =
+        key.find("jct") != std::string::npos || key == "mean_queue" || key == "makespan";
+    o << ", \"" << key << "_ci95" << (seconds ? "_s" : "") << "\": " << Fixed(half, 6);
+  }
+}
+
+}  // namespace
+
 PolicySummary Summarize(const SimResult& r) {
   PolicySummary s;
   s.policy = r.policy;
@@ -223,6 +354,7 @@ PolicySummary Summarize(const SimResult& r) {
   }
   s.mean_comm_slowdown = slow_n > 0 ? slow_sum / slow_n : 1.0;
   s.mean_fragmentation = r.mean_fragmentation;
+  SummarizeJobs(r, s);
   s.failures = r.failures;
   s.failures_survived = r.failures_survived;
   s.jobs_interrupted = r.jobs_interrupted;
@@ -248,8 +380,10 @@ std::string ReportJson(const ReportInfo& info, const std::vector<SimResult>& res
     << "  \"policies_distinct\": " << (info.policies_distinct ? "true" : "false") << ",\n"
     << "  \"failures_simulated\": " << (info.failures ? "true" : "false") << ",\n"
     << "  \"policies\": {";
-  for (size_t i = 0; i < results.size(); ++i) {
-    const PolicySummary s = Summarize(results[i]);
+  const auto groups = GroupByPolicy(results);
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const std::vector<PolicySummary>& runs = groups[i].second;
+    const PolicySummary s = MeanOverSeeds(runs);
     o << (i ? "," : "") << "\n    " << JsonString(s.policy) << ": {"
       << "\"jobs\": " << s.jobs << ", \"mean_jct_s\": " << Fixed(s.mean_jct_s, 3)
       << ", \"p50_jct_s\": " << Fixed(s.p50_jct_s, 3)
@@ -266,7 +400,22 @@ std::string ReportJson(const ReportInfo& info, const std::vector<SimResult>& res
       << ", \"useful_utilization\": " << Fixed(s.useful_utilization, 6)
       << ", \"gpu_allocation_milli\": " << Fixed(s.gpu_allocation_milli, 6)
       << ", \"final_gpu_allocation_milli\": " << Fixed(s.final_gpu_allocation_milli, 6)
-      << ", \"refused\": " << s.refused << "}";
+      << ", \"refused\": " << s.refused
+      << ", \"gpu_time_weighted_jct_s\": " << Fixed(s.gpu_time_weighted_jct_s, 3)
+      << ", \"multi_gpu_mean_jct_s\": " << Fixed(s.multi_gpu_mean_jct_s, 3)
+      << ", \"multi_node_mean_jct_s\": " << Fixed(s.multi_node_mean_jct_s, 3)
+      << ", \"contention_slowdown\": " << Fixed(s.contention_slowdown, 6)
+      << ", \"seeds\": " << runs.size();
+    WriteCi(o, runs);
+    o << ", \"by_size\": {";
+    for (size_t k = 0; k < s.by_size.size(); ++k) {
+      const PolicySummary::Bucket& b = s.by_size[k];
+      o << (k ? ", " : "") << JsonString(b.name) << ": {\"jobs\": " << b.jobs
+        << ", \"mean_jct_s\": " << Fixed(b.mean_jct_s, 3)
+        << ", \"mean_queue_s\": " << Fixed(b.mean_queue_s, 3)
+        << ", \"mean_comm_slowdown\": " << Fixed(b.mean_comm_slowdown, 6) << "}";
+    }
+    o << "}}";
   }
   o << "\n  }\n}\n";
   return o.str();

@@ -49,7 +49,24 @@ struct PolicySummary {
   double final_gpu_allocation_milli = 0;  // SimResult::final_gpu_allocation_milli
   int refused = 0;                        // fill experiment: jobs that could not be placed
   int failures = 0, jobs_interrupted = 0, failures_survived = 0, preemptions = 0;
+  // Σ GPUs · ideal · JCT / Σ GPUs · ideal over completed jobs: JCT weighted by GPU time.
+  double gpu_time_weighted_jct_s = 0;
+  double multi_gpu_mean_jct_s = 0;   // completed jobs of ≥ 2 GPUs
+  double multi_node_mean_jct_s = 0;  // completed jobs whose last run spanned nodes
+  // Time-averaged contention slowdown of completed multi-node jobs (weighted by run time).
+  double contention_slowdown = 1;
+  // Per job-size bucket (GPUs): "1", "2-8", "9-64", "65-256", "257+".
+  struct Bucket {
+    std::string name;
+    int jobs = 0;
+    double mean_jct_s = 0, mean_queue_s = 0, mean_comm_slowdown = 1;
+  };
+  std::vector<Bucket> by_size;
 };
+
+// The figures that report.json gives with a 95% confidence half-width over seeds (when a
+// policy was run with several seeds): name and member.
+const std::vector<std::pair<const char*, double PolicySummary::*>>& SeededFigures();
 
 // Percentiles are nearest-rank over completed jobs; JCT = end − submit, queue = first start −
 // submit; makespan = last end − first submit.

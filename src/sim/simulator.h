@@ -1,11 +1,14 @@
 // Discrete-event simulation of a trace on a cluster: a virtual clock (int64 µs) drives the very
 // same sched::Scheduler as the daemon (Submit at arrival, Complete at the end of a run, Tick and
-// one Schedule pass at every instant where something happened). A job's run time is the trace
-// duration stretched by the communication part of its step on the placement it got (see
-// CommSlowdown). Knows nothing of the CLI, files or report formats (sim/report.h writes those).
+// one Schedule pass at every instant where something happened). A running job advances at ideal
+// step time / current step time (sim/step_model.h: compute + exposed communication of its own
+// layout on its placement, network parts slowed by the links it shares with other jobs,
+// sim/link_model.h), recomputed whenever the running set changes; the trace duration is its run
+// time at ideal speed. Knows nothing of the CLI, files or report formats (sim/report.h).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,9 +19,17 @@
 
 namespace toposched::sim {
 
+// How a job's run time follows its placement.
+//   kStep: the step-time model (default): progress at ideal step / current step, contention on
+//     shared links, recomputed whenever the running set changes.
+//   kCommFraction: the earlier rule, kept to reproduce old tables: run time = duration ·
+//     CommSlowdown(comm_fraction, predicted_ms, reference predicted_ms), fixed at the start.
+enum class RuntimeModel { kStep, kCommFraction };
+
 struct SimOptions {
-  // Fraction f of a step spent in communication on the ideal placement (docs/simulator.md;
-  // measured median 0.10 in the Pollux throughput profiles). In [0, 1].
+  RuntimeModel runtime_model = RuntimeModel::kStep;
+  // kCommFraction only: fraction f of a step spent in communication on the ideal placement
+  // (docs/simulator.md; measured median 0.10 in the Pollux throughput profiles). In [0, 1].
   double comm_fraction = 0.10;
   uint64_t seed = 1;
   // Unexpected interruptions drawn as a Poisson process over the cluster's GPUs, reported to the
@@ -59,8 +70,14 @@ struct JobOutcome {
   int64_t first_start_us = -1;  // -1: never started
   int64_t end_us = -1;          // -1: not finished when the simulation stopped
   int64_t ideal_us = 0;         // the trace duration: run time on an ideal placement
-  double comm_slowdown = 1.0;   // of its last run
-  int gpu_milli = 1000;         // < 1000: a fractional job (a share of one GPU)
+  // Wall time of its last run / ideal_us: the stretch of its placement and the contention it
+  // met (below 1 when its placement beat the reference).
+  double comm_slowdown = 1.0;
+  // Time average over its last run of step time with contention / step time without (1 for a
+  // job on no shared link).
+  double contention_slowdown = 1.0;
+  bool multi_node = false;  // its last run spanned nodes
+  int gpu_milli = 1000;     // < 1000: a fractional job (a share of one GPU)
   int preemptions = 0;
   int failures = 0;  // runs of this job stopped by a failure
 };
@@ -82,8 +99,8 @@ struct SimResult {
   int refused = 0;                         // fill mode: jobs that could not be placed
   std::vector<double> utilization_series;  // busy fraction per bin of bin_us
   int64_t bin_us = 0;
-  // Time-averaged fraction of the cluster's GPUs that are free while some job waits yet sit on
-  // nodes with fewer free GPUs than the smallest replica of any waiting job (0 while nobody waits).
+  // Time average of ExpectedUnusableGpus (free GPUs that a waiting job, drawn among the waiting
+  // jobs, cannot use) over the cluster's GPUs; 0 while nobody waits.
   double mean_fragmentation = 0;
   int preemptions = 0;
   int failures = 0;              // interruptions drawn (GPU or node down)
@@ -94,6 +111,18 @@ struct SimResult {
   int64_t passes = 0;            // Schedule calls
   bool all_free_at_end = false;  // every GPU free and no allocation left after the last event
 };
+
+// The expected number of free GPUs that a waiting job cannot use: the mean, over the waiting
+// jobs (`waiting`: replica size → count), of the free GPUs on nodes with fewer free GPUs than
+// the job's replica. 0 when nobody waits.
+double ExpectedUnusableGpus(const sched::ClusterState& state, const std::map<int, int>& waiting);
+
+// Offered load of a trace on a cluster: Σ GPUs · duration / (cluster GPUs · arrival span), a
+// fractional job counting its share. 0 when it is undefined (fewer than two arrival times).
+double OfferedLoad(const Trace& trace, int cluster_gpus);
+// Scales the inter-arrival times so that OfferedLoad becomes `load` (durations unchanged).
+// InvalidArgument for load outside (0, 100] or a trace whose offered load is undefined.
+Status ScaleToLoad(Trace& trace, int cluster_gpus, double load);
 
 // Runs one policy. `placer_options` come from PlacerOptionsFor. Errors: InvalidArgument for bad
 // options or a trace job that does not make a valid spec (file:line); errors of the scheduler

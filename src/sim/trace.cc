@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/strings.h"
+#include "sim/step_model.h"
 
 namespace toposched::sim {
 
@@ -228,7 +229,10 @@ Status ReadTiresias(const Table& t, const std::string& source, Trace& out) {
     TraceJob j;
     j.line = r.line;
     j.name = "job-" + c.Text("job_id");
-    if (c.Has("model_name") && !c.Text("model_name").empty()) j.name += "-" + c.Text("model_name");
+    if (c.Has("model_name") && !c.Text("model_name").empty()) {
+      j.model = c.Text("model_name");
+      j.name += "-" + j.model;
+    }
     ASSIGN_OR_RETURN(j.gpus, c.Int("num_gpu", 1, kMaxGpus));
     ASSIGN_OR_RETURN(j.submit_us, c.Seconds("submit_time"));
     ASSIGN_OR_RETURN(j.duration_us, c.Seconds("duration"));
@@ -238,15 +242,15 @@ Status ReadTiresias(const Table& t, const std::string& source, Trace& out) {
 }
 
 Status ReadGenericCsv(const Table& t, const std::string& source, Trace& out) {
-  static const char* const kKnown[] = {"submit_s",     "duration_s", "gpus",    "name",
-                                       "user",         "tp",         "pp",      "dp",
-                                       "model_params", "gpu_model",  "priority"};
+  static const char* const kKnown[] = {"submit_s", "duration_s",   "gpus",      "name",
+                                       "user",     "tp",           "pp",        "dp",
+                                       "model",    "model_params", "gpu_model", "priority"};
   for (const auto& [name, idx] : t.columns) {
     if (std::find_if(std::begin(kKnown), std::end(kKnown),
                      [&](const char* k) { return name == k; }) == std::end(kKnown)) {
       return InvalidArgumentError(source + ":1: unknown column \"" + name +
                                   "\" (columns: submit_s, duration_s, gpus, name, user, tp, pp, "
-                                  "dp, model_params, gpu_model, priority)");
+                                  "dp, model, model_params, gpu_model, priority)");
     }
   }
   RETURN_IF_ERROR(RequireColumns(t, source, {"submit_s", "duration_s", "gpus"}, out.format));
@@ -260,6 +264,7 @@ Status ReadGenericCsv(const Table& t, const std::string& source, Trace& out) {
     ASSIGN_OR_RETURN(j.gpus, c.Int("gpus", 1, kMaxGpus));
     j.user = c.Text("user");
     j.gpu_model = c.Text("gpu_model");
+    j.model = c.Text("model");
     for (auto [col, field] : {std::pair{"tp", &j.tp}, {"pp", &j.pp}, {"dp", &j.dp}}) {
       if (!c.Text(col).empty()) {
         ASSIGN_OR_RETURN(*field, c.Int(col, 1, kMaxGpus));
@@ -349,18 +354,33 @@ StatusOr<Trace> ReadTraceFile(const std::string& path, TraceFormat format, int m
 }
 
 StatusOr<job::JobSpec> MakeJobSpec(const TraceJob& j, const std::string& source, int max_tp) {
+  const StepCatalog& catalog = StepCatalog::Default();
   job::JobSpec s;
   s.name = j.name;
   s.user = j.user.empty() ? "trace" : j.user;
   s.priority = j.priority;
   s.constraints.gpu_model = j.gpu_model;
-  s.model_params = j.model_params > 0 ? j.model_params : 1e9;
-  if (j.tp > 0 || j.pp > 0 || j.dp > 0) {
+  if (!j.model.empty() && catalog.FindModel(j.model) == nullptr) {
+    return InvalidArgumentError(source + ":" + std::to_string(j.line) + ": job \"" + j.name +
+                                "\": model \"" + j.model + "\" is not in the catalog");
+  }
+  if (!IsTransformer(j, catalog)) {
+    // Data-parallel: one replica per GPU, every step an all-reduce of the gradients.
+    const ModelEntry* m = catalog.FindModel(j.model.empty() ? catalog.default_model : j.model);
+    s.model_params = j.model_params > 0 ? j.model_params : m->params;
+    s.layout.tp = 1;
+    s.layout.pp = 1;
+    s.layout.dp = j.dp > 0 ? j.dp : j.gpus;
+    s.total_gpus = j.gpus;
+    s.layout.dp_bytes = static_cast<int64_t>(s.model_params * catalog.grad_bytes_per_param);
+  } else if (j.tp > 0 || j.pp > 0 || j.dp > 0) {
+    s.model_params = j.model_params > 0 ? j.model_params : catalog.transformer_min_params;
     s.layout.tp = std::max(j.tp, 1);
     s.layout.pp = std::max(j.pp, 1);
     s.layout.dp = j.dp;  // 0: derived from total_gpus by Normalize
     s.total_gpus = j.gpus;
   } else {
+    s.model_params = j.model_params;
     int tp = 1;
     if (j.gpus <= std::max(max_tp, 1)) {
       tp = j.gpus;

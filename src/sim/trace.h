@@ -32,7 +32,8 @@ struct TraceJob {
   std::string user;            // Philly: virtual cluster; openb: qos; else "" ("trace")
   std::string gpu_model;       // required GPU model; "" = any
   int tp = 0, pp = 0, dp = 0;  // layout from the trace; 0 = derive (LayoutRule)
-  double model_params = 0;     // 0 = the default of MakeJobSpec
+  double model_params = 0;     // 0 = the model's (StepCatalog) or the default of MakeJobSpec
+  std::string model;           // Tiresias model_name, CSV `model`: a StepCatalog model; "" = none
   int priority = 0;
   // openb: a pod, which Kubernetes binds to one node, so all its GPUs must be on one node (the
   // job spec gets `job: required node`). Elsewhere a job may span nodes.
@@ -57,7 +58,7 @@ struct Trace {
 //             scheduled_time; duration = deletion_time − (scheduled_time or, when empty,
 //             creation_time), at least 1 s; num_gpu = 0 rows are skipped (CPU-only)
 //   tiresias: job_id, num_gpu, submit_time (s), duration (s), model_name
-//   csv:      submit_s, duration_s, gpus (required); name, user, tp, pp, dp, model_params,
+//   csv:      submit_s, duration_s, gpus (required); name, user, tp, pp, dp, model, model_params,
 //             gpu_model, priority (optional) — see docs/simulator.md
 // `max_jobs` > 0 keeps the first N jobs by submission time.
 StatusOr<Trace> ParseTrace(const std::string& text, const std::string& source, TraceFormat format,

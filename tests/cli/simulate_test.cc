@@ -78,9 +78,9 @@ TEST(SimulateCliTest, BadTraceNamesTheLine) {
 
 TEST(SimulateCliTest, UnknownPolicyIsBadInput) {
   Result r = RunCli("simulate --cluster " + kSrc + "/data/clusters/h100-2rack.yaml --trace " +
-                    kSrc + "/data/traces/tiresias-60_job.csv --policy random");
+                    kSrc + "/data/traces/tiresias-60_job.csv --policy fastest");
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("unknown policy \"random\""), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("unknown policy \"fastest\""), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -61,7 +61,7 @@ std::vector<int> GpusOn(const Placement& p, int node) {
 }
 
 TEST(PolicyTest, NamesAndErrors) {
-  ASSERT_EQ(PolicyNames().size(), 6u);
+  ASSERT_EQ(PolicyNames().size(), 8u);
   for (const std::string& n : PolicyNames()) {
     auto o = PolicyOptions(n);
     ASSERT_TRUE(o.ok()) << n;
@@ -94,6 +94,43 @@ TEST(PolicyTest, CostModelGpuChoiceBeatsFirstFreeAndPairScoreOnCubeMesh) {
   // first-free hands out 0-4.
   Verdict ff = Placer(c, "first-fit").Place(*st, Job(1, 5));
   EXPECT_EQ(GpusOn(*ff.placement, ff.placement->parts[0].node), (std::vector<int>{0, 1, 2, 3, 4}));
+}
+
+// The topology-oblivious baselines place GPU by GPU: spread hands each GPU to the node with the
+// most free GPUs (a 4-GPU job on the empty 4-node cluster gets one GPU per node); random draws
+// free GPUs, the same draw for the same state and job, and another with another seed.
+TEST(PolicyTest, SpreadAndRandomIgnoreTheTopology) {
+  const topo::Cluster& c = V100();
+  auto st = ClusterState::Create(c);
+  ASSERT_TRUE(st.ok());
+  Verdict s = Placer(c, "spread").Place(*st, Job(1, 4));
+  ASSERT_TRUE(s.fit()) << s.Explain();
+  EXPECT_EQ(s.placement->parts.size(), 4u);
+  for (const NodeGpus& p : s.placement->parts) EXPECT_EQ(p.gpus.count(), 1);
+  Verdict packed = Placer(c, "toposched").Place(*st, Job(1, 4));
+  ASSERT_TRUE(packed.fit());
+  EXPECT_GT(s.placement->predicted_ms, packed.placement->predicted_ms);
+
+  Verdict r1 = Placer(c, "random").Place(*st, Job(1, 8));
+  Verdict r2 = Placer(c, "random").Place(*st, Job(1, 8));
+  ASSERT_TRUE(r1.fit() && r2.fit());
+  EXPECT_EQ(r1.placement->ranks, r2.placement->ranks);
+  int gpus = 0;
+  for (const NodeGpus& p : r1.placement->parts) gpus += p.gpus.count();
+  EXPECT_EQ(gpus, 8);
+  auto other = PolicyOptions("random");
+  ASSERT_TRUE(other.ok());
+  other->seed = 7;
+  auto placer = GangPlacer::Create(c, *other);
+  ASSERT_TRUE(placer.ok());
+  Verdict r3 = (*placer)->Place(*st, Job(1, 8));
+  ASSERT_TRUE(r3.fit());
+  EXPECT_NE(r1.placement->ranks, r3.placement->ranks);
+
+  auto bad = PolicyOptions("spread");
+  ASSERT_TRUE(bad.ok());
+  bad->plugins.gpus = "cost-model";
+  EXPECT_FALSE(bad->Validate().ok());
 }
 
 // Node choice: spread puts a small job on the emptiest node, packing and node order on the

@@ -58,6 +58,7 @@ TEST(SimulatorTest, HandCheckedQueueOnAFullCluster) {
                  "q.csv", TraceFormat::kCsv);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   SimOptions o;
+  o.runtime_model = RuntimeModel::kCommFraction;
   o.comm_fraction = 0;  // run time = trace duration exactly
   SimResult r = RunPolicy(c, *t, "toposched", o);
   ASSERT_EQ(r.jobs.size(), 3u);
@@ -85,6 +86,7 @@ TEST(SimulatorTest, CommunicationStretchesMultiNodeJobsOnly) {
   auto t = ReadTraceFile(TracePath("example-generic.csv"), TraceFormat::kCsv);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   SimOptions o;
+  o.runtime_model = RuntimeModel::kCommFraction;
   o.comm_fraction = 0.5;
   SimResult r = RunPolicy(c, *t, "toposched", o);
   ASSERT_EQ(r.unfinished, 0);
@@ -99,6 +101,55 @@ TEST(SimulatorTest, CommunicationStretchesMultiNodeJobsOnly) {
       EXPECT_DOUBLE_EQ(j.comm_slowdown, 1.0) << j.name;
     }
   }
+}
+
+// The stretch's denominator is one reference for every policy (toposched on the empty cluster),
+// not each policy's own choice on the empty cluster: a 4-GPU job that `spread` puts on four
+// nodes of an otherwise empty cluster is stretched, under either runtime model.
+TEST(SimulatorTest, TheReferenceIsCommonToEveryPolicy) {
+  const topo::Cluster& c = testing::H100Cluster();
+  auto t = ParseTrace("name,submit_s,duration_s,gpus,model\nv,0,1000,4,vgg16\n", "r.csv",
+                      TraceFormat::kCsv);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  for (RuntimeModel m : {RuntimeModel::kStep, RuntimeModel::kCommFraction}) {
+    SimOptions o;
+    o.runtime_model = m;
+    const SimResult packed = RunPolicy(c, *t, "toposched", o);
+    const SimResult spread = RunPolicy(c, *t, "spread", o);
+    ASSERT_EQ(packed.unfinished + spread.unfinished, 0);
+    EXPECT_NEAR(packed.jobs[0].comm_slowdown, 1.0, 1e-6);
+    EXPECT_FALSE(packed.jobs[0].multi_node);
+    EXPECT_TRUE(spread.jobs[0].multi_node);
+    EXPECT_GT(spread.jobs[0].comm_slowdown, 1.05) << static_cast<int>(m);
+  }
+}
+
+// Two 128-GPU data-parallel jobs placed at random over both leaves of a 2:1 tapered fabric:
+// run at once they share the leaf uplinks and each is slower than when they run apart.
+TEST(SimulatorTest, JobsOnSharedUplinksSlowEachOther) {
+  topo::Cluster c = testing::H100Cluster();
+  c.levels[c.FindLevel("leaf")].oversubscription = 2.0;
+  c.Finalize();
+  auto together = ParseTrace(
+      "name,submit_s,duration_s,gpus,model\na,0,1000,128,vgg16\n"
+      "b,0,1000,128,vgg16\n",
+      "t.csv", TraceFormat::kCsv);
+  auto apart = ParseTrace(
+      "name,submit_s,duration_s,gpus,model\na,0,1000,128,vgg16\n"
+      "b,100000,1000,128,vgg16\n",
+      "a.csv", TraceFormat::kCsv);
+  ASSERT_TRUE(together.ok() && apart.ok());
+  const SimResult t = RunPolicy(c, *together, "random");
+  const SimResult a = RunPolicy(c, *apart, "random");
+  ASSERT_EQ(t.unfinished + a.unfinished, 0);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_TRUE(t.jobs[i].multi_node);
+    EXPECT_GT(t.jobs[i].contention_slowdown, a.jobs[i].contention_slowdown * 1.1) << i;
+  }
+  // Job a gets the same GPUs in both runs (first on the empty cluster, same draw); b does not.
+  EXPECT_EQ(t.jobs[0].gpus, a.jobs[0].gpus);
+  EXPECT_GT(t.jobs[0].comm_slowdown, a.jobs[0].comm_slowdown * 1.1);
+  EXPECT_GT(Summarize(t).contention_slowdown, 1.0);
 }
 
 TEST(SimulatorTest, EveryGpuIsFreeAtTheEnd) {
@@ -347,7 +398,7 @@ TEST(OpenbFillTest, FractionsFollowThePolicy) {
     const Trace t = OpenbPods({{1, 500}, {1, 500}, {2, 1000}, {2, 1000}});
     for (const std::string& p : PolicyNames()) {
       SimResult r = FillInOrder(c, t, p);
-      const bool spread = p == "first-fit";
+      const bool spread = p == "first-fit" || p == "spread" || p == "random";
       EXPECT_EQ(r.refused, spread ? 2 : 1) << p;
       EXPECT_DOUBLE_EQ(r.final_gpu_allocation_milli, spread ? 0.25 : 0.75) << p;
     }
@@ -445,11 +496,11 @@ TEST(ReportTest, MarkdownRowsHaveAsManyCellsAsTheHeader) {
 TEST(PolicyTest, ListParsing) {
   auto all = ParsePolicyList("all");
   ASSERT_TRUE(all.ok());
-  EXPECT_EQ(all->size(), 6u);
+  EXPECT_EQ(all->size(), 8u);
   auto two = ParsePolicyList("toposched, first-fit");
   ASSERT_TRUE(two.ok());
   EXPECT_EQ(*two, (std::vector<std::string>{"toposched", "first-fit"}));
-  EXPECT_FALSE(ParsePolicyList("toposched,random").ok());
+  EXPECT_FALSE(ParsePolicyList("toposched,nope").ok());
   EXPECT_FALSE(ParsePolicyList("best-fit,best-fit").ok());
 }
 

@@ -140,6 +140,8 @@ struct LayoutCase {
   int gpus, max_tp, tp, dp;
 };
 
+// A transformer without a layout (here 7e9 parameters); a job without a model size is
+// data-parallel (step_model_test.cc).
 TEST(LayoutRuleTest, TpWithinTheNodeThenDp) {
   const LayoutCase cases[] = {{1, 8, 1, 1},  {4, 8, 4, 1},  {6, 8, 6, 1},  {8, 8, 8, 1},
                               {12, 8, 4, 3}, {16, 8, 8, 2}, {24, 8, 8, 3}, {128, 8, 8, 16},
@@ -150,6 +152,7 @@ TEST(LayoutRuleTest, TpWithinTheNodeThenDp) {
     j.line = 7;
     j.gpus = c.gpus;
     j.duration_us = 1;
+    j.model_params = 7e9;
     auto s = MakeJobSpec(j, "t.csv", c.max_tp);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     EXPECT_EQ(s->layout.tp, c.tp) << c.gpus << " GPUs, max_tp " << c.max_tp;

@@ -1,0 +1,92 @@
+#include "sim/link_model.h"
+
+#include <algorithm>
+#include <map>
+
+namespace toposched::sim {
+
+LinkModel::LinkModel(const topo::Cluster& cluster)
+    : cluster_(&cluster),
+      node_gbps_(cluster.nodes.size(), 0.0),
+      node_nics_(cluster.nodes.size(), 0),
+      capacity_gbps_(cluster.domains.size(), 0.0),
+      load_gbps_(cluster.domains.size(), 0.0) {
+  for (size_t n = 0; n < cluster.nodes.size(); ++n) {
+    for (const topo::Nic& nic : cluster.topology(static_cast<int>(n)).nics) {
+      node_gbps_[n] += nic.rate_gbps.value_or(0.0);
+      ++node_nics_[n];
+    }
+  }
+  // Downlink bandwidth per domain, bottom-up: a domain's children are one level below it, so
+  // visiting deeper levels first sees every child before its parent.
+  std::vector<double> down(cluster.domains.size(), 0.0);
+  std::vector<int> order(cluster.domains.size());
+  for (size_t d = 0; d < order.size(); ++d) order[d] = static_cast<int>(d);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return cluster.domains[a].level > cluster.domains[b].level;
+  });
+  for (int d : order) {
+    const topo::NetworkDomain& dom = cluster.domains[d];
+    for (int n : dom.nodes) down[d] += node_gbps_[n];
+    for (int c : dom.children) down[d] += capacity_gbps_[c];
+    const double ratio = std::max(1e-9, cluster.levels[dom.level].oversubscription);
+    capacity_gbps_[d] = dom.parent < 0 ? 0.0 : down[d] / ratio;
+  }
+}
+
+LinkModel::Usage LinkModel::UsageOf(const std::vector<std::pair<int, int>>& gpus_on_node) const {
+  Usage u;
+  if (gpus_on_node.size() < 2) return u;
+  const int nvl = cluster_->nodes[gpus_on_node.front().first].nvlink_domain;
+  if (nvl >= 0 && std::all_of(gpus_on_node.begin(), gpus_on_node.end(), [&](const auto& e) {
+        return cluster_->nodes[e.first].nvlink_domain == nvl;
+      })) {
+    return u;
+  }
+  std::map<int, std::pair<int, double>> under;  // domain → (job nodes under it, their Gb/s)
+  for (const auto& [n, gpus] : gpus_on_node) {
+    const int nics = node_nics_[n];
+    const double gbps =
+        nics > 0 ? node_gbps_[n] * std::min(gpus, nics) / static_cast<double>(nics) : 0.0;
+    for (int d = cluster_->nodes[n].domain; d >= 0; d = cluster_->domains[d].parent) {
+      auto& [count, load] = under[d];
+      ++count;
+      load += gbps;
+    }
+  }
+  const int total = static_cast<int>(gpus_on_node.size());
+  for (const auto& [d, cg] : under) {
+    if (cg.first < total && cluster_->domains[d].parent >= 0) u.links.emplace_back(d, cg.second);
+  }
+  return u;
+}
+
+void LinkModel::Add(const Usage& u) {
+  for (const auto& [d, gbps] : u.links) load_gbps_[d] += gbps;
+}
+
+void LinkModel::Remove(const Usage& u) {
+  for (const auto& [d, gbps] : u.links) load_gbps_[d] = std::max(0.0, load_gbps_[d] - gbps);
+}
+
+double LinkModel::Factor(const Usage& u) const {
+  double f = 1.0;
+  for (const auto& [d, gbps] : u.links) {
+    if (capacity_gbps_[d] > 0) f = std::max(f, load_gbps_[d] / capacity_gbps_[d]);
+  }
+  return f;
+}
+
+}  // namespace toposched::sim
+
+namespace toposched::sim {
+
+double LinkModel::AloneFactor(const Usage& u) const {
+  double f = 1.0;
+  for (const auto& [d, gbps] : u.links) {
+    if (capacity_gbps_[d] > 0) f = std::max(f, gbps / capacity_gbps_[d]);
+  }
+  return f;
+}
+
+}  // namespace toposched::sim

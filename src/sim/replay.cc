@@ -1,0 +1,415 @@
+#include "sim/replay.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sched/policy.h"
+
+namespace toposched::sim::detail {
+
+namespace {
+
+constexpr int64_t kNoTime = -1;
+
+int64_t ParseJobId(const std::string& s) {
+  // "job-<id>" as the scheduler names its records.
+  if (s.rfind("job-", 0) != 0) return -1;
+  int64_t v = 0;
+  for (size_t i = 4; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') return -1;
+    v = v * 10 + (s[i] - '0');
+  }
+  return v;
+}
+
+// Uniform in (0, 1] from the raw 64-bit output (the same on every standard library).
+double Uniform01(std::mt19937_64& rng) {
+  return (static_cast<double>(rng() >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+}
+
+}  // namespace
+
+Replay::Replay(const topo::Cluster& cluster, const Trace& trace,
+               const std::vector<job::JobSpec>& specs, const std::vector<Workload>& work,
+               const sched::GangPlacer& placer, const SimOptions& options)
+    : cluster_(cluster),
+      trace_(trace),
+      specs_(specs),
+      work_(work),
+      placer_(placer),
+      options_(options),
+      rng_(options.seed) {}
+
+Status Replay::Init() {
+  ASSIGN_OR_RETURN(sched_, sched::Scheduler::Create(placer_));
+  // The ideal placement is the same for every policy: toposched's placement on the empty
+  // cluster (a baseline's own choice on the empty cluster would hide its worse GPU choices).
+  ASSIGN_OR_RETURN(sched::GangPlacerOptions ref_options, sched::PolicyOptions("toposched"));
+  ASSIGN_OR_RETURN(reference_, sched::GangPlacer::Create(cluster_, ref_options));
+  ASSIGN_OR_RETURN(sched::ClusterState empty, sched::ClusterState::Create(cluster_));
+  empty_ = std::make_unique<sched::ClusterState>(std::move(empty));
+  // Link sharing replaces the design ratio's worst case: step parts are priced on the cluster
+  // with every tier at full bisection, and LinkModel slows the network parts by the load.
+  flat_cluster_ = std::make_unique<topo::Cluster>(cluster_);
+  for (topo::NetworkLevel& l : flat_cluster_->levels) l.oversubscription = 1.0;
+  flat_cluster_->Finalize();
+  flat_cost_ = std::make_unique<cost::CostModel>(*flat_cluster_);
+  links_ = std::make_unique<LinkModel>(cluster_);
+
+  const size_t n = trace_.jobs.size();
+  r_.total_gpus = cluster_.TotalGpus();
+  r_.jobs.resize(n);
+  jobs_.resize(n);
+  hit_.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    JobOutcome& o = r_.jobs[i];
+    o.name = trace_.jobs[i].name;
+    o.gpu_milli = specs_[i].gpu_milli;
+    o.gpus = specs_[i].total_gpus;
+    o.submit_us = trace_.jobs[i].submit_us;
+    o.ideal_us = trace_.jobs[i].duration_us;
+  }
+  last_t_ = n > 0 ? trace_.jobs.front().submit_us : 0;
+  last_end_ = last_t_;
+  failure_rate_per_us_ = options_.failures ? options_.failures_per_gpu_day *
+                                                 static_cast<double>(r_.total_gpus) / 86400e6
+                                           : 0;
+  gpu_prefix_.push_back(0);
+  for (const topo::ClusterNode& node : cluster_.nodes) {
+    gpu_prefix_.push_back(gpu_prefix_.back() +
+                          static_cast<int>(cluster_.profiles[node.profile].topology.gpus.size()));
+  }
+  DrawFailure(last_t_);
+  return OkStatus();
+}
+
+void Replay::DrawFailure(int64_t after) {
+  if (failure_rate_per_us_ <= 0 || r_.total_gpus <= 0) return;
+  if (next_ >= trace_.jobs.size() && done_.empty()) return;  // nothing left to hit
+  const double gap = -std::log(Uniform01(rng_)) / failure_rate_per_us_;
+  const int64_t when = after + std::max<int64_t>(1, static_cast<int64_t>(std::min(gap, 1e18)));
+  const int k = static_cast<int>(Uniform01(rng_) * r_.total_gpus) % r_.total_gpus;
+  const int node = static_cast<int>(std::upper_bound(gpu_prefix_.begin(), gpu_prefix_.end(), k) -
+                                    gpu_prefix_.begin() - 1);
+  const bool whole = Uniform01(rng_) <= options_.node_failure_fraction;
+  health_.emplace(when, whole ? 1 : 0, node, k - gpu_prefix_[node]);
+}
+
+// Time-integrates utilisation, fragmentation, progress and contention up to t.
+void Replay::Advance(int64_t t) {
+  const double dt = static_cast<double>(t - last_t_);
+  busy_area_ += busy_ * dt;
+  alloc_area_ += static_cast<double>(alloc_milli_) * dt;
+  frag_area_ += frag_now_ * dt;
+  if (dt > 0) {
+    for (size_t i : running_) {
+      JobRun& j = jobs_[i];
+      j.remaining_us -= dt * j.rate;
+      if (j.free_step_ms > 0 && !j.usage.links.empty()) {
+        j.contention_area +=
+            dt * StepMs(j.parts, j.contention, catalog_.dp_backward_overlap) / j.free_step_ms;
+      } else {
+        j.contention_area += dt;
+      }
+    }
+  }
+  last_t_ = t;
+}
+
+Status Replay::Completions(int64_t t) {
+  while (!done_.empty() && std::get<0>(done_.top()) == t) {
+    auto [when, id, number, version] = done_.top();
+    done_.pop();
+    const size_t i = static_cast<size_t>(id - 1);
+    JobRun& j = jobs_[i];
+    if (!j.running || j.run != number || j.version != version) continue;
+    RETURN_IF_ERROR(sched_->Complete(id, t));
+    JobOutcome& o = r_.jobs[i];
+    o.end_us = t;
+    const double run_us = static_cast<double>(std::max<int64_t>(1, t - j.started_us));
+    o.comm_slowdown = run_us / static_cast<double>(std::max<int64_t>(1, o.ideal_us));
+    o.contention_slowdown = j.contention_area / run_us;
+    o.multi_node = j.multi_node;
+    StopJob(i);
+    last_end_ = std::max(last_end_, t);
+    ++r_.events;
+  }
+  return OkStatus();
+}
+
+Status Replay::Arrivals(int64_t t) {
+  const size_t n = trace_.jobs.size();
+  while (next_ < n && trace_.jobs[next_].submit_us == t) {
+    ASSIGN_OR_RETURN(int64_t id, sched_->Submit(specs_[next_], t));
+    if (id != static_cast<int64_t>(next_) + 1) {
+      return InternalError("scheduler ids are not sequential (" + std::to_string(id) + ")");
+    }
+    ++waiting_replicas_[specs_[next_].gpus_per_replica];
+    ++next_;
+    ++r_.events;
+  }
+  return OkStatus();
+}
+
+Status Replay::HealthEvents(int64_t t) {
+  while (!health_.empty() && std::get<0>(health_.top()) == t) {
+    auto [when, kind, node, gpu] = health_.top();
+    health_.pop();
+    if (kind >= 2) --repairs_pending_;
+    const std::string why = kind == 0   ? "GPU failure (simulated)"
+                            : kind == 1 ? "node failure (simulated)"
+                                        : "repaired (simulated)";
+    const bool down = kind <= 1;
+    if (kind == 0 || kind == 2) {
+      if (down && sched_->cluster_state().GpuHealth(node, gpu) == topo::Health::kUnhealthy) {
+        DrawFailure(t);
+        continue;  // already down: nothing new breaks
+      }
+      RETURN_IF_ERROR(sched_->SetGpuHealth(
+          node, gpu, down ? topo::Health::kUnhealthy : topo::Health::kHealthy, t, why));
+    } else {
+      if (down && sched_->cluster_state().NodeHealth(node) == topo::Health::kUnhealthy) {
+        DrawFailure(t);
+        continue;
+      }
+      RETURN_IF_ERROR(sched_->SetNodeHealth(
+          node, down ? topo::Health::kUnhealthy : topo::Health::kHealthy, t, why));
+    }
+    if (down) {
+      ++r_.failures;
+      ++repairs_pending_;
+      const double repair = -std::log(Uniform01(rng_)) * options_.repair_mean_s * 1e6;
+      health_.emplace(t + std::max<int64_t>(1, static_cast<int64_t>(std::min(repair, 1e15))),
+                      kind + 2, node, gpu);
+      DrawFailure(t);
+    }
+  }
+  return OkStatus();
+}
+
+// Jobs stopped by the scheduler (preempted, failed, node failed) and jobs back in the queue,
+// from the events since the last look.
+Status Replay::ScanEvents() {
+  const auto& log = sched_->Events();
+  const size_t n = trace_.jobs.size();
+  for (; logged_ < log.size(); ++logged_) {
+    const job::JobEvent& e = log[logged_];
+    const int64_t id = ParseJobId(e.job_id);
+    if (id < 1 || id > static_cast<int64_t>(n)) continue;
+    const size_t i = static_cast<size_t>(id - 1);
+    if (e.from == job::JobState::kRunning && jobs_[i].running &&
+        (e.to == job::JobState::kPreempted || e.to == job::JobState::kFailed ||
+         e.to == job::JobState::kNodeFail)) {
+      StopJob(i);
+      if (e.to == job::JobState::kPreempted) {
+        ++r_.jobs[i].preemptions;
+        ++r_.preemptions;
+      } else {
+        ++r_.jobs[i].failures;
+        ++r_.jobs_interrupted;
+        hit_[i] = 1;
+      }
+    }
+    if (e.to == job::JobState::kPending && e.from == job::JobState::kRequeued) {
+      ++waiting_replicas_[specs_[i].gpus_per_replica];
+    }
+  }
+  return OkStatus();
+}
+
+void Replay::StopJob(size_t i) {
+  JobRun& j = jobs_[i];
+  j.running = false;
+  jobs_[running_.back()].slot = j.slot;
+  running_[j.slot] = running_.back();
+  running_.pop_back();
+  if (!j.usage.links.empty()) {
+    links_->Remove(j.usage);
+    links_changed_ = true;
+    networked_.erase(std::find(networked_.begin(), networked_.end(), i));
+  }
+}
+
+StatusOr<double> Replay::IdealStepMs(size_t i, const StepParts& own) {
+  const job::JobSpec& spec = specs_[i];
+  const Workload& w = work_[i];
+  const std::string key = sched::PlacementShapeKey(spec) + "|" + w.model + "|" +
+                          std::to_string(w.flops_per_gpu) + "|" + std::to_string(w.layers);
+  auto it = ideal_cache_.find(key);
+  if (it != ideal_cache_.end()) return it->second;
+  double ideal = StepMs(own, 1.0, catalog_.dp_backward_overlap);  // the reference never fits
+  const sched::Verdict v = reference_->Place(*empty_, spec);
+  if (v.fit()) {
+    // Alone on the cluster: its own traffic still meets the tapering of the links it crosses.
+    ASSIGN_OR_RETURN(StepParts ref,
+                     StepPartsOn(*flat_cost_, spec, w, v.placement->ranks, catalog_));
+    std::vector<std::pair<int, int>> nodes;
+    for (const sched::NodeGpus& part : v.placement->parts) {
+      nodes.emplace_back(part.node, part.gpus.count());
+    }
+    const double alone = links_->AloneFactor(links_->UsageOf(nodes));
+    ideal = StepMs(ref, alone, catalog_.dp_backward_overlap);
+  }
+  ideal_cache_.emplace(key, ideal);
+  return ideal;
+}
+
+double Replay::Rate(JobRun& j) const {
+  if (options_.runtime_model == RuntimeModel::kCommFraction) return j.rate;
+  const double step = StepMs(j.parts, j.contention, catalog_.dp_backward_overlap);
+  return step > 0 && j.ideal_ms > 0 ? j.ideal_ms / step : 1.0;
+}
+
+Status Replay::StartJob(size_t i, int64_t t) {
+  const int64_t id = static_cast<int64_t>(i) + 1;
+  const sched::Placement* p = sched_->PlacementOf(id);
+  if (p == nullptr) return InternalError("started job " + std::to_string(id) + " holds no GPUs");
+  JobRun& j = jobs_[i];
+  j.running = true;
+  j.slot = running_.size();
+  running_.push_back(i);
+  ++j.run;
+  ++j.version;
+  j.started_us = t;
+  j.contention_area = 0;
+  j.contention = 1;
+  j.multi_node = p->parts.size() > 1;
+  // A preempted or failed job restarts from the beginning (no checkpoint is modelled).
+  j.remaining_us = static_cast<double>(trace_.jobs[i].duration_us);
+  ASSIGN_OR_RETURN(j.parts, StepPartsOn(*flat_cost_, specs_[i], work_[i], p->ranks, catalog_));
+  j.free_step_ms = StepMs(j.parts, 1.0, catalog_.dp_backward_overlap);
+  ASSIGN_OR_RETURN(j.ideal_ms, IdealStepMs(i, j.parts));
+  j.usage = LinkModel::Usage{};
+  if (options_.runtime_model == RuntimeModel::kCommFraction) {
+    const double best = reference_->BestPossibleMs(specs_[i]).value_or(p->best_possible_ms);
+    j.rate = 1.0 / CommSlowdown(options_.comm_fraction, p->predicted_ms, best);
+  } else if (j.multi_node && (j.parts.dp_net || j.parts.tp_net || j.parts.pp_net)) {
+    std::vector<std::pair<int, int>> nodes;
+    for (const sched::NodeGpus& part : p->parts) nodes.emplace_back(part.node, part.gpus.count());
+    j.usage = links_->UsageOf(nodes);
+    if (!j.usage.links.empty()) {
+      links_->Add(j.usage);
+      links_changed_ = true;
+      networked_.push_back(i);
+    }
+  }
+  j.rate = Rate(j);
+  if (r_.jobs[i].first_start_us == kNoTime) r_.jobs[i].first_start_us = t;
+  done_.emplace(t + std::max<int64_t>(1, static_cast<int64_t>(std::ceil(j.remaining_us / j.rate))),
+                id, j.run, j.version);
+  return OkStatus();
+}
+
+// After the running set changed: every job on a shared link gets its new rate and, when it
+// moved, a new completion (the old one goes stale by its version).
+void Replay::Rerate(int64_t t) {
+  if (!links_changed_) return;
+  links_changed_ = false;
+  for (size_t i : networked_) {
+    JobRun& j = jobs_[i];
+    const double c = links_->Factor(j.usage);
+    if (c == j.contention) continue;
+    j.contention = c;
+    j.rate = Rate(j);
+    ++j.version;
+    done_.emplace(t + std::max<int64_t>(1, static_cast<int64_t>(
+                                               std::ceil(std::max(0.0, j.remaining_us) / j.rate))),
+                  static_cast<int64_t>(i) + 1, j.run, j.version);
+  }
+}
+
+Status Replay::Pass(int64_t t) {
+  if (waiting_replicas_.empty()) return OkStatus();
+  ASSIGN_OR_RETURN(std::vector<int64_t> started, sched_->Schedule(t));
+  ++r_.passes;
+  RETURN_IF_ERROR(ScanEvents());  // preemptions inside the pass
+  for (int64_t id : started) {
+    const size_t i = static_cast<size_t>(id - 1);
+    auto it = waiting_replicas_.find(specs_[i].gpus_per_replica);
+    if (it != waiting_replicas_.end() && --it->second == 0) waiting_replicas_.erase(it);
+    RETURN_IF_ERROR(StartJob(i, t));
+  }
+  return OkStatus();
+}
+
+void Replay::Sample(int64_t t) {
+  const sched::ClusterState& st = sched_->cluster_state();
+  frag_now_ = ExpectedUnusableGpus(st, waiting_replicas_);
+  busy_ = static_cast<int>(st.HeldGpus());
+  alloc_milli_ = st.AllocatedMilli();
+  if (next_ >= trace_.jobs.size() && !final_taken_) {
+    final_taken_ = true;
+    r_.final_gpu_allocation_milli =
+        static_cast<double>(alloc_milli_) / (1000.0 * std::max(1, r_.total_gpus));
+  }
+  if (busy_steps_.empty() || busy_steps_.back().second != busy_) busy_steps_.emplace_back(t, busy_);
+}
+
+StatusOr<SimResult> Replay::Run(const std::string& policy) {
+  RETURN_IF_ERROR(Init());
+  r_.policy = policy;
+  const size_t n = trace_.jobs.size();
+  // Runs while work is left; once every job has arrived and nothing runs, only outstanding
+  // repairs (which may let a waiting job fit) keep it going, and no new failure is drawn.
+  while (next_ < n || !done_.empty() || (repairs_pending_ > 0 && !waiting_replicas_.empty())) {
+    int64_t t = next_ < n ? trace_.jobs[next_].submit_us : INT64_MAX;
+    if (!done_.empty()) t = std::min(t, std::get<0>(done_.top()));
+    if (!health_.empty()) t = std::min(t, std::get<0>(health_.top()));
+    Advance(t);
+    RETURN_IF_ERROR(Completions(t));
+    RETURN_IF_ERROR(Arrivals(t));
+    RETURN_IF_ERROR(HealthEvents(t));
+    RETURN_IF_ERROR(ScanEvents());
+    RETURN_IF_ERROR(sched_->Tick(t));
+    RETURN_IF_ERROR(ScanEvents());
+    RETURN_IF_ERROR(Pass(t));
+    Rerate(t);
+    Sample(t);
+  }
+  Finish(r_);
+  RETURN_IF_ERROR(sched_->CheckInvariants());
+  const sched::Capacity cap = sched_->cluster_state().ClusterCapacity();
+  const bool none_held = sched_->cluster_state().AllocationCount() == 0;
+  r_.all_free_at_end =
+      r_.unfinished == 0 ? none_held && cap.free_gpus == cap.healthy_gpus : none_held;
+  return std::move(r_);
+}
+
+void Replay::Finish(SimResult& r) {
+  const size_t n = trace_.jobs.size();
+  const int64_t start = n > 0 ? trace_.jobs.front().submit_us : 0;
+  r.makespan_us = std::max<int64_t>(0, last_end_ - start);
+  const double denom = static_cast<double>(std::max(1, r.total_gpus)) *
+                       static_cast<double>(std::max<int64_t>(1, r.makespan_us));
+  // Only the area up to the last completion counts (jobs that never ran add none after it).
+  r.gpu_utilization = r.makespan_us > 0 ? std::min(1.0, busy_area_ / denom) : 0;
+  r.mean_fragmentation = r.makespan_us > 0 ? frag_area_ / denom : 0;
+  r.gpu_allocation_milli = r.makespan_us > 0 ? std::min(1.0, alloc_area_ / (1000.0 * denom)) : 0;
+  // Utilisation series: the busy step function averaged over equal bins of the makespan.
+  const int bins = options_.utilization_bins;
+  r.bin_us = std::max<int64_t>(1, (r.makespan_us + bins - 1) / bins);
+  r.utilization_series.assign(static_cast<size_t>(bins), 0.0);
+  for (size_t s = 0; s < busy_steps_.size(); ++s) {
+    const int64_t from = busy_steps_[s].first - start;
+    const int64_t to =
+        s + 1 < busy_steps_.size() ? busy_steps_[s + 1].first - start : r.makespan_us;
+    if (busy_steps_[s].second == 0 || to <= from) continue;
+    for (int64_t b = from / r.bin_us; b < bins && b * r.bin_us < to; ++b) {
+      const int64_t lo = std::max(from, b * r.bin_us);
+      const int64_t hi = std::min(to, (b + 1) * r.bin_us);
+      if (hi > lo) {
+        r.utilization_series[static_cast<size_t>(b)] +=
+            static_cast<double>(busy_steps_[s].second) * static_cast<double>(hi - lo);
+      }
+    }
+  }
+  for (double& v : r.utilization_series) {
+    v /= static_cast<double>(std::max(1, r.total_gpus)) * static_cast<double>(r.bin_us);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    r.unfinished += r.jobs[i].end_us == kNoTime ? 1 : 0;
+    r.failures_survived += hit_[i] && r.jobs[i].end_us != kNoTime ? 1 : 0;
+  }
+}
+
+}  // namespace toposched::sim::detail

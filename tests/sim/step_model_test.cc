@@ -1,0 +1,219 @@
+// The step-time model, link sharing and the fragmentation measure: the embedded catalog, the
+// data-parallel/transformer split, step times on real placements of the H100 example cluster,
+// uplink capacities and contention on a 2:1 tapered copy of it.
+#include "sim/step_model.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "cost/cost_model.h"
+#include "sched/cluster_state.h"
+#include "sim/link_model.h"
+#include "sim/simulator.h"
+#include "sim/trace.h"
+#include "testing/clusters.h"
+
+namespace toposched::sim {
+namespace {
+
+TraceJob Job(int gpus, const std::string& model = "", double params = 0, int tp = 0, int pp = 0) {
+  TraceJob j;
+  j.name = "j";
+  j.line = 2;
+  j.gpus = gpus;
+  j.duration_us = 1'000'000;
+  j.model = model;
+  j.model_params = params;
+  j.tp = tp;
+  j.pp = pp;
+  return j;
+}
+
+// The H100 example with its leaves 2:1 oversubscribed.
+const topo::Cluster& TaperedH100() {
+  static const topo::Cluster* c = [] {
+    auto* t = new topo::Cluster(testing::H100Cluster());
+    t->levels[t->FindLevel("leaf")].oversubscription = 2.0;
+    t->Finalize();
+    return t;
+  }();
+  return *c;
+}
+
+TEST(StepCatalogTest, EmbeddedCatalogParses) {
+  const StepCatalog& c = StepCatalog::Default();
+  ASSERT_NE(c.FindModel("ResNet50"), nullptr);
+  EXPECT_DOUBLE_EQ(c.FindModel("resnet50")->params, 25.6e6);
+  EXPECT_EQ(c.FindModel("no-such-net"), nullptr);
+  EXPECT_EQ(c.default_model, "resnet50");
+  EXPECT_DOUBLE_EQ(c.SustainedFlops("H100-SXM5-80GB"), 989e12 * 0.40);
+  EXPECT_DOUBLE_EQ(c.SustainedFlops("Tesla-V100-SXM2-32GB"), 125e12 * 0.30);
+  EXPECT_DOUBLE_EQ(c.SustainedFlops(""), 312e12 * 0.52);
+  // Every Tiresias sample model is in the catalog.
+  for (const char* m : {"alexnet", "googlenet", "inception3", "inception4", "resnet50", "resnet101",
+                        "resnet152", "vgg11", "vgg16", "vgg19"}) {
+    EXPECT_NE(c.FindModel(m), nullptr) << m;
+  }
+}
+
+TEST(StepCatalogTest, BadCatalogNamesTheField) {
+  auto c = StepCatalog::Parse(R"({"gpus": [{"match": "", "peak_tflops": 1,
+      "sustained_fraction": 0.5}], "models": [{"name": "x", "train_flops_per_sample": 1}]})",
+                              "cat.json");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("cat.json: $.models[0].params: expected a number"),
+            std::string::npos)
+      << c.status().message();
+  EXPECT_FALSE(StepCatalog::Parse("[1,", "cat.json").ok());
+}
+
+TEST(WorkloadTest, DataParallelModelsAndTransformers) {
+  const StepCatalog& c = StepCatalog::Default();
+  EXPECT_FALSE(IsTransformer(Job(8, "vgg16"), c));
+  EXPECT_FALSE(IsTransformer(Job(8), c));  // no model: the default, data-parallel
+  EXPECT_TRUE(IsTransformer(Job(64, "", 70e9), c));
+  EXPECT_TRUE(IsTransformer(Job(16, "", 0, 8, 2), c));
+  EXPECT_FALSE(IsTransformer(Job(8, "", 3e8), c));
+}
+
+TEST(WorkloadTest, TraceWithoutModelIsResnet50DataParallel) {
+  auto spec = MakeJobSpec(Job(4), "t.csv", 8);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->layout.tp, 1);
+  EXPECT_EQ(spec->layout.dp, 4);
+  EXPECT_EQ(spec->layout.dp_bytes, static_cast<int64_t>(25.6e6 * 4));
+  auto w = WorkloadOf(Job(4), *spec, StepCatalog::Default(), "t.csv");
+  ASSERT_TRUE(w.ok());
+  EXPECT_FALSE(w->transformer);
+  EXPECT_EQ(w->model, "resnet50");
+  EXPECT_DOUBLE_EQ(w->flops_per_gpu, 24.5e9 * 32);
+}
+
+TEST(WorkloadTest, UnknownModelNamesTheLine) {
+  auto spec = MakeJobSpec(Job(4, "resnet9000"), "t.csv", 8);
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().message(),
+            "t.csv:2: job \"j\": model \"resnet9000\" is not in the catalog");
+}
+
+TEST(WorkloadTest, TransformerMicrobatchesAndLayers) {
+  TraceJob j = Job(64, "", 70e9, 8, 1);
+  auto spec = MakeJobSpec(j, "t.csv", 8);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  auto w = WorkloadOf(j, *spec, StepCatalog::Default(), "t.csv");
+  ASSERT_TRUE(w.ok());
+  EXPECT_TRUE(w->transformer);
+  // 4M tokens over DP 8 replicas in micro-batches of 1 × 4096 tokens.
+  EXPECT_DOUBLE_EQ(w->microbatches, 4194304.0 / 8 / 4096);
+  EXPECT_DOUBLE_EQ(w->flops_per_gpu, 6 * 70e9 * 4194304.0 / 64);
+  EXPECT_GT(w->layers, 40);
+  EXPECT_LT(w->layers, 120);
+}
+
+std::vector<sched::RankSlot> Ranks(const std::vector<std::pair<int, int>>& node_gpu) {
+  std::vector<sched::RankSlot> r;
+  for (size_t i = 0; i < node_gpu.size(); ++i) {
+    r.push_back({static_cast<int>(i), node_gpu[i].first, node_gpu[i].second, -1});
+  }
+  return r;
+}
+
+TEST(StepPartsTest, EightGpusOnOneNodeBeatEightNodes) {
+  const cost::CostModel cost(testing::H100Cluster());
+  TraceJob j = Job(8, "vgg16");
+  auto spec = MakeJobSpec(j, "t.csv", 8);
+  ASSERT_TRUE(spec.ok());
+  auto w = WorkloadOf(j, *spec, StepCatalog::Default(), "t.csv");
+  ASSERT_TRUE(w.ok());
+  std::vector<std::pair<int, int>> packed, spread;
+  for (int g = 0; g < 8; ++g) {
+    packed.emplace_back(0, g);
+    spread.emplace_back(g, 0);
+  }
+  auto a = StepPartsOn(cost, *spec, *w, Ranks(packed), StepCatalog::Default());
+  auto b = StepPartsOn(cost, *spec, *w, Ranks(spread), StepCatalog::Default());
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_FALSE(a->dp_net);
+  EXPECT_TRUE(b->dp_net);
+  EXPECT_DOUBLE_EQ(a->compute_ms, b->compute_ms);
+  EXPECT_GT(b->dp_ms, a->dp_ms);
+  // 553 MB of fp32 gradients: over the NICs the all-reduce outlasts the backward pass.
+  EXPECT_GT(StepMs(*b, 1.0, 1.0), StepMs(*a, 1.0, 1.0));
+  EXPECT_GT(StepMs(*b, 2.0, 1.0), StepMs(*b, 1.0, 1.0));
+  // Contention never touches a job inside one node.
+  EXPECT_DOUBLE_EQ(StepMs(*a, 3.0, 1.0), StepMs(*a, 1.0, 1.0));
+}
+
+TEST(LinkModelTest, CapacityFollowsTheOversubscription) {
+  LinkModel links(TaperedH100());
+  const topo::Cluster& c = TaperedH100();
+  // 16 nodes × 8 NICs × 400 Gb/s under a 2:1 leaf.
+  EXPECT_DOUBLE_EQ(links.Capacity(c.FindDomain("leaf0")), 16 * 8 * 400 / 2.0);
+  EXPECT_DOUBLE_EQ(links.Capacity(c.FindDomain("spine0")), 0);  // the top has no uplink
+}
+
+TEST(LinkModelTest, JobsCrossingOneUplinkShareIt) {
+  LinkModel links(TaperedH100());
+  // 8 whole nodes of leaf0 with 8 of leaf1: 8 × 3,200 Gb/s on a 25,600 Gb/s uplink each way.
+  std::vector<std::pair<int, int>> a, b, inside, thin;
+  for (int n = 0; n < 8; ++n) {
+    a.emplace_back(n, 8);
+    a.emplace_back(16 + n, 8);
+    b.emplace_back(8 + n, 8);
+    b.emplace_back(24 + n, 8);
+    thin.emplace_back(n, 1);
+    thin.emplace_back(16 + n, 1);
+  }
+  inside = {{0, 8}, {1, 8}, {2, 8}, {3, 8}};
+  // One GPU per node drives one of its eight NICs.
+  ASSERT_EQ(links.UsageOf(thin).links.size(), 2u);
+  EXPECT_DOUBLE_EQ(links.UsageOf(thin).links[0].second, 8 * 400.0);
+  const LinkModel::Usage ua = links.UsageOf(a), ub = links.UsageOf(b);
+  EXPECT_EQ(ua.links.size(), 2u);  // leaf0 and leaf1 uplinks
+  EXPECT_TRUE(links.UsageOf(inside).links.empty());
+  EXPECT_DOUBLE_EQ(links.AloneFactor(ua), 1.0);
+  links.Add(ua);
+  EXPECT_DOUBLE_EQ(links.Factor(ua), 1.0);
+  links.Add(ub);  // both: 16 nodes per leaf send up a 2:1 uplink
+  EXPECT_DOUBLE_EQ(links.Factor(ua), 2.0);
+  EXPECT_DOUBLE_EQ(links.Factor(ub), 2.0);
+  links.Remove(ub);
+  EXPECT_DOUBLE_EQ(links.Factor(ua), 1.0);
+}
+
+// The fragmentation measure of the report. With a 1-GPU and an 8-GPU job waiting and three free
+// GPUs stranded on one node, the earlier rule (free GPUs below the smallest waiting replica)
+// gave 0; the expected number of free GPUs a waiting job cannot use is (0 + 3) / 2.
+TEST(FragmentationTest, ASmallWaitingJobDoesNotHideStrandedGpus) {
+  const topo::Cluster& c = testing::H100Cluster();
+  auto st = sched::ClusterState::Create(c);
+  ASSERT_TRUE(st.ok());
+  std::vector<sched::NodeGpus> parts;
+  for (int n = 0; n < static_cast<int>(c.nodes.size()); ++n) {
+    parts.push_back({n, n == 0 ? sched::GpuMask::FirstN(5) : sched::GpuMask::FirstN(8)});
+  }
+  ASSERT_TRUE(st->Allocate(1, parts).ok());
+  EXPECT_DOUBLE_EQ(ExpectedUnusableGpus(*st, {{1, 1}, {8, 1}}), 1.5);
+  EXPECT_DOUBLE_EQ(ExpectedUnusableGpus(*st, {{1, 2}}), 0.0);
+  EXPECT_DOUBLE_EQ(ExpectedUnusableGpus(*st, {}), 0.0);
+}
+
+TEST(LoadTest, ScalingTheArrivalsSetsTheOfferedLoad) {
+  auto t = ParseTrace("submit_s,duration_s,gpus\n0,100,8\n100,100,8\n200,100,8\n", "l.csv",
+                      TraceFormat::kCsv);
+  ASSERT_TRUE(t.ok());
+  // 3 × 8 GPUs × 100 s over 200 s on 16 GPUs.
+  EXPECT_DOUBLE_EQ(OfferedLoad(*t, 16), 2400.0 / 3200.0);
+  ASSERT_TRUE(ScaleToLoad(*t, 16, 1.5).ok());
+  EXPECT_EQ(t->jobs[2].submit_us, 100'000'000);
+  EXPECT_NEAR(OfferedLoad(*t, 16), 1.5, 1e-9);
+  EXPECT_FALSE(ScaleToLoad(*t, 16, 0).ok());
+  auto one = ParseTrace("submit_s,duration_s,gpus\n0,100,8\n", "o.csv", TraceFormat::kCsv);
+  ASSERT_TRUE(one.ok());
+  EXPECT_FALSE(ScaleToLoad(*one, 16, 0.5).ok());
+}
+
+}  // namespace
+}  // namespace toposched::sim
