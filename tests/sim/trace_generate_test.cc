@@ -124,7 +124,9 @@ TEST(TraceGenerateTest, EmpiricalSharesMatchTheMix) {
       EXPECT_TRUE(within(n, 20000, mc.share)) << name << " " << mc.name << ": " << n;
       for (const MixBucket& b : mc.gpus) {
         const double k = static_cast<double>(per_bucket[{static_cast<int>(c), b.gpus}]);
-        if (n > 0) EXPECT_TRUE(within(k, n, b.p)) << mc.name << " " << b.gpus << ": " << k;
+        if (n > 0) {
+          EXPECT_TRUE(within(k, n, b.p)) << mc.name << " " << b.gpus << ": " << k;
+        }
       }
     }
   }
