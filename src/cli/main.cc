@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   toposched::cli::RegisterServeCommand(app, rc);
   toposched::cli::RegisterClientCommands(app, rc);
   toposched::cli::RegisterSimCommands(app, rc);
+  toposched::cli::RegisterTraceCommands(app, rc);
   toposched::cli::RegisterSlurmCommands(app, rc);
   try {
     app.parse(argc, argv);
