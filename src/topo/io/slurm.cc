@@ -199,7 +199,16 @@ struct UnionFind {
   std::vector<int> parent;
 };
 
-StatusOr<SlurmTopology> BuildTree(const std::string& source, const std::vector<SwitchDecl>& sw) {
+// Switches grouped into logical domains (interchangeable parallel switches merged), linked parent
+// to child, with each domain's depth from its root.
+struct SwitchTree {
+  std::vector<std::vector<int>> members;  // per domain: switch ids in declaration order
+  std::vector<int> parent;                // per domain: parent domain, -1 for a root
+  std::vector<std::vector<int>> children;
+  std::vector<int> depth;
+};
+
+StatusOr<SwitchTree> LinkSwitches(const std::string& source, const std::vector<SwitchDecl>& sw) {
   const int n = static_cast<int>(sw.size());
   std::unordered_map<std::string, int> id_of;
   for (int i = 0; i < n; ++i) {
@@ -305,6 +314,14 @@ StatusOr<SlurmTopology> BuildTree(const std::string& source, const std::vector<S
                      "switch " + Quote(s.name) + " is part of a cycle, expected a tree");
     }
   }
+  return SwitchTree{std::move(members), std::move(dparent), std::move(dchildren), std::move(depth)};
+}
+
+StatusOr<SlurmTopology> BuildTree(const std::string& source, const std::vector<SwitchDecl>& sw) {
+  ASSIGN_OR_RETURN(SwitchTree tree, LinkSwitches(source, sw));
+  const std::vector<std::vector<int>>& members = tree.members;
+  const std::vector<int>& depth = tree.depth;
+  const int nd = static_cast<int>(members.size());
 
   SlurmTopology topo;
   topo.kind = SlurmTopology::Kind::kTree;
@@ -328,8 +345,8 @@ StatusOr<SlurmTopology> BuildTree(const std::string& source, const std::vector<S
     }
     dom.name = names.size() == 1 ? names[0] : CompressHostList(names);
     dom.level = depth[d];
-    dom.parent = dparent[d];
-    dom.children = dchildren[d];
+    dom.parent = tree.parent[d];
+    dom.children = tree.children[d];
     const SwitchDecl& s = sw[members[d][0]];  // members are interchangeable: same nodes
     for (const std::string& node : s.nodes) {
       auto [it, fresh] = node_id.emplace(node, static_cast<int>(topo.node_names.size()));
