@@ -231,6 +231,16 @@ TEST_F(ThreeTier, LinkSpeedGivesEachTierItsUplink) {
   EXPECT_DOUBLE_EQ(cluster_.levels[2].uplink_gbps, 3200);
 }
 
+TEST_F(ThreeTier, SpecWithTheMergedCoreReadsBack) {
+  auto yaml = FormatClusterYaml(cluster_);
+  ASSERT_TRUE(yaml.ok()) << yaml.status().ToString();
+  EXPECT_NE(yaml->find("{name: \"agg00\", level: \"switch-1\", parent: \"core[1-4]\"}"),
+            std::string::npos);
+  auto again = ParseClusterYaml(*yaml, "fabric.yaml", "/");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ExpectSameNetwork(cluster_, *again, "three-tier spec");
+}
+
 TEST(SlurmClusterImport, LevelNamesAndOversubscriptionPriceTheClimb) {
   SlurmClusterOptions o;
   o.default_topology = kH100;
