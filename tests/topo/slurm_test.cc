@@ -258,7 +258,8 @@ TEST(SlurmTopologyConf, ErrorsNameLineAndColumn) {
        "t.conf:2:1: tree (SwitchName=) and block"},
       {"Nodes=a1 SwitchName=s0\n",
        "t.conf:1:1: a line must start with the switch or block name, got \"Nodes\""},
-      {"SwitchName=s0 Nodes=a1 Nodes=a2\n", "t.conf:1:24: key \"Nodes\" given twice"},
+      {"SwitchName=s0 Nodes=a1 Nodes=a2\n",
+       "t.conf:1:24: key \"Nodes\" given twice (first at 1:15)"},
       {"SwitchName=s0 a1\n", "t.conf:1:15: expected Key=Value, got \"a1\""},
       {"SwitchName=l0 Nodes=a1\nSwitchName=l1 Nodes=a2\nSwitchName=x Switches=l0\n"
        "SwitchName=y Switches=l[0-1]\n",

@@ -123,7 +123,8 @@ StatusOr<std::vector<KeyValue>> SplitKeyValues(const std::string& source, const 
     for (const KeyValue& prev : out) {
       if (prev.key == kv.key) {
         return ErrorAt(source, kv.key_pos,
-                       "key " + Quote(kv.raw_key) + " given twice (first at column " +
+                       "key " + Quote(kv.raw_key) + " given twice (first at " +
+                           std::to_string(prev.key_pos.line) + ":" +
                            std::to_string(prev.key_pos.column) + "), expected each key once");
       }
     }
