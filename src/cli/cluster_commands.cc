@@ -1,9 +1,10 @@
-// `toposched cluster check`, `toposched export slurm`, and `toposched demo`.
+// `toposched cluster check|generate|import`, `toposched export slurm`, and `toposched demo`.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
 
+#include "cli/cluster_import_command.h"
 #include "cli/commands.h"
 #include "cli/generate_command.h"
 #include "topo/io/cluster_yaml.h"
@@ -77,6 +78,7 @@ void RegisterClusterCommands(CLI::App& app, int& rc) {
   });
 
   AddClusterGenerateCommand(*cluster, rc);
+  AddClusterImportCommand(*cluster, rc);
 
   CLI::App* exp = app.add_subcommand("export", "Export configuration for other systems");
   exp->require_subcommand(1);

@@ -141,13 +141,14 @@ TEST(SlurmTopologyConf, Sample01RingPartAndRawGroffAreRejected) {
   std::string sample = Ungroff(Sample("01-slurm-man-topology-conf-tree-block-ring.conf"));
   auto ring = ParseTopologyConf(Keep(sample, {"RingName"}), "ring.conf");
   ASSERT_FALSE(ring.ok());
-  EXPECT_NE(ring.status().message().find("ring.conf:1: unknown key \"RingName\""),
+  EXPECT_NE(ring.status().message().find("ring.conf:1:1: unknown key \"RingName\""),
             std::string::npos)
       << ring.status().message();
   // Unstripped, the groff markup on line 2 is reported where it is.
   auto raw = ParseTopologyConf(Sample("01-slurm-man-topology-conf-tree-block-ring.conf"), "01");
   ASSERT_FALSE(raw.ok());
-  EXPECT_NE(raw.status().message().find("01:2: expected Key=Value, got \".nf\""), std::string::npos)
+  EXPECT_NE(raw.status().message().find("01:2:1: expected Key=Value, got \".nf\""),
+            std::string::npos)
       << raw.status().message();
 }
 
@@ -236,33 +237,43 @@ TEST(SlurmTopologyConf, ContinuationCommentsAndCaseInsensitiveKeys) {
   EXPECT_DOUBLE_EQ(t->levels[0].uplink_gbps, 100);
 }
 
-TEST(SlurmTopologyConf, ErrorsNameTheLine) {
+TEST(SlurmTopologyConf, ErrorsNameLineAndColumn) {
   struct Case {
     const char* text;
     const char* expect;
   } cases[] = {
       {"SwitchName=s0 Nodes=a[1-2]\nSwitchName=s1 Switches=s[0,9]\n",
-       "t.conf:2: switch \"s1\": Switches= names undefined switch \"s9\""},
+       "t.conf:2:24: switch \"s1\": Switches= names undefined switch \"s9\""},
       {"SwitchName=s0 Nodes=a1\n\nSwitchName=s0 Nodes=a2\n",
-       "t.conf:3: switch \"s0\" already defined at line 1"},
-      {"SwitchName=s0 Switches=s1\nSwitchName=s1 Switches=s0\n", "is part of a cycle"},
+       "t.conf:3:12: switch \"s0\" already defined at line 1"},
+      {"SwitchName=s0 Switches=s1\nSwitchName=s1 Switches=s0\n",
+       "t.conf:1:12: switch \"s0\" is part of a cycle"},
       {"SwitchName=s0 Nodes=a[1-3]\nSwitchName=s1 Nodes=a[3-4]\n",
-       "t.conf:2: node \"a3\" is under switch \"s0\" and \"s1\""},
-      {"SwitchName=s0 Nodes=a[1-\n", "t.conf:1: Nodes=: unbalanced"},
-      {"SwitchName=s0 Nodes=a1 Speed=3\n", "t.conf:1: unknown key \"Speed\""},
-      {"SwitchName=s0 Nodes=a1 LinkSpeed=fast\n", "t.conf:1: LinkSpeed= must be a positive"},
-      {"SwitchName=s0 Nodes=a1\nBlockName=b0 Nodes=a2\n", "t.conf:2: tree (SwitchName=) and block"},
-      {"Nodes=a1 SwitchName=s0\n", "t.conf:1: a line must start with SwitchName="},
-      {"SwitchName=s0 Nodes=a1 Nodes=a2\n", "t.conf:1: key \"Nodes\" given twice"},
-      {"SwitchName=s0 a1\n", "t.conf:1: expected Key=Value, got \"a1\""},
+       "t.conf:2:21: node \"a3\" is under switch \"s0\" and \"s1\""},
+      {"SwitchName=s0 Nodes=a[1-\n", "t.conf:1:21: Nodes=: unbalanced"},
+      {"SwitchName=s0 Nodes=a1 Speed=3\n",
+       "t.conf:1:24: unknown key \"Speed\" (expected one of: SwitchName, Switches"},
+      {"SwitchName=s0 Nodes=a1 LinkSpeed=fast\n", "t.conf:1:34: LinkSpeed= must be a positive"},
+      {"SwitchName=s0 Nodes=a1\nBlockName=b0 Nodes=a2\n",
+       "t.conf:2:1: tree (SwitchName=) and block"},
+      {"Nodes=a1 SwitchName=s0\n",
+       "t.conf:1:1: a line must start with the switch or block name, got \"Nodes\""},
+      {"SwitchName=s0 Nodes=a1 Nodes=a2\n",
+       "t.conf:1:24: key \"Nodes\" given twice (first at 1:15)"},
+      {"SwitchName=s0 a1\n", "t.conf:1:15: expected Key=Value, got \"a1\""},
       {"SwitchName=l0 Nodes=a1\nSwitchName=l1 Nodes=a2\nSwitchName=x Switches=l0\n"
        "SwitchName=y Switches=l[0-1]\n",
-       "t.conf:4: switch \"l0\" has several parents (\"x\", \"y\") that are not interchangeable"},
+       "t.conf:4:23: switch \"l0\" has several parents (\"x\", \"y\") that are not "
+       "interchangeable"},
       {"BlockName=b0 Nodes=a[1-4]\nBlockName=b1 Nodes=a[4-5]\n",
-       "t.conf:2: node \"a4\" is in block \"b0\" and in \"b1\""},
-      {"BlockName=b0\n", "t.conf:1: block \"b0\": no Nodes="},
-      {"BlockName=b0 Nodes=a1\nBlockSizes=4,2\n", "t.conf:2: BlockSizes= must be increasing"},
-      {"BlockSizes=4\n", "t.conf:1: BlockSizes= without any BlockName= line"},
+       "t.conf:2:20: node \"a4\" is in block \"b0\" and in \"b1\""},
+      {"BlockName=b0\n", "t.conf:1:1: block \"b0\": no Nodes="},
+      {"BlockName=b0 Nodes=a1\nBlockSizes=4,2\n", "t.conf:2:12: BlockSizes= must be increasing"},
+      {"BlockSizes=4\n", "t.conf:1:1: BlockSizes= without any BlockName= line"},
+      // A continued line reports the physical line and column of the token.
+      {"SwitchName=s0 \\\n    Nodes=a[1-\n", "t.conf:2:11: Nodes=: unbalanced"},
+      {"SwitchName=s0 Nodes=a1\n  SwitchName=s1 Switches=s0 Nodes=a[1-2]\n",
+       "t.conf:2:35: node \"a1\" is under switch \"s0\" and \"s1\""},
   };
   for (const Case& k : cases) {
     auto t = ParseTopologyConf(k.text, "t.conf");
@@ -340,23 +351,23 @@ TEST(SlurmGresConf, RangesCountsAndOtherGres) {
   EXPECT_EQ((*g)[10].links, (std::vector<int>{-1}));
 }
 
-TEST(SlurmGresConf, ErrorsNameTheLine) {
+TEST(SlurmGresConf, ErrorsNameLineAndColumn) {
   struct Case {
     const char* text;
     const char* expect;
   } cases[] = {
       {"AutoDetect=off\nName=gpu File=/dev/nvidia[0-1] Links=-1,2\n",
-       "g.conf:2: Links= needs a line with a single device"},
-      {"Name=gpu File=/dev/nvidia0 Colour=red\n", "g.conf:1: unknown key \"Colour\""},
-      {"Name=gpu File=/dev/nvidia0 Cores=3-1\n", "g.conf:1: Cores=: "},
-      {"Name=gpu File=/dev/nvidia0 Links=-1,x\n", "g.conf:1: Links=: bad item \"x\""},
-      {"Name=gpu File=/dev/nvidia0 Links=-2\n", "g.conf:1: Links=: bad item \"-2\""},
-      {"\n# c\nName=gpu File=/dev/nvidia[0-1] Count=3\n", "g.conf:3: Count=3 but File= names 2"},
-      {"NodeName=n1 Type=a100 File=/dev/nvidia0\n", "g.conf:1: missing Name="},
-      {"Name=gpu Type=a100\n", "g.conf:1: a gpu line needs File= or Count="},
-      {"\nNodeName=n[1- Name=gpu Count=1\n", "g.conf:2: NodeName=: unbalanced"},
-      {"NodeName=n[1- AutoDetect=nvml\n", "g.conf:1: NodeName=: unbalanced"},
-      {"NodeName=n1\n", "g.conf:1: missing Name="},
+       "g.conf:2:32: Links= needs a line with a single device"},
+      {"Name=gpu File=/dev/nvidia0 Colour=red\n", "g.conf:1:28: unknown key \"Colour\""},
+      {"Name=gpu File=/dev/nvidia0 Cores=3-1\n", "g.conf:1:34: Cores=: "},
+      {"Name=gpu File=/dev/nvidia0 Links=-1,x\n", "g.conf:1:34: Links=: bad item \"x\""},
+      {"Name=gpu File=/dev/nvidia0 Links=-2\n", "g.conf:1:34: Links=: bad item \"-2\""},
+      {"\n# c\nName=gpu File=/dev/nvidia[0-1] Count=3\n", "g.conf:3:38: Count=3 but File= names 2"},
+      {"NodeName=n1 Type=a100 File=/dev/nvidia0\n", "g.conf:1:1: missing Name="},
+      {"Name=gpu Type=a100\n", "g.conf:1:1: a gpu line needs File= or Count="},
+      {"\nNodeName=n[1- Name=gpu Count=1\n", "g.conf:2:10: NodeName=: unbalanced"},
+      {"NodeName=n[1- AutoDetect=nvml\n", "g.conf:1:10: NodeName=: unbalanced"},
+      {"NodeName=n1\n", "g.conf:1:1: missing Name="},
   };
   for (const Case& k : cases) {
     auto g = ParseGresConf(k.text, "g.conf");

@@ -21,41 +21,66 @@ constexpr int kMaxHosts = 1 << 20;
 
 std::string Quote(const std::string& s) { return "\"" + s + "\""; }
 
+// Where a piece of config text came from: 1-based line and byte column of the file.
+struct SourcePos {
+  int line = 0;
+  int column = 0;
+};
+
+// One logical line: physical lines joined at trailing backslashes. `pieces` maps offsets in
+// `text` back to the file, so errors point at the column where a token was written.
 struct ConfLine {
+  struct Piece {
+    size_t offset = 0;  // in text
+    SourcePos pos;      // of text[offset] in the file
+  };
   int number = 0;  // 1-based line where the logical line starts
+  SourcePos start;
   std::string text;
+  std::vector<Piece> pieces;
+
+  SourcePos PosOf(size_t offset) const {
+    const Piece* p = &pieces.front();
+    for (const Piece& q : pieces) {
+      if (q.offset <= offset) p = &q;
+    }
+    return {p->pos.line, p->pos.column + static_cast<int>(offset - p->offset)};
+  }
 };
 
 // Splits Slurm config text into logical lines: '#' to the end of a line is a comment, a trailing
 // backslash joins the next line, blank lines are dropped.
 std::vector<ConfLine> LogicalLines(std::string_view text) {
   std::vector<ConfLine> out;
-  std::string pending;
-  int pending_start = 0;
+  ConfLine pending;
   int number = 0;
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t eol = text.find('\n', pos);
     if (eol == std::string_view::npos) eol = text.size();
-    std::string_view raw = text.substr(pos, eol - pos);
+    const std::string_view whole = text.substr(pos, eol - pos);
+    std::string_view raw = whole;
     ++number;
     pos = eol + 1;
     if (size_t hash = raw.find('#'); hash != std::string_view::npos) raw = raw.substr(0, hash);
     std::string_view t = Trim(raw);
     bool cont = !t.empty() && t.back() == '\\';
     if (cont) t = Trim(t.substr(0, t.size() - 1));
-    if (pending.empty()) pending_start = number;
+    if (pending.text.empty()) pending.number = number;
     if (!t.empty()) {
-      if (!pending.empty()) pending += ' ';
-      pending += t;
+      if (!pending.text.empty()) pending.text += ' ';
+      const SourcePos at{number, static_cast<int>(t.data() - whole.data()) + 1};
+      if (pending.text.empty()) pending.start = at;
+      pending.pieces.push_back({pending.text.size(), at});
+      pending.text += t;
     }
-    if (!cont && !pending.empty()) {
-      out.push_back({pending_start, std::move(pending)});
-      pending.clear();
+    if (!cont && !pending.text.empty()) {
+      out.push_back(std::move(pending));
+      pending = ConfLine();
     }
     if (eol == text.size()) break;
   }
-  if (!pending.empty()) out.push_back({pending_start, std::move(pending)});
+  if (!pending.text.empty()) out.push_back(std::move(pending));
   return out;
 }
 
@@ -63,29 +88,48 @@ struct KeyValue {
   std::string key;  // lower-cased
   std::string raw_key;
   std::string value;
+  SourcePos key_pos;
+  SourcePos value_pos;
 };
 
-Status LineError(const std::string& source, int line, const std::string& msg) {
-  return InvalidArgumentError(source + ":" + std::to_string(line) + ": " + msg);
+// "<source>:<line>:<column>: <msg>": the place a reader's error names.
+Status ErrorAt(const std::string& source, SourcePos pos, const std::string& msg) {
+  return InvalidArgumentError(source + ":" + std::to_string(pos.line) + ":" +
+                              std::to_string(pos.column) + ": " + msg);
 }
 
 StatusOr<std::vector<KeyValue>> SplitKeyValues(const std::string& source, const ConfLine& line) {
   std::vector<KeyValue> out;
-  for (const std::string& tok : SplitWhitespace(line.text)) {
+  const std::string& s = line.text;
+  size_t i = 0;
+  while (i < s.size()) {
+    if (std::isspace(static_cast<unsigned char>(s[i]))) {
+      ++i;
+      continue;
+    }
+    size_t end = i;
+    while (end < s.size() && !std::isspace(static_cast<unsigned char>(s[end]))) ++end;
+    const std::string tok = s.substr(i, end - i);
     size_t eq = tok.find('=');
     if (eq == std::string::npos || eq == 0) {
-      return LineError(source, line.number, "expected Key=Value, got " + Quote(tok));
+      return ErrorAt(source, line.PosOf(i), "expected Key=Value, got " + Quote(tok));
     }
     KeyValue kv;
     kv.raw_key = tok.substr(0, eq);
     kv.key = ToLower(kv.raw_key);
     kv.value = tok.substr(eq + 1);
+    kv.key_pos = line.PosOf(i);
+    kv.value_pos = line.PosOf(i + eq + 1);
     for (const KeyValue& prev : out) {
       if (prev.key == kv.key) {
-        return LineError(source, line.number, "key " + Quote(kv.raw_key) + " given twice");
+        return ErrorAt(source, kv.key_pos,
+                       "key " + Quote(kv.raw_key) + " given twice (first at " +
+                           std::to_string(prev.key_pos.line) + ":" +
+                           std::to_string(prev.key_pos.column) + "), expected each key once");
       }
     }
     out.push_back(std::move(kv));
+    i = end;
   }
   return out;
 }
@@ -97,21 +141,34 @@ const KeyValue* FindKey(const std::vector<KeyValue>& kvs, const std::string& low
   return nullptr;
 }
 
-Status CheckKeys(const std::string& source, int line, const std::vector<KeyValue>& kvs,
+// `allowed` holds keys as Slurm spells them; the comparison is case-insensitive.
+Status CheckKeys(const std::string& source, const std::vector<KeyValue>& kvs,
                  std::initializer_list<const char*> allowed) {
   for (const KeyValue& kv : kvs) {
     bool ok = false;
-    for (const char* a : allowed) ok = ok || kv.key == a;
-    if (!ok) return LineError(source, line, "unknown key " + Quote(kv.raw_key));
+    std::string expected;
+    for (const char* a : allowed) {
+      ok = ok || kv.key == ToLower(a);
+      expected += (expected.empty() ? "" : ", ") + std::string(a);
+    }
+    if (!ok) {
+      return ErrorAt(source, kv.key_pos,
+                     "unknown key " + Quote(kv.raw_key) + " (expected one of: " + expected + ")");
+    }
   }
   return OkStatus();
 }
 
-StatusOr<std::vector<std::string>> ExpandAt(const std::string& source, int line,
-                                            const std::string& key, const std::string& expr) {
-  auto hosts = ExpandHostList(expr, kMaxHosts);
-  if (!hosts.ok()) return LineError(source, line, key + "=: " + hosts.status().message());
-  if (hosts->empty()) return LineError(source, line, key + "= is empty");
+StatusOr<std::vector<std::string>> ExpandAt(const std::string& source, const KeyValue& kv) {
+  auto hosts = ExpandHostList(kv.value, kMaxHosts);
+  if (!hosts.ok()) {
+    return ErrorAt(source, kv.value_pos,
+                   kv.raw_key + "=: " + hosts.status().message() +
+                       " (expected a host list such as gpu[001-016],login1)");
+  }
+  if (hosts->empty()) {
+    return ErrorAt(source, kv.value_pos, kv.raw_key + "= is empty, expected a host list");
+  }
   return std::move(hosts).value();
 }
 
@@ -120,6 +177,9 @@ StatusOr<std::vector<std::string>> ExpandAt(const std::string& source, int line,
 struct SwitchDecl {
   std::string name;
   int line = 0;
+  SourcePos name_pos;                 // SwitchName='s value
+  SourcePos switches_pos;             // Switches='s value
+  SourcePos nodes_pos;                // Nodes='s value
   std::vector<std::string> switches;  // child switch names
   std::vector<std::string> nodes;
   double link_speed = 0;
@@ -140,14 +200,23 @@ struct UnionFind {
   std::vector<int> parent;
 };
 
-StatusOr<SlurmTopology> BuildTree(const std::string& source, const std::vector<SwitchDecl>& sw) {
+// Switches grouped into logical domains (interchangeable parallel switches merged), linked parent
+// to child, with each domain's depth from its root.
+struct SwitchTree {
+  std::vector<std::vector<int>> members;  // per domain: switch ids in declaration order
+  std::vector<int> parent;                // per domain: parent domain, -1 for a root
+  std::vector<std::vector<int>> children;
+  std::vector<int> depth;
+};
+
+StatusOr<SwitchTree> LinkSwitches(const std::string& source, const std::vector<SwitchDecl>& sw) {
   const int n = static_cast<int>(sw.size());
   std::unordered_map<std::string, int> id_of;
   for (int i = 0; i < n; ++i) {
     if (auto [it, fresh] = id_of.emplace(sw[i].name, i); !fresh) {
-      return LineError(source, sw[i].line,
-                       "switch " + Quote(sw[i].name) + " already defined at line " +
-                           std::to_string(sw[it->second].line));
+      return ErrorAt(source, sw[i].name_pos,
+                     "switch " + Quote(sw[i].name) + " already defined at line " +
+                         std::to_string(sw[it->second].line) + ", expected a new switch name");
     }
   }
   std::vector<std::vector<int>> kids(n), parents(n);
@@ -155,12 +224,13 @@ StatusOr<SlurmTopology> BuildTree(const std::string& source, const std::vector<S
     for (const std::string& c : sw[i].switches) {
       auto it = id_of.find(c);
       if (it == id_of.end()) {
-        return LineError(
-            source, sw[i].line,
-            "switch " + Quote(sw[i].name) + ": Switches= names undefined switch " + Quote(c));
+        return ErrorAt(source, sw[i].switches_pos,
+                       "switch " + Quote(sw[i].name) + ": Switches= names undefined switch " +
+                           Quote(c) + ", expected switches defined by SwitchName= lines");
       }
       if (it->second == i) {
-        return LineError(source, sw[i].line, "switch " + Quote(sw[i].name) + " lists itself");
+        return ErrorAt(source, sw[i].switches_pos,
+                       "switch " + Quote(sw[i].name) + " lists itself, expected child switches");
       }
       if (std::find(kids[i].begin(), kids[i].end(), it->second) != kids[i].end()) continue;
       kids[i].push_back(it->second);
@@ -184,11 +254,11 @@ StatusOr<SlurmTopology> BuildTree(const std::string& source, const std::vector<S
       };
       if (sorted(kids[first]) != sorted(kids[other]) ||
           sorted_names(sw[first].nodes) != sorted_names(sw[other].nodes)) {
-        return LineError(source, sw[other].line,
-                         "switch " + Quote(sw[c].name) + " has several parents (" +
-                             Quote(sw[first].name) + ", " + Quote(sw[other].name) +
-                             ") that are not interchangeable; toposched models a tree in which "
-                             "each switch has one parent");
+        return ErrorAt(source, sw[other].switches_pos,
+                       "switch " + Quote(sw[c].name) + " has several parents (" +
+                           Quote(sw[first].name) + ", " + Quote(sw[other].name) +
+                           ") that are not interchangeable; toposched models a tree in which "
+                           "each switch has one parent");
       }
       uf.Union(first, other);
     }
@@ -212,9 +282,10 @@ StatusOr<SlurmTopology> BuildTree(const std::string& source, const std::vector<S
     for (int c : kids[i]) {
       const int pd = domain_of[i], cd = domain_of[c];
       if (dparent[cd] >= 0 && dparent[cd] != pd) {
-        return LineError(source, sw[i].line,
-                         "switch " + Quote(sw[c].name) + " is under both " +
-                             Quote(sw[members[dparent[cd]][0]].name) + " and " + Quote(sw[i].name));
+        return ErrorAt(source, sw[i].switches_pos,
+                       "switch " + Quote(sw[c].name) + " is under both " +
+                           Quote(sw[members[dparent[cd]][0]].name) + " and " + Quote(sw[i].name) +
+                           ", expected one parent per switch");
       }
       if (dparent[cd] < 0) {
         dparent[cd] = pd;
@@ -240,9 +311,18 @@ StatusOr<SlurmTopology> BuildTree(const std::string& source, const std::vector<S
   for (int d = 0; d < nd; ++d) {
     if (depth[d] < 0) {
       const SwitchDecl& s = sw[members[d][0]];
-      return LineError(source, s.line, "switch " + Quote(s.name) + " is part of a cycle");
+      return ErrorAt(source, s.name_pos,
+                     "switch " + Quote(s.name) + " is part of a cycle, expected a tree");
     }
   }
+  return SwitchTree{std::move(members), std::move(dparent), std::move(dchildren), std::move(depth)};
+}
+
+StatusOr<SlurmTopology> BuildTree(const std::string& source, const std::vector<SwitchDecl>& sw) {
+  ASSIGN_OR_RETURN(SwitchTree tree, LinkSwitches(source, sw));
+  const std::vector<std::vector<int>>& members = tree.members;
+  const std::vector<int>& depth = tree.depth;
+  const int nd = static_cast<int>(members.size());
 
   SlurmTopology topo;
   topo.kind = SlurmTopology::Kind::kTree;
@@ -266,8 +346,8 @@ StatusOr<SlurmTopology> BuildTree(const std::string& source, const std::vector<S
     }
     dom.name = names.size() == 1 ? names[0] : CompressHostList(names);
     dom.level = depth[d];
-    dom.parent = dparent[d];
-    dom.children = dchildren[d];
+    dom.parent = tree.parent[d];
+    dom.children = tree.children[d];
     const SwitchDecl& s = sw[members[d][0]];  // members are interchangeable: same nodes
     for (const std::string& node : s.nodes) {
       auto [it, fresh] = node_id.emplace(node, static_cast<int>(topo.node_names.size()));
@@ -275,10 +355,10 @@ StatusOr<SlurmTopology> BuildTree(const std::string& source, const std::vector<S
         topo.node_names.push_back(node);
         node_domain.push_back(d);
       } else if (node_domain[it->second] != d) {
-        return LineError(source, s.line,
-                         "node " + Quote(node) + " is under switch " +
-                             Quote(topo.domains[node_domain[it->second]].name) + " and " +
-                             Quote(s.name));
+        return ErrorAt(source, s.nodes_pos,
+                       "node " + Quote(node) + " is under switch " +
+                           Quote(topo.domains[node_domain[it->second]].name) + " and " +
+                           Quote(s.name) + ", expected each node under one switch");
       } else {
         continue;  // listed twice by one switch
       }
@@ -297,22 +377,25 @@ StatusOr<SlurmTopology> BuildTree(const std::string& source, const std::vector<S
   return topo;
 }
 
-StatusOr<double> ParseLinkSpeed(const std::string& source, int line, const std::string& v) {
-  auto speed = ParseDouble(v);
+StatusOr<double> ParseLinkSpeed(const std::string& source, const KeyValue& kv) {
+  auto speed = ParseDouble(kv.value);
   if (!speed.ok() || !std::isfinite(*speed) || *speed <= 0) {
-    return LineError(source, line, "LinkSpeed= must be a positive number, got " + Quote(v));
+    return ErrorAt(source, kv.value_pos,
+                   "LinkSpeed= must be a positive number, got " + Quote(kv.value));
   }
   return *speed;
 }
 
 // ---- gres.conf ---------------------------------------------------------------------------------
 
-StatusOr<std::vector<int>> ParseLinks(const std::string& source, int line, const std::string& v) {
+StatusOr<std::vector<int>> ParseLinks(const std::string& source, const KeyValue& kv) {
   std::vector<int> out;
-  for (const std::string& tok : Split(v, ',')) {
+  for (const std::string& tok : Split(kv.value, ',')) {
     auto n = ParseInt(tok);
     if (!n.ok() || *n < -1 || *n > 1 << 20) {
-      return LineError(source, line, "Links=: bad item " + Quote(tok) + " in " + Quote(v));
+      return ErrorAt(source, kv.value_pos,
+                     "Links=: bad item " + Quote(tok) + " in " + Quote(kv.value) +
+                         ", expected NVLink counts (-1 = self)");
     }
     out.push_back(static_cast<int>(*n));
   }
@@ -493,113 +576,160 @@ std::string GresLinesFor(const NodeTopology& t) {
 
 }  // namespace
 
-StatusOr<SlurmTopology> ParseTopologyConf(std::string_view text, const std::string& source) {
-  std::vector<SwitchDecl> switches;
-  SlurmTopology block;
-  block.kind = SlurmTopology::Kind::kBlock;
-  std::unordered_map<std::string, int> block_id;
-  std::unordered_map<std::string, int> node_id;
-  std::vector<int> block_lines;
-  int sizes_line = 0;
-  for (const ConfLine& line : LogicalLines(text)) {
-    ASSIGN_OR_RETURN(std::vector<KeyValue> kvs, SplitKeyValues(source, line));
-    const std::string& first = kvs.front().key;
-    const bool is_switch = first == "switchname";
-    const bool is_block = first == "blockname" || first == "blocksizes";
-    if (!is_switch && !is_block) {
-      const bool known = first == "switches" || first == "nodes" || first == "linkspeed";
-      return LineError(source, line.number,
-                       known ? "a line must start with SwitchName=, BlockName= or BlockSizes=, "
-                               "got " +
-                                   Quote(kvs.front().raw_key)
-                             : "unknown key " + Quote(kvs.front().raw_key));
-    }
-    if ((is_switch && !block_id.empty()) || (is_block && !switches.empty()) ||
-        (is_switch && sizes_line > 0)) {
-      return LineError(source, line.number,
-                       "tree (SwitchName=) and block (BlockName=) lines cannot be mixed");
-    }
-    if (first == "switchname") {
-      RETURN_IF_ERROR(
-          CheckKeys(source, line.number, kvs, {"switchname", "switches", "nodes", "linkspeed"}));
-      SwitchDecl s;
-      s.name = kvs.front().value;
-      s.line = line.number;
-      if (s.name.empty()) return LineError(source, line.number, "SwitchName= is empty");
-      if (const KeyValue* kv = FindKey(kvs, "switches")) {
-        ASSIGN_OR_RETURN(s.switches, ExpandAt(source, line.number, "Switches", kv->value));
-      }
-      if (const KeyValue* kv = FindKey(kvs, "nodes")) {
-        ASSIGN_OR_RETURN(s.nodes, ExpandAt(source, line.number, "Nodes", kv->value));
-      }
-      if (const KeyValue* kv = FindKey(kvs, "linkspeed")) {
-        ASSIGN_OR_RETURN(s.link_speed, ParseLinkSpeed(source, line.number, kv->value));
-      }
-      switches.push_back(std::move(s));
-    } else if (first == "blockname") {
-      RETURN_IF_ERROR(CheckKeys(source, line.number, kvs, {"blockname", "nodes"}));
-      const std::string& name = kvs.front().value;
-      if (name.empty()) return LineError(source, line.number, "BlockName= is empty");
-      const int id = static_cast<int>(block.domains.size());
-      if (auto [it, fresh] = block_id.emplace(name, id); !fresh) {
-        return LineError(source, line.number,
-                         "block " + Quote(name) + " already defined at line " +
-                             std::to_string(block_lines[it->second]));
-      }
-      const KeyValue* nodes = FindKey(kvs, "nodes");
-      if (!nodes) return LineError(source, line.number, "block " + Quote(name) + ": no Nodes=");
-      ASSIGN_OR_RETURN(std::vector<std::string> names,
-                       ExpandAt(source, line.number, "Nodes", nodes->value));
-      NetworkDomain dom;
-      dom.name = name;
-      dom.level = 0;
-      for (const std::string& n : names) {
-        auto [it, fresh] = node_id.emplace(n, static_cast<int>(block.node_names.size()));
-        if (!fresh) {
-          int owner = -1;
-          for (int d = 0; d < static_cast<int>(block.domains.size()) && owner < 0; ++d) {
-            const auto& dn = block.domains[d].nodes;
-            if (std::find(dn.begin(), dn.end(), it->second) != dn.end()) owner = d;
-          }
-          return LineError(source, line.number,
-                           "node " + Quote(n) + " is in block " +
-                               (owner >= 0 ? Quote(block.domains[owner].name) : Quote(name)) +
-                               " and in " + Quote(name));
-        }
-        block.node_names.push_back(n);
-        dom.nodes.push_back(it->second);
-      }
-      block.domains.push_back(std::move(dom));
-      block.link_speed.push_back(0);
-      block_lines.push_back(line.number);
-    } else {
-      RETURN_IF_ERROR(CheckKeys(source, line.number, kvs, {"blocksizes"}));
-      if (sizes_line > 0) {
-        return LineError(source, line.number,
-                         "BlockSizes= already given at line " + std::to_string(sizes_line));
-      }
-      sizes_line = line.number;
-      for (const std::string& tok : Split(kvs.front().value, ',')) {
-        auto v = ParseInt(tok);
-        if (!v.ok() || *v <= 0 || *v > kMaxHosts) {
-          return LineError(source, line.number, "BlockSizes=: bad size " + Quote(tok));
-        }
-        if (!block.block_sizes.empty() && *v <= block.block_sizes.back()) {
-          return LineError(source, line.number, "BlockSizes= must be increasing");
-        }
-        block.block_sizes.push_back(static_cast<int>(*v));
-      }
-    }
+namespace {
+
+StatusOr<SwitchDecl> ParseSwitchLine(const std::string& source, const ConfLine& line,
+                                     const std::vector<KeyValue>& kvs) {
+  RETURN_IF_ERROR(CheckKeys(source, kvs, {"SwitchName", "Switches", "Nodes", "LinkSpeed"}));
+  SwitchDecl s;
+  s.name = kvs.front().value;
+  s.line = line.number;
+  s.name_pos = kvs.front().value_pos;
+  if (s.name.empty()) {
+    return ErrorAt(source, s.name_pos, "SwitchName= is empty, expected a switch name");
   }
-  if (!block.domains.empty() || sizes_line > 0) {
-    if (block.domains.empty()) {
-      return LineError(source, sizes_line, "BlockSizes= without any BlockName= line");
+  if (const KeyValue* kv = FindKey(kvs, "switches")) {
+    s.switches_pos = kv->value_pos;
+    ASSIGN_OR_RETURN(s.switches, ExpandAt(source, *kv));
+  }
+  if (const KeyValue* kv = FindKey(kvs, "nodes")) {
+    s.nodes_pos = kv->value_pos;
+    ASSIGN_OR_RETURN(s.nodes, ExpandAt(source, *kv));
+  }
+  if (const KeyValue* kv = FindKey(kvs, "linkspeed")) {
+    ASSIGN_OR_RETURN(s.link_speed, ParseLinkSpeed(source, *kv));
+  }
+  return s;
+}
+
+// Collects topology/block lines (BlockName=, BlockSizes=) into one level of blocks.
+class BlockReader {
+ public:
+  explicit BlockReader(const std::string& source) : source_(source) {
+    topo_.kind = SlurmTopology::Kind::kBlock;
+  }
+  bool empty() const { return topo_.domains.empty() && sizes_line_ == 0; }
+
+  Status AddBlock(const ConfLine& line, const std::vector<KeyValue>& kvs) {
+    RETURN_IF_ERROR(CheckKeys(source_, kvs, {"BlockName", "Nodes"}));
+    const KeyValue& head = kvs.front();
+    const std::string& name = head.value;
+    if (name.empty()) return ErrorAt(source_, head.value_pos, "BlockName= is empty");
+    const int id = static_cast<int>(topo_.domains.size());
+    if (auto [it, fresh] = block_id_.emplace(name, id); !fresh) {
+      return ErrorAt(source_, head.value_pos,
+                     "block " + Quote(name) + " already defined at line " +
+                         std::to_string(block_lines_[it->second]) + ", expected a new block name");
+    }
+    const KeyValue* nodes = FindKey(kvs, "nodes");
+    if (!nodes) {
+      return ErrorAt(source_, line.start,
+                     "block " + Quote(name) + ": no Nodes=, expected the block's host list");
+    }
+    ASSIGN_OR_RETURN(std::vector<std::string> names, ExpandAt(source_, *nodes));
+    NetworkDomain dom;
+    dom.name = name;
+    dom.level = 0;
+    for (const std::string& n : names) {
+      auto [it, fresh] = node_id_.emplace(n, static_cast<int>(topo_.node_names.size()));
+      if (!fresh) {
+        return ErrorAt(source_, nodes->value_pos,
+                       "node " + Quote(n) + " is in block " + Quote(BlockOf(it->second, name)) +
+                           " and in " + Quote(name) + ", expected each node in one block");
+      }
+      topo_.node_names.push_back(n);
+      dom.nodes.push_back(it->second);
+    }
+    topo_.domains.push_back(std::move(dom));
+    topo_.link_speed.push_back(0);
+    block_lines_.push_back(line.number);
+    return OkStatus();
+  }
+
+  Status AddSizes(const ConfLine& line, const std::vector<KeyValue>& kvs) {
+    RETURN_IF_ERROR(CheckKeys(source_, kvs, {"BlockSizes"}));
+    const KeyValue& kv = kvs.front();
+    if (sizes_line_ > 0) {
+      return ErrorAt(source_, kv.key_pos,
+                     "BlockSizes= already given at line " + std::to_string(sizes_line_) +
+                         ", expected it once");
+    }
+    sizes_line_ = line.number;
+    sizes_pos_ = kv.key_pos;
+    for (const std::string& tok : Split(kv.value, ',')) {
+      auto v = ParseInt(tok);
+      if (!v.ok() || *v <= 0 || *v > kMaxHosts) {
+        return ErrorAt(source_, kv.value_pos,
+                       "BlockSizes=: bad size " + Quote(tok) + ", expected positive node counts");
+      }
+      if (!topo_.block_sizes.empty() && *v <= topo_.block_sizes.back()) {
+        return ErrorAt(source_, kv.value_pos, "BlockSizes= must be increasing");
+      }
+      topo_.block_sizes.push_back(static_cast<int>(*v));
+    }
+    return OkStatus();
+  }
+
+  StatusOr<SlurmTopology> Finish() && {
+    if (topo_.domains.empty()) {
+      return ErrorAt(source_, sizes_pos_,
+                     "BlockSizes= without any BlockName= line, expected blocks first");
     }
     NetworkLevel level;
     level.name = "block";
-    block.levels.push_back(level);
-    return block;
+    topo_.levels.push_back(level);
+    return std::move(topo_);
   }
+
+ private:
+  std::string BlockOf(int node, const std::string& fallback) const {
+    for (const NetworkDomain& d : topo_.domains) {
+      if (std::find(d.nodes.begin(), d.nodes.end(), node) != d.nodes.end()) return d.name;
+    }
+    return fallback;  // listed twice by the block being read
+  }
+
+  const std::string& source_;
+  SlurmTopology topo_;
+  std::unordered_map<std::string, int> block_id_, node_id_;
+  std::vector<int> block_lines_;
+  int sizes_line_ = 0;
+  SourcePos sizes_pos_;
+};
+
+}  // namespace
+
+StatusOr<SlurmTopology> ParseTopologyConf(std::string_view text, const std::string& source) {
+  std::vector<SwitchDecl> switches;
+  BlockReader blocks(source);
+  for (const ConfLine& line : LogicalLines(text)) {
+    ASSIGN_OR_RETURN(std::vector<KeyValue> kvs, SplitKeyValues(source, line));
+    const KeyValue& head = kvs.front();
+    const bool is_switch = head.key == "switchname";
+    const bool is_block = head.key == "blockname" || head.key == "blocksizes";
+    if (!is_switch && !is_block) {
+      const bool known = head.key == "switches" || head.key == "nodes" || head.key == "linkspeed";
+      return ErrorAt(
+          source, head.key_pos,
+          (known ? "a line must start with the switch or block name, got " : "unknown key ") +
+              Quote(head.raw_key) +
+              ", expected SwitchName=, BlockName= or BlockSizes= first on a line");
+    }
+    if ((is_switch && !blocks.empty()) || (is_block && !switches.empty())) {
+      return ErrorAt(source, head.key_pos,
+                     "tree (SwitchName=) and block (BlockName=) lines cannot be mixed, expected " +
+                         std::string(is_switch ? "BlockName= or BlockSizes=" : "SwitchName="));
+    }
+    if (is_switch) {
+      ASSIGN_OR_RETURN(SwitchDecl s, ParseSwitchLine(source, line, kvs));
+      switches.push_back(std::move(s));
+    } else if (head.key == "blockname") {
+      RETURN_IF_ERROR(blocks.AddBlock(line, kvs));
+    } else {
+      RETURN_IF_ERROR(blocks.AddSizes(line, kvs));
+    }
+  }
+  if (!blocks.empty()) return std::move(blocks).Finish();
   return BuildTree(source, switches);
 }
 
@@ -639,9 +769,9 @@ StatusOr<std::vector<GresGpu>> ParseGresConf(std::string_view text, const std::s
   std::vector<GresGpu> out;
   for (const ConfLine& line : LogicalLines(text)) {
     ASSIGN_OR_RETURN(std::vector<KeyValue> kvs, SplitKeyValues(source, line));
-    RETURN_IF_ERROR(CheckKeys(source, line.number, kvs,
-                              {"nodename", "name", "type", "file", "cores", "links", "count",
-                               "autodetect", "flags", "multiplefiles"}));
+    RETURN_IF_ERROR(CheckKeys(source, kvs,
+                              {"NodeName", "Name", "Type", "File", "Cores", "Links", "Count",
+                               "AutoDetect", "Flags", "MultipleFiles"}));
     const KeyValue* name = FindKey(kvs, "name");
     if (!name) {
       // "AutoDetect=off" or "NodeName=x AutoDetect=nvml": a setting, no device.
@@ -651,57 +781,57 @@ StatusOr<std::vector<GresGpu>> ParseGresConf(std::string_view text, const std::s
           });
       if (only_global) {
         if (const KeyValue* kv = FindKey(kvs, "nodename")) {
-          RETURN_IF_ERROR(ExpandAt(source, line.number, "NodeName", kv->value).status());
+          RETURN_IF_ERROR(ExpandAt(source, *kv).status());
         }
         continue;
       }
-      return LineError(source, line.number, "missing Name=");
+      return ErrorAt(source, line.start, "missing Name=, expected Name=gpu");
     }
     if (name->value != "gpu") continue;
     std::vector<std::string> nodes = {""};
     if (const KeyValue* kv = FindKey(kvs, "nodename")) {
-      ASSIGN_OR_RETURN(nodes, ExpandAt(source, line.number, "NodeName", kv->value));
+      ASSIGN_OR_RETURN(nodes, ExpandAt(source, *kv));
     }
     std::vector<std::string> files;
     const KeyValue* file = FindKey(kvs, "file");
     const KeyValue* multiple = FindKey(kvs, "multiplefiles");
     if (file && multiple) {
-      return LineError(source, line.number, "File= and MultipleFiles= are exclusive");
+      return ErrorAt(source, multiple->key_pos, "File= and MultipleFiles= are exclusive");
     }
     if (file) {
-      ASSIGN_OR_RETURN(files, ExpandAt(source, line.number, "File", file->value));
+      ASSIGN_OR_RETURN(files, ExpandAt(source, *file));
     } else if (multiple) {
       files = {multiple->value};  // several device files of one GPU (MIG)
     }
     if (const KeyValue* kv = FindKey(kvs, "count")) {
       auto count = ParseInt(kv->value);
       if (!count.ok() || *count < 0 || *count > 4096) {
-        return LineError(source, line.number, "Count=: bad count " + Quote(kv->value));
+        return ErrorAt(source, kv->value_pos, "Count=: bad count " + Quote(kv->value));
       }
       if (files.empty()) {
         files.assign(static_cast<size_t>(*count), "");
       } else if (static_cast<size_t>(*count) != files.size()) {
-        return LineError(
-            source, line.number,
+        return ErrorAt(
+            source, kv->value_pos,
             "Count=" + kv->value + " but File= names " + std::to_string(files.size()) + " devices");
       }
     }
-    if (files.empty()) return LineError(source, line.number, "a gpu line needs File= or Count=");
+    if (files.empty()) return ErrorAt(source, line.start, "a gpu line needs File= or Count=");
     std::vector<int> cores, links;
     if (const KeyValue* kv = FindKey(kvs, "cores")) {
       auto parsed = ParseIntList(kv->value, 1 << 16);
       if (!parsed.ok()) {
-        return LineError(source, line.number, "Cores=: " + parsed.status().message());
+        return ErrorAt(source, kv->value_pos, "Cores=: " + parsed.status().message());
       }
       cores = std::move(parsed).value();
     }
     if (const KeyValue* kv = FindKey(kvs, "links")) {
       if (files.size() > 1) {
-        return LineError(source, line.number,
-                         "Links= needs a line with a single device, File= names " +
-                             std::to_string(files.size()));
+        return ErrorAt(source, kv->key_pos,
+                       "Links= needs a line with a single device, File= names " +
+                           std::to_string(files.size()));
       }
-      ASSIGN_OR_RETURN(links, ParseLinks(source, line.number, kv->value));
+      ASSIGN_OR_RETURN(links, ParseLinks(source, *kv));
     }
     std::string type;
     if (const KeyValue* kv = FindKey(kvs, "type")) type = kv->value;

@@ -31,8 +31,9 @@ struct SlurmTopology {
 // Strict: every line must be SwitchName=/BlockName=/BlockSizes= with known keys (keys are
 // case-insensitive, '#' starts a comment, a trailing '\' continues a line); groff or HTML
 // around a sample must be stripped by the caller.
-// Errors (InvalidArgument): "<source>:<line>: ..." (unknown key, undefined switch, duplicate
-// switch, a node under two switches, cycle, host-list error, tree and block mixed).
+// Errors (InvalidArgument): "<source>:<line>:<column>: <what is wrong>, expected <what>" with the
+// file position of the offending key or value (unknown key, undefined switch, duplicate switch,
+// a node under two switches, cycle, host-list error, tree and block mixed).
 StatusOr<SlurmTopology> ParseTopologyConf(std::string_view text, const std::string& source);
 // Replaces the cluster's network (levels, domains, node attachment) with an imported one: nodes
 // matched by name; a node unknown to the cluster is an error naming it (the cluster is then left
@@ -52,7 +53,7 @@ struct GresGpu {
 // without NodeName= gives node ""); Count= without File= gives that many entries without a
 // file. Lines whose Name= is not "gpu" (mps, shard, nic) and AutoDetect-only lines give none.
 // Keys are case-insensitive; unknown keys, Links= with several files, and bad numbers are
-// InvalidArgument "<source>:<line>: ...".
+// InvalidArgument "<source>:<line>:<column>: ...".
 StatusOr<std::vector<GresGpu>> ParseGresConf(std::string_view text, const std::string& source);
 
 // A node's CPUs as Slurm counts them, inferred from the NUMA nodes' and GPUs' CPU lists: CPUs =

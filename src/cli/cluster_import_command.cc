@@ -1,0 +1,163 @@
+#include "cli/cluster_import_command.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/strings.h"
+#include "topo/io/cluster_yaml.h"
+#include "topo/io/slurm_cluster.h"
+
+namespace toposched::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ImportArgs {
+  std::string slurm_topology;
+  std::string topo;
+  std::vector<std::string> node_topo;         // HOSTS=FILE
+  std::vector<std::string> oversubscription;  // LEVEL=R
+  std::string level_names;                    // comma-separated, top first
+  std::string name;
+  std::string out;
+};
+
+StatusOr<std::pair<std::string, std::string>> SplitAssignment(const std::string& flag,
+                                                              const std::string& arg,
+                                                              const char* shape) {
+  const size_t eq = arg.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size()) {
+    return InvalidArgumentError(flag + " \"" + arg + "\": expected " + shape);
+  }
+  return std::make_pair(arg.substr(0, eq), arg.substr(eq + 1));
+}
+
+StatusOr<topo::io::SlurmClusterOptions> OptionsOf(const ImportArgs& a) {
+  topo::io::SlurmClusterOptions o;
+  o.cluster_name = a.name.empty() ? fs::path(a.out).stem().string() : a.name;
+  o.default_topology = a.topo;
+  for (const std::string& arg : a.node_topo) {
+    ASSIGN_OR_RETURN(auto kv, SplitAssignment("--node-topo", arg, "HOSTS=FILE"));
+    o.node_topology.push_back(std::move(kv));
+  }
+  for (const std::string& arg : a.oversubscription) {
+    ASSIGN_OR_RETURN(auto kv, SplitAssignment("--oversubscription", arg, "LEVEL=RATIO"));
+    auto ratio = ParseDouble(kv.second);
+    if (!ratio.ok()) {
+      return InvalidArgumentError("--oversubscription \"" + arg + "\": expected a number after =");
+    }
+    if (!o.oversubscription.emplace(kv.first, *ratio).second) {
+      return InvalidArgumentError("--oversubscription: level \"" + kv.first + "\" given twice");
+    }
+  }
+  if (!a.level_names.empty()) o.level_names = Split(a.level_names, ',');
+  RETURN_IF_ERROR(o.Validate());
+  return o;
+}
+
+// Profile topology paths as given are relative to the working directory; the spec reads them
+// relative to its own directory. A file in another top-level directory than the spec (spec in
+// /tmp, files in /work) is written as an absolute path rather than "../../work/...".
+void RelativeToSpec(const fs::path& out, topo::Cluster& c) {
+  const fs::path spec_dir = fs::absolute(out).parent_path().lexically_normal();
+  auto top = [](const fs::path& p) {
+    auto it = p.begin();
+    return it == p.end() || ++it == p.end() ? fs::path() : *it;
+  };
+  for (topo::HardwareProfile& p : c.profiles) {
+    const fs::path file = fs::absolute(p.topology_file).lexically_normal();
+    const fs::path rel = file.lexically_relative(spec_dir);
+    const bool near = !rel.empty() && top(file) == top(spec_dir);
+    p.topology_file = near ? rel.string() : file.string();
+  }
+}
+
+// Writes a temporary file beside `path` and renames it over `path`: a failure at any point
+// leaves `path` as it was and removes the temporary.
+Status WriteAtomically(const fs::path& path, const std::string& text) {
+  fs::path tmp = path;
+  tmp += ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return InvalidArgumentError(tmp.string() + ": cannot open for writing");
+    f << text;
+    f.close();
+    if (!f) {
+      std::error_code ignored;
+      fs::remove(tmp, ignored);
+      return InvalidArgumentError(tmp.string() + ": write failed");
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    return InvalidArgumentError(path.string() + ": rename failed: " + ec.message());
+  }
+  return OkStatus();
+}
+
+std::string LevelSummary(const topo::Cluster& c) {
+  std::string s;
+  for (size_t l = 0; l < c.levels.size(); ++l) {
+    int count = 0;
+    for (const topo::NetworkDomain& d : c.domains) count += d.level == static_cast<int>(l);
+    s += (s.empty() ? "" : ", ") + c.levels[l].name + " " + std::to_string(count);
+  }
+  return s;
+}
+
+int RunImport(const ImportArgs& a) {
+  auto o = OptionsOf(a);
+  if (!o.ok()) return Fail(o.status());
+  auto c = topo::io::ReadSlurmTopologyCluster(a.slurm_topology, *o);
+  if (!c.ok()) return Fail(c.status());
+  RelativeToSpec(a.out, *c);
+  const std::string header = "Imported by `toposched cluster import` from the Slurm topology " +
+                             a.slurm_topology +
+                             ".\nLevels top first; oversubscription 1 unless given.";
+  auto yaml = topo::io::FormatClusterYaml(*c, header);
+  if (!yaml.ok()) return Fail(yaml.status());
+  // Read back before writing: what lands in --out always passes `cluster check`.
+  const fs::path out(a.out);
+  auto again = topo::io::ParseClusterYaml(*yaml, a.out, fs::absolute(out).parent_path().string());
+  if (!again.ok()) return Fail(again.status().WithPrefix("imported spec does not read back"));
+  if (Status s = WriteAtomically(out, *yaml); !s.ok()) return Fail(s);
+  std::printf("wrote %s: %zu nodes, %d GPUs, %zu profiles; domains per level: %s\n", a.out.c_str(),
+              c->nodes.size(), c->TotalGpus(), c->profiles.size(), LevelSummary(*c).c_str());
+  return 0;
+}
+
+}  // namespace
+
+void AddClusterImportCommand(CLI::App& cluster, int& rc) {
+  auto a = std::make_shared<ImportArgs>();
+  CLI::App* imp = cluster.add_subcommand(
+      "import", "A cluster spec from a Slurm topology.conf and node topology files");
+  imp->add_option("--slurm-topology", a->slurm_topology,
+                  "topology.conf (topology/tree or topology/block)")
+      ->required();
+  imp->add_option("--topo", a->topo,
+                  "node topology (nvidia-smi topo -m, hwloc XML, NCCL XML, JSON) for every node");
+  imp->add_option("--node-topo", a->node_topo,
+                  "HOSTS=FILE: node topology for a Slurm host list (repeatable; later wins)");
+  imp->add_option("--oversubscription", a->oversubscription,
+                  "LEVEL=RATIO: a level's downlink/uplink ratio (repeatable), e.g. switch-1=2");
+  imp->add_option("--level-names", a->level_names,
+                  "names for the levels, top first (default switch-0,switch-1,... or block)");
+  imp->add_option("--name", a->name, "cluster name (default: --out's file name)");
+  imp->add_option("--out", a->out, "cluster spec to write (YAML)")->required();
+  imp->callback([a, &rc] { rc = RunImport(*a); });
+}
+
+}  // namespace toposched::cli

@@ -1,0 +1,157 @@
+// `toposched cluster import --slurm-topology` end to end: the topology.conf that `export slurm`
+// writes comes back as a spec that `cluster check` accepts and `simulate` runs on; the
+// hand-written 116-switch topology.conf imports with names and ratios; a broken line exits 1
+// with file:line:column and leaves --out untouched.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/cli_util.h"
+
+namespace toposched::cli_testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kSrc = TS_SOURCE_DIR;
+const std::string kH100 =
+    kSrc + "/data/samples/nvidia-smi/24-h100-sxm-8gpu-nv18-8nic-pix-sglang30401.txt";
+const std::string kV100 =
+    kSrc + "/data/samples/nvidia-smi/02-v100-sxm2-8gpu-dgx1like-2socket-1nic-oneflow-dlperf.txt";
+
+std::string FreshDir(const std::string& name) {
+  const std::string dir = TempDir() + "/" + name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// Files in `dir` other than `keep` (a temporary left behind by a failed write).
+int StrayFiles(const std::string& dir, const std::string& keep) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(dir)) n += e.path().filename() != keep;
+  return n;
+}
+
+TEST(ClusterImportCliTest, ExportedTopologyConfImportsChecksAndSimulates) {
+  const std::string dir = FreshDir("import-roundtrip");
+  ASSERT_EQ(RunCli("export slurm " + kSrc + "/data/clusters/h100-2rack.yaml --dir " + dir).code, 0);
+  const std::string spec = dir + "/h100.yaml";
+  Result r = RunCli("cluster import --slurm-topology " + dir + "/topology.conf --topo " + kH100 +
+                    " --level-names spine,leaf --oversubscription leaf=2 --out " + spec);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("32 nodes, 256 GPUs, 1 profiles; domains per level: spine 1, leaf 2"),
+            std::string::npos)
+      << r.out;
+
+  Result check = RunCli("cluster check " + spec);
+  ASSERT_EQ(check.code, 0) << check.err;
+  EXPECT_NE(check.out.find("cluster h100: 32 nodes, 256 GPUs"), std::string::npos) << check.out;
+  EXPECT_NE(check.out.find("leaf: 2 domains, uplink 51200 Gb/s, oversubscription 2:1"),
+            std::string::npos)
+      << check.out;
+  EXPECT_NE(check.out.find("leaf leaf1 (16 nodes: gpu[017-032])"), std::string::npos) << check.out;
+
+  Result sim = RunCli("simulate --cluster " + spec + " --trace " + kSrc +
+                      "/data/traces/example-generic.csv --policy toposched --out " + dir + "/sim");
+  ASSERT_EQ(sim.code, 0) << sim.err;
+  auto report = nlohmann::json::parse(Slurp(dir + "/sim/report.json"));
+  EXPECT_EQ(report["policies"]["toposched"]["jobs"], 15);
+}
+
+TEST(ClusterImportCliTest, HandWrittenThreeTierTopologyConf) {
+  const std::string dir = FreshDir("import-3tier");
+  const std::string spec = dir + "/fabric.yaml";
+  Result r = RunCli("cluster import --slurm-topology " + kSrc +
+                    "/tests/topo/testdata/slurm-3tier-116-switches.conf --topo " + kH100 +
+                    " --node-topo 'gpu[0001-0004]=" + kV100 +
+                    "' --level-names core,agg,leaf --oversubscription leaf=2"
+                    " --oversubscription agg=4 --out " +
+                    spec);
+  ASSERT_EQ(r.code, 0) << r.err;
+  Result check = RunCli("cluster check " + spec);
+  ASSERT_EQ(check.code, 0) << check.err;
+  EXPECT_NE(check.out.find("cluster fabric: 372 nodes, 2976 GPUs"), std::string::npos) << check.out;
+  EXPECT_NE(check.out.find("profile p0: 4 nodes x 8 GPUs"), std::string::npos) << check.out;
+  EXPECT_NE(check.out.find("profile p1: 368 nodes x 8 GPUs"), std::string::npos) << check.out;
+  EXPECT_NE(check.out.find("core: 1 domains (top)"), std::string::npos) << check.out;
+  EXPECT_NE(check.out.find("agg: 16 domains, uplink 12800 Gb/s, oversubscription 4:1"),
+            std::string::npos)
+      << check.out;
+  EXPECT_NE(check.out.find("leaf: 96 domains, uplink 3200 Gb/s, oversubscription 2:1"),
+            std::string::npos)
+      << check.out;
+}
+
+TEST(ClusterImportCliTest, BrokenLineExitsOneWithFileLineColumnAndWritesNothing) {
+  struct Case {
+    const char* name;
+    const char* text;
+    const char* expect;  // after "<path>:"
+  } cases[] = {
+      {"unknown-key", "SwitchName=s0 Nodes=a1 Bandwidth=9\n",
+       "1:24: unknown key \"Bandwidth\" (expected one of: SwitchName, Switches, Nodes, LinkSpeed)"},
+      {"bad-hostlist", "SwitchName=s0 Nodes=a[1-\n", "1:21: Nodes=: "},
+      {"undefined-switch", "SwitchName=s0 Nodes=a1\nSwitchName=top Switches=s[0-1]\n",
+       "2:25: switch \"top\": Switches= names undefined switch \"s1\""},
+      {"cycle", "SwitchName=s0 Switches=s1\nSwitchName=s1 Switches=s0\n",
+       "1:12: switch \"s0\" is part of a cycle, expected a tree"},
+      {"two-leaves", "SwitchName=l0 Nodes=a[1-4]\nSwitchName=l1 Nodes=a[4-8]\n",
+       "2:21: node \"a4\" is under switch \"l0\" and \"l1\", expected each node under one switch"},
+  };
+  for (const Case& k : cases) {
+    const std::string dir = FreshDir(std::string("import-bad-") + k.name);
+    const std::string conf = dir + "/topology.conf";
+    std::ofstream(conf) << k.text;
+    const std::string out = dir + "/cluster.yaml";
+    Result r =
+        RunCli("cluster import --slurm-topology " + conf + " --topo " + kH100 + " --out " + out);
+    EXPECT_EQ(r.code, 1) << k.name;
+    EXPECT_NE(r.err.find("toposched: " + conf + ":" + k.expect), std::string::npos)
+        << k.name << "\nwant: " << k.expect << "\ngot:  " << r.err;
+    EXPECT_FALSE(fs::exists(out)) << k.name;
+    EXPECT_EQ(StrayFiles(dir, "topology.conf"), 0) << k.name;
+  }
+}
+
+TEST(ClusterImportCliTest, FailedImportLeavesAnExistingOutAsItWas) {
+  const std::string dir = FreshDir("import-keep");
+  const std::string conf = dir + "/topology.conf";
+  std::ofstream(conf) << "SwitchName=s0 Nodes=a[1-2]\n";
+  const std::string out = dir + "/cluster.yaml";
+  std::ofstream(out) << "keep me\n";
+  // A valid topology.conf, but a ratio for a level it does not have.
+  Result r = RunCli("cluster import --slurm-topology " + conf + " --topo " + kH100 +
+                    " --oversubscription leaf=2 --out " + out);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("oversubscription for unknown level \"leaf\" (levels: switch-0)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(Slurp(out), "keep me\n");
+  EXPECT_EQ(StrayFiles(dir, "topology.conf"), 1);  // cluster.yaml only
+}
+
+TEST(ClusterImportCliTest, BadFlagsAreBadInputOrUsage) {
+  const std::string conf = kSrc + "/tests/topo/testdata/slurm-3tier-116-switches.conf";
+  const std::string out = FreshDir("import-flags") + "/c.yaml";
+  Result no_eq = RunCli("cluster import --slurm-topology " + conf + " --topo " + kH100 +
+                        " --oversubscription leaf --out " + out);
+  EXPECT_EQ(no_eq.code, 1);
+  EXPECT_NE(no_eq.err.find("--oversubscription \"leaf\": expected LEVEL=RATIO"), std::string::npos)
+      << no_eq.err;
+  Result not_number = RunCli("cluster import --slurm-topology " + conf + " --topo " + kH100 +
+                             " --oversubscription switch-2=fast --out " + out);
+  EXPECT_EQ(not_number.code, 1);
+  Result no_topo = RunCli("cluster import --slurm-topology " + conf + " --out " + out);
+  EXPECT_EQ(no_topo.code, 1);
+  EXPECT_NE(no_topo.err.find("no node topology file"), std::string::npos) << no_topo.err;
+  Result no_out = RunCli("cluster import --slurm-topology " + conf + " --topo " + kH100);
+  EXPECT_EQ(no_out.code, 2);
+  EXPECT_FALSE(fs::exists(out));
+}
+
+}  // namespace
+}  // namespace toposched::cli_testing
