@@ -22,6 +22,7 @@ void RegisterCostCommands(CLI::App& app, int& rc);     // cost, place-node
 void RegisterSimCommands(CLI::App& app, int& rc);      // simulate
 void RegisterSlurmCommands(CLI::App& app, int& rc);    // slurm import|place|watch|cost, exec
 void RegisterServeCommand(CLI::App& app, int& rc);     // serve (the daemon)
+void RegisterDiagnoseCommand(CLI::App& app, int& rc);  // diagnose (logs -> causes)
 // submit, queue, show, cancel, complete, explain, nodes, drain, resume, events
 void RegisterClientCommands(CLI::App& app, int& rc);
 

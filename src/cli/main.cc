@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   toposched::cli::RegisterClientCommands(app, rc);
   toposched::cli::RegisterSimCommands(app, rc);
   toposched::cli::RegisterSlurmCommands(app, rc);
+  toposched::cli::RegisterDiagnoseCommand(app, rc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
