@@ -4,7 +4,8 @@
 Each src/<module>/ file may include only headers of the modules listed for it below (and its
 own). `topo` may include `core`; `cost` may include topo and core; and so on. `slurm` (toposched
 beside Slurm: scontrol readers, held-job placement, rank-local exec setup) sits beside `store`:
-it may include core, topo, cost, job and sched; only `cli` includes it.
+it may include core, topo, cost, job and sched; only `cli` includes it. `diag` (diagnosis of
+interrupted jobs from their logs) sits beside the scheduler: core, topo, cost, job.
 """
 import os
 import re
@@ -17,10 +18,11 @@ ALLOWED = {
     "job": {"core", "topo"},
     "sched": {"core", "topo", "cost", "job"},
     "slurm": {"core", "topo", "cost", "job", "sched"},
+    "diag": {"core", "topo", "cost", "job"},
     "store": {"core", "job"},
     "api": {"core", "topo", "cost", "job", "sched", "store"},
     "sim": {"core", "topo", "cost", "job", "sched", "store"},
-    "cli": {"core", "topo", "cost", "job", "sched", "store", "api", "sim", "slurm"},
+    "cli": {"core", "topo", "cost", "job", "sched", "store", "api", "sim", "slurm", "diag"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 

@@ -23,6 +23,7 @@ void RegisterSimCommands(CLI::App& app, int& rc);      // simulate
 void RegisterTraceCommands(CLI::App& app, int& rc);    // trace generate
 void RegisterSlurmCommands(CLI::App& app, int& rc);    // slurm import|place|watch|cost, exec
 void RegisterServeCommand(CLI::App& app, int& rc);     // serve (the daemon)
+void RegisterDiagnoseCommand(CLI::App& app, int& rc);  // diagnose (logs -> causes)
 // submit, queue, show, cancel, complete, explain, nodes, drain, resume, events
 void RegisterClientCommands(CLI::App& app, int& rc);
 

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   toposched::cli::RegisterSimCommands(app, rc);
   toposched::cli::RegisterTraceCommands(app, rc);
   toposched::cli::RegisterSlurmCommands(app, rc);
+  toposched::cli::RegisterDiagnoseCommand(app, rc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

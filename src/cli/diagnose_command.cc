@@ -1,0 +1,125 @@
+// `toposched diagnose [JOB] --log FILE ... [--cluster FILE --node NAME | --topo FILE] [--json]`:
+// why a job was interrupted or slow, from its logs, tied to its node's topology (src/diag).
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "diag/diagnose.h"
+#include "topo/io/cluster_yaml.h"
+#include "topo/io/import.h"
+
+namespace toposched::cli {
+
+namespace {
+
+struct DiagnoseArgs {
+  std::string job;
+  std::vector<std::string> logs;
+  std::string cluster_file;
+  std::string node;
+  std::string topo_file;
+  bool json = false;
+};
+
+int Usage(const std::string& message) {
+  std::fprintf(stderr, "toposched diagnose: %s\n", message.c_str());
+  return 2;
+}
+
+// The node the diagnosis is tied to, from --cluster/--node or --topo; nullopt without either.
+StatusOr<std::optional<diag::NodeContext>> LoadNode(const DiagnoseArgs& a) {
+  if (!a.topo_file.empty()) {
+    auto t = topo::io::ImportTopologyFile(a.topo_file, topo::io::TopoFormat::kAuto);
+    if (!t.ok()) return t.status();
+    return std::optional<diag::NodeContext>(diag::NodeContext{a.topo_file, std::move(t).value()});
+  }
+  if (a.cluster_file.empty()) return std::optional<diag::NodeContext>();
+  auto c = topo::io::ReadClusterYamlFile(a.cluster_file);
+  if (!c.ok()) return c.status();
+  const int idx = c->FindNode(a.node);
+  if (idx < 0) {
+    return NotFoundError(a.cluster_file + ": no node \"" + a.node + "\"");
+  }
+  return std::optional<diag::NodeContext>(diag::NodeContext{a.node, c->topology(idx)});
+}
+
+nlohmann::json CauseJson(const diag::Cause& c) {
+  nlohmann::json ev = nlohmann::json::array();
+  for (const diag::Evidence& e : c.evidence) {
+    ev.push_back({{"file", e.file}, {"line", e.line}, {"text", e.text}});
+  }
+  return {{"category", diag::CategoryName(c.category)},
+          {"confidence", c.confidence},
+          {"summary", c.summary},
+          {"evidence", ev},
+          {"topology", c.topology},
+          {"fix", c.fix}};
+}
+
+void PrintText(const DiagnoseArgs& a, const diag::Diagnosis& d) {
+  if (!a.job.empty()) std::printf("job %s\n", a.job.c_str());
+  if (d.causes.empty()) {
+    std::printf("no known cause (%lld lines read)\n", static_cast<long long>(d.stats.lines));
+    return;
+  }
+  int i = 0;
+  for (const diag::Cause& c : d.causes) {
+    std::printf("%d. %s (confidence %.2f): %s\n", ++i, diag::CategoryName(c.category), c.confidence,
+                c.summary.c_str());
+    for (const diag::Evidence& e : c.evidence) {
+      std::printf("   %s:%lld: %s\n", e.file.c_str(), static_cast<long long>(e.line),
+                  e.text.c_str());
+    }
+    if (!c.topology.empty()) std::printf("   topology: %s\n", c.topology.c_str());
+    if (!c.fix.empty()) std::printf("   fix: %s\n", c.fix.c_str());
+  }
+}
+
+int RunDiagnose(const DiagnoseArgs& a) {
+  if (a.logs.empty()) return Usage("give at least one --log FILE");
+  if (!a.node.empty() && a.cluster_file.empty()) return Usage("--node needs --cluster FILE");
+  if (!a.cluster_file.empty() && a.node.empty()) return Usage("--cluster needs --node NAME");
+  if (!a.cluster_file.empty() && !a.topo_file.empty()) {
+    return Usage("give --cluster/--node or --topo, not both");
+  }
+  auto node = LoadNode(a);
+  if (!node.ok()) return Fail(node.status());
+  auto d = diag::DiagnoseFiles(a.logs, node->has_value() ? &node->value() : nullptr);
+  if (!d.ok()) return Fail(d.status());
+  if (!a.json) {
+    PrintText(a, *d);
+    return 0;
+  }
+  nlohmann::json causes = nlohmann::json::array();
+  for (const diag::Cause& c : d->causes) causes.push_back(CauseJson(c));
+  nlohmann::json j = {{"job", a.job.empty() ? nlohmann::json() : nlohmann::json(a.job)},
+                      {"causes", causes},
+                      {"lines_read", d->stats.lines}};
+  if (d->causes.empty()) j["summary"] = "no known cause";
+  // Log text may hold bytes that are not UTF-8: replace them rather than fail.
+  std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void RegisterDiagnoseCommand(CLI::App& app, int& rc) {
+  auto args = std::make_shared<DiagnoseArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "diagnose", "Why a job was interrupted or slow: ranked causes from its logs, with the fix");
+  cmd->add_option("JOB", args->job, "the job's name (a label in the report, offline)");
+  cmd->add_option("--log", args->logs, "a log file (NCCL, driver, Slurm, Kubernetes, PyTorch)")
+      ->take_all();
+  cmd->add_option("--cluster", args->cluster_file, "cluster spec (YAML), with --node");
+  cmd->add_option("--node", args->node, "the node of --cluster the job ran on");
+  cmd->add_option("--topo", args->topo_file, "the node's topology file, instead of --cluster");
+  cmd->add_flag("--json", args->json, "print JSON");
+  cmd->callback([args, &rc] { rc = RunDiagnose(*args); });
+}
+
+}  // namespace toposched::cli

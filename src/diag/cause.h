@@ -1,0 +1,49 @@
+// Diagnosis: the fixed vocabulary of causes and one ranked cause with its evidence, what it
+// means on this node's topology and the fix. Names are part of the CLI and JSON contract:
+// extend the list, never rename (docs/diagnose.md).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "diag/evidence.h"
+
+namespace toposched::diag {
+
+enum class Category {
+  kTimeout,
+  kNodeFailure,
+  kGpuFault,
+  kPreempted,
+  kHostOom,
+  kGpuOom,
+  kEvicted,
+  kUnschedulable,
+  kNcclTransportFallback,
+  kNcclDegraded,
+  kNcclTimeout,
+  kNetworkError,
+  kPeerFailure,
+  kRendezvousFailure,
+  kApplicationError,
+  kHealthy,
+  kUnknown,
+};
+const char* CategoryName(Category c);  // "timeout", "node_failure", ..., "unknown"
+std::optional<Category> ParseCategory(std::string_view name);
+
+// One candidate cause. confidence in [0, 1]; evidence: the lines that support it, strongest
+// first; topology: what it means on the node's hardware ("" without a topology); fix: what to
+// do, with concrete values where the topology gives them.
+struct Cause {
+  Category category = Category::kUnknown;
+  double confidence = 0;
+  std::string summary;
+  std::vector<Evidence> evidence;
+  std::string topology;
+  std::string fix;
+};
+
+}  // namespace toposched::diag

@@ -1,0 +1,128 @@
+#include "diag/evidence.h"
+
+namespace toposched::diag {
+
+namespace {
+
+struct KindInfo {
+  const char* name;
+  Source source;
+};
+
+// Indexed by Kind; the static_assert below keeps it in step with the enum.
+constexpr KindInfo kKinds[] = {
+    {"nccl_net_ib", Source::kNccl},
+    {"nccl_net_socket", Source::kNccl},
+    {"nccl_network_socket", Source::kNccl},
+    {"nccl_network_ib", Source::kNccl},
+    {"nccl_channel_ib", Source::kNccl},
+    {"nccl_channel_socket", Source::kNccl},
+    {"nccl_channel_intra", Source::kNccl},
+    {"nccl_ring_order", Source::kNccl},
+    {"nccl_connected", Source::kNccl},
+    {"nccl_nvls_available", Source::kNccl},
+    {"nccl_ib_disabled", Source::kNccl},
+    {"nccl_ib_no_device", Source::kNccl},
+    {"nccl_ibverbs_missing", Source::kNccl},
+    {"nccl_gdr_disabled", Source::kNccl},
+    {"nccl_ib_completion_error", Source::kNccl},
+    {"nccl_connection_closed", Source::kNccl},
+    {"nccl_connection_reset", Source::kNccl},
+    {"nccl_remote_error", Source::kNccl},
+    {"nccl_connect_failed", Source::kNccl},
+    {"nccl_cuda_oom", Source::kNccl},
+    {"nccl_watchdog_timeout", Source::kNccl},
+    {"xid", Source::kDriver},
+    {"fallen_off_bus", Source::kDriver},
+    {"ecc_uncorrectable", Source::kDriver},
+    {"row_remap_pending", Source::kDriver},
+    {"row_remap_failure", Source::kDriver},
+    {"gpu_lost", Source::kDriver},
+    {"gpu_diag_fail", Source::kDriver},
+    {"pcie_link_limited", Source::kDriver},
+    {"pcie_aer_error", Source::kDriver},
+    {"nvlink_counters_clean", Source::kDriver},
+    {"nvlink_errors", Source::kDriver},
+    {"slurm_time_limit", Source::kSlurm},
+    {"slurm_node_fail", Source::kSlurm},
+    {"slurm_preempted", Source::kSlurm},
+    {"slurm_oom", Source::kSlurm},
+    {"slurm_pending", Source::kSlurm},
+    {"slurm_nodes_unavailable", Source::kSlurm},
+    {"k8s_oom_killed", Source::kKubernetes},
+    {"k8s_exit_137", Source::kKubernetes},
+    {"k8s_evicted", Source::kKubernetes},
+    {"k8s_preempted", Source::kKubernetes},
+    {"k8s_insufficient_gpu", Source::kKubernetes},
+    {"k8s_gang_unschedulable", Source::kKubernetes},
+    {"k8s_job_restarting", Source::kKubernetes},
+    {"k8s_exit_code", Source::kKubernetes},
+    {"k8s_node_not_ready", Source::kKubernetes},
+    {"cuda_oom", Source::kPyTorch},
+    {"child_failed", Source::kPyTorch},
+    {"rendezvous_error", Source::kPyTorch},
+    {"store_timeout", Source::kPyTorch},
+    {"address_in_use", Source::kPyTorch},
+};
+static_assert(sizeof(kKinds) / sizeof(kKinds[0]) == kKindCount, "kKinds out of step with Kind");
+
+}  // namespace
+
+const char* SourceName(Source s) {
+  switch (s) {
+    case Source::kNccl:
+      return "nccl";
+    case Source::kDriver:
+      return "driver";
+    case Source::kSlurm:
+      return "slurm";
+    case Source::kKubernetes:
+      return "kubernetes";
+    case Source::kPyTorch:
+      return "pytorch";
+  }
+  return "?";
+}
+
+const char* KindName(Kind k) { return kKinds[static_cast<int>(k)].name; }
+Source KindSource(Kind k) { return kKinds[static_cast<int>(k)].source; }
+
+std::string_view Evidence::Field(std::string_view key) const {
+  for (const auto& [k, v] : fields) {
+    if (k == key) return v;
+  }
+  return {};
+}
+
+Evidence* EvidenceSet::Add(Kind kind, const LineRef& line) {
+  const int k = static_cast<int>(kind);
+  ++counts_[k];
+  if (examples_[k].size() >= static_cast<size_t>(kMaxExamples)) return nullptr;
+  Evidence e;
+  e.source = KindSource(kind);
+  if (line.file != nullptr) e.file = *line.file;
+  e.line = line.line;
+  std::string_view t = line.text.substr(0, kMaxEvidenceText);
+  e.text.reserve(t.size());
+  for (char c : t) {
+    // Control bytes (binary input, terminal escapes) would break the text and JSON reports.
+    const auto u = static_cast<unsigned char>(c);
+    e.text.push_back(u < 0x20 && c != '\t' ? '?' : c);
+  }
+  e.kind = kind;
+  examples_[k].push_back(std::move(e));
+  return &examples_[k].back();
+}
+
+const Evidence* EvidenceSet::first(Kind k) const {
+  const auto& ex = examples_[static_cast<int>(k)];
+  return ex.empty() ? nullptr : &ex.front();
+}
+
+int64_t EvidenceSet::total() const {
+  int64_t n = 0;
+  for (int64_t c : counts_) n += c;
+  return n;
+}
+
+}  // namespace toposched::diag

@@ -1,0 +1,130 @@
+// Diagnosis of interrupted or slow jobs: the one evidence type every per-source log reader
+// produces (what a line says, where it was, which facts it carries) and the bounded set that
+// collects it. Knows nothing of log formats (the readers do) nor of causes (the rules do), and
+// nothing of the scheduler.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace toposched::diag {
+
+// Where a line comes from, by the tool that wrote it.
+enum class Source { kNccl, kDriver, kSlurm, kKubernetes, kPyTorch };
+const char* SourceName(Source s);  // "nccl", "driver", "slurm", "kubernetes", "pytorch"
+
+// What a line says. Positive kinds (a correct set-up) matter as much as faults: they tell a
+// healthy log from one that merely lacks errors, and an IB data path from a bootstrap socket.
+enum class Kind {
+  // NCCL
+  kNcclNetIb,           // "NET/IB : Using [0]mlx5_0:1/IB ..." (fields: devices, link_layer)
+  kNcclNetSocket,       // "NET/Socket : Using [0]eth0:10.0.0.1<0>" (fields: interfaces)
+  kNcclNetworkSocket,   // "Using network Socket": the data path is TCP
+  kNcclNetworkIb,       // "Using network IB" / "Using network IBext..."
+  kNcclChannelIb,       // "Channel 00 : 3[..] -> 6[..] [send] via NET/IB/0[/GDRDMA]" (fields: gdr)
+  kNcclChannelSocket,   // "... via NET/Socket/0"
+  kNcclChannelIntra,    // "... via P2P/IPC", "via SHM", "via direct shared memory", NVLS
+  kNcclRingOrder,       // "Channel 00/08 :    0   7   6 ..." (ring order)
+  kNcclConnected,       // "Connected all rings" / "Connected all trees"
+  kNcclNvlsAvailable,   // "NVLS multicast support is available"
+  kNcclIbDisabled,      // "NCCL_IB_DISABLE set by environment to 1"
+  kNcclIbNoDevice,      // "NET/IB : No device found."
+  kNcclIbverbsMissing,  // "Failed to open libibverbs.so"
+  kNcclGdrDisabled,     // "GPU Direct RDMA Disabled for HCA 0 'mlx5_0'" (fields: device)
+  kNcclIbCompletionError,  // "NET/IB : Got completion from peer ... with status=12" (fields:
+                           // status)
+  kNcclConnectionClosed,   // "Connection closed by remote peer" / "by localRank N"
+  kNcclConnectionReset,    // "Connection reset by peer"
+  kNcclRemoteError,        // ncclRemoteError / "remote process exited or there was a network error"
+  kNcclConnectFailed,      // "socketStartConnect: Connect to ... failed" (bootstrap)
+  kNcclCudaOom,            // NCCL WARN "Cuda failure 'out of memory'"
+  kNcclWatchdogTimeout,  // "Watchdog caught collective operation timeout" (fields: op, timeout_ms)
+  // Driver and GPU tools
+  kXid,                  // "NVRM: Xid (PCI:...): 79, ..." (fields: code, pci, meaning)
+  kFallenOffBus,         // "GPU has fallen off the bus"
+  kEccUncorrectable,     // "uncorrectable ECC error", "SRAM Uncorrectable : 5" (fields: count)
+  kRowRemapPending,      // "Remapped Rows ... Pending : Yes", dcgmi "row remappings are pending"
+  kRowRemapFailure,      // "Remapping Failure Occurred : Yes"
+  kGpuLost,              // "Unable to determine the device handle for GPU...: Unknown Error"
+  kGpuDiagFail,          // dcgmi diag "Fail - GPU: 0"
+  kPcieLinkLimited,      // "available PCIe bandwidth, limited by 16.0 GT/s PCIe x16 link"
+  kPcieAerError,         // "PCIe Bus Error: severity=..."
+  kNvlinkCountersClean,  // "Link 0: CRC Errors: 0" (every counter zero so far)
+  kNvlinkErrors,         // a nonzero NVLink Replay/Recovery/CRC counter
+  // Slurm
+  kSlurmTimeLimit,         // "CANCELLED AT ... DUE TO TIME LIMIT", sacct state TIMEOUT
+  kSlurmNodeFail,          // NODE_FAIL, "DUE TO NODE FAILURE"
+  kSlurmPreempted,         // PREEMPTED, "DUE TO PREEMPTION"
+  kSlurmOom,               // "oom-kill event(s)", "Out Of Memory", OUT_OF_MEMORY
+  kSlurmPending,           // squeue/scontrol pending reason (fields: reason)
+  kSlurmNodesUnavailable,  // sinfo drain/drng/fail/down/maint rows (fields: state, nodes)
+  // Kubernetes
+  kK8sOomKilled,          // "OOMKilled"
+  kK8sExit137,            // "Exit Code: 137", "exitCode: 137"
+  kK8sEvicted,            // "Evicted", "The node was low on resource"
+  kK8sPreempted,          // "Preempted", "preempted by"
+  kK8sInsufficientGpu,    // FailedScheduling "Insufficient nvidia.com/gpu"
+  kK8sGangUnschedulable,  // PodGroup "tasks in gang unschedulable" / NotEnoughResources
+  kK8sJobRestarting,      // "PyTorchJob ... is restarting because ..."
+  kK8sExitCode,           // "Pod: ... exited with code 1" (fields: code)
+  kK8sNodeNotReady,       // "NodeNotReady", "node ... not ready"
+  // PyTorch
+  kCudaOom,          // "CUDA out of memory" / torch.cuda.OutOfMemoryError
+  kChildFailed,      // ChildFailedError summary: "exitcode  : -9" (fields: exitcode, signal)
+  kRendezvousError,  // RendezvousConnectionError/RendezvousTimeoutError, c10d connect timeout
+  kStoreTimeout,     // c10d "waitForInput ... timed out", "Socket Timeout" on the store
+  kAddressInUse,     // "Address already in use" (store/master port)
+  kCount,
+};
+constexpr int kKindCount = static_cast<int>(Kind::kCount);
+const char* KindName(Kind k);  // "nccl_net_ib", ...
+Source KindSource(Kind k);
+
+// One line that says something. `fields` carry the facts a rule needs (a Xid code, an interface
+// name), as (key, value) pairs in the order found.
+struct Evidence {
+  Source source = Source::kNccl;
+  std::string file;
+  int64_t line = 0;  // 1-based line number in `file`
+  std::string text;  // the line (a '\r'-separated segment of it), trimmed to kMaxEvidenceText
+  Kind kind = Kind::kNcclNetIb;
+  std::vector<std::pair<std::string, std::string>> fields;
+
+  std::string_view Field(std::string_view key) const;  // "" when absent
+};
+
+constexpr size_t kMaxEvidenceText = 512;
+
+// What one line, as the readers see it: the text (no line break), its file and line number.
+struct LineRef {
+  std::string_view text;
+  const std::string* file = nullptr;
+  int64_t line = 0;
+};
+
+// Collects evidence with bounded memory: per kind, the count and the first kMaxExamples lines.
+// Not thread-safe; one per diagnosis.
+class EvidenceSet {
+ public:
+  static constexpr int kMaxExamples = 6;
+
+  // Records one piece of evidence of `kind` from `line`; the text is copied only when kept.
+  // Returns the stored Evidence (to add fields to), or nullptr when the kind is full.
+  Evidence* Add(Kind kind, const LineRef& line);
+
+  int64_t count(Kind k) const { return counts_[static_cast<int>(k)]; }
+  bool has(Kind k) const { return count(k) > 0; }
+  const std::vector<Evidence>& examples(Kind k) const { return examples_[static_cast<int>(k)]; }
+  const Evidence* first(Kind k) const;
+  int64_t total() const;
+
+ private:
+  std::array<int64_t, kKindCount> counts_{};
+  std::array<std::vector<Evidence>, kKindCount> examples_;
+};
+
+}  // namespace toposched::diag

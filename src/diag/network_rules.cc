@@ -1,0 +1,191 @@
+// The NCCL and network rule families: transport fallback, degraded transport, IB/socket errors,
+// collective timeouts and rendezvous failures. Thresholds and wording: docs/diagnose.md.
+#include <cstdio>
+#include <string>
+
+#include "diag/rules_internal.h"
+
+namespace toposched::diag::internal {
+
+namespace {
+
+std::string Fmt(const char* fmt, double a, double b = 0, double c = 0) {
+  char buf[256];
+  std::snprintf(buf, sizeof(buf), fmt, a, b, c);
+  return buf;
+}
+
+// Whether NCCL's data path (not its bootstrap) runs over TCP sockets. NCCL prints
+// "NET/Socket : Using ..." for its bootstrap interface on every run; only "Using network Socket",
+// a channel "via NET/Socket", or a NET/Socket selection with no NET/IB one mean the data path.
+bool SocketDataPath(const EvidenceSet& ev) {
+  if (ev.has(Kind::kNcclNetworkSocket) || ev.has(Kind::kNcclChannelSocket)) return true;
+  return ev.has(Kind::kNcclNetSocket) && !ev.has(Kind::kNcclNetIb) &&
+         !ev.has(Kind::kNcclNetworkIb) && !ev.has(Kind::kNcclChannelIb) &&
+         (ev.has(Kind::kNcclIbDisabled) || ev.has(Kind::kNcclIbverbsMissing) ||
+          ev.has(Kind::kNcclIbNoDevice));
+}
+
+std::string SocketInterfaces(const EvidenceSet& ev) {
+  const Evidence* e = ev.first(Kind::kNcclNetSocket);
+  return e ? std::string(e->Field("interfaces")) : "";
+}
+
+void FallbackRule(const EvidenceSet& ev, const NodeContext* node, std::vector<Cause>& out) {
+  if (!SocketDataPath(ev)) return;
+  double conf = 0.75;
+  std::string why = "NCCL moves data over TCP sockets (NET/Socket)";
+  const std::string ifs = SocketInterfaces(ev);
+  if (!ifs.empty()) why += " on " + ifs;
+  std::string fix;
+  if (ev.has(Kind::kNcclIbverbsMissing)) {
+    why += ": libibverbs could not be loaded, so NET/IB was never tried";
+    fix =
+        "install the RDMA user space (rdma-core/libibverbs) in the job's image and expose "
+        "/dev/infiniband to it; ";
+    conf += 0.1;
+  } else if (ev.has(Kind::kNcclIbDisabled)) {
+    why += ": NCCL_IB_DISABLE=1 was set";
+    fix = "unset NCCL_IB_DISABLE; ";
+    conf += 0.1;
+  } else if (ev.has(Kind::kNcclIbNoDevice)) {
+    why += ": NCCL found no IB/RoCE device";
+    fix = "make the HCAs visible to the job (device plugin, /dev/infiniband, NCCL_IB_HCA); ";
+    conf += 0.1;
+  }
+  Cause c =
+      MakeCause(Category::kNcclTransportFallback, conf, why, "", ev,
+                {Kind::kNcclNetworkSocket, Kind::kNcclChannelSocket, Kind::kNcclIbverbsMissing,
+                 Kind::kNcclIbDisabled, Kind::kNcclIbNoDevice, Kind::kNcclNetSocket});
+  if (node != nullptr) {
+    const NetworkAdvice a = AdviseNetwork(*node);
+    if (a.rdma_nics.empty()) {
+      c.topology = "node " + node->node_name +
+                   " has no IB/RoCE NIC in its topology: NET/Socket is its only network path";
+      c.confidence = std::min(c.confidence, 0.6);
+    } else {
+      c.topology = "node " + node->node_name + "'s RDMA NICs are " + a.rdma_description;
+      if (a.ib_ms && a.socket_ms && *a.ib_ms > 0) {
+        c.topology +=
+            Fmt(": a 1 GiB AllReduce over two such nodes is predicted %.1f ms on "
+                "NET/IB and %.1f ms on NET/Socket (%.1fx slower)",
+                *a.ib_ms, *a.socket_ms, *a.socket_ms / *a.ib_ms);
+      }
+      fix += "set NCCL_IB_HCA=" + a.nccl_ib_hca;
+      c.confidence = std::min(0.95, c.confidence + 0.05);
+    }
+  }
+  if (fix.empty() || fix.back() == ' ') fix += "check that NET/IB is selected (NCCL_IB_HCA)";
+  if (!ifs.empty())
+    fix += "; keep NCCL_SOCKET_IFNAME=" + ifs.substr(0, ifs.find(',')) + " for the bootstrap only";
+  c.fix = fix;
+  out.push_back(std::move(c));
+}
+
+void DegradedRule(const EvidenceSet& ev, const NodeContext* node, std::vector<Cause>& out) {
+  if (ev.has(Kind::kNcclGdrDisabled)) {
+    const Evidence* e = ev.first(Kind::kNcclGdrDisabled);
+    Cause c = MakeCause(Category::kNcclDegraded, 0.75,
+                        "NCCL uses the RDMA NICs but GPUDirect RDMA is disabled for HCA " +
+                            std::string(e->Field("device")) +
+                            ": every transfer is staged through host memory",
+                        "load nvidia_peermem (or use DMA-BUF) and check that the GPU and the NIC "
+                        "share a PCIe switch; NCCL_NET_GDR_LEVEL=PHB if they sit under one CPU",
+                        ev, {Kind::kNcclGdrDisabled, Kind::kNcclNetIb});
+    if (node != nullptr) {
+      const NetworkAdvice a = AdviseNetwork(*node);
+      if (!a.rdma_nics.empty()) c.topology = "node " + node->node_name + ": " + a.rdma_description;
+    }
+    out.push_back(std::move(c));
+  }
+  if (ev.has(Kind::kPcieLinkLimited)) {
+    out.push_back(MakeCause(Category::kNcclDegraded, 0.7,
+                            "PCIe links trained below the GPU's capability (the kernel reports "
+                            "\"limited by\" a slower link): host<->GPU and GPU<->NIC traffic runs "
+                            "at a fraction of the rate",
+                            "check the PCIe switch/riser generation and BIOS link speed settings; "
+                            "NVLink traffic is unaffected",
+                            ev, {Kind::kPcieLinkLimited}));
+  }
+  // IB selected but no line shows GPUDirect RDMA on: weak evidence, ranked under a healthy
+  // set-up with more positive signs.
+  const bool gdr_seen = [&] {
+    for (const Evidence& e : ev.examples(Kind::kNcclChannelIb)) {
+      if (e.Field("gdr") == "1") return true;
+    }
+    return false;
+  }();
+  if (ev.has(Kind::kNcclNetIb) && !gdr_seen && !ev.has(Kind::kNcclGdrDisabled) &&
+      !SocketDataPath(ev)) {
+    out.push_back(MakeCause(Category::kNcclDegraded, 0.45,
+                            "NCCL selected NET/IB but no line shows GPUDirect RDMA (/GDRDMA) in "
+                            "use: transfers may be staged through host memory",
+                            "check that nvidia_peermem is loaded (lsmod) and rerun with "
+                            "NCCL_DEBUG=INFO to see the per-channel transports",
+                            ev, {Kind::kNcclNetIb, Kind::kNcclChannelIb}));
+  }
+}
+
+void ErrorRules(const EvidenceSet& ev, std::vector<Cause>& out) {
+  if (ev.has(Kind::kNcclIbCompletionError)) {
+    const Evidence* e = ev.first(Kind::kNcclIbCompletionError);
+    out.push_back(MakeCause(
+        Category::kNetworkError, 0.9,
+        "IB/RoCE work completions failed (status " + std::string(e->Field("status")) +
+            "; 12 = transport retry counter exceeded: the peer or the link stopped answering; "
+            "4 = local protection error: memory registration/GPUDirect): the job's network path "
+            "broke",
+        "check the link and port counters of both ends (ibstat, perfquery), requeue the job "
+        "avoiding the node that logged the first error; for status 4 check GPUDirect RDMA",
+        ev, {Kind::kNcclIbCompletionError, Kind::kNcclConnectionClosed}));
+  }
+  const int64_t resets = CountOf(
+      ev, {Kind::kNcclConnectionReset, Kind::kNcclConnectionClosed, Kind::kNcclRemoteError});
+  if (resets > 0 && !ev.has(Kind::kNcclIbCompletionError)) {
+    out.push_back(MakeCause(
+        Category::kNetworkError, 0.7,
+        "a peer's connection was reset or closed (ncclRemoteError): a remote process died or its "
+        "node's network failed",
+        "find the first rank that failed (its own log shows the cause); check the network of the "
+        "node it ran on and requeue avoiding it",
+        ev, {Kind::kNcclRemoteError, Kind::kNcclConnectionReset, Kind::kNcclConnectionClosed}));
+  }
+  if (ev.has(Kind::kNcclWatchdogTimeout)) {
+    const Evidence* e = ev.first(Kind::kNcclWatchdogTimeout);
+    std::string op(e->Field("op"));
+    std::string ms(e->Field("timeout_ms"));
+    out.push_back(MakeCause(
+        Category::kNcclTimeout, 0.8,
+        "a collective (" + (op.empty() ? std::string("?") : op) + ") did not finish within the " +
+            (ms.empty() ? std::string("configured") : ms + " ms") +
+            " timeout; the process-group watchdog took the process down",
+        "look for the rank that stopped calling the collective (a hang, a fault or a different "
+        "code path on one rank); TORCH_NCCL_ASYNC_ERROR_HANDLING and a shorter timeout surface "
+        "it sooner; NCCL_DEBUG=INFO shows the transports",
+        ev, {Kind::kNcclWatchdogTimeout}));
+  }
+  const int64_t rdzv = CountOf(ev, {Kind::kRendezvousError, Kind::kStoreTimeout,
+                                    Kind::kAddressInUse, Kind::kNcclConnectFailed});
+  if (rdzv > 0) {
+    out.push_back(MakeCause(
+        Category::kRendezvousFailure, 0.85,
+        "the ranks could not meet: the rendezvous/bootstrap endpoint was unreachable, timed out "
+        "or its port was taken",
+        "check that the master address and port are reachable from every node (firewall, the "
+        "interface NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME picks, IPv4 vs link-local IPv6), that "
+        "the port is free, and that every node starts within the rendezvous timeout",
+        ev,
+        {Kind::kRendezvousError, Kind::kStoreTimeout, Kind::kAddressInUse,
+         Kind::kNcclConnectFailed}));
+  }
+}
+
+}  // namespace
+
+void NetworkRules(const EvidenceSet& ev, const NodeContext* node, std::vector<Cause>& out) {
+  FallbackRule(ev, node, out);
+  DegradedRule(ev, node, out);
+  ErrorRules(ev, out);
+}
+
+}  // namespace toposched::diag::internal

@@ -1,0 +1,26 @@
+// Diagnosis: the per-source log readers. Each looks at one line and adds the evidence it
+// recognises to an EvidenceSet; a line no reader knows adds nothing. Readers keep no state
+// between lines and know nothing of causes, topology or the scheduler. The patterns and their
+// sources are listed in docs/diagnose.md.
+#pragma once
+
+#include "diag/evidence.h"
+
+namespace toposched::diag {
+
+void ReadNcclLine(const LineRef& line, EvidenceSet& out);        // nccl_reader.cc
+void ReadDriverLine(const LineRef& line, EvidenceSet& out);      // driver_reader.cc
+void ReadSlurmLine(const LineRef& line, EvidenceSet& out);       // slurm_reader.cc
+void ReadKubernetesLine(const LineRef& line, EvidenceSet& out);  // kubernetes_reader.cc
+void ReadPyTorchLine(const LineRef& line, EvidenceSet& out);     // pytorch_reader.cc
+
+// Every reader above, in that order.
+inline void ReadLine(const LineRef& line, EvidenceSet& out) {
+  ReadNcclLine(line, out);
+  ReadDriverLine(line, out);
+  ReadSlurmLine(line, out);
+  ReadKubernetesLine(line, out);
+  ReadPyTorchLine(line, out);
+}
+
+}  // namespace toposched::diag

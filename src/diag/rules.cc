@@ -1,0 +1,257 @@
+// The rule families for hardware, memory, scheduler and application causes, the healthy verdict,
+// and the ranking (with the echo pass: a peer's reset is the consequence of a rank that died).
+#include "diag/rules.h"
+
+#include <algorithm>
+#include <string>
+
+#include "diag/rules_internal.h"
+#include "diag/xid.h"
+
+namespace toposched::diag {
+
+namespace internal {
+
+Cause MakeCause(Category category, double confidence, std::string summary, std::string fix,
+                const EvidenceSet& ev, std::initializer_list<Kind> kinds) {
+  Cause c;
+  c.category = category;
+  c.confidence = confidence;
+  c.summary = std::move(summary);
+  c.fix = std::move(fix);
+  for (Kind k : kinds) {
+    const auto& ex = ev.examples(k);
+    for (size_t i = 0; i < ex.size() && i < 2 && c.evidence.size() < 6; ++i) {
+      c.evidence.push_back(ex[i]);
+    }
+  }
+  return c;
+}
+
+int64_t CountOf(const EvidenceSet& ev, std::initializer_list<Kind> kinds) {
+  int64_t n = 0;
+  for (Kind k : kinds) n += ev.count(k);
+  return n;
+}
+
+}  // namespace internal
+
+namespace {
+
+using internal::CountOf;
+using internal::MakeCause;
+
+// The worst Xid seen: a hardware one over one the application caused.
+const Evidence* WorstXid(const EvidenceSet& ev) {
+  const Evidence* worst = nullptr;
+  for (const Evidence& e : ev.examples(Kind::kXid)) {
+    const int code = std::atoi(std::string(e.Field("code")).c_str());
+    if (LookupXid(code).action != XidAction::kApplication) return &e;
+    if (worst == nullptr) worst = &e;
+  }
+  return worst;
+}
+
+void HardwareRules(const EvidenceSet& ev, std::vector<Cause>& out) {
+  const char* kDrain =
+      "drain the node (toposched drain NODE), reset the GPU (nvidia-smi -r) or "
+      "reboot, run dcgmi diag -r 3 before resuming; requeue the job elsewhere";
+  if (const Evidence* x = WorstXid(ev)) {
+    const int code = std::atoi(std::string(x->Field("code")).c_str());
+    const XidInfo info = LookupXid(code);
+    const bool app = info.action == XidAction::kApplication;
+    std::string s = "Xid " + std::to_string(code) + " on GPU " + std::string(x->Field("pci")) +
+                    ": " + std::string(x->Field("meaning"));
+    out.push_back(MakeCause(app ? Category::kApplicationError : Category::kGpuFault,
+                            app ? 0.55 : 0.95, s,
+                            app ? std::string("restart the job; if it repeats on one node only, "
+                                              "check that GPU")
+                                : std::string(XidActionName(info.action)) + "; " + kDrain,
+                            ev, {Kind::kXid, Kind::kFallenOffBus}));
+  }
+  if (ev.has(Kind::kFallenOffBus) || ev.has(Kind::kGpuLost)) {
+    out.push_back(MakeCause(Category::kGpuFault, ev.has(Kind::kFallenOffBus) ? 0.96 : 0.88,
+                            "a GPU stopped answering on PCIe (fallen off the bus / the driver "
+                            "cannot reach it)",
+                            kDrain, ev,
+                            {Kind::kFallenOffBus, Kind::kGpuLost, Kind::kPcieAerError}));
+  }
+  const int64_t ecc = CountOf(ev, {Kind::kEccUncorrectable, Kind::kRowRemapFailure});
+  if (ecc > 0) {
+    out.push_back(MakeCause(Category::kGpuFault, 0.92, "uncorrectable GPU memory (ECC) errors",
+                            kDrain, ev,
+                            {Kind::kEccUncorrectable, Kind::kRowRemapFailure,
+                             Kind::kRowRemapPending, Kind::kGpuDiagFail}));
+  }
+  if (ev.has(Kind::kRowRemapPending) || ev.has(Kind::kGpuDiagFail)) {
+    out.push_back(MakeCause(Category::kGpuFault, 0.85,
+                            "a GPU has memory row remappings pending or failed its diagnostics: it "
+                            "needs a reset before the next job",
+                            kDrain, ev, {Kind::kRowRemapPending, Kind::kGpuDiagFail}));
+  }
+  if (ev.has(Kind::kNvlinkErrors)) {
+    out.push_back(MakeCause(Category::kGpuFault, 0.6, "nonzero NVLink error counters",
+                            "watch whether the counters grow (nvidia-smi nvlink -e); drain the "
+                            "node if they do",
+                            ev, {Kind::kNvlinkErrors}));
+  }
+}
+
+void MemoryRules(const EvidenceSet& ev, std::vector<Cause>& out) {
+  if (ev.has(Kind::kCudaOom) || ev.has(Kind::kNcclCudaOom)) {
+    out.push_back(MakeCause(Category::kGpuOom, 0.93,
+                            "a rank ran out of GPU memory (CUDA out of memory)",
+                            "reduce the per-GPU batch or sequence length, shard more (ZeRO/FSDP, "
+                            "tensor parallelism), or use GPUs with more memory; the GPU's "
+                            "capacity is in the topology (memory_mib)",
+                            ev, {Kind::kCudaOom, Kind::kNcclCudaOom}));
+  }
+  if (ev.has(Kind::kSlurmOom) || ev.has(Kind::kK8sOomKilled)) {
+    out.push_back(MakeCause(Category::kHostOom, 0.92,
+                            "the job's host memory limit was hit: the cgroup OOM killer ended it",
+                            "raise the memory request (sbatch --mem / resources.limits.memory) "
+                            "or lower host memory use (data-loader workers, pinned buffers)",
+                            ev, {Kind::kSlurmOom, Kind::kK8sOomKilled, Kind::kK8sExit137}));
+  } else if (ev.has(Kind::kK8sExit137)) {
+    out.push_back(MakeCause(Category::kHostOom, 0.75,
+                            "the container exited with 137 (SIGKILL), most often the OOM killer",
+                            "check the container's memory limit and raise it", ev,
+                            {Kind::kK8sExit137}));
+  }
+  for (const Evidence& e : ev.examples(Kind::kChildFailed)) {
+    if (e.Field("exitcode") == "-9" || e.Field("signal") == "9") {
+      out.push_back(MakeCause(Category::kHostOom, 0.65,
+                              "a rank was killed by SIGKILL (exit code -9) from outside the "
+                              "process, most often the kernel or cgroup OOM killer",
+                              "check the node's kernel log / the pod's last state for the OOM "
+                              "killer and raise the memory limit; otherwise look for who sent "
+                              "SIGKILL (a time limit, a preemption)",
+                              ev, {Kind::kChildFailed}));
+      break;
+    }
+  }
+}
+
+void SchedulerRules(const EvidenceSet& ev, std::vector<Cause>& out) {
+  if (ev.has(Kind::kSlurmTimeLimit)) {
+    out.push_back(MakeCause(Category::kTimeout, 0.95, "the job reached its time limit",
+                            "request a longer --time from the job's measured rate (or "
+                            "checkpoint and resubmit)",
+                            ev, {Kind::kSlurmTimeLimit}));
+  }
+  if (ev.has(Kind::kSlurmNodeFail) || ev.has(Kind::kK8sNodeNotReady)) {
+    out.push_back(MakeCause(Category::kNodeFailure, 0.9, "a node of the job failed",
+                            "requeue avoiding the failed node; check the node before resuming it",
+                            ev, {Kind::kSlurmNodeFail, Kind::kK8sNodeNotReady}));
+  }
+  if (ev.has(Kind::kSlurmPreempted) || ev.has(Kind::kK8sPreempted)) {
+    out.push_back(MakeCause(Category::kPreempted, 0.9,
+                            "the job was preempted for a higher-priority job",
+                            "resubmit with a higher priority or into a non-preemptible queue; "
+                            "checkpoint more often",
+                            ev, {Kind::kSlurmPreempted, Kind::kK8sPreempted}));
+  }
+  if (ev.has(Kind::kK8sEvicted)) {
+    out.push_back(MakeCause(Category::kEvicted, 0.9, "the pod was evicted under node pressure",
+                            "set memory requests equal to the pod's real use (pods using more "
+                            "than they request are evicted first), or give it Guaranteed QoS",
+                            ev, {Kind::kK8sEvicted}));
+  }
+  if (CountOf(ev, {Kind::kK8sInsufficientGpu, Kind::kK8sGangUnschedulable}) > 0) {
+    out.push_back(MakeCause(Category::kUnschedulable, 0.85,
+                            "the job cannot be placed: not enough free GPUs for the whole gang",
+                            "free or add GPUs (look for stale pods holding GPUs), or ask for fewer "
+                            "GPUs/replicas; a gang starts only when all its members fit",
+                            ev, {Kind::kK8sInsufficientGpu, Kind::kK8sGangUnschedulable}));
+  }
+  if (ev.has(Kind::kSlurmPending) || ev.has(Kind::kSlurmNodesUnavailable)) {
+    std::string s = "the job cannot start: ";
+    const Evidence* p = ev.first(Kind::kSlurmPending);
+    s += p ? "pending with reason " + std::string(p->Field("reason"))
+           : std::string("nodes are drained, down or in maintenance");
+    out.push_back(MakeCause(Category::kUnschedulable, ev.has(Kind::kSlurmPending) ? 0.8 : 0.7, s,
+                            "wait for the nodes to return (scontrol show node for the reason), or "
+                            "ask for a partition/GPU count the available nodes can hold",
+                            ev, {Kind::kSlurmPending, Kind::kSlurmNodesUnavailable}));
+  }
+}
+
+void AppRules(const EvidenceSet& ev, std::vector<Cause>& out) {
+  for (const Evidence& e : ev.examples(Kind::kK8sExitCode)) {
+    const std::string_view code = e.Field("code");
+    if (code == "0" || code == "137") continue;
+    out.push_back(MakeCause(Category::kApplicationError, 0.6,
+                            "a replica exited with code " + std::string(code) +
+                                " (the training code failed, not the platform)",
+                            "read the failing replica's own log; a non-retryable exit code should "
+                            "fail the job rather than restart it",
+                            ev, {Kind::kK8sExitCode, Kind::kK8sJobRestarting}));
+    return;
+  }
+}
+
+// Only when no fault was found: a log that shows a correct set-up.
+void HealthyRule(const EvidenceSet& ev, std::vector<Cause>& out) {
+  int kinds = 0;
+  for (Kind k : {Kind::kNcclNetIb, Kind::kNcclNetworkIb, Kind::kNcclChannelIb,
+                 Kind::kNcclChannelIntra, Kind::kNcclConnected, Kind::kNcclNvlsAvailable,
+                 Kind::kNcclRingOrder, Kind::kNvlinkCountersClean}) {
+    kinds += ev.has(k) ? 1 : 0;
+  }
+  if (kinds == 0) return;
+  out.push_back(MakeCause(Category::kHealthy, std::min(0.8, 0.4 + 0.1 * (kinds - 1)),
+                          "the log shows a correct set-up and no fault", "nothing to fix", ev,
+                          {Kind::kNcclChannelIb, Kind::kNcclChannelIntra, Kind::kNcclConnected,
+                           Kind::kNcclNvlsAvailable, Kind::kNcclNetIb, Kind::kNcclRingOrder,
+                           Kind::kNvlinkCountersClean}));
+}
+
+bool IsFault(Category c) { return c != Category::kHealthy && c != Category::kNcclDegraded; }
+
+// A rank that died (GPU OOM, GPU fault, host OOM, node failure) makes its peers see reset or
+// closed connections: those become peer_failure, below the cause.
+void EchoPass(std::vector<Cause>& causes) {
+  bool died = false;
+  for (const Cause& c : causes) {
+    died |= c.category == Category::kGpuOom || c.category == Category::kGpuFault ||
+            c.category == Category::kHostOom || c.category == Category::kNodeFailure;
+  }
+  if (!died) return;
+  for (Cause& c : causes) {
+    if (c.category == Category::kNetworkError && c.confidence < 0.9) {
+      c.category = Category::kPeerFailure;
+      c.confidence = 0.5;
+      c.summary = "peers saw closed or reset connections: the echo of the rank that died first";
+      c.fix = "fix the first failure; these errors follow from it";
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<Cause> RankCauses(const EvidenceSet& evidence, const NodeContext* node) {
+  std::vector<Cause> causes;
+  HardwareRules(evidence, causes);
+  MemoryRules(evidence, causes);
+  SchedulerRules(evidence, causes);
+  internal::NetworkRules(evidence, node, causes);
+  AppRules(evidence, causes);
+  const bool fault =
+      std::any_of(causes.begin(), causes.end(), [](const Cause& c) { return IsFault(c.category); });
+  if (!fault) HealthyRule(evidence, causes);
+  EchoPass(causes);
+  std::stable_sort(causes.begin(), causes.end(), [](const Cause& a, const Cause& b) {
+    if (a.confidence != b.confidence) return a.confidence > b.confidence;
+    return a.category < b.category;
+  });
+  // One entry per category: the strongest.
+  std::vector<Cause> unique;
+  for (Cause& c : causes) {
+    const bool seen = std::any_of(unique.begin(), unique.end(),
+                                  [&](const Cause& u) { return u.category == c.category; });
+    if (!seen) unique.push_back(std::move(c));
+  }
+  return unique;
+}
+
+}  // namespace toposched::diag

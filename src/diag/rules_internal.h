@@ -1,0 +1,24 @@
+// Diagnosis, inside the rules: the helpers the rule families share and the families themselves
+// (rules.cc: hardware, memory, scheduler, application; network_rules.cc: NCCL and network).
+// Not for use outside src/diag.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "diag/cause.h"
+#include "diag/evidence.h"
+#include "diag/topology.h"
+
+namespace toposched::diag::internal {
+
+// A cause citing the first lines of `kinds` (up to 2 per kind, 6 in all), in that order.
+Cause MakeCause(Category category, double confidence, std::string summary, std::string fix,
+                const EvidenceSet& ev, std::initializer_list<Kind> kinds);
+// Number of lines of any of `kinds`.
+int64_t CountOf(const EvidenceSet& ev, std::initializer_list<Kind> kinds);
+
+void NetworkRules(const EvidenceSet& ev, const NodeContext* node, std::vector<Cause>& out);
+
+}  // namespace toposched::diag::internal

@@ -1,0 +1,76 @@
+// Slurm: slurmstepd/srun messages in a job's output, sacct/squeue/scontrol job states and
+// pending reasons, sinfo node states. Patterns: docs/diagnose.md, source "Slurm" (sacct job
+// state codes, squeue reason codes, sinfo node state codes).
+#include <array>
+#include <string>
+#include <string_view>
+
+#include "core/strings.h"
+#include "diag/readers.h"
+#include "diag/text.h"
+
+namespace toposched::diag {
+
+namespace {
+
+// Pending reasons that mean "cannot start here now", not "waiting for its turn".
+constexpr std::array<std::string_view, 10> kPendingReasons = {
+    "ReqNodeNotAvail", "Resources",       "PartitionNodeLimit",
+    "BadConstraints",  "NodeDown",        "QOSMaxGRES",
+    "AssocGrpGRES",    "PartitionConfig", "Nodes_required_for_job_are_DOWN",
+    "InvalidQOS"};
+
+// sinfo states of nodes that cannot take jobs, with any of sinfo's state suffixes stripped.
+constexpr std::array<std::string_view, 9> kUnavailableStates = {
+    "drain", "drng", "drained", "draining", "down", "fail", "failing", "maint", "inval"};
+
+void ReadPending(const LineRef& line, EvidenceSet& out) {
+  const std::string_view t = line.text;
+  for (std::string_view r : kPendingReasons) {
+    if (!HasWord(t, r)) continue;
+    if (Evidence* e = out.Add(Kind::kSlurmPending, line)) e->fields.emplace_back("reason", r);
+    return;
+  }
+}
+
+// "gpu  up 14-00:00:0  12  drng@ c[002,004]": PARTITION AVAIL TIMELIMIT NODES STATE NODELIST.
+void ReadSinfoRow(const LineRef& line, EvidenceSet& out) {
+  const std::vector<std::string> cols = SplitWhitespace(line.text);
+  if (cols.size() != 6) return;
+  if (cols[1] != "up" && cols[1] != "down" && cols[1] != "drain" && cols[1] != "inact") return;
+  std::string state = cols[4];
+  while (!state.empty() && !IsWordChar(state.back())) state.pop_back();
+  for (std::string_view s : kUnavailableStates) {
+    if (state != s) continue;
+    if (Evidence* e = out.Add(Kind::kSlurmNodesUnavailable, line)) {
+      e->fields.emplace_back("state", state);
+      e->fields.emplace_back("count", cols[3]);
+      e->fields.emplace_back("nodes", cols[5]);
+    }
+    return;
+  }
+}
+
+}  // namespace
+
+void ReadSlurmLine(const LineRef& line, EvidenceSet& out) {
+  const std::string_view t = line.text;
+  if (Has(t, "DUE TO TIME LIMIT") || HasWord(t, "TIMEOUT")) {
+    out.Add(Kind::kSlurmTimeLimit, line);
+  }
+  if (Has(t, "DUE TO NODE FAILURE") || HasWord(t, "NODE_FAIL")) {
+    out.Add(Kind::kSlurmNodeFail, line);
+  }
+  if (Has(t, "DUE TO PREEMPTION") || HasWord(t, "PREEMPTED")) {
+    out.Add(Kind::kSlurmPreempted, line);
+  }
+  if (Has(t, "oom-kill event") || Has(t, ": Out Of Memory") || HasWord(t, "OUT_OF_MEMORY")) {
+    out.Add(Kind::kSlurmOom, line);
+  }
+  if (Has(t, "PD ") || Has(t, "PENDING") || Has(t, "Reason=")) ReadPending(line, out);
+  if (Has(t, "dr") || Has(t, "fail") || Has(t, "down") || Has(t, "maint")) {
+    if (Has(t, " up ") || Has(t, " down ") || Has(t, " inact ")) ReadSinfoRow(line, out);
+  }
+}
+
+}  // namespace toposched::diag

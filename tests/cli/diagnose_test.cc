@@ -1,0 +1,69 @@
+// `toposched diagnose` through the real binary: text and JSON reports, the topology tie-in, and
+// exit codes for text that is no job log and for files that cannot be read.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli/cli_util.h"
+
+namespace {
+
+using namespace toposched::cli_testing;  // NOLINT: RunCli, WriteTemp
+
+const std::string kLogs = std::string(TS_SOURCE_DIR) + "/data/interruption-logs/";
+
+TEST(CliDiagnose, JsonReportTiesASocketFallbackToTheNode) {
+  Result r = RunCli("diagnose train-7 --json --log " + kLogs +
+                    "1-socket-fallback-libibverbs-missing-detectron2-4730.log --cluster " +
+                    TS_SOURCE_DIR + "/data/clusters/h100-2rack.yaml --node gpu017");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["job"], "train-7");
+  ASSERT_FALSE(j["causes"].empty());
+  const auto& top = j["causes"][0];
+  EXPECT_EQ(top["category"], "nccl_transport_fallback");
+  EXPECT_GT(top["confidence"].get<double>(), 0.5);
+  ASSERT_FALSE(top["evidence"].empty());
+  EXPECT_TRUE(top["evidence"][0].contains("file"));
+  EXPECT_GT(top["evidence"][0]["line"].get<int>(), 1);
+  EXPECT_NE(top["topology"].get<std::string>().find("mlx5_0"), std::string::npos);
+  EXPECT_NE(top["fix"].get<std::string>().find("NCCL_IB_HCA="), std::string::npos);
+}
+
+TEST(CliDiagnose, TextReportListsCausesWithEvidence) {
+  Result r = RunCli("diagnose --log " + kLogs +
+                    "2-connection-closed-by-remote-peer-masking-gpu-oom-narval-nccl-1235.log");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("1. gpu_oom"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("peer_failure"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Cuda failure 'out of memory'"), std::string::npos) << r.out;
+}
+
+TEST(CliDiagnose, NoJobLogGivesNoKnownCause) {
+  std::string bytes;
+  for (int i = 0; i < 4096; ++i) bytes.push_back(static_cast<char>((i * 7919) % 256));
+  for (const std::string& text : {std::string(), bytes, std::string("hello world\n")}) {
+    const std::string path = WriteTemp("nolog.txt", text);
+    Result r = RunCli("diagnose --log " + path);
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("no known cause"), std::string::npos) << r.out;
+    Result j = RunCli("diagnose --json --log " + path);
+    ASSERT_EQ(j.code, 0) << j.err;
+    EXPECT_TRUE(nlohmann::json::parse(j.out)["causes"].empty());
+  }
+}
+
+TEST(CliDiagnose, UnreadableFileAndBadUsage) {
+  Result missing = RunCli("diagnose --log /nonexistent/job.log");
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.err.find("/nonexistent/job.log"), std::string::npos) << missing.err;
+  EXPECT_EQ(RunCli("diagnose").code, 2);
+  EXPECT_EQ(RunCli("diagnose --log " + kLogs + "EXPECTED.tsv --node gpu017").code, 2);
+  Result bad_node = RunCli("diagnose --log " + kLogs + "EXPECTED.tsv --cluster " + TS_SOURCE_DIR +
+                           "/data/clusters/h100-2rack.yaml --node nope");
+  EXPECT_EQ(bad_node.code, 1);
+  EXPECT_NE(bad_node.err.find("nope"), std::string::npos);
+}
+
+}  // namespace
