@@ -142,6 +142,11 @@ int RunCalibrate(const CalibrateArgs& a) {
   }
   std::printf("%zu cases: median |error| %.1f%%, worst %.2fx (%s)\n", rep->results.size(),
               rep->median_abs_error * 100, rep->worst_ratio, rep->worst_case.c_str());
+  std::printf(
+      "in-sample %d: median %.1f%%, worst %.1f%%; held out %d: median %.1f%%, worst %.1f%%\n",
+      rep->in_sample.cases, rep->in_sample.median_abs_error * 100,
+      rep->in_sample.worst_abs_error * 100, rep->held_out.cases,
+      rep->held_out.median_abs_error * 100, rep->held_out.worst_abs_error * 100);
   return 0;
 }
 

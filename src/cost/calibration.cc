@@ -134,6 +134,10 @@ StatusOr<CalibrationManifest> LoadCalibrationManifest(const std::string& path) {
         c.nvlink_domain_gbps = e.at("nvlink_domain").value("gpu_bandwidth_gbps", 0.0);
       }
       if (e.contains("bytes")) c.bytes = e.at("bytes").get<int64_t>();
+      if (e.contains("algorithm")) {
+        ASSIGN_OR_RETURN(c.algorithm, ParseAlgorithm(e.at("algorithm").get<std::string>()));
+      }
+      if (e.contains("derives")) c.derives = e.at("derives").get<std::vector<std::string>>();
       c.network = e.value("network", std::string());
       c.note = e.value("note", std::string());
       if (c.nodes < 1 || c.nodes > 4096 || c.gpus_per_node < 0) {
@@ -182,7 +186,7 @@ StatusOr<CalibrationResult> RunCalibrationCase(const CalibrationCase& c, const C
     for (int g = 0; g < per_node; ++g) gpus.push_back(GpuRef{n, g});
   }
   CostModel model(*cluster, {}, tables, hw);
-  auto est = model.Evaluate(c.collective, gpus, static_cast<double>(r.bytes));
+  auto est = model.Evaluate(c.collective, gpus, static_cast<double>(r.bytes), c.algorithm);
   if (!est.ok()) return est.status().WithPrefix(c.name);
   r.predicted = *est;
   if (c.collective != Collective::kAllToAll && c.collective != Collective::kSendRecv) {
@@ -200,37 +204,72 @@ StatusOr<CalibrationResult> RunCalibrationCase(const CalibrationCase& c, const C
   return r;
 }
 
+namespace {
+
+CalibrationSummary Summarize(const std::vector<const CalibrationResult*>& results) {
+  CalibrationSummary out;
+  out.cases = static_cast<int>(results.size());
+  std::vector<double> errs;
+  for (const CalibrationResult* r : results) {
+    errs.push_back(std::abs(r->error));
+    out.worst_abs_error = std::max(out.worst_abs_error, std::abs(r->error));
+    if (r->ratio > out.worst_ratio || out.worst_case.empty()) {
+      out.worst_ratio = r->ratio;
+      out.worst_case = r->c.name;
+    }
+  }
+  if (!errs.empty()) {
+    std::sort(errs.begin(), errs.end());
+    const size_t k = errs.size();
+    out.median_abs_error = k % 2 ? errs[k / 2] : (errs[k / 2 - 1] + errs[k / 2]) / 2;
+  }
+  return out;
+}
+
+}  // namespace
+
 StatusOr<CalibrationReport> RunCalibration(const std::string& manifest_path,
                                            const CostTables& tables,
                                            const topo::HardwareTable& hw) {
   ASSIGN_OR_RETURN(CalibrationManifest m, LoadCalibrationManifest(manifest_path));
   CalibrationReport rep;
   rep.excluded = m.excluded;
-  std::vector<double> errs;
   for (const CalibrationCase& c : m.cases) {
     ASSIGN_OR_RETURN(CalibrationResult r, RunCalibrationCase(c, tables, hw));
-    errs.push_back(std::abs(r.error));
-    if (r.ratio > rep.worst_ratio || rep.worst_case.empty()) {
-      rep.worst_ratio = r.ratio;
-      rep.worst_case = c.name;
-    }
     rep.results.push_back(std::move(r));
   }
-  if (!errs.empty()) {
-    std::sort(errs.begin(), errs.end());
-    size_t k = errs.size();
-    rep.median_abs_error = k % 2 ? errs[k / 2] : (errs[k / 2 - 1] + errs[k / 2]) / 2;
+  std::vector<const CalibrationResult*> all, in, out;
+  for (const CalibrationResult& r : rep.results) {
+    all.push_back(&r);
+    (r.c.derives.empty() ? out : in).push_back(&r);
   }
+  rep.all = Summarize(all);
+  rep.in_sample = Summarize(in);
+  rep.held_out = Summarize(out);
+  rep.median_abs_error = rep.all.median_abs_error;
+  rep.worst_ratio = rep.all.worst_ratio;
+  rep.worst_case = rep.all.worst_case;
   return rep;
 }
+
+namespace {
+
+double SignedError(const CalibrationReport& rep, const std::string& name) {
+  for (const CalibrationResult& r : rep.results) {
+    if (r.c.name == name) return r.error;
+  }
+  return 0;
+}
+
+}  // namespace
 
 std::string FormatCalibrationMarkdown(const CalibrationReport& rep) {
   std::string out;
   char buf[512];
   out +=
       "| case | GPUs | network | size | published busbw (GB/s) | predicted busbw (GB/s) | "
-      "algorithm | error | ring only (GB/s) |\n";
-  out += "| --- | ---: | --- | ---: | ---: | ---: | --- | ---: | ---: |\n";
+      "algorithm | error | ring only (GB/s) | set |\n";
+  out += "| --- | ---: | --- | ---: | ---: | ---: | --- | ---: | ---: | --- |\n";
   for (const CalibrationResult& r : rep.results) {
     std::string gpus = std::to_string(r.predicted.ranks);
     if (r.predicted.nodes > 1) {
@@ -242,17 +281,29 @@ std::string FormatCalibrationMarkdown(const CalibrationReport& rep) {
       std::snprintf(b, sizeof(b), "%.1f", r.ring_busbw_gbps);
       return std::string(b);
     }() : std::string("-");
-    std::snprintf(buf, sizeof(buf), "| %s | %s | %s | %s | %.1f | %.1f | %s | %+.1f%% | %s |\n",
+    std::string algorithm = AlgorithmName(r.predicted.algorithm);
+    if (r.c.algorithm != Algorithm::kAuto) algorithm += " (pinned)";
+    std::snprintf(buf, sizeof(buf),
+                  "| %s | %s | %s | %s | %.1f | %.1f | %s | %+.1f%% | %s | %s |\n",
                   r.c.name.c_str(), gpus.c_str(), r.c.network.empty() ? "-" : r.c.network.c_str(),
                   FormatBytes(static_cast<double>(r.bytes)).c_str(), r.published_busbw_gbps,
-                  r.predicted.busbw_gbps, AlgorithmName(r.predicted.algorithm), r.error * 100,
-                  ring.c_str());
+                  r.predicted.busbw_gbps, algorithm.c_str(), r.error * 100, ring.c_str(),
+                  r.c.derives.empty() ? "held out" : "in-sample");
     out += buf;
   }
-  std::snprintf(buf, sizeof(buf), "\n%zu cases: median |error| %.1f%%, worst %.2f× (%s).\n",
-                rep.results.size(), rep.median_abs_error * 100, rep.worst_ratio,
-                rep.worst_case.c_str());
-  out += buf;
+  auto line = [&](const char* label, const CalibrationSummary& sum) {
+    std::snprintf(buf, sizeof(buf), "%s: %d cases, median |error| %.1f%%, worst %+.1f%% (%s).\n",
+                  label, sum.cases, sum.median_abs_error * 100,
+                  sum.worst_case.empty() ? 0.0 : SignedError(rep, sum.worst_case) * 100,
+                  sum.worst_case.c_str());
+    out += buf;
+  };
+  out += "\n";
+  line("All", rep.all);
+  out += "\n";
+  line("In-sample (a constant was derived from the case)", rep.in_sample);
+  out += "\n";
+  line("Held out", rep.held_out);
   return out;
 }
 

@@ -28,7 +28,13 @@ struct CalibrationCase {
   int nvlink_domain_nodes = 0;    // > 0: consecutive nodes form NVLink domains of this size
   double nvlink_domain_gbps = 0;  // per-GPU NVLink rate in such a domain (0 = the node's)
   std::optional<int64_t> bytes;   // compare at this size (default: the largest published)
-  std::string network;            // short label for the table ("8x HDR IB")
+  // The algorithm the published run's library version chose, when it is not what the model's
+  // auto would pick (kAuto: the model's choice). Each use says why in the case's note.
+  Algorithm algorithm = Algorithm::kAuto;
+  // Constants of data/hardware/cost.json derived from this case ("efficiency.net_ib"); empty:
+  // the case is held out (no constant was set from it).
+  std::vector<std::string> derives;
+  std::string network;  // short label for the table ("8x HDR IB")
   std::string note;
 };
 
@@ -52,12 +58,22 @@ struct CalibrationResult {
   double ratio = 1;            // max(predicted/published, published/predicted)
 };
 
+// Median and worst of a set of cases.
+struct CalibrationSummary {
+  int cases = 0;
+  double median_abs_error = 0;  // median of |error|
+  double worst_abs_error = 0;   // largest |error|
+  double worst_ratio = 1;       // max(predicted/published, published/predicted)
+  std::string worst_case;
+};
+
 struct CalibrationReport {
   std::vector<CalibrationResult> results;
   std::vector<ExcludedSample> excluded;
-  double median_abs_error = 0;  // median of |error|
+  double median_abs_error = 0;  // median of |error| over every case
   double worst_ratio = 1;
   std::string worst_case;
+  CalibrationSummary all, in_sample, held_out;  // held out: cases with no `derives`
 };
 
 // Paths in the manifest are relative to its directory. InvalidArgument/NotFound with the path.

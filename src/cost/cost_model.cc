@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/strings.h"
+#include "cost/algorithms.h"
 
 namespace toposched::cost {
 
@@ -67,6 +68,8 @@ const char* AlgorithmName(Algorithm a) {
       return "hierarchical";
     case Algorithm::kNvls:
       return "nvls";
+    case Algorithm::kNvlsTree:
+      return "nvls-tree";
     case Algorithm::kDirect:
       return "direct";
   }
@@ -80,9 +83,10 @@ StatusOr<Algorithm> ParseAlgorithm(std::string_view s) {
   if (n == "tree") return Algorithm::kTree;
   if (n == "hierarchical" || n == "hier") return Algorithm::kHierarchical;
   if (n == "nvls") return Algorithm::kNvls;
+  if (n == "nvlstree") return Algorithm::kNvlsTree;
   if (n == "direct") return Algorithm::kDirect;
   return InvalidArgumentError("unknown algorithm \"" + std::string(s) +
-                              "\" (auto, ring, tree, hierarchical, nvls, direct)");
+                              "\" (auto, ring, tree, hierarchical, nvls, nvls-tree, direct)");
 }
 
 const char* TransportName(Transport t) {
@@ -435,7 +439,7 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
   }
   if (collective != Collective::kAllReduce &&
       (algorithm == Algorithm::kTree || algorithm == Algorithm::kHierarchical ||
-       algorithm == Algorithm::kNvls)) {
+       algorithm == Algorithm::kNvls || algorithm == Algorithm::kNvlsTree)) {
     return InvalidArgumentError(std::string("cost: ") + AlgorithmName(algorithm) +
                                 " applies to allreduce only");
   }
@@ -557,6 +561,51 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
     return c;
   };
 
+  // The double binary tree across islands, shared by tree and NVLS-tree: per island, the
+  // network rate it gets over its traffic (TreeNetTraffic), and the hop that names it.
+  struct Across {
+    std::vector<double> algbw;  // per island, GB/s
+    std::vector<Hop> bottleneck;
+    std::vector<Hop> hops;
+    double alpha_us = 0;
+  };
+  auto tree_across = [&]() {
+    Across a;
+    const DoubleBinaryTree dbt = MakeDoubleBinaryTree(ni);
+    const std::vector<int>* parent = dbt.parents;
+    const std::vector<double> traffic = TreeNetTraffic(dbt);
+    std::vector<double> net_bw(ni);
+    for (int i = 0; i < ni; ++i) net_bw[i] = p.islands[i].net_gbps;
+    for (int t = 0; t < 2; ++t) {
+      for (int i = 0; i < ni; ++i) {
+        int up = parent[t][i];
+        if (up < 0) continue;
+        const double bw = link(i, up);
+        net_bw[i] = std::min(net_bw[i], bw);
+        net_bw[up] = std::min(net_bw[up], link(up, i));
+        a.hops.push_back(
+            net_hop(i, p.islands[i].members.front(), p.islands[up].members.front(), bw));
+      }
+    }
+    for (int i = 0; i < ni; ++i) {
+      const double bw = TreeNetAlgBwGbps(net_bw[i], traffic[i]);
+      a.algbw.push_back(bw);
+      int up = parent[0][i] >= 0 ? parent[0][i] : parent[1][i];
+      // The root of both trees (possible for an odd island count): name the hop by one of its
+      // children instead.
+      for (int t = 0; t < 2 && up < 0; ++t) {
+        for (int k = 0; k < ni && up < 0; ++k) {
+          if (parent[t][k] == i) up = k;
+        }
+      }
+      if (up < 0) up = i;
+      a.bottleneck.push_back(
+          net_hop(i, p.islands[i].members.front(), p.islands[up].members.front(), bw));
+    }
+    a.alpha_us = dbt.depth * tables_.LatencyUs(p.islands[0].net_transport);
+    return a;
+  };
+
   // Tree (AllReduce): NCCL's double binary tree over islands, a chain inside each island.
   auto tree = [&]() {
     Candidate c;
@@ -566,7 +615,7 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
     for (const Island& isl : p.islands) {
       const int k = static_cast<int>(isl.members.size());
       if (k >= 2) {
-        double chain = k == 2 ? isl.ring_gbps : isl.ring_gbps / 2;
+        double chain = TreeChainAlgBwGbps(k, isl.ring_gbps);
         if (chain < algbw) {
           algbw = chain;
           c.bottleneck = isl.ring_hop;
@@ -576,55 +625,15 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
     }
     double net_alpha = 0;
     if (ni >= 2) {
-      // Two mirrored balanced binary trees, each carrying half of the data.
-      std::vector<std::vector<int>> parent(2, std::vector<int>(ni, -1));
-      auto build = [&](auto&& self, std::vector<int>& par, int lo, int hi, int up) -> void {
-        if (lo >= hi) return;
-        int mid = (lo + hi) / 2;
-        par[mid] = up;
-        self(self, par, lo, mid, mid);
-        self(self, par, mid + 1, hi, mid);
-      };
-      build(build, parent[0], 0, ni, -1);
-      std::vector<int> tmp(ni, -1);
-      build(build, tmp, 0, ni, -1);
-      for (int pos = 0; pos < ni; ++pos) {  // mirror: position pos is island ni-1-pos
-        parent[1][ni - 1 - pos] = tmp[pos] < 0 ? -1 : ni - 1 - tmp[pos];
-      }
-      std::vector<double> traffic(ni, 0), net_bw(ni);
-      for (int i = 0; i < ni; ++i) net_bw[i] = p.islands[i].net_gbps;
-      for (int t = 0; t < 2; ++t) {
-        for (int i = 0; i < ni; ++i) {
-          int up = parent[t][i];
-          if (up < 0) continue;
-          traffic[i] += 0.5;
-          traffic[up] += 0.5;
-          const double bw = link(i, up);
-          net_bw[i] = std::min(net_bw[i], bw);
-          net_bw[up] = std::min(net_bw[up], link(up, i));
-          c.hops.push_back(
-              net_hop(i, p.islands[i].members.front(), p.islands[up].members.front(), bw));
-        }
-      }
+      Across a = tree_across();
+      c.hops = std::move(a.hops);
       for (int i = 0; i < ni; ++i) {
-        double bw = net_bw[i] / traffic[i];
-        if (bw < algbw) {
-          algbw = bw;
-          int up = parent[0][i] >= 0 ? parent[0][i] : parent[1][i];
-          // The root of both trees (possible for an odd island count): name the hop by one of
-          // its children instead.
-          for (int t = 0; t < 2 && up < 0; ++t) {
-            for (int k = 0; k < ni && up < 0; ++k) {
-              if (parent[t][k] == i) up = k;
-            }
-          }
-          if (up < 0) up = i;
-          c.bottleneck =
-              net_hop(i, p.islands[i].members.front(), p.islands[up].members.front(), bw);
+        if (a.algbw[i] < algbw) {
+          algbw = a.algbw[i];
+          c.bottleneck = a.bottleneck[i];
         }
       }
-      int depth = static_cast<int>(std::ceil(std::log2(ni + 1.0)));
-      net_alpha = depth * tables_.LatencyUs(p.islands[0].net_transport);
+      net_alpha = a.alpha_us;
     }
     c.bottleneck.bandwidth_gbps = algbw;
     c.time_ms = base_ms + 2 * (net_alpha + chain_alpha) * 1e-3 + Ms(bytes, algbw);
@@ -632,6 +641,47 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
     for (const Island& isl : p.islands) {
       for (size_t j = 0; j + 1 < isl.members.size(); ++j) {
         c.hops.push_back(intra_hop(isl.members[j], isl.members[j + 1]));
+      }
+    }
+    return c;
+  };
+
+  // NVLS-tree (AllReduce): NVLS inside every island (each a switched fabric with NVLink SHARP
+  // and 2+ GPUs), the double binary tree across 2+ islands.
+  auto nvls_tree = [&]() -> std::optional<Candidate> {
+    if (ni < 2) return std::nullopt;
+    for (const Island& isl : p.islands) {
+      if (isl.members.size() < 2 || isl.nvls_busbw <= 0) return std::nullopt;
+    }
+    Candidate c;
+    c.algorithm = Algorithm::kNvlsTree;
+    Across a = tree_across();
+    c.hops = std::move(a.hops);
+    double algbw = kInf;
+    for (int i = 0; i < ni; ++i) {
+      const Island& isl = p.islands[i];
+      const double bw =
+          NvlsTreeAllReduceAlgBwGbps(isl.nvls_busbw, static_cast<int>(isl.members.size()),
+                                     tables_.nvls_tree_efficiency, a.algbw[i], 1.0);
+      if (bw < algbw) {
+        algbw = bw;
+        if (bw < a.algbw[i]) {
+          c.bottleneck = isl.ring_hop;
+          c.bottleneck.to = "NVSwitch";
+        } else {
+          c.bottleneck = a.bottleneck[i];
+        }
+      }
+    }
+    c.bottleneck.bandwidth_gbps = algbw;
+    c.time_ms = base_ms + 2 * (tables_.nvls_latency_us + a.alpha_us) * 1e-3 + Ms(bytes, algbw);
+    c.order = ring_order;
+    for (const Island& isl : p.islands) {
+      for (int m : isl.members) {
+        Hop h = intra_hop(m, m == isl.members.front() ? isl.members.back() : isl.members.front());
+        h.to = "NVSwitch";
+        h.bandwidth_gbps = isl.nvls_busbw;
+        c.hops.push_back(h);
       }
     }
     return c;
@@ -834,6 +884,16 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
           return InvalidArgumentError(
               "cost: hierarchical needs GPUs on 2+ nodes (NVLink domains) with the same count, "
               "at least 2, on each");
+        }
+      }
+      if ((algorithm == Algorithm::kAuto && options_.allow_nvls) ||
+          algorithm == Algorithm::kNvlsTree) {
+        if (auto v = nvls_tree()) {
+          candidates.push_back(std::move(*v));
+        } else if (algorithm == Algorithm::kNvlsTree) {
+          return InvalidArgumentError(
+              "cost: nvls-tree needs 2+ nodes (NVLink domains), each with 2+ GPUs on one NVSwitch "
+              "fabric with NVLink SHARP (NVLink 4+)");
         }
       }
       if ((algorithm == Algorithm::kAuto && options_.allow_nvls) || algorithm == Algorithm::kNvls) {

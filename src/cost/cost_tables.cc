@@ -51,6 +51,8 @@ StatusOr<CostTables> CostTables::FromJson(const std::string& text) {
       if (!k.empty() && k[0] == '_') continue;
       t.nvls_busbw_factor[std::stoi(k)] = Value(v);
     }
+    at = "nvls_tree_efficiency";
+    t.nvls_tree_efficiency = Value(j.at("nvls_tree_efficiency"));
     at = "gdr_off_factor";
     t.gdr_off_factor = Value(j.at("gdr_off_factor"));
     at = "socket_max_gbps_per_node";
@@ -95,6 +97,9 @@ StatusOr<CostTables> CostTables::FromJson(const std::string& text) {
       return InvalidArgumentError(std::string("cost tables: latency_us.") + kTransportKeys[i] +
                                   " must be >= 0");
     }
+  }
+  if (!(t.nvls_tree_efficiency > 0 && t.nvls_tree_efficiency <= 1)) {
+    return InvalidArgumentError("cost tables: nvls_tree_efficiency must be in (0, 1]");
   }
   if (!(t.gdr_off_factor > 0 && t.gdr_off_factor <= 1)) {
     return InvalidArgumentError("cost tables: gdr_off_factor must be in (0, 1]");

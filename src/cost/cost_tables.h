@@ -29,6 +29,7 @@ struct CostTables {
   double base_latency_us = 5.0;
   double nvls_latency_us = 8.0;
   std::map<int, double> nvls_busbw_factor;             // NVLink generation -> busbw / raw port rate
+  double nvls_tree_efficiency = 0.86;                  // NVLS-tree's in-fabric rate / NVLS alone
   double gdr_off_factor = 0.7;                         // NET without GPUDirect RDMA
   double socket_max_gbps_per_node = 3.2;               // GB/s, NET/Socket ceiling per node
   std::map<std::string, double> nic_gbps;              // named NIC types, Gb/s

@@ -14,14 +14,16 @@ namespace toposched::cost {
 enum class Collective { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kSendRecv };
 // kNvls: NVLink SHARP (in-switch reduction, NVSwitch gen3+ / NVLink 4+), AllReduce only, all
 // GPUs in one switched NVLink fabric (a node or a multi-node NVLink domain).
+// kNvlsTree: NVLS inside each of 2+ such fabrics, NCCL's double binary tree across them.
 // kDirect: pairwise sends (AllToAll, Send/Recv), the only algorithm those two have.
-enum class Algorithm { kAuto, kRing, kTree, kHierarchical, kNvls, kDirect };
+enum class Algorithm { kAuto, kRing, kTree, kHierarchical, kNvls, kNvlsTree, kDirect };
 enum class Transport { kNVLink, kPcieP2P, kShm, kNetIB, kNetSocket };
 
 const char* CollectiveName(Collective c);  // "allreduce", ...
 // Accepts allreduce|all_reduce|all-reduce (same for the others), sendrecv|p2p.
 StatusOr<Collective> ParseCollective(std::string_view s);
-const char* AlgorithmName(Algorithm a);  // "ring", "tree", "hierarchical", "nvls", "direct", "auto"
+// "ring", "tree", "hierarchical", "nvls", "nvls-tree", "direct", "auto"
+const char* AlgorithmName(Algorithm a);
 StatusOr<Algorithm> ParseAlgorithm(std::string_view s);
 const char* TransportName(Transport t);  // "NVLink", "PCIe P2P", "SHM", "NET/IB", "NET/Socket"
 // nccl-tests bus factor: allreduce 2(n-1)/n, allgather/reducescatter/alltoall (n-1)/n,
