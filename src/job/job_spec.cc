@@ -237,6 +237,17 @@ std::optional<FieldError> NormalizeSpec(JobSpec& s) {
   auto fill = [](int64_t& b, double v) {
     if (b < 0) b = static_cast<int64_t>(std::min(v, static_cast<double>(kMaxBytes)));
   };
+  if (s.model_params == 0 && s.hidden_size == 0) {
+    // Unknown model: every collective is taken as 1 GiB (the size `place-node` and scheduler
+    // scripts use), so placements still rank by their communication time instead of all
+    // predicting 0 ms.
+    constexpr double kUnknownModelBytes = 1 << 30;
+    fill(l.tp_bytes, kUnknownModelBytes);
+    fill(l.pp_bytes, kUnknownModelBytes);
+    fill(l.ep_bytes, kUnknownModelBytes);
+    fill(l.dp_bytes, kUnknownModelBytes);
+    return CheckSpec(s);
+  }
   fill(l.tp_bytes, activation);
   fill(l.pp_bytes, activation);
   fill(l.ep_bytes, activation);

@@ -95,11 +95,15 @@ TEST(Traffic, HiddenDerivedAndGivenBytesKept) {
   EXPECT_EQ(s.layout.pp_bytes, int64_t{4096} * 12288 * 2);
 }
 
-TEST(Traffic, NoModelMeansNoDpTraffic) {
+// An unknown model (no model_params, no hidden_size) exchanges 1 GiB per collective, not 0, so
+// its placements still rank by communication time; given sizes are kept.
+TEST(Traffic, UnknownModelExchangesOneGibPerCollective) {
   JobSpec s = Spec(1, 1, 2, 0, 0);
+  s.layout.pp_bytes = 77;
   ASSERT_TRUE(s.Normalize().ok());
-  EXPECT_EQ(s.layout.dp_bytes, 0);
-  EXPECT_EQ(s.layout.tp_bytes, 0);
+  EXPECT_EQ(s.layout.dp_bytes, int64_t{1} << 30);
+  EXPECT_EQ(s.layout.tp_bytes, int64_t{1} << 30);
+  EXPECT_EQ(s.layout.pp_bytes, 77);
   EXPECT_EQ(s.hidden_size, 0);
 }
 
