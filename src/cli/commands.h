@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <string>
 
 #include "core/status.h"
 
@@ -24,5 +25,7 @@ void RegisterSlurmCommands(CLI::App& app, int& rc);    // slurm import|place|wat
 void RegisterServeCommand(CLI::App& app, int& rc);     // serve (the daemon)
 // submit, queue, show, cancel, complete, explain, nodes, drain, resume, events
 void RegisterClientCommands(CLI::App& app, int& rc);
+// completion bash|zsh, man (hidden): generated from the commands registered before it.
+void RegisterDocsCommands(CLI::App& app, int& rc, const std::string& version);
 
 }  // namespace toposched::cli
