@@ -47,6 +47,7 @@ IMAGE="${IMAGE:-toposched:$VERSION}"
 # The release and the mirror are those of this machine's apt configuration.
 # shellcheck disable=SC1091
 SUITE=$(. /etc/os-release && echo "$VERSION_CODENAME")
+# shellcheck disable=SC2016 # apt's format fields, not shell
 MIRROR=$(apt-get indextargets --format '$(REPO_URI) $(RELEASE)' 'Identifier: Packages' |
   awk -v s="$SUITE" '$2 == s {print $1; exit}')
 [ -n "$MIRROR" ] || { echo "build-image: apt has no source for $SUITE" >&2; exit 1; }
@@ -61,6 +62,7 @@ step "debootstrap --variant=minbase $SUITE from apt's mirror" \
   debootstrap --variant=minbase --cache-dir="$CACHE" "$SUITE" "$ROOTFS" "$MIRROR"
 # apt inside the root: this machine's Debian sources for the release (updates and security
 # included), nothing else.
+# shellcheck disable=SC2016
 apt-get indextargets --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' 'Identifier: Packages' |
   awk -v s="$SUITE" '$2 == s || $2 == s "-updates" || $2 == s "-security" {
     print "deb " $1 " " $2 " " $3 }' | sort -u >"$ROOTFS/etc/apt/sources.list"

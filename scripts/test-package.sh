@@ -77,8 +77,8 @@ if [ -s "$WORK/lintian" ]; then sed 's/^/  lintian: /' "$WORK/lintian"; fi
 # ---- 2. installed, and run from outside any source tree ------------------------------------
 install_deb() {
   # dpkg has no lock timeout; another apt run on a shared machine is waited for.
-  local i
-  for i in $(seq 1 60); do
+  local _
+  for _ in $(seq 1 60); do
     if dpkg -i "$DEB"; then return 0; fi
     if ! fuser /var/lib/dpkg/lock-frontend /var/lib/dpkg/lock >/dev/null 2>&1; then break; fi
     sleep 5
@@ -157,13 +157,13 @@ service() {
   [ "$(stat -c '%a %U' /var/lib/toposched/token)" = "600 toposched" ]
   local token
   token=$(cat /var/lib/toposched/token)
-  export TOPOSCHED_SERVER="http://127.0.0.1:$(cat /var/lib/toposched/port)"
   export TOPOSCHED_TOKEN_FILE=/var/lib/toposched/token
-  toposched nodes | head -3
+  toposched nodes --server "http://127.0.0.1:$(cat /var/lib/toposched/port)" >"$WORK/nodes"
+  grep -q gpu032 "$WORK/nodes"
   stop_daemon
   start_daemon
   [ "$(cat /var/lib/toposched/token)" = "$token" ]
-  toposched queue
+  toposched queue --server "http://127.0.0.1:$(cat /var/lib/toposched/port)"
   stop_daemon
   [ "$(stat -c '%U' /var/lib/toposched/toposched.db)" = toposched ]
   rm /etc/toposched/cluster.yaml
