@@ -66,8 +66,10 @@ debianize() {
   install -D -m 0644 -t "$STAGE/lib/systemd/system" packaging/systemd/toposched.service \
     packaging/systemd/toposched-slurm-watch.service
   install -D -m 0644 packaging/etc/toposched.env "$STAGE/etc/toposched/toposched.env"
-  install -D -m 0644 packaging/debian/lintian-overrides \
-    "$STAGE/usr/share/lintian/overrides/toposched"
+  if [ -s packaging/debian/lintian-overrides ]; then
+    install -D -m 0644 packaging/debian/lintian-overrides \
+      "$STAGE/usr/share/lintian/overrides/toposched"
+  fi
   find "$STAGE" -type d -exec chmod 0755 {} +
   find "$STAGE" -type f ! -path '*/usr/bin/*' -exec chmod 0644 {} +
 }
