@@ -62,7 +62,7 @@ debianize() {
   install -m 0644 packaging/debian/copyright "$DOC/copyright"
   sed -e "s/@VERSION@/$VERSION/" \
     -e "s/@DATE@/$(date -R -d "@$(git log -1 --format=%ct 2>/dev/null || date +%s)")/" \
-    packaging/debian/changelog | gzip -9n >"$DOC/changelog.Debian.gz"
+    packaging/debian/changelog | gzip -9n >"$DOC/changelog.gz"  # a native package's name
   install -D -m 0644 -t "$STAGE/lib/systemd/system" packaging/systemd/toposched.service \
     packaging/systemd/toposched-slurm-watch.service
   install -D -m 0644 packaging/etc/toposched.env "$STAGE/etc/toposched/toposched.env"
