@@ -24,8 +24,8 @@ TEST(CliDocs, ManPageCoversTheCommandTree) {
   EXPECT_TRUE(Has(r.out, "\\fB\\-\\-create\\-token\\fR"));
   EXPECT_TRUE(Has(r.out, "\\fIauto|nvidia\\-smi|hwloc|nccl\\-xml|json\\fR"));
   // Hidden commands document the others, not themselves.
-  EXPECT_FALSE(Has(r.out, "toposched completion"));
-  EXPECT_FALSE(Has(r.out, "toposched man"));
+  EXPECT_FALSE(Has(r.out, ".SS \"toposched completion"));
+  EXPECT_FALSE(Has(r.out, ".SS \"toposched man"));
 }
 
 TEST(CliDocs, HiddenFromHelp) {
