@@ -329,7 +329,7 @@ std::string ManPage(const std::vector<CommandDoc>& cmds, const std::string& vers
       }
       o << "\n" << Roff(d.description);
       if (!d.default_value.empty()) o << " (default: " << Roff(d.default_value) << ")";
-      if (d.required) o << " Required.";
+      if (d.required) o << " (required)";
       o << "\n";
     }
   }
