@@ -8,7 +8,6 @@
 #   OUT_DIR (default dist): where the .deb goes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$PWD
 BUILD_DIR="${BUILD_DIR:-build-deb}"
 OUT_DIR="${OUT_DIR:-dist}"
 JOBS="${JOBS:-$(nproc)}"
@@ -102,4 +101,4 @@ mkdir -p "$OUT_DIR"
 DEB="$OUT_DIR/toposched_${VERSION}_${ARCH}.deb"
 step "dpkg-deb --build $DEB" dpkg-deb --root-owner-group -Zxz --build "$STAGE" "$DEB"
 echo "package-deb: Depends: $DEPENDS"
-echo "$ROOT/$DEB"
+realpath "$DEB"
