@@ -11,7 +11,12 @@ PACKAGES=(
   python3 clang-format
   prometheus
   slurmctld slurmd slurm-client munge
+  # Packaging (scripts/package-deb.sh, build-image.sh, test-package.sh).
+  dpkg-dev lintian systemd buildah debootstrap python3-yaml psmisc
 )
+# `kubectl kustomize` renders deploy/kubernetes: Debian's kubectl is in kubernetes-client; a
+# kubectl installed otherwise is used as it is.
+if ! command -v kubectl >/dev/null 2>&1; then PACKAGES+=(kubernetes-client); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -25,9 +30,21 @@ if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
 
-echo "install-deps: installing ${missing[*]}"
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+LOG=$(mktemp /tmp/install-deps.XXXXXX)
+trap 'rm -f "$LOG"' EXIT
+# step "what" cmd...: one line per step; the step's full log on failure.
+step() {
+  local what=$1
+  shift
+  echo "install-deps: $what"
+  if ! "$@" >"$LOG" 2>&1; then
+    echo "install-deps: FAILED: $what; its log:" >&2
+    cat "$LOG" >&2
+    exit 1
+  fi
+}
+step "apt-get update" $SUDO apt-get update -q
+step "installing ${missing[*]}" $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

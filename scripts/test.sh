@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite: include-direction check, unit and integration tests (CTest), then the
-# parser tests again under ASan+UBSan.
+# parser tests again under ASan+UBSan, then the packaging stage (scripts/test-package.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS="${JOBS:-$(nproc)}"
@@ -33,3 +33,7 @@ ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "
 # plugin (no frames of ours, "<unknown module>" once unloaded), so leak checking is off there.
 ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build-asan --output-on-failure -j "$JOBS" \
   -R '^DiscoverLocal\.'
+
+echo "== packaging (Debian package installed, run and purged; container image; Kubernetes manifests)"
+# Its own clone and build directory: it shares nothing with the stages above.
+bash scripts/test-package.sh

@@ -6,6 +6,7 @@
 
 #include "cli/cluster_import_command.h"
 #include "cli/commands.h"
+#include "cli/data_dir.h"
 #include "cli/generate_command.h"
 #include "topo/io/cluster_yaml.h"
 #include "topo/io/import.h"
@@ -91,14 +92,21 @@ void RegisterClusterCommands(CLI::App& app, int& rc) {
                     "write gres.conf, topology.conf and nodes.conf here (default: stdout)");
   slurm->callback([cl, dir, &rc] { rc = RunExportSlurm(*cl, *dir); });
 
-  auto demo_cluster = std::make_shared<std::string>("data/clusters/h100-2rack.yaml");
-  auto demo_topo = std::make_shared<std::string>(
-      "data/samples/nvidia-smi/24-h100-sxm-8gpu-nv18-8nic-pix-sglang30401.txt");
+  // The defaults live in the data directory (cli/data_dir.h), resolved when the command runs.
+  auto demo_cluster = std::make_shared<std::string>();
+  auto demo_topo = std::make_shared<std::string>();
   CLI::App* demo =
       app.add_subcommand("demo", "Import the example cluster and a real node topology");
-  demo->add_option("--cluster", *demo_cluster, "cluster spec");
-  demo->add_option("--topo", *demo_topo, "node topology file");
+  demo->add_option("--cluster", *demo_cluster,
+                   "cluster spec (default: the data directory's clusters/h100-2rack.yaml)");
+  demo->add_option("--topo", *demo_topo,
+                   "node topology file (default: an 8x H100 nvidia-smi sample in the data "
+                   "directory's samples/nvidia-smi)");
   demo->callback([demo_cluster, demo_topo, &rc] {
+    if (demo_cluster->empty()) *demo_cluster = DataFile("clusters/h100-2rack.yaml");
+    if (demo_topo->empty()) {
+      *demo_topo = DataFile("samples/nvidia-smi/24-h100-sxm-8gpu-nv18-8nic-pix-sglang30401.txt");
+    }
     auto c = topo::io::ReadClusterYamlFile(*demo_cluster);
     if (!c.ok()) {
       rc = Fail(c.status());

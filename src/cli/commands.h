@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <string>
 
 #include "core/status.h"
 
@@ -26,5 +27,7 @@ void RegisterServeCommand(CLI::App& app, int& rc);     // serve (the daemon)
 void RegisterDiagnoseCommand(CLI::App& app, int& rc);  // diagnose (logs -> causes)
 // submit, queue, show, cancel, complete, explain, nodes, drain, resume, events
 void RegisterClientCommands(CLI::App& app, int& rc);
+// completion bash|zsh, man (hidden): generated from the commands registered before it.
+void RegisterDocsCommands(CLI::App& app, int& rc, const std::string& version);
 
 }  // namespace toposched::cli

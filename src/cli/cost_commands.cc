@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/data_dir.h"
 #include "cli/place_command.h"
 #include "cli/place_node_command.h"
 #include "cli/replay_command.h"
@@ -32,7 +33,7 @@ struct CostArgs {
 };
 
 struct CalibrateArgs {
-  std::string cases = "data/calibration/cases.json";
+  std::string cases;  // "": the data directory's calibration/cases.json
   bool markdown = false;
 };
 
@@ -128,7 +129,7 @@ int RunCost(const CostArgs& a) {
 }
 
 int RunCalibrate(const CalibrateArgs& a) {
-  auto rep = cost::RunCalibration(a.cases);
+  auto rep = cost::RunCalibration(a.cases.empty() ? DataFile("calibration/cases.json") : a.cases);
   if (!rep.ok()) return Fail(rep.status());
   if (a.markdown) {
     std::cout << cost::FormatCalibrationMarkdown(*rep);
@@ -172,7 +173,9 @@ void AddCostCommand(CLI::App& app, int& rc) {
   auto cal = std::make_shared<CalibrateArgs>();
   CLI::App* calibrate = cost->add_subcommand(
       "calibrate", "Compare the model with the published nccl-tests results it was calibrated on");
-  calibrate->add_option("--cases", cal->cases, "calibration manifest (default " + cal->cases + ")");
+  calibrate->add_option("--cases", cal->cases,
+                        "calibration manifest (default: the data directory's "
+                        "calibration/cases.json)");
   calibrate->add_flag("--markdown", cal->markdown, "print the table of docs/calibration.md");
   calibrate->callback([cal, &rc] { rc = RunCalibrate(*cal); });
 

@@ -3,9 +3,14 @@
 
 #include "cli/commands.h"
 
+#ifndef TS_VERSION
+#define TS_VERSION "unknown"
+#endif
+
 int main(int argc, char** argv) {
   CLI::App app{"toposched: topology-aware GPU cluster scheduler"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "toposched " TS_VERSION);
   int rc = 0;
   toposched::cli::RegisterTopoCommands(app, rc);
   toposched::cli::RegisterClusterCommands(app, rc);
@@ -16,6 +21,8 @@ int main(int argc, char** argv) {
   toposched::cli::RegisterTraceCommands(app, rc);
   toposched::cli::RegisterSlurmCommands(app, rc);
   toposched::cli::RegisterDiagnoseCommand(app, rc);
+  // Last: it documents the commands registered above.
+  toposched::cli::RegisterDocsCommands(app, rc, TS_VERSION);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,11 +1,14 @@
 // `toposched serve`: the daemon. Loads the cluster, opens the SQLite store (replaying what it
 // holds), serves HTTP until SIGINT/SIGTERM.
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -29,6 +32,7 @@ struct ServeArgs {
   std::string db;
   std::string listen = "127.0.0.1:8470";
   std::string token_file;
+  bool create_token = false;
   std::string port_file;
   int pass_interval_ms = 1000;
   size_t max_body_bytes = 1 << 20;
@@ -103,18 +107,37 @@ StatusOr<std::string> ReadToken(const std::string& path) {
   return t;
 }
 
-// A fresh random token written to `path` (mode 0600).
-StatusOr<std::string> MakeToken(const std::string& path) {
+// A fresh random token written to `path`, created with mode 0600 (never readable by others, not
+// even for a moment). `exclusive`: fail with AlreadyExists when the file exists.
+StatusOr<std::string> MakeToken(const std::string& path, bool exclusive) {
   std::random_device rd;
   std::string t;
   const char* hex = "0123456789abcdef";
   for (int i = 0; i < 40; ++i) t += hex[rd() % 16];
-  FILE* f = std::fopen(path.c_str(), "w");
-  if (f == nullptr) return NotFoundError(path + ": cannot write the token file");
-  std::fprintf(f, "%s\n", t.c_str());
-  std::fclose(f);
-  chmod(path.c_str(), 0600);
+  const int fd =
+      open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (exclusive ? O_EXCL : O_TRUNC), 0600);
+  if (fd < 0 && errno == EEXIST) {
+    return Status(StatusCode::kAlreadyExists, path + ": the token file exists");
+  }
+  if (fd < 0) return NotFoundError(path + ": cannot write the token file");
+  fchmod(fd, 0600);  // an existing file keeps its mode otherwise
+  const std::string line = t + "\n";
+  const bool written = write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  if (close(fd) != 0 || !written) return NotFoundError(path + ": cannot write the token file");
   return t;
+}
+
+// --token-file, created first when absent and --create-token is given.
+StatusOr<std::string> TokenFromFile(const std::string& path, bool create) {
+  if (create) {
+    StatusOr<std::string> made = MakeToken(path, /*exclusive=*/true);
+    if (made.ok()) {
+      spdlog::info("msg=\"created the token file\" token_file={}", path);
+      return made;
+    }
+    if (made.status().code() != StatusCode::kAlreadyExists) return made.status();
+  }
+  return ReadToken(path);
 }
 
 int RunServe(const ServeArgs& a) {
@@ -151,8 +174,12 @@ int RunServe(const ServeArgs& a) {
     }
     if (Status st = extender_options.Validate(); !st.ok()) return Fail(st);
   }
-  StatusOr<std::string> token =
-      a.token_file.empty() ? MakeToken(a.db + ".token") : ReadToken(a.token_file);
+  if (a.create_token && a.token_file.empty()) {
+    return Fail(InvalidArgumentError("--create-token: needs --token-file"));
+  }
+  StatusOr<std::string> token = a.token_file.empty()
+                                    ? MakeToken(a.db + ".token", /*exclusive=*/false)
+                                    : TokenFromFile(a.token_file, a.create_token);
   if (!token.ok()) return Fail(token.status());
   so.token = *token;
   if (a.token_file.empty()) {
@@ -242,6 +269,8 @@ void RegisterServeCommand(CLI::App& app, int& rc) {
       ->capture_default_str();
   cmd->add_option("--token-file", args->token_file,
                   "file holding the bearer token (default: a new one in DB.token)");
+  cmd->add_flag("--create-token", args->create_token,
+                "create --token-file with a new random token (mode 0600) when it does not exist");
   cmd->add_option("--port-file", args->port_file, "write the port listened on to this file");
   cmd->add_option("--pass-interval-ms", args->pass_interval_ms, "periodic scheduling pass interval")
       ->capture_default_str();
