@@ -131,6 +131,7 @@ int RunSimulate(const SimulateArgs& a) {
   info.trace_fractional = trace->fractional;
   info.seed = a.seed;
   info.comm_fraction = a.comm_fraction;
+  info.runtime_model = a.runtime_model;
   info.policies_distinct = sim::PoliciesDistinct();
   info.failures = a.failures;
   info.fill_ratio = a.fill;

@@ -886,7 +886,7 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
               "at least 2, on each");
         }
       }
-      if ((algorithm == Algorithm::kAuto && options_.allow_nvls) ||
+      if ((algorithm == Algorithm::kAuto && options_.allow_nvls && options_.allow_nvls_tree) ||
           algorithm == Algorithm::kNvlsTree) {
         if (auto v = nvls_tree()) {
           candidates.push_back(std::move(*v));

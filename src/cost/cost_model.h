@@ -24,6 +24,9 @@ namespace toposched::cost {
 // Which algorithms Algorithm::kAuto may choose from.
 struct CostModelOptions {
   bool allow_nvls = true;  // consider NVLS for AllReduce where the hardware has it
+  // With allow_nvls: also NVLS-tree across nodes (off where a consumer cannot bound it yet,
+  // e.g. the placement-quality oracle, tests/sched/ilp_oracle.h).
+  bool allow_nvls_tree = true;
   bool allow_tree = true;
   bool allow_hierarchical = true;
   Status Validate() const { return OkStatus(); }

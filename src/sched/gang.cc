@@ -1897,7 +1897,7 @@ StatusOr<std::unique_ptr<GangPlacer>> GangPlacer::Create(const topo::Cluster& cl
                                                          Options options) {
   RETURN_IF_ERROR(options.Validate());
   std::unique_ptr<GangPlacer> p(new GangPlacer(cluster, options));
-  p->cost_ = std::make_unique<cost::CostModel>(cluster);
+  p->cost_ = std::make_unique<cost::CostModel>(cluster, options.cost_model);
   // A busy cluster asks each selector the same (free mask, request) questions over and over.
   p->selection_cache_ = std::make_unique<SelectionCache>();
   for (const topo::HardwareProfile& prof : cluster.profiles) {

@@ -164,6 +164,8 @@ struct GangPlacerOptions {
   int max_refine_evaluations = 32;
   int max_refine_nodes = 32;
   NodeSelectOptions node_select;
+  // The cost model's algorithm choices (default: all).
+  cost::CostModelOptions cost_model;
   // Seeds the "random" node rule's draws (with the job's name and the free GPU count).
   uint64_t seed = 1;
   // InvalidArgument unless the plugins are known with finite weights ≥ 0, the limits are in

@@ -377,6 +377,7 @@ std::string ReportJson(const ReportInfo& info, const std::vector<SimResult>& res
     << ",\n"
     << "  \"seed\": " << info.seed << ",\n"
     << "  \"comm_fraction\": " << Fixed(info.comm_fraction, 4) << ",\n"
+    << "  \"runtime_model\": " << JsonString(info.runtime_model) << ",\n"
     << "  \"policies_distinct\": " << (info.policies_distinct ? "true" : "false") << ",\n"
     << "  \"failures_simulated\": " << (info.failures ? "true" : "false") << ",\n"
     << "  \"policies\": {";
@@ -442,9 +443,16 @@ std::string ReportMarkdown(const ReportInfo& info, const std::vector<SimResult>&
          "ending; final GPU allocation = allocated milli / (1000 · GPUs) after the last "
          "arrival\n";
   }
-  o << "- Seed " << info.seed << "; communication fraction of a step on the ideal placement f = "
-    << Fixed(info.comm_fraction, 3)
-    << " (run time = duration · ((1 − f) + f · predicted / best))\n";
+  if (info.runtime_model == "comm-fraction") {
+    o << "- Seed " << info.seed << "; communication fraction of a step on the ideal placement f = "
+      << Fixed(info.comm_fraction, 3)
+      << " (run time = duration · ((1 − f) + f · predicted / best))\n";
+  } else {
+    o << "- Seed " << info.seed
+      << "; each job runs at ideal step / current step: compute of its model plus the "
+         "communication of its layout on its placement, network links shared with the jobs "
+         "around it (docs/simulator.md, \"Step time\")\n";
+  }
   if (!info.policies_distinct) {
     o << "- **Note:** this build has no per-policy placer options yet; every policy name ran the "
          "default gang placer, so the rows differ only if the runs do.\n";

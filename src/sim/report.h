@@ -27,6 +27,7 @@ struct ReportInfo {
   double fill_ratio = 0;     // 0: replay in time; > 0: FGD's fill experiment at this ratio
   uint64_t seed = 1;
   double comm_fraction = 0;
+  std::string runtime_model = "step";  // "step" or "comm-fraction" (SimOptions::runtime_model)
   bool policies_distinct = true;
   bool failures = false;
 };

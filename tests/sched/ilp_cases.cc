@@ -44,7 +44,9 @@ StatusOr<Shape*> LoadShapeTools(const std::string& shape) {
   Shape s;
   s.cluster = c;
   ASSIGN_OR_RETURN(s.oracle, IlpOracle::Create(*c));
-  ASSIGN_OR_RETURN(s.placer, GangPlacer::Create(*c));
+  GangPlacerOptions placer_options;
+  placer_options.cost_model = OracleCostOptions();
+  ASSIGN_OR_RETURN(s.placer, GangPlacer::Create(*c, placer_options));
   return &cache->emplace(shape, std::move(s)).first->second;
 }
 

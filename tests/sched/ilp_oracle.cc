@@ -160,10 +160,16 @@ const char* OracleStatusName(OracleStatus s) {
   return "?";
 }
 
+cost::CostModelOptions OracleCostOptions() {
+  cost::CostModelOptions o;
+  o.allow_nvls_tree = false;
+  return o;
+}
+
 StatusOr<std::unique_ptr<IlpOracle>> IlpOracle::Create(const topo::Cluster& cluster,
                                                        NodeSelectOptions node_select) {
   std::unique_ptr<IlpOracle> o(new IlpOracle(cluster));
-  o->cost_ = std::make_unique<cost::CostModel>(cluster);
+  o->cost_ = std::make_unique<cost::CostModel>(cluster, OracleCostOptions());
   for (const topo::HardwareProfile& prof : cluster.profiles) {
     ASSIGN_OR_RETURN(
         std::unique_ptr<NodeSelector> sel,

@@ -52,6 +52,10 @@ namespace toposched::sched::ilp {
 // order, plus a look-ahead (the stage-0 GPUs still to place need islands at least this bad) and
 // the exact DP time as soon as stage 0 is placed. Milliseconds for most cases on 16 nodes; a
 // search budget turns the rest into kUnproven.
+// The cost model the oracle bounds: every algorithm but NVLS-tree across nodes, for which it has
+// no bound yet; the placer under test must use the same (ilp_cases.cc).
+cost::CostModelOptions OracleCostOptions();
+
 struct OracleOptions {
   double rel_gap = 1e-9;               // stop when bound ≥ best · (1 - rel_gap)
   int max_iterations = 400;            // Solve: scored solutions before giving up (kUnproven)
