@@ -648,6 +648,15 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
 
   // NVLS-tree (AllReduce): NVLS inside every island (each a switched fabric with NVLink SHARP
   // and 2+ GPUs), the double binary tree across 2+ islands.
+  // Each member of an island to the island's NVSwitch, at its NVLS rate (NVLS and NVLS-tree).
+  auto nvswitch_hops = [&](const Island& isl, Candidate& c) {
+    for (int m : isl.members) {
+      Hop h = intra_hop(m, m == isl.members.front() ? isl.members.back() : isl.members.front());
+      h.to = "NVSwitch";
+      h.bandwidth_gbps = isl.nvls_busbw;
+      c.hops.push_back(h);
+    }
+  };
   auto nvls_tree = [&]() -> std::optional<Candidate> {
     if (ni < 2) return std::nullopt;
     for (const Island& isl : p.islands) {
@@ -676,14 +685,7 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
     c.bottleneck.bandwidth_gbps = algbw;
     c.time_ms = base_ms + 2 * (tables_.nvls_latency_us + a.alpha_us) * 1e-3 + Ms(bytes, algbw);
     c.order = ring_order;
-    for (const Island& isl : p.islands) {
-      for (int m : isl.members) {
-        Hop h = intra_hop(m, m == isl.members.front() ? isl.members.back() : isl.members.front());
-        h.to = "NVSwitch";
-        h.bandwidth_gbps = isl.nvls_busbw;
-        c.hops.push_back(h);
-      }
-    }
+    for (const Island& isl : p.islands) nvswitch_hops(isl, c);
     return c;
   };
 
@@ -758,12 +760,7 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
     c.bottleneck.to = "NVSwitch";
     c.bottleneck.bandwidth_gbps = isl.nvls_busbw;
     c.order = ring_order;
-    for (int m : isl.members) {
-      Hop h = intra_hop(m, m == isl.members.front() ? isl.members.back() : isl.members.front());
-      h.to = "NVSwitch";
-      h.bandwidth_gbps = isl.nvls_busbw;
-      c.hops.push_back(h);
-    }
+    nvswitch_hops(isl, c);
     return c;
   };
 
