@@ -61,8 +61,17 @@ TEST(TraceTest, TiresiasSampleHasSixtyJobs) {
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   ASSERT_EQ(t->jobs.size(), 60u);
   EXPECT_EQ(t->jobs[0].name, "job-0-vgg19");
+  EXPECT_EQ(t->jobs[0].model, "vgg19");  // model_name: the step model's catalog entry
   EXPECT_EQ(t->jobs[0].duration_us, 164'000'000);
   EXPECT_EQ(t->jobs[1].gpus, 8);
+}
+
+TEST(TraceTest, GenericCsvModelColumn) {
+  auto t = ParseTrace("submit_s,duration_s,gpus,model\n0,10,4,resnet50\n5,10,2,\n", "m.csv",
+                      TraceFormat::kCsv);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->jobs[0].model, "resnet50");
+  EXPECT_EQ(t->jobs[1].model, "");
 }
 
 TEST(TraceTest, GenericCsvReadsLayoutAndModel) {
