@@ -1,15 +1,13 @@
 #include "cli/cluster_import_command.h"
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "cli/atomic_file.h"
 #include "cli/commands.h"
 #include "core/strings.h"
 #include "topo/io/cluster_yaml.h"
@@ -81,32 +79,6 @@ void RelativeToSpec(const fs::path& out, topo::Cluster& c) {
   }
 }
 
-// Writes a temporary file beside `path` and renames it over `path`: a failure at any point
-// leaves `path` as it was and removes the temporary.
-Status WriteAtomically(const fs::path& path, const std::string& text) {
-  fs::path tmp = path;
-  tmp += ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return InvalidArgumentError(tmp.string() + ": cannot open for writing");
-    f << text;
-    f.close();
-    if (!f) {
-      std::error_code ignored;
-      fs::remove(tmp, ignored);
-      return InvalidArgumentError(tmp.string() + ": write failed");
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    return InvalidArgumentError(path.string() + ": rename failed: " + ec.message());
-  }
-  return OkStatus();
-}
-
 std::string LevelSummary(const topo::Cluster& c) {
   std::string s;
   for (size_t l = 0; l < c.levels.size(); ++l) {
@@ -132,7 +104,7 @@ int RunImport(const ImportArgs& a) {
   const fs::path out(a.out);
   auto again = topo::io::ParseClusterYaml(*yaml, a.out, fs::absolute(out).parent_path().string());
   if (!again.ok()) return Fail(again.status().WithPrefix("imported spec does not read back"));
-  if (Status s = WriteAtomically(out, *yaml); !s.ok()) return Fail(s);
+  if (Status s = WriteFileAtomically(out, *yaml); !s.ok()) return Fail(s);
   std::printf("wrote %s: %zu nodes, %d GPUs, %zu profiles; domains per level: %s\n", a.out.c_str(),
               c->nodes.size(), c->TotalGpus(), c->profiles.size(), LevelSummary(*c).c_str());
   return 0;

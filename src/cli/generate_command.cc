@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iterator>
 #include <memory>
 #include <random>
@@ -13,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/atomic_file.h"
 #include "cli/commands.h"
 #include "job/job_spec.h"
 #include "sched/cluster_state.h"
@@ -117,22 +117,6 @@ job::JobSpec MakeJob(int64_t id, int gpus, int gpus_per_node) {
   return j;
 }
 
-Status WriteFileAtomic(const std::filesystem::path& p, const std::string& text) {
-  std::filesystem::path tmp = p;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return InvalidArgumentError(tmp.string() + ": cannot open for writing");
-    out << text;
-    out.close();
-    if (!out) return InvalidArgumentError(tmp.string() + ": write failed");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, p, ec);
-  if (ec) return InvalidArgumentError(p.string() + ": rename failed: " + ec.message());
-  return OkStatus();
-}
-
 struct CliArgs {
   GenerateOptions opts;
   std::string out_dir;
@@ -162,12 +146,12 @@ int RunGenerate(const CliArgs& a) {
     return Fail(InvalidArgumentError(a.out_dir + ": cannot create directory: " + ec.message()));
   }
   const std::filesystem::path dir(a.out_dir);
-  if (Status s = WriteFileAtomic(dir / "cluster.yaml", *yaml); !s.ok()) return Fail(s);
+  if (Status s = WriteFileAtomically(dir / "cluster.yaml", *yaml); !s.ok()) return Fail(s);
   std::printf("wrote %s: %d nodes x %d GPUs (%s), %zu network domains\n",
               (dir / "cluster.yaml").string().c_str(), o.nodes, o.gpus_per_node, o.profile.c_str(),
               cluster.domains.size());
   if (o.occupancy >= 0) {
-    if (Status s = WriteFileAtomic(dir / "state.json", state); !s.ok()) return Fail(s);
+    if (Status s = WriteFileAtomically(dir / "state.json", state); !s.ok()) return Fail(s);
     auto st = sched::ReadClusterStateJson(state, cluster, "state.json");
     if (!st.ok()) return Fail(st.status().WithPrefix("generated state"));
     const sched::Capacity cap = st->ClusterCapacity();

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "cli/atomic_file.h"
 #include "cli/commands.h"
 #include "sim/trace_generate.h"
 
@@ -20,29 +21,6 @@ struct TraceArgs {
   std::string out;
   std::string mix_file;  // empty: the built-in mixes
 };
-
-// Written beside the target and renamed over it, so a failed run leaves no partial file.
-Status WriteAtomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return InvalidArgumentError("--out: " + tmp + ": cannot open for writing");
-    out << text;
-    out.close();
-    if (!out) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      return InvalidArgumentError("--out: " + tmp + ": write failed");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    return InvalidArgumentError("--out: " + path + ": rename failed: " + ec.message());
-  }
-  return OkStatus();
-}
 
 StatusOr<std::vector<sim::TraceMix>> LoadMixes(const std::string& mix_file) {
   if (mix_file.empty()) {
@@ -90,7 +68,9 @@ int RunTraceGenerate(const TraceArgs& a) {
                               mix->description + "\n" + "distributions and their sources: " +
                               (a.mix_file.empty() ? "data/traces/mixes.yaml" : a.mix_file) +
                               "; docs/simulator.md, \"LLM-era mix\"";
-  if (Status s = WriteAtomically(a.out, sim::WriteGenericCsv(trace->jobs, comment)); !s.ok()) {
+  if (Status s = WriteFileAtomically(a.out, sim::WriteGenericCsv(trace->jobs, comment))
+                     .WithPrefix("--out");
+      !s.ok()) {
     return Fail(s);
   }
   const double ms =
