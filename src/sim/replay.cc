@@ -254,10 +254,9 @@ StatusOr<double> Replay::IdealStepMs(size_t i, const StepParts& own) {
   return ideal;
 }
 
-double Replay::Rate(JobRun& j) const {
-  if (options_.runtime_model == RuntimeModel::kCommFraction) return j.rate;
-  const double step = StepMs(j.parts, j.contention, catalog_.dp_backward_overlap);
-  return step > 0 && j.ideal_ms > 0 ? j.ideal_ms / step : 1.0;
+void Replay::UpdateRate(JobRun& j) const {
+  j.step_ms = StepMs(j.parts, j.contention, catalog_.dp_backward_overlap);
+  j.rate = j.step_ms > 0 && j.ideal_ms > 0 ? j.ideal_ms / j.step_ms : 1.0;
 }
 
 Status Replay::StartJob(size_t i, int64_t t) {
@@ -276,24 +275,28 @@ Status Replay::StartJob(size_t i, int64_t t) {
   j.multi_node = p->parts.size() > 1;
   // A preempted or failed job restarts from the beginning (no checkpoint is modelled).
   j.remaining_us = static_cast<double>(trace_.jobs[i].duration_us);
-  ASSIGN_OR_RETURN(j.parts, StepPartsOn(*flat_cost_, specs_[i], work_[i], p->ranks, catalog_));
-  j.free_step_ms = StepMs(j.parts, 1.0, catalog_.dp_backward_overlap);
-  ASSIGN_OR_RETURN(j.ideal_ms, IdealStepMs(i, j.parts));
   j.usage = LinkModel::Usage{};
   if (options_.runtime_model == RuntimeModel::kCommFraction) {
     const double best = reference_->BestPossibleMs(specs_[i]).value_or(p->best_possible_ms);
     j.rate = 1.0 / CommSlowdown(options_.comm_fraction, p->predicted_ms, best);
-  } else if (j.multi_node && (j.parts.dp_net || j.parts.tp_net || j.parts.pp_net)) {
-    std::vector<std::pair<int, int>> nodes;
-    for (const sched::NodeGpus& part : p->parts) nodes.emplace_back(part.node, part.gpus.count());
-    j.usage = links_->UsageOf(nodes);
-    if (!j.usage.links.empty()) {
-      links_->Add(j.usage);
-      links_changed_ = true;
-      networked_.push_back(i);
+  } else {
+    ASSIGN_OR_RETURN(j.parts, StepPartsOn(*flat_cost_, specs_[i], work_[i], p->ranks, catalog_));
+    j.free_step_ms = StepMs(j.parts, 1.0, catalog_.dp_backward_overlap);
+    ASSIGN_OR_RETURN(j.ideal_ms, IdealStepMs(i, j.parts));
+    if (j.multi_node && (j.parts.dp_net || j.parts.tp_net || j.parts.pp_net)) {
+      std::vector<std::pair<int, int>> nodes;
+      for (const sched::NodeGpus& part : p->parts) {
+        nodes.emplace_back(part.node, part.gpus.count());
+      }
+      j.usage = links_->UsageOf(nodes);
+      if (!j.usage.links.empty()) {
+        links_->Add(j.usage);
+        links_changed_ = true;
+        networked_.push_back(i);
+      }
     }
+    UpdateRate(j);
   }
-  j.rate = Rate(j);
   if (r_.jobs[i].first_start_us == kNoTime) r_.jobs[i].first_start_us = t;
   done_.emplace(t + std::max<int64_t>(1, static_cast<int64_t>(std::ceil(j.remaining_us / j.rate))),
                 id, j.run, j.version);
@@ -310,7 +313,7 @@ void Replay::Rerate(int64_t t) {
     const double c = links_->Factor(j.usage);
     if (c == j.contention) continue;
     j.contention = c;
-    j.rate = Rate(j);
+    UpdateRate(j);
     ++j.version;
     done_.emplace(t + std::max<int64_t>(1, static_cast<int64_t>(
                                                std::ceil(std::max(0.0, j.remaining_us) / j.rate))),

@@ -45,6 +45,7 @@ class Replay {
     bool multi_node = false;
     double contention = 1;    // current factor on its network links
     double free_step_ms = 0;  // step without contention on its own placement
+    double step_ms = 0;       // step at the current contention (UpdateRate)
     int64_t started_us = 0;
     double contention_area = 0;  // ∫ step(with contention) / step(without) dt over the run
     size_t slot = 0;             // position in running_ while running
@@ -62,7 +63,8 @@ class Replay {
   Status StartJob(size_t i, int64_t t);
   void StopJob(size_t i);
   void Rerate(int64_t t);
-  double Rate(JobRun& j) const;
+  // Step time at the job's current contention and the rate ideal / step (step-time model).
+  void UpdateRate(JobRun& j) const;
   StatusOr<double> IdealStepMs(size_t i, const StepParts& own);
   void DrawFailure(int64_t after);
   void Sample(int64_t t);
