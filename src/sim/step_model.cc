@@ -152,6 +152,12 @@ double StepCatalog::SustainedFlops(const std::string& gpu_model) const {
   return gpus.back().peak_tflops * 1e12 * gpus.back().sustained_fraction;
 }
 
+Status CheckModelKnown(const TraceJob& j, const StepCatalog& catalog, const std::string& source) {
+  if (j.model.empty() || catalog.FindModel(j.model) != nullptr) return OkStatus();
+  return InvalidArgumentError(source + ":" + std::to_string(j.line) + ": job \"" + j.name +
+                              "\": model \"" + j.model + "\" is not in the catalog");
+}
+
 bool IsTransformer(const TraceJob& j, const StepCatalog& catalog) {
   if (!j.model.empty() && catalog.FindModel(j.model) != nullptr) return false;
   const bool big = j.model_params > 0 && j.model_params >= catalog.transformer_min_params;
@@ -162,11 +168,8 @@ StatusOr<Workload> WorkloadOf(const TraceJob& j, const job::JobSpec& spec,
                               const StepCatalog& catalog, const std::string& source) {
   Workload w;
   const job::Layout& l = spec.layout;
+  RETURN_IF_ERROR(CheckModelKnown(j, catalog, source));
   const ModelEntry* named = j.model.empty() ? nullptr : catalog.FindModel(j.model);
-  if (!j.model.empty() && named == nullptr) {
-    return InvalidArgumentError(source + ":" + std::to_string(j.line) + ": job \"" + j.name +
-                                "\": model \"" + j.model + "\" is not in the catalog");
-  }
   w.transformer = IsTransformer(j, catalog);
   const double world = std::max(1, spec.total_gpus);
   if (!w.transformer) {

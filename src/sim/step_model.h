@@ -60,13 +60,17 @@ struct Workload {
   std::string model;         // catalog model name, or "" for a transformer by size
 };
 
+// OK unless the trace job names a model the catalog lacks: InvalidArgument
+// `source:line: job "x": model "y" is not in the catalog`.
+Status CheckModelKnown(const TraceJob& j, const StepCatalog& catalog, const std::string& source);
+
 // Whether the trace job is a Megatron-style transformer: no catalog model named, and a model
 // size of at least transformer_min_params or a TP/PP layout. Otherwise data-parallel.
 bool IsTransformer(const TraceJob& j, const StepCatalog& catalog);
 
 // Data-parallel when the trace names a catalog model, or gives neither a model size of at
 // least transformer_min_params nor a TP/PP layout; the model is then the named one or the
-// default. InvalidArgument `source:line: job "x": model "y" is not in the catalog`.
+// default. The errors of CheckModelKnown.
 StatusOr<Workload> WorkloadOf(const TraceJob& j, const job::JobSpec& spec,
                               const StepCatalog& catalog, const std::string& source);
 

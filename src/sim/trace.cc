@@ -360,10 +360,7 @@ StatusOr<job::JobSpec> MakeJobSpec(const TraceJob& j, const std::string& source,
   s.user = j.user.empty() ? "trace" : j.user;
   s.priority = j.priority;
   s.constraints.gpu_model = j.gpu_model;
-  if (!j.model.empty() && catalog.FindModel(j.model) == nullptr) {
-    return InvalidArgumentError(source + ":" + std::to_string(j.line) + ": job \"" + j.name +
-                                "\": model \"" + j.model + "\" is not in the catalog");
-  }
+  RETURN_IF_ERROR(CheckModelKnown(j, catalog, source));
   if (!IsTransformer(j, catalog)) {
     // Data-parallel: one replica per GPU, every step an all-reduce of the gradients.
     const ModelEntry* m = catalog.FindModel(j.model.empty() ? catalog.default_model : j.model);
