@@ -181,21 +181,21 @@ std::string DurationLabel(double s) {
 
 }  // namespace
 
-const std::vector<std::pair<const char*, double PolicySummary::*>>& SeededFigures() {
-  static const std::vector<std::pair<const char*, double PolicySummary::*>> kFigures = {
-      {"mean_jct", &PolicySummary::mean_jct_s},
-      {"p50_jct", &PolicySummary::p50_jct_s},
-      {"p99_jct", &PolicySummary::p99_jct_s},
-      {"mean_queue", &PolicySummary::mean_queue_s},
-      {"makespan", &PolicySummary::makespan_s},
-      {"gpu_time_weighted_jct", &PolicySummary::gpu_time_weighted_jct_s},
-      {"multi_gpu_mean_jct", &PolicySummary::multi_gpu_mean_jct_s},
-      {"multi_node_mean_jct", &PolicySummary::multi_node_mean_jct_s},
-      {"gpu_utilization", &PolicySummary::gpu_utilization},
-      {"useful_utilization", &PolicySummary::useful_utilization},
-      {"mean_comm_slowdown", &PolicySummary::mean_comm_slowdown},
-      {"contention_slowdown", &PolicySummary::contention_slowdown},
-      {"mean_fragmentation", &PolicySummary::mean_fragmentation},
+const std::vector<SeededFigure>& SeededFigures() {
+  static const std::vector<SeededFigure> kFigures = {
+      {"mean_jct", &PolicySummary::mean_jct_s, true},
+      {"p50_jct", &PolicySummary::p50_jct_s, true},
+      {"p99_jct", &PolicySummary::p99_jct_s, true},
+      {"mean_queue", &PolicySummary::mean_queue_s, true},
+      {"makespan", &PolicySummary::makespan_s, true},
+      {"gpu_time_weighted_jct", &PolicySummary::gpu_time_weighted_jct_s, true},
+      {"multi_gpu_mean_jct", &PolicySummary::multi_gpu_mean_jct_s, true},
+      {"multi_node_mean_jct", &PolicySummary::multi_node_mean_jct_s, true},
+      {"gpu_utilization", &PolicySummary::gpu_utilization, false},
+      {"useful_utilization", &PolicySummary::useful_utilization, false},
+      {"mean_comm_slowdown", &PolicySummary::mean_comm_slowdown, false},
+      {"contention_slowdown", &PolicySummary::contention_slowdown, false},
+      {"mean_fragmentation", &PolicySummary::mean_fragmentation, false},
   };
   return kFigures;
 }
@@ -283,30 +283,29 @@ std::vector<std::pair<std::string, std::vector<PolicySummary>>> GroupByPolicy(
   return g;
 }
 
+// Mean and 95% half-width of one figure over the seeds (half-width 0 for one seed).
+std::pair<double, double> MeanCi(const std::vector<PolicySummary>& runs,
+                                 double PolicySummary::*field) {
+  const int n = static_cast<int>(runs.size());
+  double mean = 0, var = 0;
+  for (const PolicySummary& r : runs) mean += r.*field;
+  mean /= n;
+  for (const PolicySummary& r : runs) var += (r.*field - mean) * (r.*field - mean);
+  return {mean, n >= 2 ? T975(n) * std::sqrt(var / (n - 1)) / std::sqrt(n) : 0.0};
+}
+
 // The first seed's summary with every SeededFigures figure replaced by its mean over the seeds.
 PolicySummary MeanOverSeeds(const std::vector<PolicySummary>& runs) {
   PolicySummary m = runs.front();
-  for (const auto& [name, field] : SeededFigures()) {
-    double t = 0;
-    for (const PolicySummary& r : runs) t += r.*field;
-    m.*field = t / static_cast<double>(runs.size());
-  }
+  for (const SeededFigure& f : SeededFigures()) m.*f.member = MeanCi(runs, f.member).first;
   return m;
 }
 
-// `"<name>_ci95[_s]": half-width` per SeededFigures figure (0 for one seed).
+// `"<name>_ci95[_s]": half-width` per SeededFigures figure.
 void WriteCi(std::ostringstream& o, const std::vector<PolicySummary>& runs) {
-  const int n = static_cast<int>(runs.size());
-  for (const auto& [name, field] : SeededFigures()) {
-    double mean = 0, var = 0;
-    for (const PolicySummary& r : runs) mean += r.*field;
-    mean /= n;
-    for (const PolicySummary& r : runs) var += (r.*field - mean) * (r.*field - mean);
-    const double half = n >= 2 ? T975(n) * std::sqrt(var / (n - 1)) / std::sqrt(n) : 0.0;
-    const std::string key = std::string(name);
-    const bool seconds =
-        key.find("jct") != std::string::npos || key == "mean_queue" || key == "makespan";
-    o << ", \"" << key << "_ci95" << (seconds ? "_s" : "") << "\": " << Fixed(half, 6);
+  for (const SeededFigure& f : SeededFigures()) {
+    o << ", \"" << f.name << "_ci95" << (f.seconds ? "_s" : "")
+      << "\": " << Fixed(MeanCi(runs, f.member).second, 6);
   }
 }
 
@@ -464,8 +463,9 @@ std::string ReportMarkdown(const ReportInfo& info, const std::vector<SimResult>&
        "|\n"
     << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
        "| ---: | ---: | ---: |\n";
-  for (const SimResult& r : results) {
-    const PolicySummary s = Summarize(r);
+  // One row per policy: with several seeds, the means over them (report.json has the CIs).
+  for (const auto& [policy, runs] : GroupByPolicy(results)) {
+    const PolicySummary s = MeanOverSeeds(runs);
     o << "| " << s.policy << " | " << s.jobs << " | " << s.unfinished << " | "
       << Fixed(s.mean_jct_s, 1) << " | " << Fixed(s.p50_jct_s, 1) << " | " << Fixed(s.p99_jct_s, 1)
       << " | " << Fixed(s.mean_queue_s, 1) << " | " << Fixed(s.makespan_s, 0) << " | "

@@ -66,8 +66,14 @@ struct PolicySummary {
 };
 
 // The figures that report.json gives with a 95% confidence half-width over seeds (when a
-// policy was run with several seeds): name and member.
-const std::vector<std::pair<const char*, double PolicySummary::*>>& SeededFigures();
+// policy was run with several seeds): the half-width's key `<name>_ci95` (`_ci95_s` for a time)
+// and the member.
+struct SeededFigure {
+  const char* name;
+  double PolicySummary::*member;
+  bool seconds;
+};
+const std::vector<SeededFigure>& SeededFigures();
 
 // Percentiles are nearest-rank over completed jobs; JCT = end − submit, queue = first start −
 // submit; makespan = last end − first submit.
