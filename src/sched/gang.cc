@@ -1891,6 +1891,9 @@ Status GangPlacerOptions::Validate() const {
 GangPlacer::GangPlacer(const topo::Cluster& cluster, Options options)
     : cluster_(&cluster), options_(std::move(options)) {
   scatter_ = options_.plugins.nodes == "spread" ? 1 : options_.plugins.nodes == "random" ? 2 : 0;
+  // A pod that cannot be split (see PlaceOn) is placed as "least-allocated" would place it.
+  one_pod_options_ = options_;
+  one_pod_options_.plugins.nodes = "least-allocated";
 }
 
 StatusOr<std::unique_ptr<GangPlacer>> GangPlacer::Create(const topo::Cluster& cluster,
@@ -1960,9 +1963,7 @@ Verdict GangPlacer::PlaceOn(const ClusterState& state, const job::JobSpec& job) 
     return v;
   }
   if (scatter_ != 0) {
-    Options pod = options_;
-    pod.plugins.nodes = "least-allocated";
-    Search s(*cluster_, state, job, pod, *cost_, selectors_, *index_, *baseline_);
+    Search s(*cluster_, state, job, one_pod_options_, *cost_, selectors_, *index_, *baseline_);
     return s.Run();
   }
   Search s(*cluster_, state, job, options_, *cost_, selectors_, *index_, *baseline_);

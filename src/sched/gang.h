@@ -231,7 +231,8 @@ class GangPlacer {
   std::shared_ptr<detail::BaselineCache> baseline_;
   mutable std::mutex mu_;
   mutable std::map<std::string, Verdict> best_;  // job shape → verdict on the empty cluster
-  int scatter_ = 0;  // plugins.nodes: 0 = a gang plugin, 1 = "spread", 2 = "random"
+  int scatter_ = 0;          // plugins.nodes: 0 = a gang plugin, 1 = "spread", 2 = "random"
+  Options one_pod_options_;  // scatter_ != 0: the options for a job that is one pod
 };
 
 }  // namespace toposched::sched
