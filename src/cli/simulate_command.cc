@@ -158,9 +158,10 @@ void RegisterSimCommands(CLI::App& app, int& rc) {
                   "philly | openb | tiresias | csv (default: from the header line)");
   cmd->add_option("--policy", a->policies,
                   "comma-separated: toposched, first-fit, best-fit, pair-score, kueue-tas, "
-                  "slurm-tree, or all")
+                  "slurm-tree, spread, random, or all")
       ->required();
-  cmd->add_option("--seed", a->seed, "seed of the random draws (failures, --fill)");
+  cmd->add_option("--seed", a->seed,
+                  "seed of the random draws (failures, --fill, the random policy)");
   cmd->add_option("--out", a->out, "report directory (default sim-report)");
   cmd->add_option("--max-jobs", a->max_jobs, "simulate only the first N jobs of the trace");
   cmd->add_option("--runtime-model", a->runtime_model,
