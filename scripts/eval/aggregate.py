@@ -11,7 +11,8 @@ T975 = [0, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228
 FIGURES = [("mean_jct_s", "mean JCT (s)", 0), ("gpu_time_weighted_jct_s", "GPU-time-weighted JCT (s)", 0),
            ("multi_node_mean_jct_s", "multi-node mean JCT (s)", 0), ("mean_queue_s", "mean queue (s)", 0),
            ("mean_comm_slowdown", "comm stretch", 3), ("contention_slowdown", "contention", 3),
-           ("useful_utilization", "useful util.", 3), ("mean_fragmentation", "fragmentation", 4)]
+           ("useful_utilization", "useful util.", 3), ("window_utilization", "window util.", 3),
+           ("mean_fragmentation", "fragmentation", 4)]
 
 
 def mean_ci(values):

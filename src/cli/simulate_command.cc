@@ -34,6 +34,7 @@ struct SimulateArgs {
   bool comm_fraction_given = false;
   double load = 0;  // 0 = the trace's own arrival times
   int seeds = 1;
+  double locality_wait_s = 600;
 };
 
 // The trace format from the header line when --trace-format is not given.
@@ -76,6 +77,7 @@ int RunSimulate(const SimulateArgs& a) {
   }
   opts.seed = a.seed;
   opts.comm_fraction = a.comm_fraction;
+  opts.locality_wait_s = a.locality_wait_s;
   opts.failures = a.failures;
   if (a.failures_per_gpu_day >= 0) opts.failures_per_gpu_day = a.failures_per_gpu_day;
   opts.repair_mean_s = a.repair_hours * 3600;
@@ -91,11 +93,10 @@ int RunSimulate(const SimulateArgs& a) {
   if (!trace.ok()) return Fail(trace.status());
   if (a.load > 0) {
     const double before = sim::OfferedLoad(*trace, cluster->TotalGpus());
-    if (Status s = sim::ScaleToLoad(*trace, cluster->TotalGpus(), a.load); !s.ok()) {
-      return Fail(s.WithPrefix("--load"));
-    }
+    StatusOr<double> scale = sim::ScaleToLoad(*trace, cluster->TotalGpus(), a.load);
+    if (!scale.ok()) return Fail(scale.status().WithPrefix("--load"));
     std::printf("offered load %.3f -> %.3f (inter-arrival times x %.4f)\n", before, a.load,
-                before / a.load);
+                *scale);
   }
 
   std::vector<sim::SimResult> results;
@@ -132,6 +133,7 @@ int RunSimulate(const SimulateArgs& a) {
   info.seed = a.seed;
   info.comm_fraction = a.comm_fraction;
   info.runtime_model = a.runtime_model;
+  info.locality_wait_s = a.locality_wait_s;
   info.policies_distinct = sim::PoliciesDistinct();
   info.failures = a.failures;
   info.fill_ratio = a.fill;
@@ -158,7 +160,7 @@ void RegisterSimCommands(CLI::App& app, int& rc) {
                   "philly | openb | tiresias | csv (default: from the header line)");
   cmd->add_option("--policy", a->policies,
                   "comma-separated: toposched, first-fit, best-fit, pair-score, kueue-tas, "
-                  "slurm-tree, spread, random, or all")
+                  "slurm-tree, spread, random, locality-relax, or all")
       ->required();
   cmd->add_option("--seed", a->seed,
                   "seed of the random draws (failures, --fill, the random policy)");
@@ -172,8 +174,13 @@ void RegisterSimCommands(CLI::App& app, int& rc) {
                   "ideal placement (default 0.10)")
       ->each([a](const std::string&) { a->comm_fraction_given = true; });
   cmd->add_option("--load", a->load,
-                  "scale inter-arrival times so that the offered load (GPU time asked / GPU "
-                  "time available over the arrival span) is X, e.g. 0.7");
+                  "scale inter-arrival times so that the offered load is X, e.g. 0.7: the "
+                  "GPUs the jobs would hold if each ran from its arrival, averaged over the "
+                  "arrival window, over the cluster's GPUs (work past the last arrival is not "
+                  "counted)");
+  cmd->add_option("--locality-wait", a->locality_wait_s,
+                  "policy locality-relax: seconds a job waits for a consolidated placement "
+                  "before it may go anywhere (default 600; the Philly paper publishes no value)");
   cmd->add_option("--seeds", a->seeds,
                   "run each policy with seeds SEED..SEED+N-1; report.json gives means and 95% "
                   "half-widths (*_ci95)");

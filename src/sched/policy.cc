@@ -1,11 +1,13 @@
 #include "sched/policy.h"
 
+#include <algorithm>
+
 namespace toposched::sched {
 
 const std::vector<std::string>& PolicyNames() {
   static const std::vector<std::string> kNames = {"toposched",  "first-fit", "best-fit",
                                                   "pair-score", "kueue-tas", "slurm-tree",
-                                                  "spread",     "random"};
+                                                  "spread",     "random",    "locality-relax"};
   return kNames;
 }
 
@@ -21,7 +23,7 @@ StatusOr<GangPlacerOptions> PolicyOptions(std::string_view name) {
     p.domain = "cluster";
     p.nodes = "least-allocated";
     p.shares = "least-allocated";
-  } else if (name == "best-fit") {
+  } else if (name == "best-fit" || name == "locality-relax") {
     p.domain = "cluster";
     p.nodes = "best-fit";
   } else if (name == "pair-score") {
@@ -46,6 +48,31 @@ StatusOr<GangPlacerOptions> PolicyOptions(std::string_view name) {
                                 ")");
   }
   return o;
+}
+
+bool PolicyWaitsForLocality(std::string_view name) { return name == "locality-relax"; }
+
+std::string ConsolidatedLevel(const topo::Cluster& cluster, int gpus) {
+  int node_max = 0;
+  for (const topo::ClusterNode& n : cluster.nodes) {
+    node_max = std::max(node_max,
+                        static_cast<int>(cluster.profiles[n.profile].topology.gpus.size()));
+  }
+  if (gpus <= node_max) return job::kLevelNode;
+  std::vector<int> level_max(cluster.levels.size(), 0);
+  for (size_t d = 0; d < cluster.domains.size(); ++d) {
+    int total = 0;
+    for (int n : cluster.NodesUnder(static_cast<int>(d))) {
+      total += static_cast<int>(cluster.profiles[cluster.nodes[n].profile].topology.gpus.size());
+    }
+    int& m = level_max[cluster.domains[d].level];
+    m = std::max(m, total);
+  }
+  // Levels are ordered top (0) to bottom: the lowest level first.
+  for (int li = static_cast<int>(cluster.levels.size()) - 1; li >= 0; --li) {
+    if (gpus <= level_max[li]) return cluster.levels[li].name;
+  }
+  return "";
 }
 
 }  // namespace toposched::sched

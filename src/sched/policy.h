@@ -14,7 +14,7 @@
 namespace toposched::sched {
 
 // "toposched", "first-fit", "best-fit", "pair-score", "kueue-tas", "slurm-tree", "spread",
-// "random", in this order.
+// "random", "locality-relax", in this order.
 const std::vector<std::string>& PolicyNames();
 
 // The placer options of a named policy:
@@ -31,11 +31,28 @@ const std::vector<std::string>& PolicyNames();
 //   spread      kube-scheduler with the NVIDIA device plugin and one pod per GPU, no topology:
 //               each GPU on the node with the most free GPUs (LeastAllocated), any nodes
 //   random      each GPU a uniformly drawn free GPU of the cluster (GangPlacerOptions::seed)
+//   locality-relax  the Philly scheduler (Jeon et al., ATC'19 §2.2): a job waits for a
+//               consolidated placement (one node, else one lowest-level domain) and is relaxed
+//               to any nodes after a timeout — the waiting is the scheduler's part
+//               (PolicyWaitsForLocality); the placer is best-fit nodes cluster-wide with
+//               lowest-numbered free GPUs
 // Fractional jobs (PlacementPlugins::shares): toposched "gpu-best-fit" (the tightest shared GPU
 // cluster-wide; a new GPU only when none has room); first-fit "least-allocated" (spread);
-// best-fit, pair-score, kueue-tas "node-best-fit" (the fullest node, then the tightest GPU on
-// it); slurm-tree "in-order" (first node, first GPU with room).
+// best-fit, pair-score, kueue-tas, locality-relax "node-best-fit" (the fullest node, then the
+// tightest GPU on it); slurm-tree "in-order" (first node, first GPU with room).
 // InvalidArgument naming the known policies for any other name.
 StatusOr<GangPlacerOptions> PolicyOptions(std::string_view name);
+
+// The tightest place that could hold `gpus` GPUs on the empty cluster: "node" when one node has
+// that many, else the name of the lowest network level with a domain that has, else "" (only
+// the whole cluster). What a job waiting for locality is held to (SchedulerOptions::
+// locality_wait_us).
+std::string ConsolidatedLevel(const topo::Cluster& cluster, int gpus);
+
+// True for the policies whose scheduler waits for locality (SchedulerOptions::locality_wait_us):
+// "locality-relax".
+bool PolicyWaitsForLocality(std::string_view name);
+// Its timeout when none is given. The Philly paper publishes none: this project's choice.
+inline constexpr int64_t kDefaultLocalityWaitS = 600;
 
 }  // namespace toposched::sched

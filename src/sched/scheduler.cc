@@ -11,6 +11,8 @@
 #include <tuple>
 #include <utility>
 
+#include "sched/policy.h"
+
 namespace toposched::sched {
 
 namespace {
@@ -109,6 +111,9 @@ Status SchedulerOptions::Validate() const {
   if (fair_share_half_life_s < 0) {
     return InvalidArgumentError("fair_share_half_life_s must be >= 0");
   }
+  if (locality_wait_us < -1) {
+    return InvalidArgumentError("locality_wait_us must be >= 0, or -1 (off)");
+  }
   return OkStatus();
 }
 
@@ -183,9 +188,20 @@ StatusOr<int64_t> Scheduler::Submit(job::JobSpec spec, int64_t now_us) {
   RETURN_IF_ERROR(spec.Normalize());
   Accrue(now_us);
   const int64_t id = next_id_++;
-  Job j{id, std::move(spec), job::JobRecord(JobName(id), now_us), std::nullopt, 0, nullptr, 0, 0, 0,
-        0};
+  Job j{id,    std::move(spec), job::JobRecord(JobName(id), now_us), std::nullopt, 0, nullptr, 0, 0,
+        0,     0,               false,                                false,        std::nullopt, 0};
   j.shape_id = ShapeId(j.spec);
+  if (options_.locality_wait_us >= 0 && j.spec.constraints.job.mode == job::ConstraintMode::kNone &&
+      !j.spec.elastic && !j.spec.Fractional()) {
+    auto [at, fresh] = consolidated_.try_emplace(j.spec.total_gpus);
+    if (fresh) at->second = ConsolidatedLevel(placer_->cluster(), j.spec.total_gpus);
+    const std::string& level = at->second;
+    if (!level.empty()) {
+      j.local = j.spec;
+      j.local->constraints.job = {job::ConstraintMode::kRequired, level, {}};
+      j.local_shape_id = ShapeId(*j.local);
+    }
+  }
   j.user_id = NameId(j.spec.user);
   j.queue_id = NameId(j.spec.queue);
   j.pending_reason = Words("submitted; not yet considered by a scheduling pass");
@@ -356,7 +372,14 @@ Status Scheduler::Start(Job& j, Placement p, int64_t now_us, const std::string& 
   return OkStatus();
 }
 
-Scheduler::Reservation Scheduler::MakeReservation(const Job& j, int64_t now_us) const {
+const job::JobSpec& Scheduler::PlacementSpec(const Job& j, int64_t now_us) const {
+  const bool held =
+      j.local && now_us - j.record.submit_time_us() < options_.locality_wait_us;
+  return held ? *j.local : j.spec;
+}
+
+Scheduler::Reservation Scheduler::MakeReservation(const Job& j, const job::JobSpec& spec,
+                                                  int64_t now_us) const {
   std::vector<const Job*> running;
   for (const auto& [id, o_ptr] : Running()) {
     const Job& o = *o_ptr;
@@ -370,7 +393,7 @@ Scheduler::Reservation Scheduler::MakeReservation(const Job& j, int64_t now_us) 
     (void)trial.Release(o->id);
     const int64_t end = EndUs(*o);
     if (end == kNever) continue;  // only reached when released as part of "never"
-    Verdict v = placer_->Place(trial, j.spec);
+    Verdict v = placer_->Place(trial, spec);
     if (v.fit()) {
       r.start_us = std::max(end, now_us);
       r.parts = v.placement->parts;
@@ -378,7 +401,7 @@ Scheduler::Reservation Scheduler::MakeReservation(const Job& j, int64_t now_us) 
     }
   }
   // Never by time limits: reserve the GPUs it would take with every running job gone.
-  Verdict v = placer_->Place(trial, j.spec);
+  Verdict v = placer_->Place(trial, spec);
   if (v.fit()) r.parts = v.placement->parts;
   return r;
 }
@@ -595,13 +618,22 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
       j.pending_reason = Words(lim);
       continue;
     }
-    const int shape = j.shape_id;
+    const job::JobSpec& spec = PlacementSpec(j, now_us);
+    const bool held = &spec != &j.spec;
+    const int shape = held ? j.local_shape_id : j.shape_id;
     Verdict now_v;
     if (no_fit_known[shape]) {
       now_v.kind = VerdictKind::kUnschedulable;
       if (!res) now_v.reasons = {no_fit[shape]};  // behind a reservation: behind_reason
     } else {
-      now_v = placer_->Place(state_, j.spec);
+      now_v = placer_->Place(state_, spec);
+      if (held && now_v.kind == VerdictKind::kUnschedulable) {
+        now_v.reasons.insert(now_v.reasons.begin(),
+                             "held to one " + spec.constraints.job.level +
+                                 " while it waits for locality (up to " +
+                                 std::to_string(options_.locality_wait_us / 1000000) +
+                                 " s after submission)");
+      }
       if (now_v.kind == VerdictKind::kUnschedulable) {
         no_fit_known[shape] = 1;
         no_fit[shape] = now_v.Explain();
@@ -650,7 +682,7 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
         j.pending_reason = Words("waiting for resources: " + now_v.Explain());
         break;  // strict order: nobody passes the head
       }
-      res = MakeReservation(j, now_us);
+      res = MakeReservation(j, spec, now_us);
       shadow = state_;
       Block(*shadow, res->parts, kShadowId);
       j.pending_reason =
@@ -684,7 +716,7 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
       continue;
     }
     Verdict side;
-    if (!no_fit_shadow[shape]) side = placer_->Place(*shadow, j.spec);
+    if (!no_fit_shadow[shape]) side = placer_->Place(*shadow, spec);
     if (!side.fit()) no_fit_shadow[shape] = 1;
     if (side.fit()) {
       RETURN_IF_ERROR(Start(j, std::move(*side.placement), now_us,

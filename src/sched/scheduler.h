@@ -118,6 +118,14 @@ struct SchedulerOptions {
   // The clock's times are microseconds since the Unix epoch (the daemon): explanations print
   // them as UTC date-times. false: offsets from a start (simulator, scripts), printed as seconds.
   bool epoch_clock = false;
+  // Waiting for locality (the Philly scheduler's rule, Jeon et al., ATC'19 §2.2): ≥ 0 holds a
+  // job without a job-level constraint (and not elastic) to the tightest place that could hold
+  // it on the empty cluster — one node, else one domain of the lowest network level with room
+  // (ConsolidatedLevel) — until it has waited this long since submission; then it may go
+  // anywhere. A held job that does not fit waits (and reserves) with that constraint; the pass
+  // at its relax time is the caller's to run (the daemon's periodic pass; the simulator adds an
+  // event). −1: off (the default).
+  int64_t locality_wait_us = -1;
   Status Validate() const;
 };
 
@@ -205,6 +213,9 @@ class Scheduler {
     int user_id = 0, queue_id = 0;  // interned names
     bool listed = false;            // in pending_list_
     bool active = false;            // counted in user_count_/queue_count_
+    // The spec held to its consolidated level while it waits for locality, and its shape id.
+    std::optional<job::JobSpec> local;
+    int local_shape_id = 0;
   };
   struct Usage {
     std::map<std::string, int> user_gpus, queue_gpus;
@@ -270,7 +281,10 @@ class Scheduler {
   std::string LimitReason(const Job& j, const Usage& u) const;
   Status Start(Job& j, Placement p, int64_t now_us, const std::string& reason);
   Status ReleaseIfStopped(Job& j);
-  Reservation MakeReservation(const Job& j, int64_t now_us) const;
+  Reservation MakeReservation(const Job& j, const job::JobSpec& spec, int64_t now_us) const;
+  // The spec a pass places `j` with at now_us: j.local while it still waits for locality, else
+  // j.spec.
+  const job::JobSpec& PlacementSpec(const Job& j, int64_t now_us) const;
   // Tries to place `j` by preempting; on success performs it and starts j.
   StatusOr<bool> TryPreempt(Job& j, int64_t now_us);
   static int64_t EndUs(const Job& j);  // INT64_MAX without a limit
@@ -288,6 +302,7 @@ class Scheduler {
   Options options_;
   ClusterState state_;
   std::map<int64_t, Job> jobs_;
+  std::map<int, std::string> consolidated_;  // ConsolidatedLevel per GPU count
   std::map<int64_t, std::vector<NodeGpus>> holds_;  // hold id → parts (allocation −id)
   // Indexes kept by Sync, so that passes never walk finished jobs: jobs holding GPUs; jobs
   // that became PENDING (compacted each pass); PENDING-or-holding jobs per user / queue id.

@@ -120,6 +120,8 @@ Status Runner::Option(const Line& l, const std::string& kv) {
     opts_.fair_share_half_life_s = v;
   } else if (key == "grow") {
     opts_.elastic_grow = v != 0;
+  } else if (key == "locality_wait") {
+    opts_.locality_wait_us = v < 0 ? -1 : v * kSec;
   } else if (key == "shrink") {
     opts_.elastic_shrink = v != 0;
   } else if (std::string u = suffix("user_weight."); !u.empty()) {
@@ -142,7 +144,11 @@ Status Runner::Start(const Line& l) {
   auto placer = GangPlacer::Create(cluster_, *po);
   if (!placer.ok()) return Err(l, placer.status().message());
   placer_ = std::move(placer).value();
-  auto s = Scheduler::Create(*placer_, opts_);
+  SchedulerOptions o = opts_;
+  if (PolicyWaitsForLocality(policy_) && o.locality_wait_us < 0) {
+    o.locality_wait_us = kDefaultLocalityWaitS * kSec;
+  }
+  auto s = Scheduler::Create(*placer_, o);
   if (!s.ok()) return Err(l, s.status().message());
   sched_ = std::move(s).value();
   return OkStatus();

@@ -15,7 +15,9 @@ namespace toposched::sched {
 //   option KEY=VALUE ...      before the first timed command. Keys: policy (a PolicyNames name),
 //                             preempt (priority threshold), backfill (0/1), grace (kill grace, s),
 //                             half_life (fair-share half-life, s), grow (0/1), shrink (0/1),
-//                             user_weight.U, queue_weight.Q, user_limit.U, queue_limit.Q
+//                             user_weight.U, queue_weight.Q, user_limit.U, queue_limit.Q,
+//                             locality_wait (s; −1 off; policy locality-relax: default
+//                             kDefaultLocalityWaitS)
 //   T submit NAME [user=U] [queue=Q] [prio=P] (gpus=G | tp=T pp=P dp=D) [limit=S]
 //            [min=R max=R] [on_failure=requeue|shrink|fail] [on_degraded=continue|wait]
 //            [job=LEVEL:required|preferred] [tpc=LEVEL:required|preferred] [model=GPU_MODEL]

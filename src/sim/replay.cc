@@ -40,8 +40,13 @@ Replay::Replay(const topo::Cluster& cluster, const Trace& trace,
       options_(options),
       rng_(options.seed) {}
 
-Status Replay::Init() {
-  ASSIGN_OR_RETURN(sched_, sched::Scheduler::Create(placer_));
+Status Replay::Init(const std::string& policy) {
+  sched::SchedulerOptions so;
+  if (sched::PolicyWaitsForLocality(policy)) {
+    locality_wait_us_ = static_cast<int64_t>(std::llround(options_.locality_wait_s * 1e6));
+    so.locality_wait_us = locality_wait_us_;
+  }
+  ASSIGN_OR_RETURN(sched_, sched::Scheduler::Create(placer_, so));
   // The ideal placement is the same for every policy: toposched's placement on the empty
   // cluster (a baseline's own choice on the empty cluster would hide its worse GPU choices).
   ASSIGN_OR_RETURN(sched::GangPlacerOptions ref_options, sched::PolicyOptions("toposched"));
@@ -141,6 +146,7 @@ Status Replay::Arrivals(int64_t t) {
   const size_t n = trace_.jobs.size();
   while (next_ < n && trace_.jobs[next_].submit_us == t) {
     ASSIGN_OR_RETURN(int64_t id, sched_->Submit(specs_[next_], t));
+    if (locality_wait_us_ > 0) relax_.push(t + locality_wait_us_);
     if (id != static_cast<int64_t>(next_) + 1) {
       return InternalError("scheduler ids are not sequential (" + std::to_string(id) + ")");
     }
@@ -349,15 +355,19 @@ void Replay::Sample(int64_t t) {
 }
 
 StatusOr<SimResult> Replay::Run(const std::string& policy) {
-  RETURN_IF_ERROR(Init());
+  RETURN_IF_ERROR(Init(policy));
   r_.policy = policy;
   const size_t n = trace_.jobs.size();
   // Runs while work is left; once every job has arrived and nothing runs, only outstanding
   // repairs (which may let a waiting job fit) keep it going, and no new failure is drawn.
-  while (next_ < n || !done_.empty() || (repairs_pending_ > 0 && !waiting_replicas_.empty())) {
+  // A job held for locality is relaxed at submission + wait: a pass runs then too.
+  while (next_ < n || !done_.empty() || (repairs_pending_ > 0 && !waiting_replicas_.empty()) ||
+         (!relax_.empty() && !waiting_replicas_.empty())) {
     int64_t t = next_ < n ? trace_.jobs[next_].submit_us : INT64_MAX;
     if (!done_.empty()) t = std::min(t, std::get<0>(done_.top()));
     if (!health_.empty()) t = std::min(t, std::get<0>(health_.top()));
+    if (!relax_.empty()) t = std::min(t, relax_.top());
+    while (!relax_.empty() && relax_.top() <= t) relax_.pop();
     Advance(t);
     RETURN_IF_ERROR(Completions(t));
     RETURN_IF_ERROR(Arrivals(t));
@@ -376,6 +386,18 @@ StatusOr<SimResult> Replay::Run(const std::string& policy) {
   r_.all_free_at_end =
       r_.unfinished == 0 ? none_held && cap.free_gpus == cap.healthy_gpus : none_held;
   return std::move(r_);
+}
+
+double Replay::WindowUtilization(int64_t start, int total_gpus) const {
+  const int64_t end = trace_.jobs.empty() ? start : trace_.jobs.back().submit_us;
+  if (end <= start || total_gpus <= 0) return 0;
+  double area = 0;
+  for (size_t s = 0; s < busy_steps_.size(); ++s) {
+    const int64_t from = std::max(start, busy_steps_[s].first);
+    const int64_t to = std::min(end, s + 1 < busy_steps_.size() ? busy_steps_[s + 1].first : end);
+    if (to > from) area += static_cast<double>(busy_steps_[s].second) * static_cast<double>(to - from);
+  }
+  return area / (static_cast<double>(total_gpus) * static_cast<double>(end - start));
 }
 
 void Replay::Finish(SimResult& r) {
@@ -406,6 +428,7 @@ void Replay::Finish(SimResult& r) {
       }
     }
   }
+  r.window_utilization = WindowUtilization(start, r.total_gpus);
   for (double& v : r.utilization_series) {
     v /= static_cast<double>(std::max(1, r.total_gpus)) * static_cast<double>(r.bin_us);
   }

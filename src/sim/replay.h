@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <queue>
@@ -53,7 +54,7 @@ class Replay {
   using Completion = std::tuple<int64_t, int64_t, int, int>;  // time, id, run, version
   using HealthEvent = std::tuple<int64_t, int, int, int>;     // time, kind, node, gpu
 
-  Status Init();
+  Status Init(const std::string& policy);
   void Advance(int64_t t);
   Status Completions(int64_t t);
   Status Arrivals(int64_t t);
@@ -69,6 +70,8 @@ class Replay {
   void DrawFailure(int64_t after);
   void Sample(int64_t t);
   void Finish(SimResult& r);
+  // SimResult::window_utilization from the busy steps.
+  double WindowUtilization(int64_t start, int total_gpus) const;
 
   const topo::Cluster& cluster_;
   const Trace& trace_;
@@ -102,6 +105,9 @@ class Replay {
   double busy_area_ = 0, alloc_area_ = 0, frag_area_ = 0, frag_now_ = 0;
   std::vector<std::pair<int64_t, int>> busy_steps_;
   int64_t last_t_ = 0;
+  // Locality waits (policy "locality-relax"): the wait, and the relax times still to come.
+  int64_t locality_wait_us_ = 0;
+  std::priority_queue<int64_t, std::vector<int64_t>, std::greater<>> relax_;
   int64_t last_end_ = 0;
   bool final_taken_ = false;
 

@@ -193,6 +193,7 @@ const std::vector<SeededFigure>& SeededFigures() {
       {"multi_node_mean_jct", &PolicySummary::multi_node_mean_jct_s, true},
       {"gpu_utilization", &PolicySummary::gpu_utilization, false},
       {"useful_utilization", &PolicySummary::useful_utilization, false},
+      {"window_utilization", &PolicySummary::window_utilization, false},
       {"mean_comm_slowdown", &PolicySummary::mean_comm_slowdown, false},
       {"contention_slowdown", &PolicySummary::contention_slowdown, false},
       {"mean_fragmentation", &PolicySummary::mean_fragmentation, false},
@@ -344,6 +345,7 @@ PolicySummary Summarize(const SimResult& r) {
   s.p50_queue_s = NearestRank(queue, 0.5);
   s.makespan_s = static_cast<double>(r.makespan_us) / kUsPerS;
   s.gpu_utilization = r.gpu_utilization;
+  s.window_utilization = r.window_utilization;
   s.gpu_allocation_milli = r.gpu_allocation_milli;
   s.final_gpu_allocation_milli = r.final_gpu_allocation_milli;
   s.refused = r.refused;
@@ -377,6 +379,7 @@ std::string ReportJson(const ReportInfo& info, const std::vector<SimResult>& res
     << "  \"seed\": " << info.seed << ",\n"
     << "  \"comm_fraction\": " << Fixed(info.comm_fraction, 4) << ",\n"
     << "  \"runtime_model\": " << JsonString(info.runtime_model) << ",\n"
+    << "  \"locality_wait_s\": " << Fixed(info.locality_wait_s, 3) << ",\n"
     << "  \"policies_distinct\": " << (info.policies_distinct ? "true" : "false") << ",\n"
     << "  \"failures_simulated\": " << (info.failures ? "true" : "false") << ",\n"
     << "  \"policies\": {";
@@ -405,6 +408,7 @@ std::string ReportJson(const ReportInfo& info, const std::vector<SimResult>& res
       << ", \"multi_gpu_mean_jct_s\": " << Fixed(s.multi_gpu_mean_jct_s, 3)
       << ", \"multi_node_mean_jct_s\": " << Fixed(s.multi_node_mean_jct_s, 3)
       << ", \"contention_slowdown\": " << Fixed(s.contention_slowdown, 6)
+      << ", \"window_utilization\": " << Fixed(s.window_utilization, 6)
       << ", \"seeds\": " << runs.size();
     WriteCi(o, runs);
     o << ", \"by_size\": {";

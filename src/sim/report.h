@@ -28,6 +28,7 @@ struct ReportInfo {
   uint64_t seed = 1;
   double comm_fraction = 0;
   std::string runtime_model = "step";  // "step" or "comm-fraction" (SimOptions::runtime_model)
+  double locality_wait_s = 600;        // SimOptions::locality_wait_s
   bool policies_distinct = true;
   bool failures = false;
 };
@@ -44,6 +45,7 @@ struct PolicySummary {
   // lost to communication stretch (a slower placement raises gpu_utilization, not this). A
   // fractional job counts its share (gpu_milli / 1000) of its GPU.
   double useful_utilization = 0;
+  double window_utilization = 0;  // SimResult::window_utilization
   double mean_comm_slowdown = 1;  // over completed jobs of ≥ 2 GPUs (1 when there are none)
   double mean_fragmentation = 0;
   double gpu_allocation_milli = 0;        // SimResult::gpu_allocation_milli

@@ -130,6 +130,9 @@ Status SimOptions::Validate() const {
   if (!(repair_mean_s > 0 && repair_mean_s < 1e9)) {
     return InvalidArgumentError("mean repair time must be > 0 s");
   }
+  if (!(locality_wait_s >= 0 && locality_wait_s <= 1e9)) {
+    return InvalidArgumentError("locality wait must be in [0, 1e9] s");
+  }
   if (!(fill_ratio >= 0 && fill_ratio <= 100)) {
     return InvalidArgumentError("fill ratio must be in [0, 100] (0 = replay in time)");
   }
@@ -186,34 +189,59 @@ StatusOr<SimResult> Simulate(const topo::Cluster& cluster, const Trace& trace,
   return replay.Run(policy);
 }
 
-double OfferedLoad(const Trace& trace, int cluster_gpus) {
-  if (trace.jobs.size() < 2 || cluster_gpus <= 0) return 0;
+namespace {
+
+// The offered load when every submission offset is multiplied by `scale`: see OfferedLoad.
+double LoadAtScale(const Trace& trace, int cluster_gpus, double scale) {
+  const int64_t t0 = trace.jobs.front().submit_us;
+  const double window = static_cast<double>(trace.jobs.back().submit_us - t0) * scale;
+  if (!(window > 0) || cluster_gpus <= 0) return 0;
   double work = 0;
   for (const TraceJob& j : trace.jobs) {
-    work += static_cast<double>(j.gpus) * j.gpu_milli / 1000.0 * static_cast<double>(j.duration_us);
+    const double left = window - static_cast<double>(j.submit_us - t0) * scale;
+    work += static_cast<double>(j.gpus) * j.gpu_milli / 1000.0 *
+            std::min(static_cast<double>(j.duration_us), left);
   }
-  const double span =
-      static_cast<double>(trace.jobs.back().submit_us - trace.jobs.front().submit_us);
-  return span > 0 ? work / (span * cluster_gpus) : 0;
+  return work / (window * cluster_gpus);
 }
 
-Status ScaleToLoad(Trace& trace, int cluster_gpus, double load) {
+}  // namespace
+
+double OfferedLoad(const Trace& trace, int cluster_gpus) {
+  if (trace.jobs.size() < 2) return 0;
+  return LoadAtScale(trace, cluster_gpus, 1.0);
+}
+
+StatusOr<double> ScaleToLoad(Trace& trace, int cluster_gpus, double load) {
   if (!(load > 0 && load <= 100)) {
     return InvalidArgumentError("load must be in (0, 100], got " + std::to_string(load));
   }
-  const double now = OfferedLoad(trace, cluster_gpus);
-  if (!(now > 0)) {
+  if (!(OfferedLoad(trace, cluster_gpus) > 0)) {
     return InvalidArgumentError(trace.source +
                                 ": the offered load is undefined (fewer than two distinct "
                                 "submission times); --load needs arrivals spread in time");
   }
-  const double scale = now / load;  // inter-arrival times × scale ⇒ load
+  // The load falls monotonically as the scale grows (each job's share of the window shrinks),
+  // from the ceiling below (every job running from its arrival to the window's end) to 0.
+  const double ceiling = LoadAtScale(trace, cluster_gpus, 1e-12);
+  if (load >= ceiling) {
+    return InvalidArgumentError(trace.source + ": a load of " + std::to_string(load) +
+                                " cannot be offered: even with arrivals compressed to nothing "
+                                "the jobs hold at most " +
+                                std::to_string(ceiling) + " of the cluster");
+  }
+  double lo = std::log(1e-12), hi = std::log(1e12);  // bisection on log(scale)
+  for (int it = 0; it < 200 && hi - lo > 1e-12; ++it) {
+    const double mid = 0.5 * (lo + hi);
+    (LoadAtScale(trace, cluster_gpus, std::exp(mid)) > load ? lo : hi) = mid;
+  }
+  const double scale = std::exp(0.5 * (lo + hi));
   const int64_t t0 = trace.jobs.front().submit_us;
   for (TraceJob& j : trace.jobs) {
     j.submit_us =
         t0 + static_cast<int64_t>(std::llround(static_cast<double>(j.submit_us - t0) * scale));
   }
-  return OkStatus();
+  return scale;
 }
 
 }  // namespace toposched::sim

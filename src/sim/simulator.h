@@ -14,6 +14,7 @@
 
 #include "core/status.h"
 #include "sched/gang.h"
+#include "sched/policy.h"
 #include "sim/trace.h"
 #include "topo/cluster.h"
 
@@ -32,6 +33,10 @@ struct SimOptions {
   // (docs/simulator.md; measured median 0.10 in the Pollux throughput profiles). In [0, 1].
   double comm_fraction = 0.10;
   uint64_t seed = 1;
+  // How long a job of the "locality-relax" policy waits for a consolidated placement before it
+  // may go anywhere (SchedulerOptions::locality_wait_us). The Philly paper describes the rule
+  // but publishes no timeout: 600 s is this project's choice, stated wherever a table uses it.
+  double locality_wait_s = sched::kDefaultLocalityWaitS;
   // Unexpected interruptions drawn as a Poisson process over the cluster's GPUs, reported to the
   // scheduler (Scheduler::SetGpuHealth / SetNodeHealth unhealthy, healthy again after a repair
   // time drawn from an exponential distribution). Default rate: the Llama 3 report, 419
@@ -89,6 +94,9 @@ struct SimResult {
   int64_t makespan_us = 0;       // last end − first submission
   double gpu_utilization = 0;    // ∫ busy GPUs dt / (GPUs · makespan); a shared
                                  // GPU counts as one busy GPU
+  // ∫ busy GPUs dt / (GPUs · window) over the arrival window [first, last submission]: the
+  // figure to set beside the offered load (OfferedLoad), which is defined on the same window.
+  double window_utilization = 0;
   // ∫ allocated milli dt / (1000 · GPUs · makespan): the allocated share of the GPUs, a shared
   // GPU counting its used milli (ClusterState::AllocatedMilli). Fill mode: the final figure.
   double gpu_allocation_milli = 0;
@@ -117,12 +125,20 @@ struct SimResult {
 // the job's replica. 0 when nobody waits.
 double ExpectedUnusableGpus(const sched::ClusterState& state, const std::map<int, int>& waiting);
 
-// Offered load of a trace on a cluster: Σ GPUs · duration / (cluster GPUs · arrival span), a
-// fractional job counting its share. 0 when it is undefined (fewer than two arrival times).
+// Offered load of a trace on a cluster over its arrival window [first, last submission]: the
+// time average, over the window, of the GPUs its jobs would hold if each ran from its arrival
+// for its duration, over the cluster's GPUs:
+//   Σ GPUs · min(duration, window end − submit) / (cluster GPUs · window)
+// (a fractional job counting its share). Work past the window's end is not offered in it: a
+// month-long run arriving in a one-day trace offers one day of GPUs, not a month, so a trace
+// whose GPU time is dominated by a few long runs is not called loaded while the cluster idles.
+// 0 when it is undefined (fewer than two arrival times).
 double OfferedLoad(const Trace& trace, int cluster_gpus);
-// Scales the inter-arrival times so that OfferedLoad becomes `load` (durations unchanged).
-// InvalidArgument for load outside (0, 100] or a trace whose offered load is undefined.
-Status ScaleToLoad(Trace& trace, int cluster_gpus, double load);
+// Scales the inter-arrival times (all by one factor, durations unchanged) so that OfferedLoad
+// becomes `load`; returns the factor. InvalidArgument for load outside (0, 100], a trace whose
+// offered load is undefined, or a load above what the jobs can offer even when they all arrive
+// at once (each counted up to the window's end).
+StatusOr<double> ScaleToLoad(Trace& trace, int cluster_gpus, double load);
 
 // Runs one policy. `placer_options` come from PlacerOptionsFor. Errors: InvalidArgument for bad
 // options or a trace job that does not make a valid spec (file:line); errors of the scheduler

@@ -380,7 +380,8 @@ TEST(FractionalPlacer, SharesFollowThePolicy) {
   EXPECT_INVARIANTS(s);
   const std::map<std::string, std::pair<int, int>> want = {
       {"toposched", {1, 0}}, {"best-fit", {2, 0}},   {"pair-score", {2, 0}}, {"kueue-tas", {2, 0}},
-      {"first-fit", {3, 0}}, {"slurm-tree", {0, 0}}, {"spread", {3, 0}},     {"random", {3, 0}}};
+      {"first-fit", {3, 0}}, {"slurm-tree", {0, 0}}, {"spread", {3, 0}},     {"random", {3, 0}},
+      {"locality-relax", {2, 0}}};
   for (const std::string& name : PolicyNames()) {
     auto opts = PolicyOptions(name);
     ASSERT_TRUE(opts.ok());

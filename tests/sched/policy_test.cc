@@ -61,7 +61,7 @@ std::vector<int> GpusOn(const Placement& p, int node) {
 }
 
 TEST(PolicyTest, NamesAndErrors) {
-  ASSERT_EQ(PolicyNames().size(), 8u);
+  ASSERT_EQ(PolicyNames().size(), 9u);
   for (const std::string& n : PolicyNames()) {
     auto o = PolicyOptions(n);
     ASSERT_TRUE(o.ok()) << n;
@@ -74,6 +74,19 @@ TEST(PolicyTest, NamesAndErrors) {
   // Only toposched scores with the cost model.
   EXPECT_GT(PolicyOptions("toposched")->plugins.Weight("comm-time"), 0);
   EXPECT_EQ(PolicyOptions("kueue-tas")->plugins.Weight("comm-time"), 0);
+}
+
+TEST(PolicyTest, ConsolidatedLevelIsTheTightestPlaceOnTheEmptyCluster) {
+  const topo::Cluster& c = testing::H100Cluster();  // 2 leaves of 16 nodes x 8 GPUs, one spine
+  EXPECT_EQ(ConsolidatedLevel(c, 1), "node");
+  EXPECT_EQ(ConsolidatedLevel(c, 8), "node");
+  EXPECT_EQ(ConsolidatedLevel(c, 9), "leaf");
+  EXPECT_EQ(ConsolidatedLevel(c, 128), "leaf");
+  EXPECT_EQ(ConsolidatedLevel(c, 129), "spine");
+  EXPECT_EQ(ConsolidatedLevel(c, 256), "spine");
+  EXPECT_EQ(ConsolidatedLevel(c, 257), "");
+  EXPECT_TRUE(PolicyWaitsForLocality("locality-relax"));
+  EXPECT_FALSE(PolicyWaitsForLocality("best-fit"));
 }
 
 // On the cube-mesh, 5 of 8 GPUs: the lowest-numbered five (0-4) leave GPU 4's ring hop to a

@@ -523,5 +523,50 @@ TEST(SchedulerGoldenTest, EventLogMatchesGolden) {
   EXPECT_EQ(got, want) << "regenerate only after checking the new log by hand";
 }
 
+// Waiting for locality: every node has 3 free GPUs, so a 4-GPU data-parallel job fits only
+// across nodes. Held to one node it waits until its wait is over, then spans two nodes; with
+// the rule off it spans them at once.
+TEST(SchedulerTest, LocalityWaitHoldsAJobToOneNodeUntilItsTimeout) {
+  for (const int64_t wait_s : {int64_t{-1}, int64_t{100}}) {
+    SchedulerOptions o;
+    o.locality_wait_us = wait_s < 0 ? -1 : wait_s * kSec;
+    Harness h(o);
+    for (int n = 0; n < 32; ++n) h.Submit(MakeJob("five-" + std::to_string(n), "u", 0, 5, 0), 0);
+    ASSERT_EQ(h.Schedule(0).size(), 32u);
+    job::JobSpec dp = MakeJob("dp4", "u", 0, 4, 0);
+    dp.layout.tp = 1;
+    dp.layout.dp = 4;
+    dp.layout.tp_bytes = 0;
+    ASSERT_TRUE(dp.Normalize().ok());
+    const int64_t id = h.Submit(dp, 1);
+    if (wait_s < 0) {
+      EXPECT_EQ(h.Schedule(1), std::vector<int64_t>{id});
+      continue;
+    }
+    EXPECT_TRUE(h.Schedule(1).empty());
+    EXPECT_EQ(h.State(id), JobState::kPending);
+    EXPECT_NE(h.Explain(id).find("held to one node while it waits for locality (up to 100 s"),
+              std::string::npos)
+        << h.Explain(id);
+    EXPECT_TRUE(h.Schedule(100).empty());  // 99 s waited
+    EXPECT_EQ(h.Schedule(101), std::vector<int64_t>{id});
+    const Placement* p = h.s().PlacementOf(id);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(p->parts.size(), 2u);
+  }
+}
+
+TEST(SchedulerTest, LocalityWaitStartsAJobThatFitsOneNodeAtOnce) {
+  SchedulerOptions o;
+  o.locality_wait_us = 3600 * kSec;
+  Harness h(o);
+  const int64_t id = h.Submit(MakeJob("eight", "u", 0, 8, 0), 0);
+  EXPECT_EQ(h.Schedule(0), std::vector<int64_t>{id});
+  EXPECT_EQ(h.s().PlacementOf(id)->parts.size(), 1u);
+  SchedulerOptions bad;
+  bad.locality_wait_us = -2;
+  EXPECT_FALSE(bad.Validate().ok());
+}
+
 }  // namespace
 }  // namespace toposched::sched

@@ -496,7 +496,7 @@ TEST(ReportTest, MarkdownRowsHaveAsManyCellsAsTheHeader) {
 TEST(PolicyTest, ListParsing) {
   auto all = ParsePolicyList("all");
   ASSERT_TRUE(all.ok());
-  EXPECT_EQ(all->size(), 8u);
+  EXPECT_EQ(all->size(), 9u);
   auto two = ParsePolicyList("toposched, first-fit");
   ASSERT_TRUE(two.ok());
   EXPECT_EQ(*two, (std::vector<std::string>{"toposched", "first-fit"}));

@@ -204,15 +204,32 @@ TEST(LoadTest, ScalingTheArrivalsSetsTheOfferedLoad) {
   auto t = ParseTrace("submit_s,duration_s,gpus\n0,100,8\n100,100,8\n200,100,8\n", "l.csv",
                       TraceFormat::kCsv);
   ASSERT_TRUE(t.ok());
-  // 3 × 8 GPUs × 100 s over 200 s on 16 GPUs.
-  EXPECT_DOUBLE_EQ(OfferedLoad(*t, 16), 2400.0 / 3200.0);
-  ASSERT_TRUE(ScaleToLoad(*t, 16, 1.5).ok());
-  EXPECT_EQ(t->jobs[2].submit_us, 100'000'000);
-  EXPECT_NEAR(OfferedLoad(*t, 16), 1.5, 1e-9);
+  // Window [0, 200] s on 16 GPUs: 8 GPUs x 100 s + 8 x 100 s + 8 x 0 s (the last arrival ends
+  // the window) = 1600 of 3200 GPU-seconds.
+  EXPECT_DOUBLE_EQ(OfferedLoad(*t, 16), 0.5);
+  // Offsets x s with 0.5 <= s <= 1: (800 + 800 s) / (3200 s) = 0.6 at s = 0.25 / 0.35.
+  auto scale = ScaleToLoad(*t, 16, 0.6);
+  ASSERT_TRUE(scale.ok()) << scale.status().ToString();
+  EXPECT_NEAR(*scale, 0.25 / 0.35, 1e-6);
+  EXPECT_NEAR(static_cast<double>(t->jobs[2].submit_us), 200e6 * 0.25 / 0.35, 1);
+  EXPECT_NEAR(OfferedLoad(*t, 16), 0.6, 1e-6);
   EXPECT_FALSE(ScaleToLoad(*t, 16, 0).ok());
+  // Arriving all at once the first two hold 8 + 8/2 GPUs on average: 0.75 is the ceiling.
+  auto over = ScaleToLoad(*t, 16, 0.8);
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.status().message().find("cannot be offered"), std::string::npos);
   auto one = ParseTrace("submit_s,duration_s,gpus\n0,100,8\n", "o.csv", TraceFormat::kCsv);
   ASSERT_TRUE(one.ok());
   EXPECT_FALSE(ScaleToLoad(*one, 16, 0.5).ok());
+}
+
+// A run that outlasts the trace offers only the part inside the arrival window: counted whole
+// (8 GPUs x 1e6 s over a 100 s window) it would call the cluster 5000x loaded while half idles.
+TEST(LoadTest, ALongRunOffersOnlyTheArrivalWindow) {
+  auto t = ParseTrace("submit_s,duration_s,gpus\n0,1000000,8\n100,10,1\n", "w.csv",
+                      TraceFormat::kCsv);
+  ASSERT_TRUE(t.ok());
+  EXPECT_DOUBLE_EQ(OfferedLoad(*t, 16), 0.5);
 }
 
 }  // namespace
