@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Aggregates report.json files of `toposched simulate` (one per trace seed) into one Markdown
 table per load: per policy the mean over the files and a 95% half-width (Student t, n-1 degrees
-of freedom) of each figure. Usage: aggregate.py LABEL=DIR[,DIR...] ...  (DIR holds report.json).
+of freedom) of each figure. Usage: aggregate.py LABEL=DIR[,DIR...] ...  (DIR holds report.json; a single DIR run with
+--seeds N gives its own half-widths).
 Prints the tables; proves nothing by itself, it only averages what the simulator wrote."""
 import json
 import math
@@ -30,13 +31,18 @@ def main(args):
         label, dirs = arg.split("=", 1)
         reports = [json.load(open(d + "/report.json")) for d in dirs.split(",")]
         policies = list(reports[0]["policies"].keys())
-        print(f"\n**{label}** ({len(reports)} seeds)\n")
+        # One report run with --seeds N carries its own half-widths (<figure>_ci95[_s]).
+        seeds = reports[0]["policies"][policies[0]].get("seeds", 1) if len(reports) == 1 else 0
+        print(f"\n**{label}** ({len(reports) if not seeds else seeds} seeds)\n")
         print("| policy | " + " | ".join(f[1] for f in FIGURES) + " |")
         print("| --- |" + " ---: |" * len(FIGURES))
         for p in policies:
             cells = []
             for key, _, digits in FIGURES:
                 m, h = mean_ci([r["policies"][p][key] for r in reports])
+                if seeds:
+                    fig = key[:-2] if key.endswith("_s") else key
+                    h = reports[0]["policies"][p].get(fig + "_ci95" + ("_s" if key.endswith("_s") else ""), 0.0)
                 cells.append(f"{m:.{digits}f} ± {h:.{digits}f}")
             print(f"| {p} | " + " | ".join(cells) + " |")
 

@@ -129,6 +129,7 @@ Status Replay::Completions(int64_t t) {
     JobRun& j = jobs_[i];
     if (!j.running || j.run != number || j.version != version) continue;
     RETURN_IF_ERROR(sched_->Complete(id, t));
+    changed_ = true;
     JobOutcome& o = r_.jobs[i];
     o.end_us = t;
     const double run_us = static_cast<double>(std::max<int64_t>(1, t - j.started_us));
@@ -146,6 +147,7 @@ Status Replay::Arrivals(int64_t t) {
   const size_t n = trace_.jobs.size();
   while (next_ < n && trace_.jobs[next_].submit_us == t) {
     ASSIGN_OR_RETURN(int64_t id, sched_->Submit(specs_[next_], t));
+    changed_ = true;
     if (locality_wait_us_ > 0) relax_.push(t + locality_wait_us_);
     if (id != static_cast<int64_t>(next_) + 1) {
       return InternalError("scheduler ids are not sequential (" + std::to_string(id) + ")");
@@ -166,6 +168,7 @@ Status Replay::HealthEvents(int64_t t) {
                             : kind == 1 ? "node failure (simulated)"
                                         : "repaired (simulated)";
     const bool down = kind <= 1;
+    changed_ = true;
     if (kind == 0 || kind == 2) {
       if (down && sched_->cluster_state().GpuHealth(node, gpu) == topo::Health::kUnhealthy) {
         DrawFailure(t);
@@ -198,6 +201,7 @@ Status Replay::HealthEvents(int64_t t) {
 Status Replay::ScanEvents() {
   const auto& log = sched_->Events();
   const size_t n = trace_.jobs.size();
+  if (logged_ < log.size()) changed_ = true;
   for (; logged_ < log.size(); ++logged_) {
     const job::JobEvent& e = log[logged_];
     const int64_t id = ParseJobId(e.job_id);
@@ -328,7 +332,9 @@ void Replay::Rerate(int64_t t) {
 }
 
 Status Replay::Pass(int64_t t) {
-  if (waiting_replicas_.empty()) return OkStatus();
+  // A pass over an unchanged queue and cluster starts nothing new (a re-dated completion that
+  // turned out stale changes neither), so it is skipped.
+  if (waiting_replicas_.empty() || !changed_) return OkStatus();
   ASSIGN_OR_RETURN(std::vector<int64_t> started, sched_->Schedule(t));
   ++r_.passes;
   RETURN_IF_ERROR(ScanEvents());  // preemptions inside the pass
@@ -338,6 +344,7 @@ Status Replay::Pass(int64_t t) {
     if (it != waiting_replicas_.end() && --it->second == 0) waiting_replicas_.erase(it);
     RETURN_IF_ERROR(StartJob(i, t));
   }
+  changed_ = false;
   return OkStatus();
 }
 
@@ -367,7 +374,10 @@ StatusOr<SimResult> Replay::Run(const std::string& policy) {
     if (!done_.empty()) t = std::min(t, std::get<0>(done_.top()));
     if (!health_.empty()) t = std::min(t, std::get<0>(health_.top()));
     if (!relax_.empty()) t = std::min(t, relax_.top());
-    while (!relax_.empty() && relax_.top() <= t) relax_.pop();
+    while (!relax_.empty() && relax_.top() <= t) {
+      relax_.pop();
+      changed_ = true;
+    }
     Advance(t);
     RETURN_IF_ERROR(Completions(t));
     RETURN_IF_ERROR(Arrivals(t));

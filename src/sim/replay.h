@@ -107,6 +107,9 @@ class Replay {
   int64_t last_t_ = 0;
   // Locality waits (policy "locality-relax"): the wait, and the relax times still to come.
   int64_t locality_wait_us_ = 0;
+  // Something a pass could act on happened since the last pass (arrival, completion, health
+  // change, relax time, scheduler event).
+  bool changed_ = true;
   std::priority_queue<int64_t, std::vector<int64_t>, std::greater<>> relax_;
   int64_t last_end_ = 0;
   bool final_taken_ = false;
