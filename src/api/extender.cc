@@ -1188,13 +1188,14 @@ StatusOr<std::string> Extender::Preempt(std::string_view body) {
           // preemptor's gang then fits and uses this node.
           sched::ClusterState view = state();
           for (const Slot& s : g.slots) {
-            if (!s.bound && s.alloc_id != 0) (void)view.Release(s.alloc_id);
+            if (!s.bound && s.alloc_id != 0) (void)view.Release(ledger_->AllocationOf(s.alloc_id));
           }
           for (const std::string& uid : nv.uids) {
             auto pg = pod_gang_.find(uid);
             if (pg == pod_gang_.end() || pg->second == g.key) continue;
             for (const Slot& s : gangs_.at(pg->second)->slots) {
-              if (s.alloc_id != 0 && view.HasAllocation(s.alloc_id)) (void)view.Release(s.alloc_id);
+              const int64_t a = s.alloc_id != 0 ? ledger_->AllocationOf(s.alloc_id) : 0;
+              if (a != 0 && view.HasAllocation(a)) (void)view.Release(a);
             }
           }
           sched::Verdict v =

@@ -108,6 +108,9 @@ class ExtenderLedger {
                         const std::string& payload) = 0;
   // False when the ledger keeps no records (Commit then gets an empty payload).
   virtual bool keeps_records() const { return true; }
+  // The allocation id in state() of the hold a HoldChange calls `hold_id` (a what-if that frees
+  // a hold in a copy of state() must use this, not the hold id). Default: the same id.
+  virtual int64_t AllocationOf(int64_t hold_id) const { return hold_id; }
 };
 // InvalidArgument naming the field for a payload that is not a record of this shape or names a
 // node that is not in `cluster`.

@@ -20,6 +20,10 @@ namespace {
 using job::JobState;
 
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+// Allocation ids: a job's id (> 0); a hold's −id, hold ids below kMaxHoldId; the backfill
+// shadow's blocks from kShadowId down, so that no shadow block can meet a live hold.
+constexpr int64_t kMaxHoldId = int64_t{1} << 62;
+constexpr int64_t kShadowId = -kMaxHoldId - 1;
 
 std::string JobName(int64_t id) { return "job-" + std::to_string(id); }
 
@@ -527,7 +531,6 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
   const Shares shares = ActiveWeights();
   std::optional<Reservation> res;
   std::optional<ClusterState> shadow;  // state_ with the reserved free GPUs blocked
-  constexpr int64_t kShadowId = -1;
 
   // The order: jobs are grouped in buckets of equal (priority, user, queue), each sorted by
   // (submit, id); the penalty depends on user and queue only, so the next job is the head of
@@ -788,19 +791,21 @@ const Placement* Scheduler::PlacementOf(int64_t id) const {
 }
 
 Status Scheduler::Hold(int64_t hold_id, const std::vector<NodeGpus>& parts) {
-  if (hold_id <= 0) return InvalidArgumentError("hold id must be > 0");
+  if (hold_id <= 0 || hold_id >= kMaxHoldId) {
+    return InvalidArgumentError("hold id must be in [1, 2^62)");
+  }
   if (holds_.count(hold_id)) {
     return Status(StatusCode::kAlreadyExists, "hold " + std::to_string(hold_id) + " exists");
   }
-  RETURN_IF_ERROR(state_.Allocate(-hold_id, parts));
-  holds_.emplace(hold_id, *state_.Allocation(-hold_id));
+  RETURN_IF_ERROR(state_.Allocate(HoldAllocationId(hold_id), parts));
+  holds_.emplace(hold_id, *state_.Allocation(HoldAllocationId(hold_id)));
   return OkStatus();
 }
 
 Status Scheduler::ReleaseHold(int64_t hold_id) {
   auto it = holds_.find(hold_id);
   if (it == holds_.end()) return NotFoundError("hold " + std::to_string(hold_id) + " not found");
-  RETURN_IF_ERROR(state_.Release(-hold_id));
+  RETURN_IF_ERROR(state_.Release(HoldAllocationId(hold_id)));
   holds_.erase(it);
   return OkStatus();
 }
@@ -843,7 +848,7 @@ Status Scheduler::CheckInvariants() const {
     }
   }
   for (const auto& [hid, parts] : holds_) {
-    const std::vector<NodeGpus>* a = state_.Allocation(-hid);
+    const std::vector<NodeGpus>* a = state_.Allocation(HoldAllocationId(hid));
     if (a == nullptr || *a != parts) {
       return InternalError("hold " + std::to_string(hid) + ": allocation differs from its GPUs");
     }

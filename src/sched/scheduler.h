@@ -170,11 +170,14 @@ class Scheduler {
   // A drained node takes no new work; its jobs run on.
   Status SetNodeDrained(int node, bool drained, int64_t now_us, const std::string& reason);
 
-  // Takes `parts` for hold `hold_id` (> 0), all or nothing. InvalidArgument for id ≤ 0 or GPUs
-  // that are not free (ClusterState::Allocate's message); AlreadyExists for a live hold id.
+  // Takes `parts` for hold `hold_id` (in [1, 2^62)), all or nothing. InvalidArgument for an id
+  // out of range or GPUs that are not free (ClusterState::Allocate's message); AlreadyExists
+  // for a live hold id.
   Status Hold(int64_t hold_id, const std::vector<NodeGpus>& parts);
   // NotFound when the hold is not live.
   Status ReleaseHold(int64_t hold_id);
+  // The allocation id of hold `hold_id` in cluster_state(): −hold_id.
+  static int64_t HoldAllocationId(int64_t hold_id) { return -hold_id; }
   // Live holds: id → GPUs (node order).
   const std::map<int64_t, std::vector<NodeGpus>>& Holds() const { return holds_; }
 

@@ -261,6 +261,42 @@ TEST_F(ExtenderServeTest, RestJobsNeverGetTheGangsGpusAndTheReservationExpires) 
   EXPECT_TRUE(service_->CheckInvariants().ok()) << service_->CheckInvariants().ToString();
 }
 
+// Preempt's what-if frees a victim gang's holds in the daemon's occupancy, where hold h is
+// allocation −h. Freeing allocation h instead freed REST job h (ids and hold ids both start at
+// 1 in a fresh daemon), so the answer depended on which REST jobs ran. Gang "duo" (holds 1 and
+// 2) and 30 whole-node REST jobs (ids 1-30) fill the cluster; evicting duo-0 frees duo's two
+// nodes, where the 2-pod gang "big" fits: duo-0's node stays a candidate.
+TEST_F(ExtenderServeTest, PreemptFreesTheVictimGangsHoldsNotTheRestJobsOfTheSameNumber) {
+  std::map<std::string, std::string> where;
+  for (int i = 0; i < 2; ++i) {
+    const std::string name = "duo-" + std::to_string(i);
+    const json pod =
+        Pod(name, "uid-" + name, 8,
+            {{"toposched.io/pod-group", "duo"}, {"toposched.io/pod-index", std::to_string(i)}},
+            {{"toposched.io/group-size", "2"}});
+    where[name] = Place(pod);
+    ASSERT_FALSE(where[name].empty());
+    ASSERT_EQ(Bind(name, where[name]), json({{"Error", ""}}));
+  }
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 30; ++i) ids.push_back(Submit(8, "rest-" + std::to_string(i)));
+  Pass();
+  for (int64_t id : ids) ASSERT_EQ(Job(id)["state"], "RUNNING") << id;
+  ASSERT_EQ(FreeGpus(), 0);
+  const json big = Pod("big-0", "uid-big-0", 8, {{"toposched.io/pod-group", "big"}},
+                       {{"toposched.io/group-size", "2"}});
+  json r = Verb("preempt",
+                {{"Pod", big},
+                 {"NodeNameToMetaVictims",
+                  {{where["duo-0"], {{"Pods", {{{"UID", "uid-duo-0"}}}}, {"NumPDBViolations", 0}}}}}});
+  EXPECT_EQ(r, json({{"NodeNameToMetaVictims",
+                      {{where["duo-0"],
+                        {{"Pods", {{{"UID", "uid-duo-0"}}}}, {"NumPDBViolations", 0}}}}}}))
+      << r.dump();
+  EXPECT_EQ(FreeGpus(), 0);  // a what-if: nothing freed
+  EXPECT_TRUE(service_->CheckInvariants().ok()) << service_->CheckInvariants().ToString();
+}
+
 TEST_F(ExtenderServeTest, PodGangsNeverGetTheRestJobsGpus) {
   // 17 whole-node REST jobs: 15 nodes stay free, the 16-pod gang does not fit.
   std::vector<int64_t> ids;

@@ -568,5 +568,37 @@ TEST(SchedulerTest, LocalityWaitStartsAJobThatFitsOneNodeAtOnce) {
   EXPECT_FALSE(bad.Validate().ok());
 }
 
+// The backfill shadow (the head job's reserved GPUs blocked in a copy of the state) must not
+// share an allocation id with a hold: hold h is allocation −h, so a shadow id of −1 failed to
+// block anything while hold 1 lived, and a job without a time limit backfilled onto the head
+// job's reserved node. Four 8-GPU nodes: hold 1 on dgx1, a 16-GPU job on two others until
+// 1000 s, a 24-GPU head that needs the three, and an 8-GPU job with no limit that fits only on
+// the head's free reserved node.
+TEST(SchedulerTest, BackfillShadowBlocksTheReservationWhileHoldOneLives) {
+  auto c = topo::io::ReadClusterYamlFile(std::string(TS_SOURCE_DIR) +
+                                         "/tests/sched/testdata/v100-4node.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  c->Finalize();
+  auto placer = GangPlacer::Create(*c);
+  ASSERT_TRUE(placer.ok());
+  auto s = Scheduler::Create(**placer);
+  ASSERT_TRUE(s.ok());
+  Scheduler& sc = **s;
+  ASSERT_TRUE(sc.Hold(1, {NodeGpus{0, GpuMask::FirstN(8)}}).ok());
+  auto running = sc.Submit(MakeJob("running", "u", 0, 16, 1000), 0);
+  ASSERT_TRUE(running.ok());
+  ASSERT_EQ(sc.Schedule(0).value(), std::vector<int64_t>{*running});
+  auto head = sc.Submit(MakeJob("head", "u", 0, 24, 1000), 1 * kSec);
+  auto small = sc.Submit(MakeJob("small", "u", 0, 8, 0), 2 * kSec);
+  ASSERT_TRUE(head.ok() && small.ok());
+  EXPECT_TRUE(sc.Schedule(3 * kSec).value().empty());
+  EXPECT_EQ(sc.State(*small).value(), JobState::kPending);
+  auto why = sc.Explain(*small);
+  ASSERT_TRUE(why.ok());
+  EXPECT_NE(why->find("would delay the reservation of job-2"), std::string::npos) << *why;
+  EXPECT_TRUE(sc.CheckInvariants().ok());
+  EXPECT_FALSE(sc.Hold(int64_t{1} << 62, {NodeGpus{1, GpuMask::FirstN(1)}}).ok());
+}
+
 }  // namespace
 }  // namespace toposched::sched
