@@ -67,11 +67,13 @@ int RunPollux(const PolluxArgs& a) {
   if (!cluster.ok()) return Fail(cluster.status());
   const cost::CostModel cost(*cluster);
   const sim::StepCatalog& catalog = sim::StepCatalog::Default();
-  std::printf("Pollux placement shapes on %s: step(shape) / step(packed), measured beside the "
-              "model (DP overlap %.2f, %.0f gradient bytes per parameter)\n\n",
-              cluster->name.c_str(), catalog.dp_backward_overlap, catalog.grad_bytes_per_param);
-  std::printf("| app | parameters | shapes | median error | worst error | measured median | "
-              "predicted median |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  std::printf(
+      "Pollux placement shapes on %s: step(shape) / step(packed), measured beside the "
+      "model (DP overlap %.2f, %.0f gradient bytes per parameter)\n\n",
+      cluster->name.c_str(), catalog.dp_backward_overlap, catalog.grad_bytes_per_param);
+  std::printf(
+      "| app | parameters | shapes | median error | worst error | measured median | "
+      "predicted median |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   std::string details;
   int apps = 0;
   for (const PolluxApp& app : kPolluxApps) {
@@ -112,7 +114,7 @@ int RunPollux(const PolluxArgs& a) {
   }
   if (apps == 0) {
     return Fail(NotFoundError(a.profiles + ": no <app>/placements.csv for imagenet, bert, "
-                              "cifar10 or yolov3"));
+                                           "cifar10 or yolov3"));
   }
   if (a.rows) std::printf("\n%s", details.c_str());
   return 0;
@@ -127,21 +129,23 @@ struct CruxArgs {
 int RunCrux(const CruxArgs& a) {
   // Crux §2.2: GPT's iteration 1.53 s alone, 1.70 s beside BERT.
   constexpr double kMeasuredRatio = 1.70 / 1.53;
-  std::printf("Crux scenario: GPT on %d hosts and BERT on %d host(s) under each of two ToRs; "
-              "measured iteration 1.53 s -> 1.70 s (x%.3f)\n\n",
-              a.gpt_hosts, a.bert_hosts, kMeasuredRatio);
-  std::printf("| fabric | GPT link factor alone | beside BERT | iteration ratio at network share "
-              "0.25 / 0.50 / 1.00 | share the measured ratio needs |\n"
-              "| --- | ---: | ---: | ---: | ---: |\n");
+  std::printf(
+      "Crux scenario: GPT on %d hosts and BERT on %d host(s) under each of two ToRs; "
+      "measured iteration 1.53 s -> 1.70 s (x%.3f)\n\n",
+      a.gpt_hosts, a.bert_hosts, kMeasuredRatio);
+  std::printf(
+      "| fabric | GPT link factor alone | beside BERT | iteration ratio at network share "
+      "0.25 / 0.50 / 1.00 | share the measured ratio needs |\n"
+      "| --- | ---: | ---: | ---: | ---: |\n");
   for (const std::string& path : a.clusters) {
     StatusOr<topo::Cluster> cluster = LoadCluster(path);
     if (!cluster.ok()) return Fail(cluster.status());
     auto r = sim::CheckCruxScenario(*cluster, a.gpt_hosts, a.bert_hosts);
     if (!r.ok()) return Fail(r.status().WithPrefix(path));
     const double stretch = r->gpt_shared_factor / r->gpt_alone_factor - 1.0;
-    const std::string need =
-        stretch > 1e-12 ? std::to_string((kMeasuredRatio - 1.0) / stretch).substr(0, 5)
-                        : std::string("none reaches it");
+    const std::string need = stretch > 1e-12
+                                 ? std::to_string((kMeasuredRatio - 1.0) / stretch).substr(0, 5)
+                                 : std::string("none reaches it");
     std::printf("| %s | %.3f | %.3f | %.3f / %.3f / %.3f | %s |\n", cluster->name.c_str(),
                 r->gpt_alone_factor, r->gpt_shared_factor, r->IterationRatio(0.25),
                 r->IterationRatio(0.5), r->IterationRatio(1.0), need.c_str());
@@ -152,16 +156,17 @@ int RunCrux(const CruxArgs& a) {
 }  // namespace
 
 void RegisterCheckCommands(CLI::App& app, int& rc) {
-  CLI::App* check = app.add_subcommand(
-      "check", "The simulator's step-time model beside published measurements");
+  CLI::App* check =
+      app.add_subcommand("check", "The simulator's step-time model beside published measurements");
   check->require_subcommand(1);
 
   auto pa = std::make_shared<PolluxArgs>();
   pa->profiles = DataFile("profiles/pollux");
   pa->cluster = DataFile("traces/t4-pollux-testbed.yaml");
   CLI::App* pollux = check->add_subcommand(
-      "pollux", "Pollux throughput profiles: step(shape)/step(packed) per app, measured and "
-                "predicted, median error per app");
+      "pollux",
+      "Pollux throughput profiles: step(shape)/step(packed) per app, measured and "
+      "predicted, median error per app");
   pollux->add_option("--profiles", pa->profiles,
                      "folder of <app>/placements.csv (default: the copies in data/)");
   pollux->add_option("--cluster", pa->cluster,
@@ -173,8 +178,9 @@ void RegisterCheckCommands(CLI::App& app, int& rc) {
   ca->clusters = {DataFile("clusters/crux-testbed-1to1.yaml"),
                   DataFile("clusters/crux-testbed-2to1.yaml")};
   CLI::App* crux = check->add_subcommand(
-      "crux", "Crux (SIGCOMM'24 §2.2): a 64-GPU GPT job beside a 16-GPU BERT job on shared ToR "
-              "uplinks: the link model's slowdown");
+      "crux",
+      "Crux (SIGCOMM'24 §2.2): a 64-GPU GPT job beside a 16-GPU BERT job on shared ToR "
+      "uplinks: the link model's slowdown");
   crux->add_option("--cluster", ca->clusters, "cluster specs (default: the testbed at 1:1, 2:1)");
   crux->add_option("--gpt-hosts", ca->gpt_hosts, "GPT hosts under each ToR (default 4)")
       ->check(CLI::Range(1, 1000));

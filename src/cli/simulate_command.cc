@@ -95,8 +95,7 @@ int RunSimulate(const SimulateArgs& a) {
     const double before = sim::OfferedLoad(*trace, cluster->TotalGpus());
     StatusOr<double> scale = sim::ScaleToLoad(*trace, cluster->TotalGpus(), a.load);
     if (!scale.ok()) return Fail(scale.status().WithPrefix("--load"));
-    std::printf("offered load %.3f -> %.3f (inter-arrival times x %.4f)\n", before, a.load,
-                *scale);
+    std::printf("offered load %.3f -> %.3f (inter-arrival times x %.4f)\n", before, a.load, *scale);
   }
 
   std::vector<sim::SimResult> results;

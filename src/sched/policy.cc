@@ -55,8 +55,8 @@ bool PolicyWaitsForLocality(std::string_view name) { return name == "locality-re
 std::string ConsolidatedLevel(const topo::Cluster& cluster, int gpus) {
   int node_max = 0;
   for (const topo::ClusterNode& n : cluster.nodes) {
-    node_max = std::max(node_max,
-                        static_cast<int>(cluster.profiles[n.profile].topology.gpus.size()));
+    node_max =
+        std::max(node_max, static_cast<int>(cluster.profiles[n.profile].topology.gpus.size()));
   }
   if (gpus <= node_max) return job::kLevelNode;
   std::vector<int> level_max(cluster.levels.size(), 0);

@@ -192,8 +192,20 @@ StatusOr<int64_t> Scheduler::Submit(job::JobSpec spec, int64_t now_us) {
   RETURN_IF_ERROR(spec.Normalize());
   Accrue(now_us);
   const int64_t id = next_id_++;
-  Job j{id,    std::move(spec), job::JobRecord(JobName(id), now_us), std::nullopt, 0, nullptr, 0, 0,
-        0,     0,               false,                                false,        std::nullopt, 0};
+  Job j{id,
+        std::move(spec),
+        job::JobRecord(JobName(id), now_us),
+        std::nullopt,
+        0,
+        nullptr,
+        0,
+        0,
+        0,
+        0,
+        false,
+        false,
+        std::nullopt,
+        0};
   j.shape_id = ShapeId(j.spec);
   if (options_.locality_wait_us >= 0 && j.spec.constraints.job.mode == job::ConstraintMode::kNone &&
       !j.spec.elastic && !j.spec.Fractional()) {
@@ -377,8 +389,7 @@ Status Scheduler::Start(Job& j, Placement p, int64_t now_us, const std::string& 
 }
 
 const job::JobSpec& Scheduler::PlacementSpec(const Job& j, int64_t now_us) const {
-  const bool held =
-      j.local && now_us - j.record.submit_time_us() < options_.locality_wait_us;
+  const bool held = j.local && now_us - j.record.submit_time_us() < options_.locality_wait_us;
   return held ? *j.local : j.spec;
 }
 
@@ -631,11 +642,10 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
     } else {
       now_v = placer_->Place(state_, spec);
       if (held && now_v.kind == VerdictKind::kUnschedulable) {
-        now_v.reasons.insert(now_v.reasons.begin(),
-                             "held to one " + spec.constraints.job.level +
-                                 " while it waits for locality (up to " +
-                                 std::to_string(options_.locality_wait_us / 1000000) +
-                                 " s after submission)");
+        now_v.reasons.insert(
+            now_v.reasons.begin(),
+            "held to one " + spec.constraints.job.level + " while it waits for locality (up to " +
+                std::to_string(options_.locality_wait_us / 1000000) + " s after submission)");
       }
       if (now_v.kind == VerdictKind::kUnschedulable) {
         no_fit_known[shape] = 1;

@@ -305,7 +305,7 @@ class Scheduler {
   Options options_;
   ClusterState state_;
   std::map<int64_t, Job> jobs_;
-  std::map<int, std::string> consolidated_;  // ConsolidatedLevel per GPU count
+  std::map<int, std::string> consolidated_;         // ConsolidatedLevel per GPU count
   std::map<int64_t, std::vector<NodeGpus>> holds_;  // hold id → parts (allocation −id)
   // Indexes kept by Sync, so that passes never walk finished jobs: jobs holding GPUs; jobs
   // that became PENDING (compacted each pass); PENDING-or-holding jobs per user / queue id.

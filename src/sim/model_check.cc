@@ -41,8 +41,7 @@ StatusOr<std::vector<ProfileRow>> ParsePlacementsCsv(const std::string& text,
   std::vector<ProfileRow> rows;
   const std::vector<std::string> lines = Split(text, '\n');
   if (lines.empty() || Trim(lines[0]) != "placement,local_bsz,step_time,sync_time") {
-    return RowError(source, 1, 1,
-                    "header: expected \"placement,local_bsz,step_time,sync_time\"");
+    return RowError(source, 1, 1, "header: expected \"placement,local_bsz,step_time,sync_time\"");
   }
   for (size_t i = 1; i < lines.size(); ++i) {
     const int line = static_cast<int>(i) + 1;
@@ -52,8 +51,7 @@ StatusOr<std::vector<ProfileRow>> ParsePlacementsCsv(const std::string& text,
     }
     const std::vector<std::string> f = Split(Trim(lines[i]), ',');
     if (f.size() != 4) {
-      return RowError(source, line, 1,
-                      "expected 4 fields, got " + std::to_string(f.size()));
+      return RowError(source, line, 1, "expected 4 fields, got " + std::to_string(f.size()));
     }
     int column = 1;
     std::vector<int> columns;
@@ -106,9 +104,8 @@ StatusOr<std::vector<ShapeCheck>> CheckPlacementProfile(const std::vector<Profil
   // Predicted step (ms) of a shape at a batch size: compute + exposed all-reduce.
   auto predict = [&](const std::string& shape, double compute_ms) -> StatusOr<double> {
     if (shape.size() > c.nodes.size()) {
-      return InvalidArgumentError("shape \"" + shape + "\" needs " +
-                                  std::to_string(shape.size()) + " nodes; the cluster has " +
-                                  std::to_string(c.nodes.size()));
+      return InvalidArgumentError("shape \"" + shape + "\" needs " + std::to_string(shape.size()) +
+                                  " nodes; the cluster has " + std::to_string(c.nodes.size()));
     }
     std::vector<cost::GpuRef> gpus;
     for (size_t n = 0; n < shape.size(); ++n) {
@@ -175,7 +172,8 @@ StatusOr<CruxResult> CheckCruxScenario(const topo::Cluster& cluster, int gpt_hos
   }
   const int need = gpt_hosts_per_tor + bert_hosts_per_tor;
   if (tors.size() < 2 || gpt_hosts_per_tor < 1 || bert_hosts_per_tor < 1) {
-    return InvalidArgumentError("the Crux scenario needs two ToRs and one host of each job on each");
+    return InvalidArgumentError(
+        "the Crux scenario needs two ToRs and one host of each job on each");
   }
   std::vector<std::pair<int, int>> gpt, bert;
   for (int t : tors) {

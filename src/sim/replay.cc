@@ -405,7 +405,8 @@ double Replay::WindowUtilization(int64_t start, int total_gpus) const {
   for (size_t s = 0; s < busy_steps_.size(); ++s) {
     const int64_t from = std::max(start, busy_steps_[s].first);
     const int64_t to = std::min(end, s + 1 < busy_steps_.size() ? busy_steps_[s + 1].first : end);
-    if (to > from) area += static_cast<double>(busy_steps_[s].second) * static_cast<double>(to - from);
+    if (to > from)
+      area += static_cast<double>(busy_steps_[s].second) * static_cast<double>(to - from);
   }
   return area / (static_cast<double>(total_gpus) * static_cast<double>(end - start));
 }

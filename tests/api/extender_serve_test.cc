@@ -285,13 +285,15 @@ TEST_F(ExtenderServeTest, PreemptFreesTheVictimGangsHoldsNotTheRestJobsOfTheSame
   ASSERT_EQ(FreeGpus(), 0);
   const json big = Pod("big-0", "uid-big-0", 8, {{"toposched.io/pod-group", "big"}},
                        {{"toposched.io/group-size", "2"}});
-  json r = Verb("preempt",
-                {{"Pod", big},
-                 {"NodeNameToMetaVictims",
-                  {{where["duo-0"], {{"Pods", {{{"UID", "uid-duo-0"}}}}, {"NumPDBViolations", 0}}}}}});
-  EXPECT_EQ(r, json({{"NodeNameToMetaVictims",
-                      {{where["duo-0"],
-                        {{"Pods", {{{"UID", "uid-duo-0"}}}}, {"NumPDBViolations", 0}}}}}}))
+  json r =
+      Verb("preempt",
+           {{"Pod", big},
+            {"NodeNameToMetaVictims",
+             {{where["duo-0"], {{"Pods", {{{"UID", "uid-duo-0"}}}}, {"NumPDBViolations", 0}}}}}});
+  EXPECT_EQ(
+      r,
+      json({{"NodeNameToMetaVictims",
+             {{where["duo-0"], {{"Pods", {{{"UID", "uid-duo-0"}}}}, {"NumPDBViolations", 0}}}}}}))
       << r.dump();
   EXPECT_EQ(FreeGpus(), 0);  // a what-if: nothing freed
   EXPECT_TRUE(service_->CheckInvariants().ok()) << service_->CheckInvariants().ToString();

@@ -379,9 +379,9 @@ TEST(FractionalPlacer, SharesFollowThePolicy) {
   ASSERT_TRUE(s.Allocate(5, {NodeGpus{2, g27}}).ok());
   EXPECT_INVARIANTS(s);
   const std::map<std::string, std::pair<int, int>> want = {
-      {"toposched", {1, 0}}, {"best-fit", {2, 0}},   {"pair-score", {2, 0}}, {"kueue-tas", {2, 0}},
-      {"first-fit", {3, 0}}, {"slurm-tree", {0, 0}}, {"spread", {3, 0}},     {"random", {3, 0}},
-      {"locality-relax", {2, 0}}};
+      {"toposched", {1, 0}}, {"best-fit", {2, 0}},  {"pair-score", {2, 0}},
+      {"kueue-tas", {2, 0}}, {"first-fit", {3, 0}}, {"slurm-tree", {0, 0}},
+      {"spread", {3, 0}},    {"random", {3, 0}},    {"locality-relax", {2, 0}}};
   for (const std::string& name : PolicyNames()) {
     auto opts = PolicyOptions(name);
     ASSERT_TRUE(opts.ok());

@@ -58,12 +58,12 @@ TEST(ModelCheck, PolluxImagenetShapesBesideTheModel) {
   const ShapeCheck& first = checks->front();
   std::printf("imagenet_shapes=%zu\n", checks->size());
   std::printf("imagenet_median_error=%.4f\n", MedianRelativeError(*checks));
-  std::printf("imagenet_first=%s/%s bsz %d measured %.3f predicted %.3f\n",
-              first.placement.c_str(), first.packed.c_str(), first.local_bsz,
-              first.measured_ratio, first.predicted_ratio);
+  std::printf("imagenet_first=%s/%s bsz %d measured %.3f predicted %.3f\n", first.placement.c_str(),
+              first.packed.c_str(), first.local_bsz, first.measured_ratio, first.predicted_ratio);
   // A shape wider than the cluster is an error, not a silent skip.
-  const std::string wide = "placement,local_bsz,step_time,sync_time\n1,8,0.5,0\n4,8,0.5,0.01\n"
-                           "11111111111111111,8,0.9,0.5\n";
+  const std::string wide =
+      "placement,local_bsz,step_time,sync_time\n1,8,0.5,0\n4,8,0.5,0.01\n"
+      "11111111111111111,8,0.9,0.5\n";
   EXPECT_FALSE(ParsePlacementsCsv(wide, "w.csv").ok());  // 17 digits: refused by the parser
   auto wider = ParsePlacementsCsv(
       "placement,local_bsz,step_time,sync_time\n1,8,0.5,0\n4,8,0.5,0.01\n5,8,0.6,0.01\n"

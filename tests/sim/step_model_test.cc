@@ -226,8 +226,8 @@ TEST(LoadTest, ScalingTheArrivalsSetsTheOfferedLoad) {
 // A run that outlasts the trace offers only the part inside the arrival window: counted whole
 // (8 GPUs x 1e6 s over a 100 s window) it would call the cluster 5000x loaded while half idles.
 TEST(LoadTest, ALongRunOffersOnlyTheArrivalWindow) {
-  auto t = ParseTrace("submit_s,duration_s,gpus\n0,1000000,8\n100,10,1\n", "w.csv",
-                      TraceFormat::kCsv);
+  auto t =
+      ParseTrace("submit_s,duration_s,gpus\n0,1000000,8\n100,10,1\n", "w.csv", TraceFormat::kCsv);
   ASSERT_TRUE(t.ok());
   EXPECT_DOUBLE_EQ(OfferedLoad(*t, 16), 0.5);
 }
