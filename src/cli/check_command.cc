@@ -2,13 +2,11 @@
 // (src/sim/model_check.h; docs/evaluation.md, "Checks of the model").
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/commands.h"
@@ -17,37 +15,37 @@
 #include "sim/model_check.h"
 #include "sim/step_model.h"
 #include "topo/io/cluster_yaml.h"
+#include "topo/io/import.h"
 
 namespace toposched::cli {
 
 namespace {
 
-constexpr std::uintmax_t kMaxProfileBytes = 16u << 20;
+constexpr size_t kMaxProfileBytes = 16u << 20;
 
-// The apps whose gradients can be priced: the model each Pollux app trains and its parameter
-// count, with the source of the count.
+// The apps whose gradients can be priced: the model each Pollux app trains, by its catalog
+// name (data/models/catalog.json, which gives its parameters and their source) or, for a model
+// the catalog lacks, its parameter count with the source of the count.
 struct PolluxApp {
   const char* name;
+  const char* catalog_model;  // nullptr: `params` and `source` below
   double params;
   const char* source;
 };
 constexpr PolluxApp kPolluxApps[] = {
-    {"imagenet", 25.6e6, "ResNet-50, torchvision model docs (the catalog's resnet50)"},
-    {"bert", 110e6, "BERT-base, Devlin et al. 2019 (the catalog's bert-base)"},
-    {"cifar10", 11.2e6,
+    {"imagenet", "resnet50", 0, "ResNet-50, torchvision model docs"},
+    {"bert", "bert-base", 0, "BERT-base, Devlin et al. 2019"},
+    {"cifar10", nullptr, 11.2e6,
      "ResNet-18 for 32x32 inputs, He et al. 2016 layout: 11.2M parameters (approximate)"},
-    {"yolov3", 61.9e6, "YOLOv3-416, Redmon & Farhadi 2018: 61.9M parameters (approximate)"},
+    {"yolov3", nullptr, 61.9e6,
+     "YOLOv3-416, Redmon & Farhadi 2018: 61.9M parameters (approximate)"},
 };
 
-StatusOr<std::string> ReadBounded(const std::string& path) {
-  std::error_code ec;
-  const std::uintmax_t size = std::filesystem::file_size(path, ec);
-  if (ec) return NotFoundError(path + ": cannot read (" + ec.message() + ")");
-  if (size > kMaxProfileBytes) return InvalidArgumentError(path + ": larger than 16 MiB");
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+// The app's parameter count and where it comes from.
+std::pair<double, std::string> AppParams(const PolluxApp& app, const sim::StepCatalog& catalog) {
+  if (app.catalog_model == nullptr) return {app.params, app.source};
+  const sim::ModelEntry* m = catalog.FindModel(app.catalog_model);
+  return {m->params, std::string(app.source) + " (the catalog's " + app.catalog_model + ")"};
 }
 
 StatusOr<topo::Cluster> LoadCluster(const std::string& path) {
@@ -79,11 +77,12 @@ int RunPollux(const PolluxArgs& a) {
   for (const PolluxApp& app : kPolluxApps) {
     const std::string path = a.profiles + "/" + app.name + "/placements.csv";
     if (!std::filesystem::exists(path)) continue;
-    StatusOr<std::string> text = ReadBounded(path);
+    StatusOr<std::string> text = topo::io::ReadFileToString(path, kMaxProfileBytes);
     if (!text.ok()) return Fail(text.status());
     auto rows = sim::ParsePlacementsCsv(*text, path);
     if (!rows.ok()) return Fail(rows.status());
-    auto checks = sim::CheckPlacementProfile(*rows, cost, app.params * catalog.grad_bytes_per_param,
+    const auto [params, source] = AppParams(app, catalog);
+    auto checks = sim::CheckPlacementProfile(*rows, cost, params * catalog.grad_bytes_per_param,
                                              catalog.dp_backward_overlap);
     if (!checks.ok()) return Fail(checks.status().WithPrefix(path));
     ++apps;
@@ -100,17 +99,11 @@ int RunPollux(const PolluxArgs& a) {
         details += line;
       }
     }
-    auto median = [](std::vector<double> v) {
-      if (v.empty()) return 0.0;
-      std::sort(v.begin(), v.end());
-      const size_t n = v.size();
-      return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-    };
     const double worst = errors.empty() ? 0.0 : *std::max_element(errors.begin(), errors.end());
     std::printf("| %s | %.1fM (%s) | %zu | %.1f%% | %.1f%% | %.3f | %.3f |\n", app.name,
-                app.params / 1e6, app.source, checks->size(),
-                100 * sim::MedianRelativeError(*checks), 100 * worst, median(measured),
-                median(predicted));
+                params / 1e6, source.c_str(), checks->size(),
+                100 * sim::MedianRelativeError(*checks), 100 * worst, sim::Median(measured),
+                sim::Median(predicted));
   }
   if (apps == 0) {
     return Fail(NotFoundError(a.profiles + ": no <app>/placements.csv for imagenet, bert, "

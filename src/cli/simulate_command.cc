@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "core/strings.h"
+#include "sched/policy.h"
 #include "sim/openb_cluster.h"
 #include "sim/policies.h"
 #include "sim/report.h"
@@ -34,7 +35,7 @@ struct SimulateArgs {
   bool comm_fraction_given = false;
   double load = 0;  // 0 = the trace's own arrival times
   int seeds = 1;
-  double locality_wait_s = 600;
+  double locality_wait_s = sched::kDefaultLocalityWaitS;
 };
 
 // The trace format from the header line when --trace-format is not given.

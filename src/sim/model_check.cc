@@ -101,7 +101,7 @@ StatusOr<std::vector<ShapeCheck>> CheckPlacementProfile(const std::vector<Profil
     auto [it, fresh] = packed.try_emplace({Replicas(r.placement), r.local_bsz}, r.placement);
     if (!fresh && MorePacked(r.placement, it->second)) it->second = r.placement;
   }
-  // Predicted step (ms) of a shape at a batch size: compute + exposed all-reduce.
+  // Predicted step (ms) of a shape at a batch size: compute + the exposed all-reduce (StepMs).
   auto predict = [&](const std::string& shape, double compute_ms) -> StatusOr<double> {
     if (shape.size() > c.nodes.size()) {
       return InvalidArgumentError("shape \"" + shape + "\" needs " + std::to_string(shape.size()) +
@@ -116,13 +116,14 @@ StatusOr<std::vector<ShapeCheck>> CheckPlacementProfile(const std::vector<Profil
       }
       for (int g = 0; g < per_node; ++g) gpus.push_back({static_cast<int>(n), g});
     }
-    double dp_ms = 0;
+    StepParts parts;
+    parts.compute_ms = compute_ms;
     if (gpus.size() > 1) {
       ASSIGN_OR_RETURN(cost::Estimate e,
                        cost.Evaluate(cost::Collective::kAllReduce, gpus, grad_bytes));
-      dp_ms = e.time_ms;
+      parts.dp_ms = e.time_ms;
     }
-    return compute_ms + std::max(0.0, dp_ms - overlap * compute_ms * 2.0 / 3.0);
+    return StepMs(parts, 1.0, overlap);
   };
   std::vector<ShapeCheck> out;
   for (const ProfileRow& r : rows) {
@@ -145,15 +146,19 @@ StatusOr<std::vector<ShapeCheck>> CheckPlacementProfile(const std::vector<Profil
   return out;
 }
 
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 double MedianRelativeError(const std::vector<ShapeCheck>& checks) {
-  if (checks.empty()) return 0;
   std::vector<double> e;
   for (const ShapeCheck& s : checks) {
     e.push_back(std::abs(s.predicted_ratio - s.measured_ratio) / s.measured_ratio);
   }
-  std::sort(e.begin(), e.end());
-  const size_t n = e.size();
-  return n % 2 == 1 ? e[n / 2] : 0.5 * (e[n / 2 - 1] + e[n / 2]);
+  return Median(std::move(e));
 }
 
 double CruxResult::IterationRatio(double network_share) const {

@@ -52,6 +52,8 @@ StatusOr<std::vector<ShapeCheck>> CheckPlacementProfile(const std::vector<Profil
                                                         const cost::CostModel& cost,
                                                         double grad_bytes, double overlap);
 
+// The median of `v` (the mean of the two middle values for an even count; 0 for none).
+double Median(std::vector<double> v);
 // |predicted − measured| / measured, median over the checks (0 for none).
 double MedianRelativeError(const std::vector<ShapeCheck>& checks);
 

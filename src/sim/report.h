@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "sched/policy.h"
 #include "sim/simulator.h"
 
 namespace toposched::sim {
@@ -28,7 +29,7 @@ struct ReportInfo {
   uint64_t seed = 1;
   double comm_fraction = 0;
   std::string runtime_model = "step";  // "step" or "comm-fraction" (SimOptions::runtime_model)
-  double locality_wait_s = 600;        // SimOptions::locality_wait_s
+  double locality_wait_s = sched::kDefaultLocalityWaitS;  // SimOptions::locality_wait_s
   bool policies_distinct = true;
   bool failures = false;
 };
