@@ -36,6 +36,7 @@ struct SimulateArgs {
   double load = 0;  // 0 = the trace's own arrival times
   int seeds = 1;
   double locality_wait_s = sched::kDefaultLocalityWaitS;
+  bool no_wait_or_spread = false;
 };
 
 // The trace format from the header line when --trace-format is not given.
@@ -79,6 +80,7 @@ int RunSimulate(const SimulateArgs& a) {
   opts.seed = a.seed;
   opts.comm_fraction = a.comm_fraction;
   opts.locality_wait_s = a.locality_wait_s;
+  opts.wait_or_spread = !a.no_wait_or_spread;
   opts.failures = a.failures;
   if (a.failures_per_gpu_day >= 0) opts.failures_per_gpu_day = a.failures_per_gpu_day;
   opts.repair_mean_s = a.repair_hours * 3600;
@@ -134,6 +136,7 @@ int RunSimulate(const SimulateArgs& a) {
   info.comm_fraction = a.comm_fraction;
   info.runtime_model = a.runtime_model;
   info.locality_wait_s = a.locality_wait_s;
+  info.wait_or_spread = opts.wait_or_spread && opts.runtime_model == sim::RuntimeModel::kStep;
   info.policies_distinct = sim::PoliciesDistinct();
   info.failures = a.failures;
   info.fill_ratio = a.fill;
@@ -181,6 +184,9 @@ void RegisterSimCommands(CLI::App& app, int& rc) {
   cmd->add_option("--locality-wait", a->locality_wait_s,
                   "policy locality-relax: seconds a job waits for a consolidated placement "
                   "before it may go anywhere (default 600; the Philly paper publishes no value)");
+  cmd->add_flag("--no-wait-or-spread", a->no_wait_or_spread,
+                "policy toposched: start every job that fits at once instead of waiting for a "
+                "placement expected to finish it sooner (the ablation)");
   cmd->add_option("--seeds", a->seeds,
                   "run each policy with seeds SEED..SEED+N-1; report.json gives means and 95% "
                   "half-widths (*_ci95)");

@@ -52,6 +52,8 @@ StatusOr<GangPlacerOptions> PolicyOptions(std::string_view name) {
 
 bool PolicyWaitsForLocality(std::string_view name) { return name == "locality-relax"; }
 
+bool PolicyWaitsOrSpreads(std::string_view name) { return name == "toposched"; }
+
 std::string ConsolidatedLevel(const topo::Cluster& cluster, int gpus) {
   int node_max = 0;
   for (const topo::ClusterNode& n : cluster.nodes) {

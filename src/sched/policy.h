@@ -49,6 +49,10 @@ StatusOr<GangPlacerOptions> PolicyOptions(std::string_view name);
 // locality_wait_us).
 std::string ConsolidatedLevel(const topo::Cluster& cluster, int gpus);
 
+// True for the policies whose scheduler waits or spreads by expected finish time
+// (SchedulerOptions::wait_or_spread) where run times can be estimated: "toposched".
+bool PolicyWaitsOrSpreads(std::string_view name);
+
 // True for the policies whose scheduler waits for locality (SchedulerOptions::locality_wait_us):
 // "locality-relax".
 bool PolicyWaitsForLocality(std::string_view name);

@@ -43,6 +43,19 @@ std::string Seconds(int64_t us, bool epoch = false) {
   return buf;
 }
 
+// A span of time for explanations, rounded: "~45 s", "~12 min", "~3.1 h".
+std::string Approx(double seconds) {
+  char buf[48];
+  if (seconds < 90) {
+    std::snprintf(buf, sizeof buf, "~%.0f s", seconds);
+  } else if (seconds < 5400) {
+    std::snprintf(buf, sizeof buf, "~%.0f min", seconds / 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "~%.1f h", seconds / 3600);
+  }
+  return buf;
+}
+
 int GpusOf(const std::vector<NodeGpus>& parts) {
   int n = 0;
   for (const NodeGpus& p : parts) n += p.gpus.count();
@@ -117,6 +130,9 @@ Status SchedulerOptions::Validate() const {
   }
   if (locality_wait_us < -1) {
     return InvalidArgumentError("locality_wait_us must be >= 0, or -1 (off)");
+  }
+  if (wait_plan_attempts < 1 || wait_plan_attempts > 1024) {
+    return InvalidArgumentError("wait_plan_attempts must be in [1, 1024]");
   }
   return OkStatus();
 }
@@ -385,6 +401,7 @@ Status Scheduler::Start(Job& j, Placement p, int64_t now_us, const std::string& 
   j.placement = std::move(p);
   j.start_us = now_us;
   j.pending_reason.reset();
+  j.wait_until_us = -1;
   return OkStatus();
 }
 
@@ -419,6 +436,63 @@ Scheduler::Reservation Scheduler::MakeReservation(const Job& j, const job::JobSp
   Verdict v = placer_->Place(trial, spec);
   if (v.fit()) r.parts = v.placement->parts;
   return r;
+}
+
+std::optional<Scheduler::WaitPlan> Scheduler::PlanWait(const Job& j, const job::JobSpec& spec,
+                                                       const Placement& now_p,
+                                                       const ClusterState& base,
+                                                       int64_t now_us) const {
+  if (!options_.wait_or_spread || estimator_ == nullptr || j.spec.elastic || spec.Fractional()) {
+    return std::nullopt;
+  }
+  if (j.wait_until_us >= 0 && now_us >= j.wait_until_us) return std::nullopt;  // waited it out
+  if (!(now_p.predicted_ms > now_p.best_possible_ms)) return std::nullopt;     // already best
+  const std::optional<double> run_now = estimator_->RunSeconds(j.id, now_p);
+  if (!run_now) return std::nullopt;
+  WaitPlan best;
+  best.finish_now_us = static_cast<double>(now_us) + *run_now * 1e6;
+  best.finish_us = best.finish_now_us;
+  std::vector<std::pair<int64_t, int64_t>> ends;  // (expected end, job id)
+  for (const auto& [id, o] : running_) {
+    if (!o->placement) continue;
+    if (std::optional<int64_t> e = estimator_->ExpectedEndUs(id, now_us)) {
+      ends.emplace_back(std::max(*e, now_us), id);
+    }
+  }
+  std::sort(ends.begin(), ends.end());
+  const int64_t limit = j.wait_until_us >= 0 ? j.wait_until_us : kNever;
+  ClusterState trial = base;
+  bool found = false;
+  int attempts = 0;
+  for (size_t k = 0; k < ends.size() && attempts < options_.wait_plan_attempts; ++k) {
+    const int64_t t = ends[k].first;
+    if (t > limit || static_cast<double>(t) >= best.finish_us) break;  // cannot win any more
+    (void)trial.Release(ends[k].second);
+    if (k + 1 < ends.size() && ends[k + 1].first == t) continue;  // release all that end at t
+    ++attempts;
+    Verdict v = placer_->Place(trial, spec);
+    if (!v.fit() || !(v.placement->predicted_ms < now_p.predicted_ms)) continue;
+    const std::optional<double> run = estimator_->RunSeconds(j.id, *v.placement);
+    if (!run) continue;
+    const double finish = static_cast<double>(t) + *run * 1e6;
+    if (finish < best.finish_us) {
+      best.start_us = t;
+      best.finish_us = finish;
+      best.placement = std::move(*v.placement);
+      found = true;
+    }
+  }
+  if (!found) return std::nullopt;
+  return best;
+}
+
+std::optional<int64_t> Scheduler::NextWaitDeadlineUs() const {
+  std::optional<int64_t> out;
+  for (const Job* j : pending_list_) {
+    if (j->record.state() != JobState::kPending || j->wait_until_us < 0) continue;
+    if (!out || j->wait_until_us < *out) out = j->wait_until_us;
+  }
+  return out;
 }
 
 StatusOr<bool> Scheduler::TryPreempt(Job& j, int64_t now_us) {
@@ -670,8 +744,33 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
       rekey(nullptr, nullptr);
       std::fill(no_fit_known.begin(), no_fit_known.end(), 0);
     };
+    // Wait-or-spread: a plan to wait for a faster placement, or nullopt to start on `p` now.
+    auto plan_wait = [&](const Placement& p, const ClusterState& base) -> std::optional<WaitPlan> {
+      if (held) return std::nullopt;
+      std::optional<WaitPlan> plan = PlanWait(j, spec, p, base, now_us);
+      if (!plan) return plan;
+      if (j.wait_until_us < 0) j.wait_until_us = plan->start_us;
+      waiting = true;
+      char ms[96];
+      std::snprintf(ms, sizeof ms, "%.3f ms there against %.3f ms now", plan->placement.predicted_ms,
+                    p.predicted_ms);
+      j.pending_reason = Words(
+          "waiting for " + plan->placement.domain + " (free in " +
+          Approx(static_cast<double>(plan->start_us - now_us) / 1e6) + ", at " +
+          Seconds(plan->start_us, options_.epoch_clock) + "): finishes " +
+          Approx((plan->finish_now_us - plan->finish_us) / 1e6) +
+          " earlier than starting now across " + p.domain + " (" + ms + "; waits at most until " +
+          Seconds(j.wait_until_us, options_.epoch_clock) + ")");
+      return plan;
+    };
     if (!res) {
       if (now_v.fit()) {
+        if (std::optional<WaitPlan> plan = plan_wait(*now_v.placement, state_)) {
+          res = Reservation{j.id, plan->start_us, plan->placement.parts};
+          shadow = state_;
+          Block(*shadow, res->parts, kShadowId);
+          continue;
+        }
         RETURN_IF_ERROR(Start(j, std::move(*now_v.placement), now_us, "scheduled (" + gpus + ")"));
         count_start(j);
         continue;
@@ -717,6 +816,7 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
     }
     const bool ends_before = j.spec.time_limit_s > 0 && res->start_us != kNever &&
                              now_us + j.spec.time_limit_s * 1000000 <= res->start_us;
+    if (ends_before && plan_wait(*now_v.placement, *shadow)) continue;
     if (ends_before) {
       RETURN_IF_ERROR(
           Start(j, std::move(*now_v.placement), now_us,
@@ -731,6 +831,7 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
     Verdict side;
     if (!no_fit_shadow[shape]) side = placer_->Place(*shadow, spec);
     if (!side.fit()) no_fit_shadow[shape] = 1;
+    if (side.fit() && plan_wait(*side.placement, *shadow)) continue;
     if (side.fit()) {
       RETURN_IF_ERROR(Start(j, std::move(*side.placement), now_us,
                             "backfilled (" + gpus + ", clear of the GPUs reserved for " +

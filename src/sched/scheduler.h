@@ -126,7 +126,31 @@ struct SchedulerOptions {
   // at its relax time is the caller's to run (the daemon's periodic pass; the simulator adds an
   // event). −1: off (the default).
   int64_t locality_wait_us = -1;
+  // Waiting or spreading, decided by expected finish time (needs a RunTimeEstimator, see
+  // Scheduler::SetRunTimeEstimator; without one nobody waits). A job that fits now, but on a
+  // placement slower than its best on the empty cluster, is planned: the running jobs are
+  // released on a copy of the cluster in the order of their expected ends, and after each
+  // distinct end time the placer places the job there; the job waits when one of those
+  // placements, started at that end time, is expected to finish before starting now would.
+  // The waiting job takes the pass's reservation (when none is taken yet) on that placement.
+  // Bounded: once the job has planned to wait, it never waits past the start time of its first
+  // plan; from then on it starts wherever it fits. Off by default.
+  bool wait_or_spread = false;
+  // The most placements one plan tries (a bound on search time, not a model constant).
+  int wait_plan_attempts = 16;
   Status Validate() const;
+};
+
+// What the scheduler may know of run times, for SchedulerOptions::wait_or_spread. The simulator
+// answers from its step-time model and each job's remaining work; the daemon has none yet.
+class RunTimeEstimator {
+ public:
+  virtual ~RunTimeEstimator() = default;
+  // Seconds job `id` would run on `p` if started now (its remaining work at p's step time,
+  // with the network as loaded now); nullopt when unknown (the job then does not wait).
+  virtual std::optional<double> RunSeconds(int64_t id, const Placement& p) const = 0;
+  // When running job `id` is expected to end; nullopt when unknown (never, for planning).
+  virtual std::optional<int64_t> ExpectedEndUs(int64_t id, int64_t now_us) const = 0;
 };
 
 class Scheduler {
@@ -151,6 +175,12 @@ class Scheduler {
   Status Tick(int64_t now_us);
   // One scheduling pass (see the file comment). Returns the ids started, in start order.
   StatusOr<std::vector<int64_t>> Schedule(int64_t now_us);
+  // The estimator wait-or-spread plans with (nullptr: none); it must outlive the scheduler or
+  // be replaced first.
+  void SetRunTimeEstimator(const RunTimeEstimator* estimator) { estimator_ = estimator; }
+  // The earliest time a PENDING job stops waiting for its planned placement (its plan's start);
+  // the caller runs a pass then (the simulator adds an event). nullopt when nobody waits.
+  std::optional<int64_t> NextWaitDeadlineUs() const;
 
   // A job's priority changes (PENDING or holding GPUs); a note in its log. NotFound; a
   // FailedPrecondition for a finished job.
@@ -219,6 +249,8 @@ class Scheduler {
     // The spec held to its consolidated level while it waits for locality, and its shape id.
     std::optional<job::JobSpec> local;
     int local_shape_id = 0;
+    // Wait-or-spread: the start time of its first plan to wait (−1: none since it was queued).
+    int64_t wait_until_us = -1;
   };
   struct Usage {
     std::map<std::string, int> user_gpus, queue_gpus;
@@ -288,10 +320,21 @@ class Scheduler {
   // The spec a pass places `j` with at now_us: j.local while it still waits for locality, else
   // j.spec.
   const job::JobSpec& PlacementSpec(const Job& j, int64_t now_us) const;
+  // Wait-or-spread (SchedulerOptions::wait_or_spread): a placement on `base` (the cluster, or
+  // the backfill shadow) released of running jobs in expected-end order that finishes `j`
+  // before starting now on `now_p` would; nullopt: start now.
+  struct WaitPlan {
+    int64_t start_us = 0;
+    double finish_us = 0, finish_now_us = 0;
+    Placement placement;
+  };
+  std::optional<WaitPlan> PlanWait(const Job& j, const job::JobSpec& spec, const Placement& now_p,
+                                   const ClusterState& base, int64_t now_us) const;
   // Tries to place `j` by preempting; on success performs it and starts j.
   StatusOr<bool> TryPreempt(Job& j, int64_t now_us);
   static int64_t EndUs(const Job& j);  // INT64_MAX without a limit
 
+  const RunTimeEstimator* estimator_ = nullptr;
   const GangPlacer* base_placer_;
   const GangPlacer* placer_;  // base_placer_, or overlay_placer_ while links are degraded
   std::unique_ptr<topo::Cluster> overlay_cluster_;

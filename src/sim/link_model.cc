@@ -81,6 +81,14 @@ double LinkModel::Factor(const Usage& u) const {
 
 namespace toposched::sim {
 
+double LinkModel::FactorWith(const Usage& u) const {
+  double f = 1.0;
+  for (const auto& [d, gbps] : u.links) {
+    if (capacity_gbps_[d] > 0) f = std::max(f, (load_gbps_[d] + gbps) / capacity_gbps_[d]);
+  }
+  return f;
+}
+
 double LinkModel::AloneFactor(const Usage& u) const {
   double f = 1.0;
   for (const auto& [d, gbps] : u.links) {

@@ -39,6 +39,9 @@ class LinkModel {
   // The factor the job would have alone on the network: max over its links of its own demand
   // / capacity, at least 1.
   double AloneFactor(const Usage& u) const;
+  // The factor a job not yet added would have if it were: max over its links of (load + its
+  // demand) / capacity, at least 1.
+  double FactorWith(const Usage& u) const;
   // Uplink capacity of a domain in Gb/s: (NIC rate of the nodes attached to it + the uplink
   // capacity of its child domains) / its level's oversubscription. 0 for a root (no uplink).
   double Capacity(int domain) const { return capacity_gbps_[domain]; }

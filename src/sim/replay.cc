@@ -46,7 +46,11 @@ Status Replay::Init(const std::string& policy) {
     locality_wait_us_ = static_cast<int64_t>(std::llround(options_.locality_wait_s * 1e6));
     so.locality_wait_us = locality_wait_us_;
   }
+  const bool wait_or_spread = sched::PolicyWaitsOrSpreads(policy) && options_.wait_or_spread &&
+                              options_.runtime_model == RuntimeModel::kStep;
+  so.wait_or_spread = wait_or_spread;
   ASSIGN_OR_RETURN(sched_, sched::Scheduler::Create(placer_, so));
+  if (wait_or_spread) sched_->SetRunTimeEstimator(&estimator_);
   // The ideal placement is the same for every policy: toposched's placement on the empty
   // cluster (a baseline's own choice on the empty cluster would hide its worse GPU choices).
   ASSIGN_OR_RETURN(sched::GangPlacerOptions ref_options, sched::PolicyOptions("toposched"));
@@ -240,7 +244,7 @@ void Replay::StopJob(size_t i) {
   }
 }
 
-StatusOr<double> Replay::IdealStepMs(size_t i, const StepParts& own) {
+StatusOr<double> Replay::IdealStepMs(size_t i, const StepParts& own) const {
   const job::JobSpec& spec = specs_[i];
   const Workload& w = work_[i];
   const std::string key = sched::PlacementShapeKey(spec) + "|" + w.model + "|" +
@@ -262,6 +266,32 @@ StatusOr<double> Replay::IdealStepMs(size_t i, const StepParts& own) {
   }
   ideal_cache_.emplace(key, ideal);
   return ideal;
+}
+
+std::optional<double> Replay::Estimator::RunSeconds(int64_t id, const sched::Placement& p) const {
+  if (id < 1 || static_cast<size_t>(id) > r_.specs_.size()) return std::nullopt;
+  const size_t i = static_cast<size_t>(id - 1);
+  StatusOr<StepParts> parts =
+      StepPartsOn(*r_.flat_cost_, r_.specs_[i], r_.work_[i], p.ranks, r_.catalog_);
+  if (!parts.ok()) return std::nullopt;
+  double contention = 1;
+  if (p.parts.size() > 1 && (parts->dp_net || parts->tp_net || parts->pp_net)) {
+    std::vector<std::pair<int, int>> nodes;
+    for (const sched::NodeGpus& part : p.parts) nodes.emplace_back(part.node, part.gpus.count());
+    contention = r_.links_->FactorWith(r_.links_->UsageOf(nodes));
+  }
+  StatusOr<double> ideal = r_.IdealStepMs(i, *parts);
+  if (!ideal.ok() || !(*ideal > 0)) return std::nullopt;
+  const double step = StepMs(*parts, contention, r_.catalog_.dp_backward_overlap);
+  // A job that starts runs its whole trace duration of work (no checkpoint is modelled).
+  return static_cast<double>(r_.trace_.jobs[i].duration_us) / 1e6 * step / *ideal;
+}
+
+std::optional<int64_t> Replay::Estimator::ExpectedEndUs(int64_t id, int64_t now_us) const {
+  if (id < 1 || static_cast<size_t>(id) > r_.jobs_.size()) return std::nullopt;
+  const JobRun& j = r_.jobs_[static_cast<size_t>(id - 1)];
+  if (!j.running || !(j.rate > 0)) return std::nullopt;
+  return now_us + static_cast<int64_t>(std::ceil(std::max(0.0, j.remaining_us) / j.rate));
 }
 
 void Replay::UpdateRate(JobRun& j) const {
@@ -343,6 +373,12 @@ Status Replay::Pass(int64_t t) {
     auto it = waiting_replicas_.find(specs_[i].gpus_per_replica);
     if (it != waiting_replicas_.end() && --it->second == 0) waiting_replicas_.erase(it);
     RETURN_IF_ERROR(StartJob(i, t));
+  }
+  // A job waiting for a planned placement stops waiting at its plan's start: a pass then.
+  if (std::optional<int64_t> wake = sched_->NextWaitDeadlineUs();
+      wake && *wake > t && *wake != wait_wake_us_) {
+    wait_wake_us_ = *wake;
+    relax_.push(*wake);
   }
   changed_ = false;
   return OkStatus();

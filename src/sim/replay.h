@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <random>
 #include <string>
@@ -66,7 +67,19 @@ class Replay {
   void Rerate(int64_t t);
   // Step time at the job's current contention and the rate ideal / step (step-time model).
   void UpdateRate(JobRun& j) const;
-  StatusOr<double> IdealStepMs(size_t i, const StepParts& own);
+  StatusOr<double> IdealStepMs(size_t i, const StepParts& own) const;
+
+  // What the scheduler's wait-or-spread plans with: the step-time model on the network as
+  // loaded now, and each running job's remaining work at its current rate.
+  class Estimator : public sched::RunTimeEstimator {
+   public:
+    explicit Estimator(const Replay& r) : r_(r) {}
+    std::optional<double> RunSeconds(int64_t id, const sched::Placement& p) const override;
+    std::optional<int64_t> ExpectedEndUs(int64_t id, int64_t now_us) const override;
+
+   private:
+    const Replay& r_;
+  };
   void DrawFailure(int64_t after);
   void Sample(int64_t t);
   void Finish(SimResult& r);
@@ -87,7 +100,9 @@ class Replay {
   std::unique_ptr<topo::Cluster> flat_cluster_;  // the cluster with every tier untapered
   std::unique_ptr<cost::CostModel> flat_cost_;
   std::unique_ptr<LinkModel> links_;
-  std::map<std::string, double> ideal_cache_;
+  mutable std::map<std::string, double> ideal_cache_;
+  Estimator estimator_{*this};
+  int64_t wait_wake_us_ = -1;  // the last wait deadline added to relax_
 
   SimResult r_;
   std::vector<JobRun> jobs_;

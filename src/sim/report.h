@@ -30,6 +30,7 @@ struct ReportInfo {
   double comm_fraction = 0;
   std::string runtime_model = "step";  // "step" or "comm-fraction" (SimOptions::runtime_model)
   double locality_wait_s = sched::kDefaultLocalityWaitS;  // SimOptions::locality_wait_s
+  bool wait_or_spread = true;  // SimOptions::wait_or_spread, in effect (step model only)
   bool policies_distinct = true;
   bool failures = false;
 };

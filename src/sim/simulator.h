@@ -37,6 +37,11 @@ struct SimOptions {
   // may go anywhere (SchedulerOptions::locality_wait_us). The Philly paper describes the rule
   // but publishes no timeout: 600 s is this project's choice, stated wherever a table uses it.
   double locality_wait_s = sched::kDefaultLocalityWaitS;
+  // The "toposched" policy waits or spreads by expected finish time (SchedulerOptions::
+  // wait_or_spread), planning with the step-time model and each running job's remaining work:
+  // the simulator's estimates are exact, an upper bound on what estimates from time limits give.
+  // Only with RuntimeModel::kStep. false: the ablation without it.
+  bool wait_or_spread = true;
   // Unexpected interruptions drawn as a Poisson process over the cluster's GPUs, reported to the
   // scheduler (Scheduler::SetGpuHealth / SetNodeHealth unhealthy, healthy again after a repair
   // time drawn from an exponential distribution). Default rate: the Llama 3 report, 419
