@@ -451,7 +451,7 @@ std::optional<Scheduler::WaitPlan> Scheduler::PlanWait(const Job& j, const job::
   if (!run_now) return std::nullopt;
   WaitPlan best;
   best.finish_now_us = static_cast<double>(now_us) + *run_now * 1e6;
-  best.finish_us = best.finish_now_us;
+  best.finish_us = best.finish_now_us;            // the bound: no later start can win
   std::vector<std::pair<int64_t, int64_t>> ends;  // (expected end, job id)
   for (const auto& [id, o] : running_) {
     if (!o->placement) continue;
@@ -462,11 +462,12 @@ std::optional<Scheduler::WaitPlan> Scheduler::PlanWait(const Job& j, const job::
   std::sort(ends.begin(), ends.end());
   const int64_t limit = j.wait_until_us >= 0 ? j.wait_until_us : kNever;
   ClusterState trial = base;
-  bool found = false;
   int attempts = 0;
   for (size_t k = 0; k < ends.size() && attempts < options_.wait_plan_attempts; ++k) {
     const int64_t t = ends[k].first;
-    if (t > limit || static_cast<double>(t) >= best.finish_us) break;  // cannot win any more
+    const double bound =
+        best.alternative ? std::min(best.finish_us, best.finish_now_us) : best.finish_now_us;
+    if (t > limit || static_cast<double>(t) >= bound) break;  // cannot win any more
     (void)trial.Release(ends[k].second);
     if (k + 1 < ends.size() && ends[k + 1].first == t) continue;  // release all that end at t
     ++attempts;
@@ -475,14 +476,15 @@ std::optional<Scheduler::WaitPlan> Scheduler::PlanWait(const Job& j, const job::
     const std::optional<double> run = estimator_->RunSeconds(j.id, *v.placement);
     if (!run) continue;
     const double finish = static_cast<double>(t) + *run * 1e6;
-    if (finish < best.finish_us) {
+    if (!best.alternative || finish < best.finish_us) {
+      best.alternative = true;
       best.start_us = t;
       best.finish_us = finish;
       best.placement = std::move(*v.placement);
-      found = true;
     }
   }
-  if (!found) return std::nullopt;
+  best.wait = best.alternative && best.finish_us < best.finish_now_us;
+  if (!best.alternative) best.finish_us = best.finish_now_us;
   return best;
 }
 
@@ -744,34 +746,49 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
       rekey(nullptr, nullptr);
       std::fill(no_fit_known.begin(), no_fit_known.end(), 0);
     };
-    // Wait-or-spread: a plan to wait for a faster placement, or nullopt to start on `p` now.
-    auto plan_wait = [&](const Placement& p, const ClusterState& base) -> std::optional<WaitPlan> {
-      if (held) return std::nullopt;
-      std::optional<WaitPlan> plan = PlanWait(j, spec, p, base, now_us);
-      if (!plan) return plan;
+    // Wait-or-spread: true when `j` waits for a faster placement (its reason set, `plan` kept),
+    // else false with `note` the numbers that decided to start now on `p` ("" when none).
+    std::optional<WaitPlan> plan;
+    std::string note;
+    auto waits = [&](const Placement& p, const ClusterState& base) -> bool {
+      note.clear();
+      plan = held ? std::nullopt : PlanWait(j, spec, p, base, now_us);
+      if (!plan) return false;
+      const std::string now_finish =
+          Seconds(static_cast<int64_t>(plan->finish_now_us), options_.epoch_clock);
+      if (!plan->wait) {
+        note = "; across " + p.domain + " now it finishes at ~" + now_finish +
+               (plan->alternative
+                    ? ", " + Approx((plan->finish_us - plan->finish_now_us) / 1e6) +
+                          " before waiting for " + plan->placement.domain + " (free at " +
+                          Seconds(plan->start_us, options_.epoch_clock) + ") would"
+                    : ", before any faster placement is expected free");
+        return false;
+      }
       if (j.wait_until_us < 0) j.wait_until_us = plan->start_us;
       waiting = true;
       char ms[96];
-      std::snprintf(ms, sizeof ms, "%.3f ms there against %.3f ms now", plan->placement.predicted_ms,
-                    p.predicted_ms);
-      j.pending_reason = Words(
-          "waiting for " + plan->placement.domain + " (free in " +
-          Approx(static_cast<double>(plan->start_us - now_us) / 1e6) + ", at " +
-          Seconds(plan->start_us, options_.epoch_clock) + "): finishes " +
-          Approx((plan->finish_now_us - plan->finish_us) / 1e6) +
-          " earlier than starting now across " + p.domain + " (" + ms + "; waits at most until " +
-          Seconds(j.wait_until_us, options_.epoch_clock) + ")");
-      return plan;
+      std::snprintf(ms, sizeof ms, "%.3f ms there against %.3f ms now",
+                    plan->placement.predicted_ms, p.predicted_ms);
+      j.pending_reason =
+          Words("waiting for " + plan->placement.domain + " (free in " +
+                Approx(static_cast<double>(plan->start_us - now_us) / 1e6) + ", at " +
+                Seconds(plan->start_us, options_.epoch_clock) + "): finishes " +
+                Approx((plan->finish_now_us - plan->finish_us) / 1e6) +
+                " earlier than starting now across " + p.domain + " (" + ms +
+                "; waits at most until " + Seconds(j.wait_until_us, options_.epoch_clock) + ")");
+      return true;
     };
     if (!res) {
       if (now_v.fit()) {
-        if (std::optional<WaitPlan> plan = plan_wait(*now_v.placement, state_)) {
+        if (waits(*now_v.placement, state_)) {
           res = Reservation{j.id, plan->start_us, plan->placement.parts};
           shadow = state_;
           Block(*shadow, res->parts, kShadowId);
           continue;
         }
-        RETURN_IF_ERROR(Start(j, std::move(*now_v.placement), now_us, "scheduled (" + gpus + ")"));
+        RETURN_IF_ERROR(
+            Start(j, std::move(*now_v.placement), now_us, "scheduled (" + gpus + note + ")"));
         count_start(j);
         continue;
       }
@@ -816,14 +833,14 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
     }
     const bool ends_before = j.spec.time_limit_s > 0 && res->start_us != kNever &&
                              now_us + j.spec.time_limit_s * 1000000 <= res->start_us;
-    if (ends_before && plan_wait(*now_v.placement, *shadow)) continue;
+    if (ends_before && waits(*now_v.placement, *shadow)) continue;
     if (ends_before) {
       RETURN_IF_ERROR(
           Start(j, std::move(*now_v.placement), now_us,
                 "backfilled (" + gpus + ", ends by " +
                     Seconds(now_us + j.spec.time_limit_s * 1000000, options_.epoch_clock) +
                     " before the reservation of " + JobName(res->job_id) + " at " +
-                    Seconds(res->start_us, options_.epoch_clock) + ")"));
+                    Seconds(res->start_us, options_.epoch_clock) + note + ")"));
       Shadow(*shadow, *j.placement, j.id);
       count_start(j);
       continue;
@@ -831,11 +848,11 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
     Verdict side;
     if (!no_fit_shadow[shape]) side = placer_->Place(*shadow, spec);
     if (!side.fit()) no_fit_shadow[shape] = 1;
-    if (side.fit() && plan_wait(*side.placement, *shadow)) continue;
+    if (side.fit() && waits(*side.placement, *shadow)) continue;
     if (side.fit()) {
       RETURN_IF_ERROR(Start(j, std::move(*side.placement), now_us,
                             "backfilled (" + gpus + ", clear of the GPUs reserved for " +
-                                JobName(res->job_id) + ")"));
+                                JobName(res->job_id) + note + ")"));
       Shadow(*shadow, *j.placement, j.id);
       count_start(j);
       continue;

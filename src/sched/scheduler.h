@@ -320,10 +320,13 @@ class Scheduler {
   // The spec a pass places `j` with at now_us: j.local while it still waits for locality, else
   // j.spec.
   const job::JobSpec& PlacementSpec(const Job& j, int64_t now_us) const;
-  // Wait-or-spread (SchedulerOptions::wait_or_spread): a placement on `base` (the cluster, or
-  // the backfill shadow) released of running jobs in expected-end order that finishes `j`
-  // before starting now on `now_p` would; nullopt: start now.
+  // Wait-or-spread (SchedulerOptions::wait_or_spread): the placements on `base` (the cluster,
+  // or the backfill shadow) released of running jobs in expected-end order, against starting
+  // now on `now_p`. `wait`: the best of them finishes `j` sooner (start_us, finish_us,
+  // placement); `alternative` false: none was found before starting now would finish. nullopt:
+  // no plan applies (off, no estimate, `now_p` already the best possible).
   struct WaitPlan {
+    bool wait = false, alternative = false;
     int64_t start_us = 0;
     double finish_us = 0, finish_now_us = 0;
     Placement placement;

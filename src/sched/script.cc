@@ -10,6 +10,7 @@
 #include "core/strings.h"
 #include "job/job_spec.h"
 #include "sched/policy.h"
+#include "sched/run_time.h"
 #include "sched/scheduler.h"
 
 namespace toposched::sched {
@@ -53,6 +54,9 @@ class Runner {
   SchedulerOptions opts_;
   std::unique_ptr<GangPlacer> placer_;
   std::unique_ptr<Scheduler> sched_;
+  DeclaredRunTimes run_times_;
+  // Per submit line being parsed: its declared run time (s, 0: none) and communication share.
+  double run_s_ = 0, comm_share_ = 0;
   std::map<std::string, int64_t> ids_;
   std::string out_;
   size_t logged_ = 0;
@@ -122,6 +126,8 @@ Status Runner::Option(const Line& l, const std::string& kv) {
     opts_.elastic_grow = v != 0;
   } else if (key == "locality_wait") {
     opts_.locality_wait_us = v < 0 ? -1 : v * kSec;
+  } else if (key == "wait_or_spread") {
+    opts_.wait_or_spread = v != 0;
   } else if (key == "shrink") {
     opts_.elastic_shrink = v != 0;
   } else if (std::string u = suffix("user_weight."); !u.empty()) {
@@ -151,6 +157,8 @@ Status Runner::Start(const Line& l) {
   auto s = Scheduler::Create(*placer_, o);
   if (!s.ok()) return Err(l, s.status().message());
   sched_ = std::move(s).value();
+  run_times_.Attach(sched_.get());
+  sched_->SetRunTimeEstimator(&run_times_);
   return OkStatus();
 }
 
@@ -159,6 +167,8 @@ StatusOr<job::JobSpec> Runner::MakeJob(const Line& l) {
   job::JobSpec j;
   j.name = l.words[2];
   j.user = "user";
+  run_s_ = 0;
+  comm_share_ = 0;
   int gpus = 0, tp = 0, pp = 1, dp = 0, min = 0, max = 0;
   auto level = [&](const std::string& v, job::LevelConstraint& c) -> Status {
     const size_t colon = v.find(':');
@@ -219,6 +229,12 @@ StatusOr<job::JobSpec> Runner::MakeJob(const Line& l) {
         dp = x;
       } else if (k == "limit") {
         j.time_limit_s = *n;
+      } else if (k == "run") {
+        if (*n <= 0) return Err(l, "submit run: expected seconds > 0, got \"" + v + "\"");
+        run_s_ = static_cast<double>(*n);
+      } else if (k == "comm") {
+        if (*n < 0 || *n > 100) return Err(l, "submit comm: expected a percent in [0, 100]");
+        comm_share_ = static_cast<double>(*n) / 100;
       } else if (k == "min") {
         min = x;
       } else if (k == "max") {
@@ -284,6 +300,7 @@ Status Runner::Command(const Line& l, int64_t t) {
     auto id = sched_->Submit(spec, t);
     if (id.ok()) {
       ids_[spec.name] = *id;
+      if (run_s_ > 0) RETURN_IF_ERROR(run_times_.Declare(*id, run_s_, comm_share_));
     } else {
       st = id.status();
     }

@@ -66,7 +66,8 @@ TEST_P(GoldenScript, TranscriptMatches) {
 INSTANTIATE_TEST_SUITE_P(Scheduler, GoldenScript,
                          ::testing::Values("preempt_backfill", "elastic", "failures",
                                            "fairshare_decay", "fairshare_instant",
-                                           "limits_priority", "rails", "locality"));
+                                           "limits_priority", "rails", "locality",
+                                           "wait_or_spread"));
 
 TEST(GoldenScriptPolicies, EachPolicyTranscriptMatches) {
   const std::string script = Read(kDir + "policies.script");

@@ -1,0 +1,39 @@
+#include "sched/run_time.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace toposched::sched {
+
+Status DeclaredRunTimes::Declare(int64_t id, double run_s, double comm_share) {
+  if (!(run_s > 0 && run_s <= 1e9)) {
+    return InvalidArgumentError("run time of job " + std::to_string(id) + " must be in (0, 1e9] s");
+  }
+  if (!(comm_share >= 0 && comm_share <= 1)) {
+    return InvalidArgumentError("communication share of job " + std::to_string(id) +
+                                " must be in [0, 1]");
+  }
+  jobs_[id] = Declared{run_s, comm_share};
+  return OkStatus();
+}
+
+std::optional<double> DeclaredRunTimes::RunSeconds(int64_t id, const Placement& p) const {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return std::nullopt;
+  const double f = it->second.comm_share;
+  const double stretch =
+      p.best_possible_ms > 0 ? (1 - f) + f * p.predicted_ms / p.best_possible_ms : 1.0;
+  return it->second.run_s * stretch;
+}
+
+std::optional<int64_t> DeclaredRunTimes::ExpectedEndUs(int64_t id, int64_t now_us) const {
+  if (scheduler_ == nullptr) return std::nullopt;
+  const Placement* p = scheduler_->PlacementOf(id);
+  if (p == nullptr) return std::nullopt;
+  const std::optional<double> run = RunSeconds(id, *p);
+  if (!run) return std::nullopt;
+  return std::max(now_us, p->decision_us + static_cast<int64_t>(std::llround(*run * 1e6)));
+}
+
+}  // namespace toposched::sched

@@ -1,0 +1,37 @@
+// Run times that jobs declare, for wait-or-spread (SchedulerOptions::wait_or_spread) where no
+// step-time model runs beside the scheduler (scheduler scripts; the daemon once jobs declare
+// them). A job declares its run time on its best placement and the share of a step it spends
+// communicating there; on another placement p its run time stretches as its communication does:
+//   run · ((1 − f) + f · p.predicted_ms / p.best_possible_ms)
+// (the comm-fraction rule of docs/simulator.md). A running job is expected to end at its start
+// (Placement::decision_us) plus its run time on its placement.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+
+#include "core/status.h"
+#include "sched/scheduler.h"
+
+namespace toposched::sched {
+
+class DeclaredRunTimes : public RunTimeEstimator {
+ public:
+  // The scheduler whose placements it reads (running jobs' starts); must outlive this.
+  void Attach(const Scheduler* scheduler) { scheduler_ = scheduler; }
+  // InvalidArgument unless run_s > 0 and comm_share is in [0, 1].
+  Status Declare(int64_t id, double run_s, double comm_share);
+
+  std::optional<double> RunSeconds(int64_t id, const Placement& p) const override;
+  std::optional<int64_t> ExpectedEndUs(int64_t id, int64_t now_us) const override;
+
+ private:
+  struct Declared {
+    double run_s = 0, comm_share = 0;
+  };
+  const Scheduler* scheduler_ = nullptr;
+  std::map<int64_t, Declared> jobs_;
+};
+
+}  // namespace toposched::sched

@@ -1,0 +1,184 @@
+// Wait-or-spread (SchedulerOptions::wait_or_spread) with run times the jobs declare
+// (DeclaredRunTimes), on slurm-8node: leaf0 = gpu01-04, leaf1 = gpu05-08, leaf uplinks 2:1, so a
+// 16-GPU job across the two leaves is predicted about twice as slow as inside one.
+// tests/sched/testdata/golden/wait_or_spread.script shows both outcomes in a transcript.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "job/job_spec.h"
+#include "sched/run_time.h"
+#include "sched/scheduler.h"
+#include "topo/io/cluster_yaml.h"
+
+namespace toposched::sched {
+namespace {
+
+constexpr int64_t kSec = 1000000;
+
+const topo::Cluster& Eight() {
+  static const topo::Cluster* c = [] {
+    StatusOr<topo::Cluster> r = topo::io::ReadClusterYamlFile(std::string(TS_SOURCE_DIR) +
+                                                              "/data/clusters/slurm-8node.yaml");
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    auto* out = new topo::Cluster(std::move(r).value());
+    out->Finalize();
+    return out;
+  }();
+  return *c;
+}
+
+const GangPlacer& Placer() {
+  static const GangPlacer* p = [] {
+    auto r = GangPlacer::Create(Eight());
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return std::move(r).value().release();
+  }();
+  return *p;
+}
+
+job::JobSpec Job(const std::string& name, int gpus) {
+  job::JobSpec j;
+  j.name = name;
+  j.user = "u";
+  j.layout.tp = 8;
+  j.layout.pp = 1;
+  j.layout.dp = gpus / 8;
+  j.layout.dp_bytes = int64_t{1} << 30;
+  j.layout.tp_bytes = int64_t{64} << 20;
+  EXPECT_TRUE(j.Normalize().ok()) << name;
+  return j;
+}
+
+// Eight whole-node jobs w1..w8 (ids 1..8) fill the cluster, declared to run `runs[k]` s; the
+// two that run 10 s (w4 on gpu04, w5 on gpu05) end at 10 s, leaving one free node per leaf.
+class WaitOrSpread {
+ public:
+  explicit WaitOrSpread(bool on, std::vector<double> runs = {36000, 36000, 600, 10, 10, 36000,
+                                                             36000, 36000}) {
+    SchedulerOptions o;
+    o.wait_or_spread = on;
+    auto s = Scheduler::Create(Placer(), o);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    s_ = std::move(s).value();
+    runs_.Attach(s_.get());
+    s_->SetRunTimeEstimator(&runs_);
+    for (size_t k = 0; k < runs.size(); ++k)
+      Submit(Job("w" + std::to_string(k + 1), 8), runs[k], 0.2, 0);
+    EXPECT_EQ(s_->Schedule(0).value().size(), 8u);
+    EXPECT_TRUE(s_->Complete(4, 10 * kSec).ok());
+    EXPECT_TRUE(s_->Complete(5, 10 * kSec).ok());
+  }
+  int64_t Submit(const job::JobSpec& spec, double run_s, double comm, int64_t t_s) {
+    auto id = s_->Submit(spec, t_s * kSec);
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    EXPECT_TRUE(runs_.Declare(*id, run_s, comm).ok());
+    return *id;
+  }
+  std::vector<int64_t> Schedule(int64_t t_s) {
+    auto r = s_->Schedule(t_s * kSec);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_TRUE(s_->CheckInvariants().ok());
+    return r.ok() ? *r : std::vector<int64_t>{};
+  }
+  std::string Nodes(int64_t id) const {
+    const Placement* p = s_->PlacementOf(id);
+    if (p == nullptr) return "none";
+    std::string out;
+    for (const NodeGpus& g : p->parts) out += (out.empty() ? "" : ",") + Eight().nodes[g.node].name;
+    return out;
+  }
+  Scheduler& s() { return *s_; }
+
+ private:
+  std::unique_ptr<Scheduler> s_;
+  DeclaredRunTimes runs_;
+};
+
+TEST(WaitOrSpreadTest, OffALongJobStartsAtOnceAcrossTheLeaves) {
+  WaitOrSpread h(false);
+  const int64_t id = h.Submit(Job("long", 16), 36000, 0.5, 10);
+  EXPECT_EQ(h.Schedule(10), std::vector<int64_t>{id});
+  EXPECT_EQ(h.Nodes(id), "gpu04,gpu05");
+}
+
+TEST(WaitOrSpreadTest, ALongJobWaitsForOneLeafAndTheWaitIsBoundedByItsPlan) {
+  WaitOrSpread h(true);
+  const int64_t id = h.Submit(Job("long", 16), 36000, 0.5, 10);
+  EXPECT_TRUE(h.Schedule(10).empty());
+  EXPECT_EQ(h.s().NextWaitDeadlineUs(), std::optional<int64_t>(600 * kSec));
+  const std::string why = h.s().Explain(id).value();
+  EXPECT_NE(why.find("waiting for leaf0 (free in ~10 min, at 600.000000s): finishes ~4.8 h "
+                     "earlier than starting now across spine0"),
+            std::string::npos)
+      << why;
+  // Still waiting at 300 s (the plan holds).
+  EXPECT_TRUE(h.Schedule(300).empty());
+  // w3 (id 3) overruns its declared 600 s: at the plan's start the job waits no longer.
+  EXPECT_EQ(h.Schedule(600), std::vector<int64_t>{id});
+  EXPECT_EQ(h.Nodes(id), "gpu04,gpu05");
+  EXPECT_EQ(h.s().NextWaitDeadlineUs(), std::nullopt);
+}
+
+TEST(WaitOrSpreadTest, TheWaitingJobsPlannedNodeIsReservedAgainstLaterJobs) {
+  WaitOrSpread h(true);
+  const int64_t id = h.Submit(Job("long", 16), 36000, 0.5, 10);
+  EXPECT_TRUE(h.Schedule(10).empty());
+  // An 8-GPU job without a time limit may not take gpu04 (planned for long at 600 s); it takes
+  // the free node of leaf1.
+  const int64_t small = h.Submit(Job("small", 8), 36000, 0.2, 20);
+  EXPECT_EQ(h.Schedule(20), std::vector<int64_t>{small});
+  EXPECT_EQ(h.Nodes(small), "gpu05");
+  EXPECT_TRUE(h.s().Complete(3, 600 * kSec).ok());
+  EXPECT_EQ(h.Schedule(600), std::vector<int64_t>{id});
+  EXPECT_EQ(h.Nodes(id), "gpu03,gpu04");
+}
+
+TEST(WaitOrSpreadTest, AShortJobSpreadsAndSaysWhy) {
+  WaitOrSpread h(true);
+  const int64_t id = h.Submit(Job("short", 16), 60, 0.5, 10);
+  EXPECT_EQ(h.Schedule(10), std::vector<int64_t>{id});
+  EXPECT_EQ(h.Nodes(id), "gpu04,gpu05");
+  const std::string& why = h.s().Events().back().reason;
+  EXPECT_NE(why.find("across spine0 now it finishes at ~"), std::string::npos) << why;
+}
+
+TEST(WaitOrSpreadTest, AMiddleJobComparesTheWaitAndStartsWhenItLoses) {
+  // w3 ends at 600 s; a 16-GPU job of 3000 s at 10% communication: across the leaves ~3308 s,
+  // on one leaf 3000 s but only from 600 s: starting now finishes ~5 min sooner.
+  WaitOrSpread h(true);
+  const int64_t id = h.Submit(Job("mid", 16), 3000, 0.1, 10);
+  EXPECT_EQ(h.Schedule(10), std::vector<int64_t>{id});
+  const std::string& why = h.s().Events().back().reason;
+  EXPECT_NE(why.find("across spine0 now it finishes at ~3307.7"), std::string::npos) << why;
+  EXPECT_NE(why.find("~5 min before waiting for leaf0 (free at 600.000000s) would"),
+            std::string::npos)
+      << why;
+}
+
+TEST(WaitOrSpreadTest, WithoutAnEstimateNobodyWaits) {
+  WaitOrSpread h(true);
+  auto id = h.s().Submit(Job("unknown", 16), 10 * kSec);  // no declared run time
+  ASSERT_TRUE(id.ok());
+  EXPECT_EQ(h.Schedule(10), std::vector<int64_t>{*id});
+}
+
+TEST(WaitOrSpreadTest, OptionsAndDeclarationsAreChecked) {
+  SchedulerOptions o;
+  o.wait_plan_attempts = 0;
+  EXPECT_FALSE(o.Validate().ok());
+  DeclaredRunTimes d;
+  EXPECT_FALSE(d.Declare(1, 0, 0.5).ok());
+  EXPECT_FALSE(d.Declare(1, 10, 1.5).ok());
+  EXPECT_TRUE(d.Declare(1, 10, 0.5).ok());
+  Placement p;
+  p.predicted_ms = 3;
+  p.best_possible_ms = 1;
+  EXPECT_DOUBLE_EQ(d.RunSeconds(1, p).value(), 10 * (0.5 + 0.5 * 3));
+  EXPECT_EQ(d.ExpectedEndUs(1, 0), std::nullopt);  // not attached, not running
+}
+
+}  // namespace
+}  // namespace toposched::sched
