@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <limits>
@@ -221,7 +222,9 @@ StatusOr<int64_t> Scheduler::Submit(job::JobSpec spec, int64_t now_us) {
         false,
         false,
         std::nullopt,
-        0};
+        0,
+        -1,
+        -1};
   j.shape_id = ShapeId(j.spec);
   if (options_.locality_wait_us >= 0 && j.spec.constraints.job.mode == job::ConstraintMode::kNone &&
       !j.spec.elastic && !j.spec.Fractional()) {
@@ -401,7 +404,8 @@ Status Scheduler::Start(Job& j, Placement p, int64_t now_us, const std::string& 
   j.placement = std::move(p);
   j.start_us = now_us;
   j.pending_reason.reset();
-  j.wait_until_us = -1;
+  j.wait_start_us = -1;
+  j.wait_finish_by_us = -1;
   return OkStatus();
 }
 
@@ -445,8 +449,9 @@ std::optional<Scheduler::WaitPlan> Scheduler::PlanWait(const Job& j, const job::
   if (!options_.wait_or_spread || estimator_ == nullptr || j.spec.elastic || spec.Fractional()) {
     return std::nullopt;
   }
-  if (j.wait_until_us >= 0 && now_us >= j.wait_until_us) return std::nullopt;  // waited it out
-  if (!(now_p.predicted_ms > now_p.best_possible_ms)) return std::nullopt;     // already best
+  const int64_t limit = j.wait_finish_by_us >= 0 ? j.wait_finish_by_us : kNever;
+  if (now_us >= limit) return std::nullopt;                                 // waited it out
+  if (!(now_p.predicted_ms > now_p.best_possible_ms)) return std::nullopt;  // already best
   const std::optional<double> run_now = estimator_->RunSeconds(j.id, now_p);
   if (!run_now) return std::nullopt;
   WaitPlan best;
@@ -460,30 +465,74 @@ std::optional<Scheduler::WaitPlan> Scheduler::PlanWait(const Job& j, const job::
     }
   }
   std::sort(ends.begin(), ends.end());
-  const int64_t limit = j.wait_until_us >= 0 ? j.wait_until_us : kNever;
-  ClusterState trial = base;
+  // Release groups: by time times[g], the jobs ends[0, upto[g]) have ended.
+  std::vector<int64_t> times;
+  std::vector<size_t> upto;
+  for (size_t k = 0; k < ends.size(); ++k) {
+    if (k + 1 == ends.size() || ends[k + 1].first != ends[k].first) {
+      times.push_back(ends[k].first);
+      upto.push_back(k + 1);
+    }
+  }
   int attempts = 0;
-  for (size_t k = 0; k < ends.size() && attempts < options_.wait_plan_attempts; ++k) {
-    const int64_t t = ends[k].first;
-    const double bound =
-        best.alternative ? std::min(best.finish_us, best.finish_now_us) : best.finish_now_us;
-    if (t > limit || static_cast<double>(t) >= bound) break;  // cannot win any more
-    (void)trial.Release(ends[k].second);
-    if (k + 1 < ends.size() && ends[k + 1].first == t) continue;  // release all that end at t
+  // Places the job on `trial` (released through group g); keeps the best finish. True when the
+  // placement there is the best possible (no later group can give a faster one).
+  auto evaluate = [&](const ClusterState& trial, size_t g) {
     ++attempts;
     Verdict v = placer_->Place(trial, spec);
-    if (!v.fit() || !(v.placement->predicted_ms < now_p.predicted_ms)) continue;
+    if (!v.fit()) return false;
+    const bool at_best = !(v.placement->predicted_ms > v.placement->best_possible_ms);
+    if (!(v.placement->predicted_ms < now_p.predicted_ms)) return at_best;
     const std::optional<double> run = estimator_->RunSeconds(j.id, *v.placement);
-    if (!run) continue;
-    const double finish = static_cast<double>(t) + *run * 1e6;
+    if (!run) return at_best;
+    const double finish = static_cast<double>(times[g]) + *run * 1e6;
     if (!best.alternative || finish < best.finish_us) {
       best.alternative = true;
-      best.start_us = t;
+      best.start_us = times[g];
       best.finish_us = finish;
       best.placement = std::move(*v.placement);
     }
+    return at_best;
+  };
+  auto beyond = [&](size_t g) {  // a start at group g cannot win any more
+    const double bound = std::min(
+        best.alternative ? std::min(best.finish_us, best.finish_now_us) : best.finish_now_us,
+        static_cast<double>(limit));
+    return static_cast<double>(times[g]) >= bound;
+  };
+  // Groups 0, 1, 3, 7, ... until the placement is the best possible; then a binary search
+  // between the last two for the earliest group where it is. One trial state moves between
+  // groups by releasing running jobs and taking them back (no copies).
+  ClusterState trial = base;
+  size_t released = 0;  // ends[0, released) are released in `trial`
+  auto move_to = [&](size_t g) {
+    for (; released < upto[g]; ++released) (void)trial.Release(ends[released].second);
+    while (released > upto[g]) {
+      --released;
+      const Job* o = Find(ends[released].second);
+      if (o != nullptr && o->placement) (void)AllocatePlacement(trial, o->id, *o->placement);
+    }
+  };
+  std::optional<size_t> below;  // the last group tried whose placement was not the best
+  for (size_t g = 0; g < times.size() && attempts < options_.wait_plan_attempts; g = 2 * g + 1) {
+    if (beyond(g)) break;
+    move_to(g);
+    if (!evaluate(trial, g)) {
+      below = g;
+      continue;
+    }
+    if (!below) break;
+    size_t lo = *below, hi = g;  // hi reaches the best placement, lo does not
+    while (hi - lo > 1 && attempts < options_.wait_plan_attempts) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (beyond(mid)) break;
+      move_to(mid);
+      (evaluate(trial, mid) ? hi : lo) = mid;
+    }
+    break;
   }
-  best.wait = best.alternative && best.finish_us < best.finish_now_us;
+  best.wait = best.alternative && best.finish_us < best.finish_now_us &&
+              best.finish_us <= static_cast<double>(limit);
   if (!best.alternative) best.finish_us = best.finish_now_us;
   return best;
 }
@@ -491,8 +540,8 @@ std::optional<Scheduler::WaitPlan> Scheduler::PlanWait(const Job& j, const job::
 std::optional<int64_t> Scheduler::NextWaitDeadlineUs() const {
   std::optional<int64_t> out;
   for (const Job* j : pending_list_) {
-    if (j->record.state() != JobState::kPending || j->wait_until_us < 0) continue;
-    if (!out || j->wait_until_us < *out) out = j->wait_until_us;
+    if (j->record.state() != JobState::kPending || j->wait_start_us < 0) continue;
+    if (!out || j->wait_start_us < *out) out = j->wait_start_us;
   }
   return out;
 }
@@ -765,7 +814,10 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
                     : ", before any faster placement is expected free");
         return false;
       }
-      if (j.wait_until_us < 0) j.wait_until_us = plan->start_us;
+      if (j.wait_finish_by_us < 0) {
+        j.wait_finish_by_us = static_cast<int64_t>(std::ceil(plan->finish_now_us));
+      }
+      j.wait_start_us = plan->start_us;
       waiting = true;
       char ms[96];
       std::snprintf(ms, sizeof ms, "%.3f ms there against %.3f ms now",
@@ -776,7 +828,8 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
                 Seconds(plan->start_us, options_.epoch_clock) + "): finishes " +
                 Approx((plan->finish_now_us - plan->finish_us) / 1e6) +
                 " earlier than starting now across " + p.domain + " (" + ms +
-                "; waits at most until " + Seconds(j.wait_until_us, options_.epoch_clock) + ")");
+                "; waits only while it can still finish by " +
+                Seconds(j.wait_finish_by_us, options_.epoch_clock) + ")");
       return true;
     };
     if (!res) {

@@ -129,15 +129,18 @@ struct SchedulerOptions {
   // Waiting or spreading, decided by expected finish time (needs a RunTimeEstimator, see
   // Scheduler::SetRunTimeEstimator; without one nobody waits). A job that fits now, but on a
   // placement slower than its best on the empty cluster, is planned: the running jobs are
-  // released on a copy of the cluster in the order of their expected ends, and after each
-  // distinct end time the placer places the job there; the job waits when one of those
-  // placements, started at that end time, is expected to finish before starting now would.
-  // The waiting job takes the pass's reservation (when none is taken yet) on that placement.
-  // Bounded: once the job has planned to wait, it never waits past the start time of its first
-  // plan; from then on it starts wherever it fits. Off by default.
+  // released on a copy of the cluster in the order of their expected ends, and the placer places
+  // the job after the 1st, 2nd, 4th, 8th, ... distinct end time until its placement there is
+  // the best possible, then by bisection at the earliest end time where it is. Each placement
+  // faster than now's gives a finish time (that end time + the job's run time there); the job
+  // waits when the earliest of them is before starting now would finish. The waiting job takes
+  // the pass's reservation (when none is taken yet) on that placement. Bounded: once the job
+  // has planned to wait, it waits only for plans that finish it by the time starting at that
+  // first decision would have (so waiting never makes it finish later than that, by the
+  // estimates); past it, it starts wherever it fits. Off by default.
   bool wait_or_spread = false;
   // The most placements one plan tries (a bound on search time, not a model constant).
-  int wait_plan_attempts = 16;
+  int wait_plan_attempts = 32;
   Status Validate() const;
 };
 
@@ -178,8 +181,8 @@ class Scheduler {
   // The estimator wait-or-spread plans with (nullptr: none); it must outlive the scheduler or
   // be replaced first.
   void SetRunTimeEstimator(const RunTimeEstimator* estimator) { estimator_ = estimator; }
-  // The earliest time a PENDING job stops waiting for its planned placement (its plan's start);
-  // the caller runs a pass then (the simulator adds an event). nullopt when nobody waits.
+  // The earliest start of a plan a PENDING job waits on; the caller runs a pass then (the
+  // simulator adds an event). nullopt when nobody waits.
   std::optional<int64_t> NextWaitDeadlineUs() const;
 
   // A job's priority changes (PENDING or holding GPUs); a note in its log. NotFound; a
@@ -233,6 +236,15 @@ class Scheduler {
   Status CheckInvariants() const;
 
  private:
+  // A wait-or-spread plan (PlanWait): `wait` when the best placement found after running jobs'
+  // expected ends (start_us, finish_us, placement) finishes the job before starting now would
+  // (finish_now_us); `alternative` false: none was found before that.
+  struct WaitPlan {
+    bool wait = false, alternative = false;
+    int64_t start_us = 0;
+    double finish_us = 0, finish_now_us = 0;
+    Placement placement;
+  };
   struct Job {
     int64_t id = 0;
     job::JobSpec spec;
@@ -249,8 +261,11 @@ class Scheduler {
     // The spec held to its consolidated level while it waits for locality, and its shape id.
     std::optional<job::JobSpec> local;
     int local_shape_id = 0;
-    // Wait-or-spread: the start time of its first plan to wait (−1: none since it was queued).
-    int64_t wait_until_us = -1;
+    // Wait-or-spread: the start of the plan it waits on, and the finish time starting at its
+    // first plan's decision would have given — it waits only for plans that finish by then
+    // (−1: not waiting since it was queued).
+    int64_t wait_start_us = -1;
+    int64_t wait_finish_by_us = -1;
   };
   struct Usage {
     std::map<std::string, int> user_gpus, queue_gpus;
@@ -322,15 +337,8 @@ class Scheduler {
   const job::JobSpec& PlacementSpec(const Job& j, int64_t now_us) const;
   // Wait-or-spread (SchedulerOptions::wait_or_spread): the placements on `base` (the cluster,
   // or the backfill shadow) released of running jobs in expected-end order, against starting
-  // now on `now_p`. `wait`: the best of them finishes `j` sooner (start_us, finish_us,
-  // placement); `alternative` false: none was found before starting now would finish. nullopt:
-  // no plan applies (off, no estimate, `now_p` already the best possible).
-  struct WaitPlan {
-    bool wait = false, alternative = false;
-    int64_t start_us = 0;
-    double finish_us = 0, finish_now_us = 0;
-    Placement placement;
-  };
+  // now on `now_p` (planned again at every pass, never past the job's first plan). nullopt: no plan
+  // applies (off, no estimate, `now_p` already the best possible).
   std::optional<WaitPlan> PlanWait(const Job& j, const job::JobSpec& spec, const Placement& now_p,
                                    const ClusterState& base, int64_t now_us) const;
   // Tries to place `j` by preempting; on success performs it and starts j.

@@ -104,7 +104,7 @@ TEST(WaitOrSpreadTest, OffALongJobStartsAtOnceAcrossTheLeaves) {
   EXPECT_EQ(h.Nodes(id), "gpu04,gpu05");
 }
 
-TEST(WaitOrSpreadTest, ALongJobWaitsForOneLeafAndTheWaitIsBoundedByItsPlan) {
+TEST(WaitOrSpreadTest, ALongJobWaitsForOneLeafOnlyWhileWaitingCanStillPayOff) {
   WaitOrSpread h(true);
   const int64_t id = h.Submit(Job("long", 16), 36000, 0.5, 10);
   EXPECT_TRUE(h.Schedule(10).empty());
@@ -116,8 +116,14 @@ TEST(WaitOrSpreadTest, ALongJobWaitsForOneLeafAndTheWaitIsBoundedByItsPlan) {
       << why;
   // Still waiting at 300 s (the plan holds).
   EXPECT_TRUE(h.Schedule(300).empty());
-  // w3 (id 3) overruns its declared 600 s: at the plan's start the job waits no longer.
-  EXPECT_EQ(h.Schedule(600), std::vector<int64_t>{id});
+  // w3 (id 3) overruns its declared 600 s and is expected to end any moment: the job keeps
+  // waiting while a start on leaf0 still finishes it by the time starting across the leaves at
+  // 10 s would have (10 + 36000 · (0.5 + 0.5 · 267.777 / 134.393) ≈ 53874.9 s), i.e. until
+  // 53874.9 − 36000 s; then it starts across the leaves.
+  EXPECT_TRUE(h.Schedule(600).empty());
+  EXPECT_EQ(h.s().NextWaitDeadlineUs(), std::optional<int64_t>(600 * kSec));
+  EXPECT_TRUE(h.Schedule(17874).empty());
+  EXPECT_EQ(h.Schedule(17875), std::vector<int64_t>{id});
   EXPECT_EQ(h.Nodes(id), "gpu04,gpu05");
   EXPECT_EQ(h.s().NextWaitDeadlineUs(), std::nullopt);
 }
