@@ -29,6 +29,10 @@
 // the reservation's start, or it is placed without touching the reserved GPUs (conservative
 // EASY rule: the reserved GPUs are blocked when placing it). Later jobs never get reservations.
 //
+// Wait-or-spread (SchedulerOptions::wait_or_spread, with a RunTimeEstimator): a job that fits now
+// on a placement slower than its best may instead wait — holding the reservation — for a
+// placement that frees up at a running job's expected end, when that finishes it sooner.
+//
 // Preemption: a job with priority >= preempt_priority_threshold that does not fit, met before
 // any reservation, may preempt RUNNING jobs of strictly lower priority. Victims are whole jobs;
 // cost(victim) = GPUs · (1 + max(priority, 0)). Candidates (the max_preempt_candidates cheapest)
