@@ -11,24 +11,14 @@
 #include "job/job_spec.h"
 #include "sched/run_time.h"
 #include "sched/scheduler.h"
-#include "topo/io/cluster_yaml.h"
+#include "testing/clusters.h"
 
 namespace toposched::sched {
 namespace {
 
 constexpr int64_t kSec = 1000000;
 
-const topo::Cluster& Eight() {
-  static const topo::Cluster* c = [] {
-    StatusOr<topo::Cluster> r = topo::io::ReadClusterYamlFile(std::string(TS_SOURCE_DIR) +
-                                                              "/data/clusters/slurm-8node.yaml");
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    auto* out = new topo::Cluster(std::move(r).value());
-    out->Finalize();
-    return out;
-  }();
-  return *c;
-}
+const topo::Cluster& Eight() { return testing::LoadExampleCluster("slurm-8node.yaml"); }
 
 const GangPlacer& Placer() {
   static const GangPlacer* p = [] {
