@@ -537,6 +537,33 @@ std::optional<Scheduler::WaitPlan> Scheduler::PlanWait(const Job& j, const job::
   return best;
 }
 
+std::string Scheduler::WaitWords(const Job& j, const WaitPlan& plan, const Placement& now_p,
+                                 int64_t now_us) const {
+  char ms[96];
+  std::snprintf(ms, sizeof ms, "%.3f ms there against %.3f ms now", plan.placement.predicted_ms,
+                now_p.predicted_ms);
+  return "waiting for " + plan.placement.domain + " (free in " +
+         Approx(static_cast<double>(plan.start_us - now_us) / 1e6) + ", at " +
+         Seconds(plan.start_us, options_.epoch_clock) + "): finishes " +
+         Approx((plan.finish_now_us - plan.finish_us) / 1e6) +
+         " earlier than starting now across " + now_p.domain + " (" + ms +
+         "; waits only while it can still finish by " +
+         Seconds(j.wait_finish_by_us, options_.epoch_clock) + ")";
+}
+
+std::string Scheduler::SpreadNote(const WaitPlan& plan, const Placement& now_p) const {
+  const std::string finish =
+      Seconds(static_cast<int64_t>(plan.finish_now_us), options_.epoch_clock);
+  if (!plan.alternative) {
+    return "; across " + now_p.domain + " now it finishes at ~" + finish +
+           ", before any faster placement is expected free";
+  }
+  return "; across " + now_p.domain + " now it finishes at ~" + finish + ", " +
+         Approx((plan.finish_us - plan.finish_now_us) / 1e6) + " before waiting for " +
+         plan.placement.domain + " (free at " + Seconds(plan.start_us, options_.epoch_clock) +
+         ") would";
+}
+
 std::optional<int64_t> Scheduler::NextWaitDeadlineUs() const {
   std::optional<int64_t> out;
   for (const Job* j : pending_list_) {
@@ -803,15 +830,8 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
       note.clear();
       plan = held ? std::nullopt : PlanWait(j, spec, p, base, now_us);
       if (!plan) return false;
-      const std::string now_finish =
-          Seconds(static_cast<int64_t>(plan->finish_now_us), options_.epoch_clock);
       if (!plan->wait) {
-        note = "; across " + p.domain + " now it finishes at ~" + now_finish +
-               (plan->alternative
-                    ? ", " + Approx((plan->finish_us - plan->finish_now_us) / 1e6) +
-                          " before waiting for " + plan->placement.domain + " (free at " +
-                          Seconds(plan->start_us, options_.epoch_clock) + ") would"
-                    : ", before any faster placement is expected free");
+        note = SpreadNote(*plan, p);
         return false;
       }
       if (j.wait_finish_by_us < 0) {
@@ -819,17 +839,7 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
       }
       j.wait_start_us = plan->start_us;
       waiting = true;
-      char ms[96];
-      std::snprintf(ms, sizeof ms, "%.3f ms there against %.3f ms now",
-                    plan->placement.predicted_ms, p.predicted_ms);
-      j.pending_reason =
-          Words("waiting for " + plan->placement.domain + " (free in " +
-                Approx(static_cast<double>(plan->start_us - now_us) / 1e6) + ", at " +
-                Seconds(plan->start_us, options_.epoch_clock) + "): finishes " +
-                Approx((plan->finish_now_us - plan->finish_us) / 1e6) +
-                " earlier than starting now across " + p.domain + " (" + ms +
-                "; waits only while it can still finish by " +
-                Seconds(j.wait_finish_by_us, options_.epoch_clock) + ")");
+      j.pending_reason = Words(WaitWords(j, *plan, p, now_us));
       return true;
     };
     if (!res) {

@@ -345,6 +345,11 @@ class Scheduler {
   // applies (off, no estimate, `now_p` already the best possible).
   std::optional<WaitPlan> PlanWait(const Job& j, const job::JobSpec& spec, const Placement& now_p,
                                    const ClusterState& base, int64_t now_us) const;
+  // The pending reason of a job waiting on `plan` instead of starting on `now_p`, in numbers.
+  std::string WaitWords(const Job& j, const WaitPlan& plan, const Placement& now_p,
+                        int64_t now_us) const;
+  // What decided a job to start on `now_p` against `plan` (appended to its start reason).
+  std::string SpreadNote(const WaitPlan& plan, const Placement& now_p) const;
   // Tries to place `j` by preempting; on success performs it and starts j.
   StatusOr<bool> TryPreempt(Job& j, int64_t now_us);
   static int64_t EndUs(const Job& j);  // INT64_MAX without a limit
