@@ -19,7 +19,9 @@ const std::vector<std::string>& PolicyNames();
 
 // The placer options of a named policy:
 //   toposched   lowest-level domain, best-fit nodes, cost-model GPUs, scores comm-time 1 +
-//               fragmentation 0.05 ms/GPU over up to 4 candidate domains (the defaults)
+//               fragmentation 0.05 ms/GPU over up to 4 candidate domains (the defaults);
+//               its scheduler also waits or spreads by expected finish time where run times
+//               can be estimated (PolicyWaitsOrSpreads)
 //   first-fit   topology-oblivious spread like kube-scheduler's LeastAllocated: cluster-wide,
 //               emptiest nodes first, lowest-numbered free GPUs, no scores
 //   best-fit    bin packing: cluster-wide, best-fit nodes, lowest-numbered free GPUs, no scores
