@@ -6,6 +6,11 @@
 
 namespace toposched::sched {
 
+double CommStretch(double comm_share, double predicted_ms, double best_possible_ms) {
+  if (!(best_possible_ms > 0) || !std::isfinite(predicted_ms)) return 1.0;
+  return (1.0 - comm_share) + comm_share * predicted_ms / best_possible_ms;
+}
+
 Status DeclaredRunTimes::Declare(int64_t id, double run_s, double comm_share) {
   if (!(run_s > 0 && run_s <= 1e9)) {
     return InvalidArgumentError("run time of job " + std::to_string(id) + " must be in (0, 1e9] s");
@@ -21,10 +26,7 @@ Status DeclaredRunTimes::Declare(int64_t id, double run_s, double comm_share) {
 std::optional<double> DeclaredRunTimes::RunSeconds(int64_t id, const Placement& p) const {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return std::nullopt;
-  const double f = it->second.comm_share;
-  const double stretch =
-      p.best_possible_ms > 0 ? (1 - f) + f * p.predicted_ms / p.best_possible_ms : 1.0;
-  return it->second.run_s * stretch;
+  return it->second.run_s * CommStretch(it->second.comm_share, p.predicted_ms, p.best_possible_ms);
 }
 
 std::optional<int64_t> DeclaredRunTimes::ExpectedEndUs(int64_t id, int64_t now_us) const {

@@ -16,6 +16,11 @@
 
 namespace toposched::sched {
 
+// The comm-fraction stretch of a placement: (1 − f) + f · predicted_ms / best_possible_ms for a
+// job that spends the share f of a step communicating on its best placement; 1 when
+// best_possible_ms is 0 (a job that does not communicate) or predicted_ms is not finite.
+double CommStretch(double comm_share, double predicted_ms, double best_possible_ms);
+
 class DeclaredRunTimes : public RunTimeEstimator {
  public:
   // The scheduler whose placements it reads (running jobs' starts); must outlive this.

@@ -564,7 +564,7 @@ std::string Scheduler::SpreadNote(const WaitPlan& plan, const Placement& now_p) 
          ") would";
 }
 
-std::optional<int64_t> Scheduler::NextWaitDeadlineUs() const {
+std::optional<int64_t> Scheduler::NextPlannedStartUs() const {
   std::optional<int64_t> out;
   for (const Job* j : pending_list_) {
     if (j->record.state() != JobState::kPending || j->wait_start_us < 0) continue;

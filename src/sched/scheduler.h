@@ -187,7 +187,7 @@ class Scheduler {
   void SetRunTimeEstimator(const RunTimeEstimator* estimator) { estimator_ = estimator; }
   // The earliest start of a plan a PENDING job waits on; the caller runs a pass then (the
   // simulator adds an event). nullopt when nobody waits.
-  std::optional<int64_t> NextWaitDeadlineUs() const;
+  std::optional<int64_t> NextPlannedStartUs() const;
 
   // A job's priority changes (PENDING or holding GPUs); a note in its log. NotFound; a
   // FailedPrecondition for a finished job.

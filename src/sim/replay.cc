@@ -22,6 +22,13 @@ int64_t ParseJobId(const std::string& s) {
   return v;
 }
 
+// (node id, GPU count) of each part of a placement, as LinkModel::UsageOf takes them.
+std::vector<std::pair<int, int>> GpusPerNode(const std::vector<sched::NodeGpus>& parts) {
+  std::vector<std::pair<int, int>> nodes;
+  for (const sched::NodeGpus& part : parts) nodes.emplace_back(part.node, part.gpus.count());
+  return nodes;
+}
+
 // Uniform in (0, 1] from the raw 64-bit output (the same on every standard library).
 double Uniform01(std::mt19937_64& rng) {
   return (static_cast<double>(rng() >> 11) + 1.0) * (1.0 / 9007199254740992.0);
@@ -257,11 +264,7 @@ StatusOr<double> Replay::IdealStepMs(size_t i, const StepParts& own) const {
     // Alone on the cluster: its own traffic still meets the tapering of the links it crosses.
     ASSIGN_OR_RETURN(StepParts ref,
                      StepPartsOn(*flat_cost_, spec, w, v.placement->ranks, catalog_));
-    std::vector<std::pair<int, int>> nodes;
-    for (const sched::NodeGpus& part : v.placement->parts) {
-      nodes.emplace_back(part.node, part.gpus.count());
-    }
-    const double alone = links_->AloneFactor(links_->UsageOf(nodes));
+    const double alone = links_->AloneFactor(links_->UsageOf(GpusPerNode(v.placement->parts)));
     ideal = StepMs(ref, alone, catalog_.dp_backward_overlap);
   }
   ideal_cache_.emplace(key, ideal);
@@ -276,9 +279,7 @@ std::optional<double> Replay::Estimator::RunSeconds(int64_t id, const sched::Pla
   if (!parts.ok()) return std::nullopt;
   double contention = 1;
   if (p.parts.size() > 1 && (parts->dp_net || parts->tp_net || parts->pp_net)) {
-    std::vector<std::pair<int, int>> nodes;
-    for (const sched::NodeGpus& part : p.parts) nodes.emplace_back(part.node, part.gpus.count());
-    contention = r_.links_->FactorWith(r_.links_->UsageOf(nodes));
+    contention = r_.links_->FactorWith(r_.links_->UsageOf(GpusPerNode(p.parts)));
   }
   StatusOr<double> ideal = r_.IdealStepMs(i, *parts);
   if (!ideal.ok() || !(*ideal > 0)) return std::nullopt;
@@ -324,11 +325,7 @@ Status Replay::StartJob(size_t i, int64_t t) {
     j.free_step_ms = StepMs(j.parts, 1.0, catalog_.dp_backward_overlap);
     ASSIGN_OR_RETURN(j.ideal_ms, IdealStepMs(i, j.parts));
     if (j.multi_node && (j.parts.dp_net || j.parts.tp_net || j.parts.pp_net)) {
-      std::vector<std::pair<int, int>> nodes;
-      for (const sched::NodeGpus& part : p->parts) {
-        nodes.emplace_back(part.node, part.gpus.count());
-      }
-      j.usage = links_->UsageOf(nodes);
+      j.usage = links_->UsageOf(GpusPerNode(p->parts));
       if (!j.usage.links.empty()) {
         links_->Add(j.usage);
         links_changed_ = true;
@@ -374,8 +371,8 @@ Status Replay::Pass(int64_t t) {
     if (it != waiting_replicas_.end() && --it->second == 0) waiting_replicas_.erase(it);
     RETURN_IF_ERROR(StartJob(i, t));
   }
-  // A job waiting for a planned placement stops waiting at its plan's start: a pass then.
-  if (std::optional<int64_t> wake = sched_->NextWaitDeadlineUs();
+  // A job waiting for a planned placement is planned again at its plan's start: a pass then.
+  if (std::optional<int64_t> wake = sched_->NextPlannedStartUs();
       wake && *wake > t && *wake != wait_wake_us_) {
     wait_wake_us_ = *wake;
     relax_.push(*wake);

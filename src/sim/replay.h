@@ -102,7 +102,7 @@ class Replay {
   std::unique_ptr<LinkModel> links_;
   mutable std::map<std::string, double> ideal_cache_;
   Estimator estimator_{*this};
-  int64_t wait_wake_us_ = -1;  // the last wait deadline added to relax_
+  int64_t wait_wake_us_ = -1;  // the last planned start added to relax_
 
   SimResult r_;
   std::vector<JobRun> jobs_;

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "sched/policy.h"
+#include "sched/run_time.h"
 #include "sched/scheduler.h"
 #include "sim/replay.h"
 
@@ -140,8 +141,7 @@ Status SimOptions::Validate() const {
 }
 
 double CommSlowdown(double comm_fraction, double predicted_ms, double best_possible_ms) {
-  if (!(best_possible_ms > 0) || !std::isfinite(predicted_ms)) return 1.0;
-  return (1.0 - comm_fraction) + comm_fraction * predicted_ms / best_possible_ms;
+  return sched::CommStretch(comm_fraction, predicted_ms, best_possible_ms);
 }
 
 double ExpectedUnusableGpus(const sched::ClusterState& state, const std::map<int, int>& waiting) {

@@ -98,7 +98,7 @@ TEST(WaitOrSpreadTest, ALongJobWaitsForOneLeafOnlyWhileWaitingCanStillPayOff) {
   WaitOrSpread h(true);
   const int64_t id = h.Submit(Job("long", 16), 36000, 0.5, 10);
   EXPECT_TRUE(h.Schedule(10).empty());
-  EXPECT_EQ(h.s().NextWaitDeadlineUs(), std::optional<int64_t>(600 * kSec));
+  EXPECT_EQ(h.s().NextPlannedStartUs(), std::optional<int64_t>(600 * kSec));
   const std::string why = h.s().Explain(id).value();
   EXPECT_NE(why.find("waiting for leaf0 (free in ~10 min, at 600.000000s): finishes ~4.8 h "
                      "earlier than starting now across spine0"),
@@ -111,11 +111,11 @@ TEST(WaitOrSpreadTest, ALongJobWaitsForOneLeafOnlyWhileWaitingCanStillPayOff) {
   // 10 s would have (10 + 36000 · (0.5 + 0.5 · 267.777 / 134.393) ≈ 53874.9 s), i.e. until
   // 53874.9 − 36000 s; then it starts across the leaves.
   EXPECT_TRUE(h.Schedule(600).empty());
-  EXPECT_EQ(h.s().NextWaitDeadlineUs(), std::optional<int64_t>(600 * kSec));
+  EXPECT_EQ(h.s().NextPlannedStartUs(), std::optional<int64_t>(600 * kSec));
   EXPECT_TRUE(h.Schedule(17874).empty());
   EXPECT_EQ(h.Schedule(17875), std::vector<int64_t>{id});
   EXPECT_EQ(h.Nodes(id), "gpu04,gpu05");
-  EXPECT_EQ(h.s().NextWaitDeadlineUs(), std::nullopt);
+  EXPECT_EQ(h.s().NextPlannedStartUs(), std::nullopt);
 }
 
 TEST(WaitOrSpreadTest, TheWaitingJobsPlannedNodeIsReservedAgainstLaterJobs) {
