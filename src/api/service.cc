@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "api/input_codec.h"
 #include "topo/io/json_io.h"
 
 namespace toposched::api {
@@ -170,7 +171,8 @@ Status Service::ApplySubmit(job::JobSpec spec, const std::string& spec_json, con
   info.idem_key = key;
   info.submit_time_us = now_us;
   info.priority = spec.priority;
-  ASSIGN_OR_RETURN(int64_t id, sched_->Submit(std::move(spec), now_us));
+  ASSIGN_OR_RETURN(sched::Applied a, sched_->Apply(sched::SubmitJob{std::move(spec)}, now_us));
+  const int64_t id = a.job.value;
   if (expect_id != 0 && id != expect_id) {
     return Status(StatusCode::kDataLoss, "replay gave job id " + std::to_string(id) +
                                              ", the store says " + std::to_string(expect_id));
@@ -180,13 +182,6 @@ Status Service::ApplySubmit(job::JobSpec spec, const std::string& spec_json, con
   jobs_.emplace(id, std::move(info));
   *id_out = id;
   return OkStatus();
-}
-
-StatusOr<std::vector<int64_t>> Service::ApplyPass(int64_t now_us) {
-  RETURN_IF_ERROR(sched_->Tick(now_us));
-  ASSIGN_OR_RETURN(std::vector<int64_t> started, sched_->Schedule(now_us));
-  metrics_.placements += static_cast<int64_t>(started.size());
-  return started;
 }
 
 int64_t Service::RecordLocked(store::InputRecord input, size_t events_before, int64_t extra_job) {
@@ -225,16 +220,18 @@ Status Service::Replay(const std::vector<store::InputRecord>& inputs) {
   for (const store::InputRecord& in : inputs) {
     const std::string where = "input " + std::to_string(in.seq) + " (" + in.kind + ")";
     Status st = OkStatus();
-    if (in.kind == "submit") {
-      StatusOr<job::JobSpec> spec = job::ParseJobJson(in.payload, where);
-      if (!spec.ok()) return Status(StatusCode::kDataLoss, spec.status().message());
-      int64_t id = 0;
-      st =
-          ApplySubmit(std::move(spec).value(), in.payload, in.idem_key, in.time_us, in.job_id, &id);
-      if (!st.ok()) return Status(StatusCode::kDataLoss, where + ": " + st.message());
+    if (in.kind.rfind("k8s_", 0) == 0) {
+      RETURN_IF_ERROR(ReplayK8sLocked(in));
     } else {
-      st = ApplyLocked(in);
-      if (st.code() == StatusCode::kDataLoss) return st;
+      ASSIGN_OR_RETURN(sched::Input input, DecodeInput(in, *cluster_));
+      if (auto* submit = std::get_if<sched::SubmitJob>(&input)) {
+        int64_t id = 0;
+        st = ApplySubmit(std::move(submit->spec), in.payload, in.idem_key, in.time_us, in.job_id,
+                         &id);
+        if (!st.ok()) return Status(StatusCode::kDataLoss, where + ": " + st.message());
+      } else {
+        st = ApplyLocked(input, in.time_us).status();
+      }
     }
     // A refused input is never stored; one that changed something and still reported an error
     // is replayed the same way, and the event comparison below is the judge.
@@ -369,9 +366,13 @@ StatusOr<Service::SubmitResult> Service::Submit(const std::string& spec_json,
     } else {
       const int64_t now = NowLocked();
       const size_t before = sched_->Events().size();
+      store::InputRecord rec = EncodeInput(sched::SubmitJob{spec}, *cluster_, canon);
       RETURN_IF_ERROR(ApplySubmit(std::move(spec), canon, idem_key, now, 0, &r.id));
       r.created = true;
-      seq = RecordLocked({0, "submit", now, r.id, idem_key, canon}, before, r.id);
+      rec.time_us = now;
+      rec.job_id = r.id;
+      rec.idem_key = idem_key;
+      seq = RecordLocked(std::move(rec), before, r.id);
     }
   }
   if (r.created) TriggerPass();
@@ -440,106 +441,76 @@ StatusOr<std::string> Service::ExtenderCall(const std::string& verb, const std::
   return NotFoundError("no extender verb \"" + verb + "\"");
 }
 
-Status Service::ApplyLocked(const store::InputRecord& in) {
+Status Service::ReplayK8sLocked(const store::InputRecord& in) {
+  // Only met in replay: live extender records are applied by CommitK8sLocked.
   const std::string where = "input " + std::to_string(in.seq) + " (" + in.kind + ")";
-  if (in.kind.rfind("k8s_", 0) == 0) {
-    // Only met in replay: live extender records are applied by CommitK8sLocked.
-    StatusOr<HoldChange> c = ReadHoldChange(in.payload, *cluster_);
-    if (!c.ok()) return Status(StatusCode::kDataLoss, where + ": " + c.status().message());
-    const json p = json::parse(in.payload, nullptr, false);
-    Status st = ApplyHoldsLocked(*c, p.value("gang", ""));
-    if (!st.ok()) return Status(StatusCode::kDataLoss, where + ": " + st.message());
-    k8s_records_.emplace_back(in.time_us, in.payload);
-    return OkStatus();
-  }
-  if (in.kind == "cancel") return sched_->Cancel(in.job_id, in.time_us);
-  if (in.kind == "complete") return sched_->Complete(in.job_id, in.time_us);
-  if (in.kind == "pass") return ApplyPass(in.time_us).status();
+  StatusOr<HoldChange> c = ReadHoldChange(in.payload, *cluster_);
+  if (!c.ok()) return Status(StatusCode::kDataLoss, where + ": " + c.status().message());
   const json p = json::parse(in.payload, nullptr, false);
-  if (!p.is_object()) return Status(StatusCode::kDataLoss, where + ": malformed payload");
-  try {
-    if (in.kind == "priority") {
-      const int pr = p.at("priority").get<int>();
-      RETURN_IF_ERROR(sched_->SetPriority(in.job_id, pr, in.time_us));
-      jobs_.at(in.job_id).priority = pr;
-      return OkStatus();
-    }
-    const std::string node_name = p.at("node").get<std::string>();
-    const int node = cluster_->FindNode(node_name);
-    if (node < 0) return NotFoundError("no node \"" + node_name + "\"");
-    const std::string reason = p.value("reason", "");
-    if (in.kind == "drain") {
-      return sched_->SetNodeDrained(node, p.at("drained").get<bool>(), in.time_us,
-                                    reason.empty() ? "drained by operator" : reason);
-    }
-    if (in.kind == "health") {
-      StatusOr<topo::Health> h = topo::ParseHealth(p.at("health").get<std::string>());
-      if (!h.ok()) return h.status().WithPrefix("health");
-      const std::string comp = p.at("component").get<std::string>();
-      const int index = p.value("index", 0);
-      const std::string why =
-          reason.empty() ? comp + " health report: " + topo::HealthName(*h) : reason;
-      if (comp == "node") return sched_->SetNodeHealth(node, *h, in.time_us, why);
-      if (comp == "gpu") return sched_->SetGpuHealth(node, index, *h, in.time_us, why);
-      if (comp == "nic") return sched_->SetNicHealth(node, index, *h, in.time_us, why);
-      if (comp == "nvlink") return sched_->SetNvlinkHealth(node, index, *h, in.time_us, why);
-      return InvalidArgumentError("component: expected node, gpu, nic or nvlink, got \"" + comp +
-                                  "\"");
-    }
-  } catch (const std::exception& e) {
-    return Status(StatusCode::kDataLoss, where + ": malformed payload: " + e.what());
-  }
-  return Status(StatusCode::kDataLoss, where + ": unknown input kind (written by a newer build?)");
+  Status st = ApplyHoldsLocked(*c, p.value("gang", ""));
+  if (!st.ok()) return Status(StatusCode::kDataLoss, where + ": " + st.message());
+  k8s_records_.emplace_back(in.time_us, in.payload);
+  return OkStatus();
 }
 
-Status Service::Mutate(store::InputRecord in) {
+StatusOr<sched::Applied> Service::ApplyLocked(const sched::Input& in, int64_t now_us) {
+  ASSIGN_OR_RETURN(sched::Applied a, sched_->Apply(in, now_us));
+  if (const auto* p = std::get_if<sched::SetJobPriority>(&in)) {
+    jobs_.at(p->job.value).priority = p->priority;
+  }
+  metrics_.placements += static_cast<int64_t>(a.started.size());
+  return a;
+}
+
+Status Service::Mutate(sched::Input in) {
   RETURN_IF_ERROR(health());
   int64_t seq = 0;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    in.time_us = NowLocked();
+    store::InputRecord rec = EncodeInput(in, *cluster_);
+    rec.time_us = NowLocked();
     const size_t before = sched_->Events().size();
-    Status st = ApplyLocked(in);
+    Status st = ApplyLocked(in, rec.time_us).status();
     // A refused input changed nothing and is not stored.
     if (!st.ok() && sched_->Events().size() == before) return st;
-    const int64_t job = in.job_id;
-    seq = RecordLocked(std::move(in), before, job);
+    const int64_t job = rec.job_id;
+    seq = RecordLocked(std::move(rec), before, job);
   }
   TriggerPass();
   return WaitDurable(seq);
 }
 
-Status Service::Cancel(int64_t id) { return Mutate({0, "cancel", 0, id, "", "{}"}); }
+Status Service::Cancel(int64_t id) { return Mutate(sched::CancelJob{{id}}); }
 
-Status Service::Complete(int64_t id) { return Mutate({0, "complete", 0, id, "", "{}"}); }
+Status Service::Complete(int64_t id) { return Mutate(sched::CompleteJob{{id}}); }
 
 Status Service::SetPriority(int64_t id, int priority) {
-  return Mutate({0, "priority", 0, id, "", Dump(json{{"priority", priority}})});
+  return Mutate(sched::SetJobPriority{{id}, priority});
 }
 
 Status Service::SetDrained(const std::string& node, bool drained, const std::string& reason) {
-  if (cluster_->FindNode(node) < 0) return NotFoundError("no node \"" + node + "\"");
-  return Mutate(
-      {0, "drain", 0, 0, "", Dump(json{{"node", node}, {"drained", drained}, {"reason", reason}})});
+  const int n = cluster_->FindNode(node);
+  if (n < 0) return NotFoundError("no node \"" + node + "\"");
+  return Mutate(sched::DrainNode{n, drained, reason});
 }
 
 Status Service::ReportHealth(const std::string& component, const std::string& node, int index,
                              const std::string& health, const std::string& reason) {
-  if (cluster_->FindNode(node) < 0) return NotFoundError("node: no node \"" + node + "\"");
-  if (component != "node" && component != "gpu" && component != "nic" && component != "nvlink") {
-    return InvalidArgumentError("component: expected node, gpu, nic or nvlink, got \"" + component +
-                                "\"");
-  }
-  if (StatusOr<topo::Health> h = topo::ParseHealth(health); !h.ok()) {
-    return h.status().WithPrefix("health");
-  }
+  const int n = cluster_->FindNode(node);
+  if (n < 0) return NotFoundError("node: no node \"" + node + "\"");
+  ASSIGN_OR_RETURN(sched::HealthTarget target, sched::ParseHealthTarget(component));
+  StatusOr<topo::Health> h = topo::ParseHealth(health);
+  if (!h.ok()) return h.status().WithPrefix("health");
   if (index < 0) return InvalidArgumentError("index: must be >= 0");
-  return Mutate({0, "health", 0, 0, "",
-                 Dump(json{{"component", component},
-                           {"node", node},
-                           {"index", index},
-                           {"health", health},
-                           {"reason", reason}})});
+  return Mutate(sched::HealthReport{target, n, index, *h, reason});
+}
+
+std::optional<std::pair<topo::Health, bool>> Service::NodeCondition(const std::string& node) const {
+  const int n = cluster_->FindNode(node);
+  if (n < 0) return std::nullopt;
+  std::lock_guard<std::mutex> lk(mu_);
+  const sched::ClusterState& cs = sched_->cluster_state();
+  return std::make_pair(cs.NodeHealth(n), cs.NodeDrained(n));
 }
 
 StatusOr<std::vector<int64_t>> Service::RunPass() {
@@ -551,7 +522,7 @@ StatusOr<std::vector<int64_t>> Service::RunPass() {
     const int64_t now = NowLocked();
     const size_t before = sched_->Events().size();
     const auto t0 = std::chrono::steady_clock::now();
-    StatusOr<std::vector<int64_t>> r = ApplyPass(now);
+    StatusOr<sched::Applied> r = ApplyLocked(sched::Pass{}, now);
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     last_pass_duration_us_ = static_cast<int64_t>(secs * 1e6);
@@ -562,10 +533,12 @@ StatusOr<std::vector<int64_t>> Service::RunPass() {
     metrics_.latency_sum_s += secs;
     ++metrics_.latency_count;
     if (sched_->Events().size() != before) {
-      seq = RecordLocked({0, "pass", now, 0, "", "{}"}, before, 0);
+      store::InputRecord rec = EncodeInput(sched::Pass{}, *cluster_);
+      rec.time_us = now;
+      seq = RecordLocked(std::move(rec), before, 0);
     }
     if (!r.ok()) return r.status();
-    started = std::move(r).value();
+    started = std::move(r).value().started;
   }
   if (seq != 0) RETURN_IF_ERROR(WaitDurable(seq));
   return started;

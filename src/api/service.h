@@ -24,6 +24,7 @@
 #include "core/status.h"
 #include "job/job_spec.h"
 #include "sched/gang.h"
+#include "sched/input.h"
 #include "sched/scheduler.h"
 #include "store/job_store.h"
 #include "topo/cluster.h"
@@ -89,6 +90,8 @@ class Service {
   // "degraded" or "unhealthy". InvalidArgument / NotFound naming the bad field.
   Status ReportHealth(const std::string& component, const std::string& node, int index,
                       const std::string& health, const std::string& reason);
+  // A node's health and whether it is drained; nullopt when the cluster has no such node.
+  std::optional<std::pair<topo::Health, bool>> NodeCondition(const std::string& node) const;
   // Tick + one scheduling pass now. Returns the ids started.
   StatusOr<std::vector<int64_t>> RunPass();
 
@@ -142,16 +145,18 @@ class Service {
 
   Service(const topo::Cluster& cluster, Options options);
   int64_t NowLocked();
-  // Applies one input to the scheduler (live or replay). On success fills `change` with the
-  // input and what it changed (rows, events) unless `change` is null.
+  // A submit (live or replay) through Scheduler::Apply, plus the daemon's own records of the
+  // job (its stored JSON, idempotency key, submit time). In replay `expect_id` is the stored id.
   Status ApplySubmit(job::JobSpec spec, const std::string& spec_json, const std::string& key,
                      int64_t now_us, int64_t expect_id, int64_t* id_out);
-  StatusOr<std::vector<int64_t>> ApplyPass(int64_t now_us);
-  // Applies one input other than a submit (cancel, complete, pass, priority, drain, health)
-  // with its time_us: the same code live and in replay.
-  Status ApplyLocked(const store::InputRecord& in);
+  // Applies one input other than a submit at `now_us` through Scheduler::Apply and keeps the
+  // daemon's records in step (a job's priority, the placement count): the same code live and
+  // in replay.
+  StatusOr<sched::Applied> ApplyLocked(const sched::Input& in, int64_t now_us);
+  // Replays one stored Kubernetes hold change (kinds "k8s_*").
+  Status ReplayK8sLocked(const store::InputRecord& in);
   // Live path for ApplyLocked: stamps the time, applies, records, triggers a pass, waits.
-  Status Mutate(store::InputRecord in);
+  Status Mutate(sched::Input in);
   // Builds the Change for the input just applied: events since `events_before`, rows of the
   // jobs they touch (and `extra_job`). Queues it for the committer; returns its seq.
   int64_t RecordLocked(store::InputRecord input, size_t events_before, int64_t extra_job);

@@ -98,6 +98,7 @@
 #include "job/job_state.h"
 #include "sched/cluster_state.h"
 #include "sched/gang.h"
+#include "sched/input.h"
 
 namespace toposched::sched {
 
@@ -167,6 +168,11 @@ class Scheduler {
   // The placer (and its cluster) must outlive the scheduler. InvalidArgument for bad options.
   static StatusOr<std::unique_ptr<Scheduler>> Create(const GangPlacer& placer,
                                                      Options options = {});
+
+  // Applies one input (sched/input.h) at `now_us`: the one way in for the daemon, its replay,
+  // the golden scripts and the simulator. Each alternative does what the method below named
+  // for it does, with its errors; a refused input changes nothing.
+  StatusOr<Applied> Apply(const Input& in, int64_t now_us);
 
   // Normalizes the spec (InvalidArgument when it is malformed) and queues it PENDING with a
   // "submitted" note. Ids are sequential from 1; the JobRecord id is "job-<id>".

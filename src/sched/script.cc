@@ -9,6 +9,7 @@
 
 #include "core/strings.h"
 #include "job/job_spec.h"
+#include "sched/input.h"
 #include "sched/policy.h"
 #include "sched/run_time.h"
 #include "sched/scheduler.h"
@@ -38,8 +39,12 @@ class Runner {
   Status Option(const Line& l, const std::string& kv);
   Status Start(const Line& l);
   Status Command(const Line& l, int64_t t_us);
+  // The line as a scheduler input (a line that is not a query).
+  StatusOr<Input> ParseInput(const Line& l);
+  // A malformed line is an error; what the scheduler refuses goes to `refused` (printed).
+  Status Query(const Line& l, Status& refused);
   StatusOr<job::JobSpec> MakeJob(const Line& l);
-  StatusOr<int64_t> JobId(const Line& l, size_t word) const;
+  StatusOr<int64_t> IdOf(const Line& l, size_t word) const;
   StatusOr<int> Node(const Line& l, size_t word) const;
   StatusOr<int> Int(const Line& l, size_t word, const char* what) const;
   StatusOr<topo::Health> HealthAt(const Line& l, size_t word) const;
@@ -71,7 +76,7 @@ StatusOr<int> Runner::Int(const Line& l, size_t word, const char* what) const {
   return static_cast<int>(*v);
 }
 
-StatusOr<int64_t> Runner::JobId(const Line& l, size_t word) const {
+StatusOr<int64_t> Runner::IdOf(const Line& l, size_t word) const {
   if (word >= l.words.size()) return Err(l, "missing job name");
   auto it = ids_.find(l.words[word]);
   if (it == ids_.end()) return Err(l, "no job named \"" + l.words[word] + "\"");
@@ -291,64 +296,86 @@ void Runner::Ranks(int64_t id) {
   }
 }
 
-Status Runner::Command(const Line& l, int64_t t) {
+StatusOr<Input> Runner::ParseInput(const Line& l) {
   const std::string& cmd = l.words[1];
-  Status st = OkStatus();
   if (cmd == "submit") {
     ASSIGN_OR_RETURN(job::JobSpec spec, MakeJob(l));
     if (ids_.count(spec.name)) return Err(l, "job name \"" + spec.name + "\" used twice");
-    auto id = sched_->Submit(spec, t);
-    if (id.ok()) {
-      ids_[spec.name] = *id;
-      if (run_s_ > 0) RETURN_IF_ERROR(run_times_.Declare(*id, run_s_, comm_share_));
-    } else {
-      st = id.status();
-    }
-  } else if (cmd == "schedule") {
-    st = sched_->Schedule(t).status();
-  } else if (cmd == "tick") {
-    st = sched_->Tick(t);
-  } else if (cmd == "complete" || cmd == "cancel" || cmd == "explain" || cmd == "show" ||
-             cmd == "ranks") {
-    ASSIGN_OR_RETURN(int64_t id, JobId(l, 2));
-    if (cmd == "complete") st = sched_->Complete(id, t);
-    if (cmd == "cancel") st = sched_->Cancel(id, t);
-    if (cmd == "show") Out(Show(id));
-    if (cmd == "ranks") Ranks(id);
-    if (cmd == "explain") {
-      auto e = sched_->Explain(id);
-      if (e.ok()) {
-        Out(*e);
-      } else {
-        st = e.status();
-      }
-    }
-  } else if (cmd == "priority") {
-    ASSIGN_OR_RETURN(int64_t id, JobId(l, 2));
+    return Input{SubmitJob{std::move(spec)}};
+  }
+  if (cmd == "schedule") return Input{SchedulePass{}};
+  if (cmd == "tick") return Input{Tick{}};
+  if (cmd == "complete" || cmd == "cancel") {
+    ASSIGN_OR_RETURN(int64_t id, IdOf(l, 2));
+    if (cmd == "complete") return Input{CompleteJob{{id}}};
+    return Input{CancelJob{{id}}};
+  }
+  if (cmd == "priority") {
+    ASSIGN_OR_RETURN(int64_t id, IdOf(l, 2));
     ASSIGN_OR_RETURN(int p, Int(l, 3, "priority"));
-    st = sched_->SetPriority(id, p, t);
-  } else if (cmd == "node-health") {
+    return Input{SetJobPriority{{id}, p}};
+  }
+  if (cmd == "node-health") {
     ASSIGN_OR_RETURN(int node, Node(l, 2));
     ASSIGN_OR_RETURN(topo::Health h, HealthAt(l, 3));
-    st = sched_->SetNodeHealth(node, h, t, Rest(l, 4));
-  } else if (cmd == "gpu-health" || cmd == "nic-health" || cmd == "nvlink-health") {
+    return Input{HealthReport{HealthTarget::kNode, node, 0, h, Rest(l, 4)}};
+  }
+  if (cmd == "gpu-health" || cmd == "nic-health" || cmd == "nvlink-health") {
     ASSIGN_OR_RETURN(int node, Node(l, 2));
     ASSIGN_OR_RETURN(int pos, Int(l, 3, cmd == "nic-health" ? "NIC position" : "GPU position"));
     ASSIGN_OR_RETURN(topo::Health h, HealthAt(l, 4));
-    if (cmd == "gpu-health") st = sched_->SetGpuHealth(node, pos, h, t, Rest(l, 5));
-    if (cmd == "nic-health") st = sched_->SetNicHealth(node, pos, h, t, Rest(l, 5));
-    if (cmd == "nvlink-health") st = sched_->SetNvlinkHealth(node, pos, h, t, Rest(l, 5));
-  } else if (cmd == "drain" || cmd == "resume") {
+    const HealthTarget target = cmd == "gpu-health"   ? HealthTarget::kGpu
+                                : cmd == "nic-health" ? HealthTarget::kNic
+                                                      : HealthTarget::kNvlink;
+    return Input{HealthReport{target, node, pos, h, Rest(l, 5)}};
+  }
+  if (cmd == "drain" || cmd == "resume") {
     ASSIGN_OR_RETURN(int node, Node(l, 2));
-    st = sched_->SetNodeDrained(node, cmd == "drain", t, "");
-  } else if (cmd == "capacity") {
+    return Input{DrainNode{node, cmd == "drain", ""}};
+  }
+  return Err(l, "unknown command \"" + cmd + "\"");
+}
+
+Status Runner::Query(const Line& l, Status& refused) {
+  const std::string& cmd = l.words[1];
+  if (cmd == "capacity") {
     const Capacity c = sched_->cluster_state().ClusterCapacity();
     Out("free " + std::to_string(c.free_gpus) + "/" + std::to_string(c.total_gpus) +
         " GPUs, healthy " + std::to_string(c.healthy_gpus) + ", fully free nodes " +
         std::to_string(c.fully_free_nodes) + ", allocations " +
         std::to_string(sched_->cluster_state().AllocationCount()));
+    return OkStatus();
+  }
+  ASSIGN_OR_RETURN(int64_t id, IdOf(l, 2));
+  if (cmd == "show") Out(Show(id));
+  if (cmd == "ranks") Ranks(id);
+  if (cmd == "explain") {
+    auto e = sched_->Explain(id);
+    if (e.ok()) {
+      Out(*e);
+    } else {
+      refused = e.status();
+    }
+  }
+  return OkStatus();
+}
+
+Status Runner::Command(const Line& l, int64_t t) {
+  Status st = OkStatus();
+  const std::string& cmd = l.words[1];
+  if (cmd != "explain" && cmd != "show" && cmd != "ranks" && cmd != "capacity") {
+    ASSIGN_OR_RETURN(Input in, ParseInput(l));
+    const std::string name =
+        std::holds_alternative<SubmitJob>(in) ? std::get<SubmitJob>(in).spec.name : std::string();
+    StatusOr<Applied> a = sched_->Apply(in, t);
+    if (!a.ok()) {
+      st = a.status();
+    } else if (!name.empty()) {
+      ids_[name] = a->job.value;
+      if (run_s_ > 0) RETURN_IF_ERROR(run_times_.Declare(a->job.value, run_s_, comm_share_));
+    }
   } else {
-    return Err(l, "unknown command \"" + cmd + "\"");
+    RETURN_IF_ERROR(Query(l, st));
   }
   const auto& ev = sched_->Events();
   for (; logged_ < ev.size(); ++logged_) Out(job::FormatEvent(ev[logged_]));

@@ -139,7 +139,7 @@ Status Replay::Completions(int64_t t) {
     const size_t i = static_cast<size_t>(id - 1);
     JobRun& j = jobs_[i];
     if (!j.running || j.run != number || j.version != version) continue;
-    RETURN_IF_ERROR(sched_->Complete(id, t));
+    RETURN_IF_ERROR(sched_->Apply(sched::CompleteJob{{id}}, t).status());
     changed_ = true;
     JobOutcome& o = r_.jobs[i];
     o.end_us = t;
@@ -157,7 +157,8 @@ Status Replay::Completions(int64_t t) {
 Status Replay::Arrivals(int64_t t) {
   const size_t n = trace_.jobs.size();
   while (next_ < n && trace_.jobs[next_].submit_us == t) {
-    ASSIGN_OR_RETURN(int64_t id, sched_->Submit(specs_[next_], t));
+    ASSIGN_OR_RETURN(sched::Applied a, sched_->Apply(sched::SubmitJob{specs_[next_]}, t));
+    const int64_t id = a.job.value;
     changed_ = true;
     if (locality_wait_us_ > 0) relax_.push(t + locality_wait_us_);
     if (id != static_cast<int64_t>(next_) + 1) {
@@ -185,15 +186,25 @@ Status Replay::HealthEvents(int64_t t) {
         DrawFailure(t);
         continue;  // already down: nothing new breaks
       }
-      RETURN_IF_ERROR(sched_->SetGpuHealth(
-          node, gpu, down ? topo::Health::kUnhealthy : topo::Health::kHealthy, t, why));
+      RETURN_IF_ERROR(
+          sched_
+              ->Apply(sched::HealthReport{sched::HealthTarget::kGpu, node, gpu,
+                                          down ? topo::Health::kUnhealthy : topo::Health::kHealthy,
+                                          why},
+                      t)
+              .status());
     } else {
       if (down && sched_->cluster_state().NodeHealth(node) == topo::Health::kUnhealthy) {
         DrawFailure(t);
         continue;
       }
-      RETURN_IF_ERROR(sched_->SetNodeHealth(
-          node, down ? topo::Health::kUnhealthy : topo::Health::kHealthy, t, why));
+      RETURN_IF_ERROR(
+          sched_
+              ->Apply(sched::HealthReport{sched::HealthTarget::kNode, node, 0,
+                                          down ? topo::Health::kUnhealthy : topo::Health::kHealthy,
+                                          why},
+                      t)
+              .status());
     }
     if (down) {
       ++r_.failures;
@@ -362,7 +373,8 @@ Status Replay::Pass(int64_t t) {
   // A pass over an unchanged queue and cluster starts nothing new (a re-dated completion that
   // turned out stale changes neither), so it is skipped.
   if (waiting_replicas_.empty() || !changed_) return OkStatus();
-  ASSIGN_OR_RETURN(std::vector<int64_t> started, sched_->Schedule(t));
+  ASSIGN_OR_RETURN(sched::Applied pass, sched_->Apply(sched::SchedulePass{}, t));
+  const std::vector<int64_t>& started = pass.started;
   ++r_.passes;
   RETURN_IF_ERROR(ScanEvents());  // preemptions inside the pass
   for (int64_t id : started) {
@@ -416,7 +428,7 @@ StatusOr<SimResult> Replay::Run(const std::string& policy) {
     RETURN_IF_ERROR(Arrivals(t));
     RETURN_IF_ERROR(HealthEvents(t));
     RETURN_IF_ERROR(ScanEvents());
-    RETURN_IF_ERROR(sched_->Tick(t));
+    RETURN_IF_ERROR(sched_->Apply(sched::Tick{}, t).status());
     RETURN_IF_ERROR(ScanEvents());
     RETURN_IF_ERROR(Pass(t));
     Rerate(t);

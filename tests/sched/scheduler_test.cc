@@ -3,9 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <fstream>
-#include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -456,71 +453,6 @@ TEST(SchedulerTest, ExplainPendingAndRunning) {
   EXPECT_EQ(e.rfind("job-2 RUNNING on ", 0), 0u) << e;
   EXPECT_NE(e.find("predicted"), std::string::npos);
   EXPECT_NE(e.find("best possible"), std::string::npos);
-}
-
-// --- golden: a command file run through the scheduler, the event log compared exactly ---
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  EXPECT_TRUE(in.good()) << path;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Lines: "<time_s> submit <name> user=U prio=P gpus=G limit=S [queue=Q]", "<time_s> schedule",
-// "<time_s> tick", "<time_s> complete <name>", "<time_s> cancel <name>". '#' starts a comment.
-std::string RunCommands(const std::string& text, SchedulerOptions opts) {
-  Harness h(std::move(opts));
-  std::map<std::string, int64_t> ids;
-  std::istringstream in(text);
-  std::string line;
-  int n = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
-    std::istringstream ls(line);
-    int64_t t = 0;
-    std::string cmd;
-    if (!(ls >> t >> cmd)) continue;
-    if (cmd == "schedule") {
-      h.Schedule(t);
-    } else if (cmd == "tick") {
-      h.Tick(t);
-    } else if (cmd == "complete" || cmd == "cancel") {
-      std::string name;
-      ls >> name;
-      EXPECT_TRUE(ids.count(name)) << "line " << n;
-      if (cmd == "complete") h.Complete(ids[name], t);
-      if (cmd == "cancel") h.Cancel(ids[name], t);
-    } else if (cmd == "submit") {
-      std::string name, kv;
-      ls >> name;
-      std::map<std::string, std::string> f{{"queue", "default"}};
-      while (ls >> kv) {
-        const size_t eq = kv.find('=');
-        f[kv.substr(0, eq)] = kv.substr(eq + 1);
-      }
-      ids[name] = h.Submit(MakeJob(name, f["user"], std::stoi(f["prio"]), std::stoi(f["gpus"]),
-                                   std::stoll(f["limit"]), f["queue"]),
-                           t);
-    } else {
-      ADD_FAILURE() << "line " << n << ": unknown command " << cmd;
-    }
-  }
-  std::string out;
-  for (const job::JobEvent& e : h.s().Events()) out += job::FormatEvent(e) + "\n";
-  return out;
-}
-
-TEST(SchedulerGoldenTest, EventLogMatchesGolden) {
-  const std::string dir = std::string(TS_SOURCE_DIR) + "/tests/sched/testdata/";
-  SchedulerOptions o;
-  o.preempt_priority_threshold = 100;
-  const std::string got = RunCommands(ReadFile(dir + "scheduler_golden.cmds"), o);
-  const std::string want = ReadFile(dir + "scheduler_golden.events");
-  EXPECT_FALSE(want.empty());
-  EXPECT_EQ(got, want) << "regenerate only after checking the new log by hand";
 }
 
 // Waiting for locality: every node has 3 free GPUs, so a 4-GPU data-parallel job fits only

@@ -66,8 +66,8 @@ TEST_P(GoldenScript, TranscriptMatches) {
 INSTANTIATE_TEST_SUITE_P(Scheduler, GoldenScript,
                          ::testing::Values("preempt_backfill", "elastic", "failures",
                                            "fairshare_decay", "fairshare_instant",
-                                           "limits_priority", "rails", "locality",
-                                           "wait_or_spread"));
+                                           "limits_priority", "rails", "locality", "wait_or_spread",
+                                           "queue_basics"));
 
 TEST(GoldenScriptPolicies, EachPolicyTranscriptMatches) {
   const std::string script = Read(kDir + "policies.script");

@@ -1,0 +1,118 @@
+#include "api/input_codec.h"
+
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "job/job_spec.h"
+
+namespace toposched::api {
+
+namespace {
+
+using json = nlohmann::json;
+
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+template <class... F>
+struct Overload : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overload(F...) -> Overload<F...>;
+
+StatusOr<int> NodeNamed(const topo::Cluster& cluster, const json& p) {
+  const std::string name = p.at("node").get<std::string>();
+  const int node = cluster.FindNode(name);
+  if (node < 0) return NotFoundError("no node \"" + name + "\" in the cluster");
+  return node;
+}
+
+StatusOr<sched::Input> DecodePayload(const store::InputRecord& rec, const topo::Cluster& cluster,
+                                     const std::string& where) {
+  const sched::JobId job{rec.job_id};
+  if (rec.kind == "submit") {
+    ASSIGN_OR_RETURN(job::JobSpec spec, job::ParseJobJson(rec.payload, where));
+    return sched::Input{sched::SubmitJob{std::move(spec)}};
+  }
+  if (rec.kind == "cancel") return sched::Input{sched::CancelJob{job}};
+  if (rec.kind == "complete") return sched::Input{sched::CompleteJob{job}};
+  if (rec.kind == "tick") return sched::Input{sched::Tick{}};
+  if (rec.kind == "schedule") return sched::Input{sched::SchedulePass{}};
+  if (rec.kind == "pass") return sched::Input{sched::Pass{}};
+  const json p = json::parse(rec.payload, nullptr, false);
+  if (!p.is_object()) return InvalidArgumentError("malformed payload");
+  if (rec.kind == "priority") {
+    return sched::Input{sched::SetJobPriority{job, p.at("priority").get<int>()}};
+  }
+  if (rec.kind == "drain") {
+    ASSIGN_OR_RETURN(int node, NodeNamed(cluster, p));
+    return sched::Input{
+        sched::DrainNode{node, p.at("drained").get<bool>(), p.value("reason", std::string())}};
+  }
+  if (rec.kind == "health") {
+    ASSIGN_OR_RETURN(int node, NodeNamed(cluster, p));
+    ASSIGN_OR_RETURN(sched::HealthTarget target,
+                     sched::ParseHealthTarget(p.at("component").get<std::string>()));
+    StatusOr<topo::Health> h = topo::ParseHealth(p.at("health").get<std::string>());
+    if (!h.ok()) return h.status().WithPrefix("health");
+    return sched::Input{sched::HealthReport{target, node, p.value("index", 0), *h,
+                                            p.value("reason", std::string())}};
+  }
+  return InvalidArgumentError("unknown input kind (written by a newer build?)");
+}
+
+}  // namespace
+
+store::InputRecord EncodeInput(const sched::Input& in, const topo::Cluster& cluster,
+                               const std::string& submit_json) {
+  store::InputRecord rec;
+  rec.kind = sched::InputKind(in);
+  rec.payload = "{}";
+  std::visit(Overload{
+                 [&](const sched::SubmitJob& s) {
+                   rec.payload = submit_json.empty() ? job::JobSpecToJson(s.spec, -1) : submit_json;
+                 },
+                 [&](const sched::CancelJob& c) { rec.job_id = c.job.value; },
+                 [&](const sched::CompleteJob& c) { rec.job_id = c.job.value; },
+                 [&](const sched::SetJobPriority& p) {
+                   rec.job_id = p.job.value;
+                   rec.payload = Dump(json{{"priority", p.priority}});
+                 },
+                 [&](const sched::DrainNode& d) {
+                   rec.payload = Dump(json{{"node", cluster.nodes.at(d.node).name},
+                                           {"drained", d.drained},
+                                           {"reason", d.reason}});
+                 },
+                 [&](const sched::HealthReport& h) {
+                   rec.payload = Dump(json{{"component", sched::HealthTargetName(h.target)},
+                                           {"node", cluster.nodes.at(h.node).name},
+                                           {"index", h.index},
+                                           {"health", topo::HealthName(h.health)},
+                                           {"reason", h.reason}});
+                 },
+                 [](const sched::Tick&) {},
+                 [](const sched::SchedulePass&) {},
+                 [](const sched::Pass&) {},
+             },
+             in);
+  return rec;
+}
+
+StatusOr<sched::Input> DecodeInput(const store::InputRecord& rec, const topo::Cluster& cluster) {
+  const std::string where = "input " + std::to_string(rec.seq) + " (" + rec.kind + ")";
+  StatusOr<sched::Input> in = [&]() -> StatusOr<sched::Input> {
+    try {
+      return DecodePayload(rec, cluster, where);
+    } catch (const std::exception& e) {
+      return InvalidArgumentError(std::string("malformed payload: ") + e.what());
+    }
+  }();
+  if (!in.ok()) {
+    std::string m = in.status().message();
+    if (m.rfind(where, 0) != 0) m = where + ": " + m;
+    return Status(StatusCode::kDataLoss, m);
+  }
+  return in;
+}
+
+}  // namespace toposched::api

@@ -1,0 +1,80 @@
+// One typed input to the scheduler. Everything that changes a sched::Scheduler from outside —
+// a submitted job, a cancel, a completion, a priority change, a drain, a health report, a
+// scheduling pass — is one alternative of `Input`, applied by Scheduler::Apply. The daemon
+// stores and replays inputs (api/input_codec.h is their stored form), the golden scripts and
+// the tests build them, the simulator drives the scheduler with them: one interpreter.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/status.h"
+#include "job/job_spec.h"
+#include "topo/node_topology.h"
+
+namespace toposched::sched {
+
+// A job id as the scheduler gives them: sequential from 1 ("job-<n>" in event logs). Typed so
+// that it cannot be mixed up with a node, a GPU position or an allocation.
+struct JobId {
+  int64_t value = 0;
+  auto operator<=>(const JobId&) const = default;
+};
+
+struct SubmitJob {
+  job::JobSpec spec;  // normalized by Apply (InvalidArgument when malformed)
+};
+struct CancelJob {
+  JobId job;
+};
+struct CompleteJob {
+  JobId job;
+};
+struct SetJobPriority {
+  JobId job;
+  int priority = 0;
+};
+// A drained node takes no new work; its jobs run on. `drained` false resumes it.
+struct DrainNode {
+  int node = 0;  // node id in the cluster
+  bool drained = true;
+  std::string reason;  // empty: "drained by operator"
+};
+
+// What a health report is about: the whole node, one GPU, one NIC, or one GPU's NVLinks.
+enum class HealthTarget { kNode, kGpu, kNic, kNvlink };
+const char* HealthTargetName(HealthTarget t);  // "node", "gpu", "nic", "nvlink"
+// InvalidArgument naming the four accepted words.
+StatusOr<HealthTarget> ParseHealthTarget(const std::string& text);
+
+struct HealthReport {
+  HealthTarget target = HealthTarget::kNode;
+  int node = 0;   // node id in the cluster
+  int index = 0;  // GPU or NIC position in the node's topology (ignored for kNode)
+  topo::Health health = topo::Health::kHealthy;
+  std::string reason;  // empty: "<target> health report: <health>"
+};
+
+// Time limits and due kills (Scheduler::Tick).
+struct Tick {};
+// One scheduling pass (Scheduler::Schedule).
+struct SchedulePass {};
+// Tick, then a scheduling pass: what the daemon runs after inputs and on its timer.
+struct Pass {};
+
+using Input = std::variant<SubmitJob, CancelJob, CompleteJob, SetJobPriority, DrainNode,
+                           HealthReport, Tick, SchedulePass, Pass>;
+
+// The input's kind as stored and logged: "submit", "cancel", "complete", "priority", "drain",
+// "health", "tick", "schedule", "pass".
+const char* InputKind(const Input& in);
+
+// What applying an input gave: the id of a submitted job; the jobs a pass started, in order.
+struct Applied {
+  JobId job;
+  std::vector<int64_t> started;
+};
+
+}  // namespace toposched::sched

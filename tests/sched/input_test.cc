@@ -1,0 +1,122 @@
+// Scheduler::Apply, the one way in: each input does what its method does, a pass reports the
+// jobs it started, a refused input changes nothing, and a health report without a reason is
+// logged with one that names what was reported.
+#include "sched/input.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "job/job_spec.h"
+#include "sched/scheduler.h"
+#include "topo/io/cluster_yaml.h"
+
+namespace toposched::sched {
+namespace {
+
+constexpr int64_t kSec = 1000000;
+
+const GangPlacer& Placer() {
+  static const GangPlacer* p = [] {
+    auto c = topo::io::ReadClusterYamlFile(std::string(TS_SOURCE_DIR) +
+                                           "/data/clusters/slurm-8node.yaml");
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    auto* cluster = new topo::Cluster(std::move(c).value());
+    cluster->Finalize();
+    auto r = GangPlacer::Create(*cluster);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return std::move(r).value().release();
+  }();
+  return *p;
+}
+
+job::JobSpec Job(const std::string& name, int gpus) {
+  job::JobSpec j;
+  j.name = name;
+  j.user = "ana";
+  j.layout.tp = std::min(gpus, 8);
+  j.layout.dp = gpus / j.layout.tp;
+  j.layout.dp_bytes = int64_t{1} << 30;
+  EXPECT_TRUE(j.Normalize().ok());
+  return j;
+}
+
+TEST(SchedulerApply, SubmitPassCompleteThroughOneEntry) {
+  auto s = Scheduler::Create(Placer());
+  ASSERT_TRUE(s.ok());
+  Scheduler& sc = **s;
+  auto a = sc.Apply(SubmitJob{Job("a", 8)}, 0);
+  auto b = sc.Apply(SubmitJob{Job("b", 16)}, 0);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->job.value, 1);
+  EXPECT_EQ(b->job.value, 2);
+  auto pass = sc.Apply(Pass{}, kSec);
+  ASSERT_TRUE(pass.ok()) << pass.status().ToString();
+  EXPECT_EQ(pass->started, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(sc.State(1), job::JobState::kRunning);
+  ASSERT_TRUE(sc.Apply(SetJobPriority{{2}, 9}, 2 * kSec).ok());
+  ASSERT_TRUE(sc.Apply(CompleteJob{{1}}, 3 * kSec).ok());
+  ASSERT_TRUE(sc.Apply(Tick{}, 3 * kSec).ok());
+  EXPECT_EQ(sc.State(1), job::JobState::kCompleted);
+  ASSERT_TRUE(sc.Apply(CancelJob{{2}}, 4 * kSec).ok());
+  ASSERT_TRUE(sc.Apply(Tick{}, 4 * kSec).ok());
+  EXPECT_EQ(sc.State(2), job::JobState::kCancelled);
+  EXPECT_TRUE(sc.CheckInvariants().ok());
+}
+
+TEST(SchedulerApply, RefusedInputChangesNothing) {
+  auto s = Scheduler::Create(Placer());
+  ASSERT_TRUE(s.ok());
+  Scheduler& sc = **s;
+  ASSERT_TRUE(sc.Apply(SubmitJob{Job("a", 8)}, 0).ok());
+  const size_t events = sc.Events().size();
+  EXPECT_EQ(sc.Apply(CancelJob{{42}}, kSec).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(sc.Apply(SetJobPriority{{42}, 1}, kSec).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(sc.Apply(DrainNode{99, true, ""}, kSec).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(sc.Apply(HealthReport{HealthTarget::kGpu, 0, 77, topo::Health::kUnhealthy, ""}, kSec)
+                .status()
+                .code(),
+            StatusCode::kInvalidArgument);
+  job::JobSpec bad = Job("bad", 8);
+  bad.layout.tp = 0;
+  EXPECT_EQ(sc.Apply(SubmitJob{bad}, kSec).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(sc.Events().size(), events);
+  EXPECT_EQ(sc.JobIds().size(), 1u);
+}
+
+TEST(SchedulerApply, HealthReportWithoutReasonNamesWhatWasReported) {
+  auto s = Scheduler::Create(Placer());
+  ASSERT_TRUE(s.ok());
+  Scheduler& sc = **s;
+  ASSERT_TRUE(sc.Apply(SubmitJob{Job("a", 8)}, 0).ok());
+  ASSERT_TRUE(sc.Apply(Pass{}, 0).ok());
+  const Placement* p = sc.PlacementOf(1);
+  ASSERT_NE(p, nullptr);
+  const int node = p->parts[0].node;
+  ASSERT_TRUE(
+      sc.Apply(HealthReport{HealthTarget::kNode, node, 0, topo::Health::kUnhealthy, ""}, kSec)
+          .ok());
+  bool named = false;
+  for (const job::JobEvent& e : sc.Events()) {
+    if (e.reason.find("node health report: unhealthy") != std::string::npos) named = true;
+  }
+  EXPECT_TRUE(named);
+}
+
+TEST(SchedulerApply, KindsAndTargetsHaveTheirNames) {
+  EXPECT_STREQ(InputKind(Input{SubmitJob{}}), "submit");
+  EXPECT_STREQ(InputKind(Input{SetJobPriority{}}), "priority");
+  EXPECT_STREQ(InputKind(Input{Pass{}}), "pass");
+  EXPECT_STREQ(InputKind(Input{SchedulePass{}}), "schedule");
+  for (const char* t : {"node", "gpu", "nic", "nvlink"}) {
+    auto parsed = ParseHealthTarget(t);
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_STREQ(HealthTargetName(*parsed), t);
+  }
+  auto bad = ParseHealthTarget("psu");
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("\"psu\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace toposched::sched
