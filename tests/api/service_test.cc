@@ -167,5 +167,43 @@ TEST_F(ServiceTest, MetricsCountQueueGpusAndPredictedTime) {
             std::string::npos);
 }
 
+// Every GPU is counted in exactly one state, in /metrics and in /api/v1/nodes: a drained node's
+// idle GPUs were counted nowhere (free + allocated + unhealthy < total).
+TEST_F(ServiceTest, EveryGpuIsInExactlyOneState) {
+  auto s = Open();
+  ASSERT_NE(s, nullptr);
+  const std::string n0 = toposched::testing::H100Cluster().nodes[0].name;
+  const std::string n1 = toposched::testing::H100Cluster().nodes[1].name;
+  ASSERT_TRUE(s->Submit(testing_api::JobJson("one", 8), "").ok());
+  ASSERT_TRUE(s->RunPass().ok());
+  ASSERT_TRUE(s->SetDrained(n0, true, "").ok());  // the job's node or not: counted once
+  ASSERT_TRUE(s->SetDrained(n1, true, "").ok());
+  ASSERT_TRUE(
+      s->ReportHealth("gpu", toposched::testing::H100Cluster().nodes[2].name, 3, "unhealthy", "")
+          .ok());
+  const std::string m = s->MetricsText();
+  auto gauge = [&](const std::string& state) {
+    const std::string key = "toposched_gpus{state=\"" + state + "\"} ";
+    const size_t at = m.find(key);
+    EXPECT_NE(at, std::string::npos) << state << "\n" << m;
+    return at == std::string::npos ? -1 : std::stoi(m.substr(at + key.size()));
+  };
+  EXPECT_EQ(gauge("allocated"), 8);
+  EXPECT_EQ(gauge("drained"), 8);
+  EXPECT_EQ(gauge("unhealthy"), 1);
+  EXPECT_EQ(gauge("free") + gauge("allocated") + gauge("unhealthy") + gauge("drained"),
+            gauge("total"));
+  const json nodes = json::parse(s->NodesJson())["nodes"];
+  int sum = 0, total = 0;
+  for (const json& n : nodes) {
+    EXPECT_EQ(n["free"].get<int>() + n["allocated"].get<int>() + n["unavailable"].get<int>(),
+              n["gpus"].get<int>())
+        << n.dump();
+    sum += n["free"].get<int>() + n["allocated"].get<int>() + n["unavailable"].get<int>();
+    total += n["gpus"].get<int>();
+  }
+  EXPECT_EQ(sum, total);
+}
+
 }  // namespace
 }  // namespace toposched::api
