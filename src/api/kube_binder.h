@@ -9,21 +9,10 @@
 #include <string>
 
 #include "api/extender.h"
+#include "api/kube_client.h"
 #include "core/status.h"
 
 namespace toposched::api {
-
-struct KubeApiOptions {
-  // "https://10.96.0.1:443" in a cluster; "http://127.0.0.1:PORT" only for tests.
-  std::string server;
-  // Re-read on every call: projected service-account tokens are rotated by the kubelet.
-  std::string token_file = "/var/run/secrets/kubernetes.io/serviceaccount/token";
-  // CA bundle that signed the API server's certificate (https only; empty = system store).
-  std::string ca_file = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt";
-  int timeout_ms = 5000;
-  // InvalidArgument: server not http(s)://host[:port], timeout outside [1, 60000].
-  Status Validate() const;
-};
 
 // Thread-safe (one HTTP client per call).
 class KubeApiBinder : public PodBinder {

@@ -18,6 +18,7 @@
 
 #include "api/extender.h"
 #include "api/kube_binder.h"
+#include "api/kube_watch.h"
 #include "api/server.h"
 #include "api/service.h"
 #include "cli/commands.h"
@@ -45,6 +46,9 @@ struct ServeArgs {
   std::string kube_api_server;        // "": in-cluster when KUBERNETES_SERVICE_HOST is set
   std::string kube_token_file = "/var/run/secrets/kubernetes.io/serviceaccount/token";
   std::string kube_ca_file = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt";
+  bool kube_watch = true;  // follow Nodes and Pods when an API server is known
+  int kube_watch_timeout_s = 300;
+  std::string kube_scheduler_name = "toposched";  // the Pods followed: spec.schedulerName
 };
 
 // The extender options from a YAML (or JSON) file: the keys of api::ExtenderOptions, with
@@ -202,6 +206,7 @@ int RunServe(const ServeArgs& a) {
   o.store.sync_full = a.sync == "full";
   o.pass_interval_ms = a.pass_interval_ms;
   std::unique_ptr<api::KubeApiBinder> binder;
+  api::KubeApiOptions kube_api;
   o.extender = a.extender;
   o.extender_options = extender_options;
   if (a.extender) {
@@ -217,11 +222,10 @@ int RunServe(const ServeArgs& a) {
       }
     }
     if (!server.empty() && server != "none") {
-      api::KubeApiOptions ko;
-      ko.server = server;
-      ko.token_file = a.kube_token_file;
-      ko.ca_file = a.kube_ca_file;
-      StatusOr<std::unique_ptr<api::KubeApiBinder>> b = api::KubeApiBinder::Create(ko);
+      kube_api.server = server;
+      kube_api.token_file = a.kube_token_file;
+      kube_api.ca_file = a.kube_ca_file;
+      StatusOr<std::unique_ptr<api::KubeApiBinder>> b = api::KubeApiBinder::Create(kube_api);
       if (!b.ok()) return Fail(b.status().WithPrefix("--kube-api-server"));
       binder = std::move(b).value();
       o.binder = binder.get();
@@ -238,6 +242,27 @@ int RunServe(const ServeArgs& a) {
       return service->ExtenderCall(verb, body);
     };
   }
+  // Followed through the API server: Nodes (NotReady → unhealthy, cordon → drained) and this
+  // scheduler's Pods (deleted or finished → their GPUs freed).
+  std::unique_ptr<api::ServiceNodeSink> node_sink;
+  std::unique_ptr<api::ServicePodSink> pod_sink;
+  std::unique_ptr<api::KubeWatcher> node_watcher, pod_watcher;
+  if (binder && a.kube_watch) {
+    api::KubeWatchOptions wo;
+    wo.api = kube_api;
+    wo.watch_timeout_s = a.kube_watch_timeout_s;
+    node_sink = std::make_unique<api::ServiceNodeSink>(**svc);
+    pod_sink = std::make_unique<api::ServicePodSink>(**svc);
+    StatusOr<std::unique_ptr<api::KubeWatcher>> nw = api::KubeWatcher::Nodes(wo, *node_sink);
+    if (!nw.ok()) return Fail(nw.status().WithPrefix("--kube-watch-timeout-s"));
+    node_watcher = std::move(nw).value();
+    StatusOr<std::unique_ptr<api::KubeWatcher>> pw =
+        api::KubeWatcher::Pods(wo, *pod_sink, a.kube_scheduler_name);
+    if (!pw.ok()) return Fail(pw.status());
+    pod_watcher = std::move(pw).value();
+    spdlog::info("msg=\"watching Kubernetes nodes and pods\" server={} scheduler_name={}",
+                 kube_api.server, a.kube_scheduler_name);
+  }
   StatusOr<std::unique_ptr<api::Server>> server = api::Server::Start(**svc, so);
   if (!server.ok()) return Fail(server.status());
   if (!a.port_file.empty()) {
@@ -253,6 +278,8 @@ int RunServe(const ServeArgs& a) {
   sigwait(&set, &sig);
   spdlog::info("msg=stopping signal={}", sig);
   (*server)->Stop();
+  pod_watcher.reset();
+  node_watcher.reset();
   svc->reset();
   return 0;
 }
@@ -293,6 +320,16 @@ void RegisterServeCommand(CLI::App& app, int& rc) {
                   "KUBERNETES_SERVICE_HOST is set; none: bind only records)");
   cmd->add_option("--kube-token-file", args->kube_token_file,
                   "service account token for --kube-api-server (re-read on every bind)")
+      ->capture_default_str();
+  cmd->add_flag("--kube-watch,!--no-kube-watch", args->kube_watch,
+                "follow the API server's Nodes and Pods (default on when an API server is known): "
+                "a NotReady or deleted node is unhealthy, a cordoned one drained; a deleted or "
+                "finished pod frees its GPUs");
+  cmd->add_option("--kube-scheduler-name", args->kube_scheduler_name,
+                  "the Pods followed are those with this spec.schedulerName")
+      ->capture_default_str();
+  cmd->add_option("--kube-watch-timeout-s", args->kube_watch_timeout_s,
+                  "seconds before the API server ends each watch (it is re-opened)")
       ->capture_default_str();
   cmd->add_option("--kube-ca-file", args->kube_ca_file, "CA bundle of the API server (https)")
       ->capture_default_str();

@@ -1,0 +1,517 @@
+#include "api/kube_watch.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <utility>
+
+#include "api/service.h"
+
+namespace toposched::api {
+
+namespace {
+
+using json = nlohmann::json;
+
+StatusOr<KubeNode> NodeFromJson(const json& obj) {
+  if (!obj.is_object()) return InvalidArgumentError("node: expected an object");
+  if (obj.contains("kind") && obj["kind"] != "Node") {
+    return InvalidArgumentError("kind: expected \"Node\", got " + obj["kind"].dump());
+  }
+  const json* meta = obj.contains("metadata") ? &obj["metadata"] : nullptr;
+  if (meta == nullptr || !meta->is_object() || !meta->contains("name") ||
+      !(*meta)["name"].is_string() || (*meta)["name"].get<std::string>().empty()) {
+    return InvalidArgumentError("metadata.name: expected a non-empty string");
+  }
+  KubeNode n;
+  n.name = (*meta)["name"].get<std::string>();
+  if (meta->contains("resourceVersion") && (*meta)["resourceVersion"].is_string()) {
+    n.resource_version = (*meta)["resourceVersion"].get<std::string>();
+  }
+  if (obj.contains("spec") && obj["spec"].is_object() && obj["spec"].contains("unschedulable")) {
+    const json& u = obj["spec"]["unschedulable"];
+    if (!u.is_boolean()) return InvalidArgumentError("spec.unschedulable: expected a boolean");
+    n.unschedulable = u.get<bool>();
+  }
+  if (obj.contains("status") && obj["status"].is_object() && obj["status"].contains("conditions")) {
+    const json& conds = obj["status"]["conditions"];
+    if (!conds.is_array()) return InvalidArgumentError("status.conditions: expected an array");
+    for (const json& c : conds) {
+      if (!c.is_object() || c.value("type", json()) != "Ready") continue;
+      const json& st = c.contains("status") ? c["status"] : json();
+      if (!st.is_string() || (st != "True" && st != "False" && st != "Unknown")) {
+        return InvalidArgumentError(
+            "status.conditions[Ready].status: expected \"True\", \"False\" or \"Unknown\"");
+      }
+      n.ready = st.get<std::string>();
+      if (c.contains("reason") && c["reason"].is_string()) n.ready_reason = c["reason"];
+      if (c.contains("message") && c["message"].is_string()) n.ready_message = c["message"];
+    }
+  }
+  return n;
+}
+
+// The first error of several.
+void Keep(Status& acc, Status s) {
+  if (acc.ok() && !s.ok()) acc = std::move(s);
+}
+
+std::string NotReadyWhy(const KubeNode& n) {
+  std::string why = "Kubernetes: node " + n.name + " not ready (Ready=" + n.ready;
+  if (!n.ready_reason.empty()) why += ", " + n.ready_reason;
+  if (!n.ready_message.empty()) why += ": " + n.ready_message;
+  return why + ")";
+}
+
+}  // namespace
+
+StatusOr<KubeNode> ReadKubeNode(std::string_view node_json) {
+  const json obj = json::parse(node_json, nullptr, false);
+  if (obj.is_discarded()) return InvalidArgumentError("node: not valid JSON");
+  return NodeFromJson(obj);
+}
+
+// --- the sink over the service ---
+
+std::optional<NodeSink::View> ServiceNodeSink::Node(const std::string& name) {
+  std::optional<std::pair<topo::Health, bool>> c = service_.NodeCondition(name);
+  if (!c) return std::nullopt;
+  return View{c->first, c->second};
+}
+
+Status ServiceNodeSink::SetHealth(const std::string& name, topo::Health health,
+                                  const std::string& reason) {
+  return service_.ReportHealth("node", name, 0, topo::HealthName(health), reason);
+}
+
+Status ServiceNodeSink::SetDrained(const std::string& name, bool drained,
+                                   const std::string& reason) {
+  return service_.SetDrained(name, drained, reason);
+}
+
+// --- the rules ---
+
+Status NodeReconciler::Seen(const KubeNode& node) {
+  std::optional<NodeSink::View> ours = sink_.Node(node.name);
+  if (!ours) {
+    ++unknown_;
+    return OkStatus();
+  }
+  Status st = OkStatus();
+  if (node.ready != "True" && ours->health != topo::Health::kUnhealthy) {
+    Keep(st, sink_.SetHealth(node.name, topo::Health::kUnhealthy, NotReadyWhy(node)));
+  } else if (node.ready == "True" && ours->health == topo::Health::kUnhealthy) {
+    Keep(st, sink_.SetHealth(node.name, topo::Health::kHealthy,
+                             "Kubernetes: node " + node.name + " Ready"));
+  }
+  auto [it, first] = cordoned_.try_emplace(node.name, false);
+  const bool was = it->second;
+  it->second = node.unschedulable;
+  if (node.unschedulable && (first || !was) && !ours->drained) {
+    Keep(st, sink_.SetDrained(node.name, true,
+                              "Kubernetes: node " + node.name + " cordoned (spec.unschedulable)"));
+  } else if (!node.unschedulable && !first && was && ours->drained) {
+    Keep(st, sink_.SetDrained(node.name, false, "Kubernetes: node " + node.name + " uncordoned"));
+  }
+  return st;
+}
+
+Status NodeReconciler::Deleted(const std::string& name) {
+  cordoned_.erase(name);
+  std::optional<NodeSink::View> ours = sink_.Node(name);
+  if (!ours) {
+    ++unknown_;
+    return OkStatus();
+  }
+  if (ours->health == topo::Health::kUnhealthy) return OkStatus();
+  return sink_.SetHealth(name, topo::Health::kUnhealthy,
+                         "Kubernetes: node " + name + " deleted from the API");
+}
+
+Status NodeReconciler::Listed(const std::vector<KubeNode>& nodes) {
+  Status st = OkStatus();
+  std::set<std::string> present;
+  for (const KubeNode& n : nodes) {
+    present.insert(n.name);
+    Keep(st, Seen(n));
+  }
+  std::vector<std::string> gone;
+  for (const auto& [name, cordoned] : cordoned_) {
+    if (!present.count(name)) gone.push_back(name);
+  }
+  for (const std::string& name : gone) Keep(st, Deleted(name));
+  return st;
+}
+
+// --- the collections ---
+
+Status NodeTarget::Listed(const std::vector<json>& items) {
+  std::vector<KubeNode> nodes;
+  for (const json& item : items) {
+    StatusOr<KubeNode> n = NodeFromJson(item);
+    if (!n.ok()) return n.status().WithPrefix("items[]");
+    nodes.push_back(std::move(n).value());
+  }
+  return reconciler_.Listed(nodes);
+}
+
+Status NodeTarget::Changed(const std::string& type, const json& object) {
+  ASSIGN_OR_RETURN(KubeNode n, NodeFromJson(object));
+  return type == "DELETED" ? reconciler_.Deleted(n.name) : reconciler_.Seen(n);
+}
+
+namespace {
+
+struct KubePod {
+  PodRef ref;
+  std::string phase, scheduler;
+};
+
+StatusOr<KubePod> PodFromJson(const json& obj) {
+  if (!obj.is_object()) return InvalidArgumentError("pod: expected an object");
+  if (obj.contains("kind") && obj["kind"] != "Pod") {
+    return InvalidArgumentError("kind: expected \"Pod\", got " + obj["kind"].dump());
+  }
+  const json& meta = obj.contains("metadata") ? obj["metadata"] : json();
+  if (!meta.is_object() || !meta.contains("name") || !meta["name"].is_string()) {
+    return InvalidArgumentError("metadata.name: expected a string");
+  }
+  KubePod p;
+  p.ref.name = meta["name"];
+  if (meta.contains("namespace") && meta["namespace"].is_string()) {
+    p.ref.name_space = meta["namespace"];
+  }
+  if (meta.contains("uid") && meta["uid"].is_string()) p.ref.uid = meta["uid"];
+  if (obj.contains("status") && obj["status"].is_object() && obj["status"].contains("phase") &&
+      obj["status"]["phase"].is_string()) {
+    p.phase = obj["status"]["phase"];
+  }
+  if (obj.contains("spec") && obj["spec"].is_object() && obj["spec"].contains("schedulerName") &&
+      obj["spec"]["schedulerName"].is_string()) {
+    p.scheduler = obj["spec"]["schedulerName"];
+  }
+  return p;
+}
+
+}  // namespace
+
+std::string PodTarget::path() const {
+  return "/api/v1/pods?fieldSelector=" +
+         httplib::detail::encode_query_param("spec.schedulerName=" + scheduler_name_) + "&";
+}
+
+Status PodTarget::Gone(const PodRef& pod, const std::string& why) {
+  const std::string key = pod.uid.empty() ? pod.name_space + "/" + pod.name : pod.uid;
+  if (!reported_.insert(key).second) return OkStatus();
+  Status st = sink_.PodGone(pod, why);
+  return st.code() == StatusCode::kNotFound ? OkStatus() : st;
+}
+
+Status PodTarget::Listed(const std::vector<json>& items) {
+  Status st = OkStatus();
+  std::set<std::string> present;
+  for (const json& item : items) {
+    StatusOr<KubePod> p = PodFromJson(item);
+    if (!p.ok()) return p.status().WithPrefix("items[]");
+    if (!p->scheduler.empty() && p->scheduler != scheduler_name_) continue;
+    present.insert(p->ref.name_space + "/" + p->ref.name);
+    if (p->phase == "Succeeded" || p->phase == "Failed") {
+      Keep(st, Gone(p->ref, "Kubernetes: pod finished (phase " + p->phase + ")"));
+    }
+  }
+  for (const std::string& known : sink_.KnownPods()) {
+    if (present.count(known)) continue;
+    const size_t slash = known.find('/');
+    PodRef ref{known.substr(0, slash), slash == std::string::npos ? "" : known.substr(slash + 1),
+               ""};
+    Keep(st, Gone(ref, "Kubernetes: pod no longer in the API"));
+  }
+  return st;
+}
+
+Status PodTarget::Changed(const std::string& type, const json& object) {
+  ASSIGN_OR_RETURN(KubePod p, PodFromJson(object));
+  if (!p.scheduler.empty() && p.scheduler != scheduler_name_) return OkStatus();
+  if (type == "DELETED") return Gone(p.ref, "Kubernetes: pod deleted");
+  if (p.phase == "Succeeded" || p.phase == "Failed") {
+    return Gone(p.ref, "Kubernetes: pod finished (phase " + p.phase + ")");
+  }
+  // A pod of that name again (recreated rank): it may be reported when it ends.
+  reported_.erase(p.ref.uid.empty() ? p.ref.name_space + "/" + p.ref.name : p.ref.uid);
+  return OkStatus();
+}
+
+std::vector<std::string> ServicePodSink::KnownPods() {
+  std::vector<std::string> pods;
+  Extender* e = service_.extender();
+  if (e == nullptr) return pods;
+  for (const std::string& key : e->GangKeys()) {
+    std::optional<GangView> g = e->Gang(key);
+    if (!g) continue;
+    for (const GangSlotView& s : g->slots) {
+      if (!s.pod.empty()) pods.push_back(s.pod);
+    }
+  }
+  return pods;
+}
+
+Status ServicePodSink::PodGone(const PodRef& pod, const std::string& why) {
+  json body{{"PodName", pod.name}, {"PodNamespace", pod.name_space}};
+  if (!pod.uid.empty()) body["PodUID"] = pod.uid;
+  ASSIGN_OR_RETURN(std::string answer, service_.ExtenderCall("pod-deleted", body.dump()));
+  const json a = json::parse(answer, nullptr, false);
+  const std::string err = a.is_object() ? a.value("Error", std::string()) : std::string();
+  if (err.find("unknown pod") != std::string::npos) return NotFoundError(err);
+  if (!err.empty()) return FailedPreconditionError(err);
+  spdlog::info("msg=\"pod gone\" pod={}/{} why=\"{}\"", pod.name_space, pod.name, why);
+  return OkStatus();
+}
+
+// --- the watcher ---
+
+Status KubeWatchOptions::Validate() const {
+  RETURN_IF_ERROR(api.Validate());
+  if (watch_timeout_s < 1 || watch_timeout_s > 3600) {
+    return InvalidArgumentError("kube watch: watch_timeout_s: must be in [1, 3600]");
+  }
+  if (backoff_min_ms < 1 || backoff_max_ms < backoff_min_ms || backoff_max_ms > 600000) {
+    return InvalidArgumentError(
+        "kube watch: backoff: need 1 <= backoff_min_ms <= backoff_max_ms <= 600000");
+  }
+  if (max_event_bytes < 1024) return InvalidArgumentError("kube watch: max_event_bytes < 1024");
+  return OkStatus();
+}
+
+StatusOr<std::unique_ptr<KubeWatcher>> KubeWatcher::Start(KubeWatchOptions options,
+                                                          std::unique_ptr<WatchTarget> target) {
+  RETURN_IF_ERROR(options.Validate());
+  std::unique_ptr<KubeWatcher> w(new KubeWatcher(std::move(options), std::move(target)));
+  w->thread_ = std::thread([p = w.get()] { p->Loop(); });
+  return w;
+}
+
+KubeWatcher::~KubeWatcher() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_ = true;
+    if (client_ != nullptr) client_->stop();
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+KubeWatcher::Stats KubeWatcher::stats() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  Stats s = stats_;
+  s.unknown = target_->unknown();
+  return s;
+}
+
+void KubeWatcher::Fail(const Status& st) {
+  spdlog::warn("msg=\"kubernetes node watch\" error=\"{}\"", st.message());
+  std::lock_guard<std::mutex> lk(mu_);
+  ++stats_.errors;
+  stats_.last_error = st.message();
+}
+
+bool KubeWatcher::Sleep(int ms) {
+  std::unique_lock<std::mutex> lk(mu_);
+  return !cv_.wait_for(lk, std::chrono::milliseconds(ms), [this] { return stop_.load(); });
+}
+
+void KubeWatcher::Loop() {
+  int backoff = options_.backoff_min_ms;
+  bool need_list = true;
+  while (!stop_) {
+    if (need_list) {
+      Status st = List();
+      if (stop_) break;
+      if (!st.ok()) {
+        Fail(st);
+        if (!Sleep(backoff)) break;
+        backoff = std::min(backoff * 2, options_.backoff_max_ms);
+        continue;
+      }
+      need_list = false;
+      backoff = options_.backoff_min_ms;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    bool gone = false;
+    Status st = Watch(gone);
+    if (stop_) break;
+    if (gone) {
+      std::lock_guard<std::mutex> lk(mu_);
+      ++stats_.gone;
+      need_list = true;
+      continue;
+    }
+    if (!st.ok()) {
+      Fail(st);
+      if (!Sleep(backoff)) break;
+      backoff = std::min(backoff * 2, options_.backoff_max_ms);
+      continue;
+    }
+    // A stream that ended at once is not re-opened in a tight loop.
+    if (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(1) &&
+        !Sleep(options_.backoff_min_ms)) {
+      break;
+    }
+  }
+}
+
+Status KubeWatcher::List() {
+  ASSIGN_OR_RETURN(const std::string token, ReadKubeToken(options_.api));
+  std::vector<json> items;
+  std::string cont, rv;
+  do {
+    std::unique_ptr<httplib::Client> client =
+        MakeKubeClient(options_.api, token, options_.api.timeout_ms);
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (stop_) return FailedPreconditionError("stopping");
+      client_ = client.get();
+    }
+    std::string path = target_->path() + "limit=500";
+    if (!cont.empty()) path += "&continue=" + httplib::detail::encode_query_param(cont);
+    httplib::Result res = client->Get(path);
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      client_ = nullptr;
+    }
+    if (!res) {
+      return Status(StatusCode::kUnavailable,
+                    "GET " + options_.api.server + path + ": " + httplib::to_string(res.error()));
+    }
+    if (res->status != 200) {
+      return Status(StatusCode::kUnavailable, "GET " + path + ": HTTP " +
+                                                  std::to_string(res->status) + ": " +
+                                                  KubeStatusMessage(res->body));
+    }
+    const json list = json::parse(res->body, nullptr, false);
+    if (!list.is_object() || !list.contains("items") || !list["items"].is_array()) {
+      return InvalidArgumentError("GET " + path + ": not a list (no \"items\" array)");
+    }
+    for (const json& item : list["items"]) items.push_back(item);
+    const json& meta = list.contains("metadata") ? list["metadata"] : json::object();
+    cont = meta.is_object() ? meta.value("continue", std::string()) : "";
+    if (meta.is_object() && meta.contains("resourceVersion"))
+      rv = meta.value("resourceVersion", "");
+  } while (!cont.empty());
+  if (rv.empty()) {
+    return InvalidArgumentError("GET " + target_->path() + ": list without resourceVersion");
+  }
+  Status st = target_->Listed(items);
+  if (!st.ok()) Fail(st);
+  std::lock_guard<std::mutex> lk(mu_);
+  ++stats_.lists;
+  stats_.resource_version = rv;
+  return OkStatus();
+}
+
+Status KubeWatcher::OnLine(std::string_view line) {
+  const json ev = json::parse(line, nullptr, false);
+  if (!ev.is_object() || !ev.contains("type") || !ev["type"].is_string() ||
+      !ev.contains("object") || !ev["object"].is_object()) {
+    return InvalidArgumentError("watch: malformed event");
+  }
+  const std::string type = ev["type"];
+  const json& obj = ev["object"];
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    ++stats_.events;
+  }
+  if (type == "ERROR") {
+    if (obj.value("code", 0) == 410) {
+      gone_ = true;
+      return FailedPreconditionError("410 Gone");
+    }
+    return Status(StatusCode::kUnavailable,
+                  "watch: ERROR event: " + obj.value("message", std::string("(no message)")));
+  }
+  std::string rv;
+  if (obj.contains("metadata") && obj["metadata"].is_object()) {
+    rv = obj["metadata"].value("resourceVersion", "");
+  }
+  Status st = OkStatus();
+  if (type == "ADDED" || type == "MODIFIED" || type == "DELETED") {
+    st = target_->Changed(type, obj);
+    if (st.code() == StatusCode::kInvalidArgument) return st.WithPrefix("watch: " + type);
+  } else if (type != "BOOKMARK") {
+    return InvalidArgumentError("watch: unknown event type \"" + type + "\"");
+  }
+  if (!rv.empty()) {
+    std::lock_guard<std::mutex> lk(mu_);
+    stats_.resource_version = rv;
+  }
+  if (!st.ok()) Fail(st);  // the scheduler refused a change: logged, the watch goes on
+  return OkStatus();
+}
+
+Status KubeWatcher::Watch(bool& gone) {
+  gone_ = false;
+  ASSIGN_OR_RETURN(const std::string token, ReadKubeToken(options_.api));
+  std::string rv;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    rv = stats_.resource_version;
+  }
+  // The server ends the watch after timeoutSeconds; reads wait a little longer than that.
+  std::unique_ptr<httplib::Client> client =
+      MakeKubeClient(options_.api, token, (options_.watch_timeout_s + 30) * 1000);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (stop_) return FailedPreconditionError("stopping");
+    client_ = client.get();
+    ++stats_.watches;
+  }
+  const std::string path = target_->path() + "watch=1&allowWatchBookmarks=true&resourceVersion=" +
+                           httplib::detail::encode_query_param(rv) +
+                           "&timeoutSeconds=" + std::to_string(options_.watch_timeout_s);
+  std::string buf;
+  Status outcome = OkStatus();
+  int http_status = 0;
+  httplib::Result res = client->Get(
+      path, httplib::Headers{},
+      [&](const httplib::Response& r) {
+        http_status = r.status;
+        return r.status == 200;
+      },
+      [&](const char* data, size_t n) {
+        buf.append(data, n);
+        size_t start = 0;
+        for (size_t eol; (eol = buf.find('\n', start)) != std::string::npos; start = eol + 1) {
+          std::string_view line(buf.data() + start, eol - start);
+          if (line.empty()) continue;
+          outcome = OnLine(line);
+          if (!outcome.ok()) return false;
+        }
+        buf.erase(0, start);
+        if (buf.size() > options_.max_event_bytes) {
+          outcome = InvalidArgumentError("watch: an event longer than " +
+                                         std::to_string(options_.max_event_bytes) + " bytes");
+          return false;
+        }
+        return true;
+      });
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    client_ = nullptr;
+  }
+  gone = gone_ || http_status == 410;
+  if (gone) return OkStatus();
+  if (!outcome.ok()) return outcome;
+  if (http_status != 0 && http_status != 200) {
+    return Status(StatusCode::kUnavailable,
+                  "GET " + path + ": HTTP " + std::to_string(http_status));
+  }
+  if (!res && res.error() != httplib::Error::Read) {
+    return Status(StatusCode::kUnavailable,
+                  "GET " + options_.api.server + path + ": " + httplib::to_string(res.error()));
+  }
+  return OkStatus();
+}
+
+}  // namespace toposched::api

@@ -1,0 +1,545 @@
+// Following Kubernetes Nodes: the reconciliation rules (Ready → health, cordon → drain, deleted
+// → unhealthy) on a recording sink, then list + watch against a local API server that replays
+// recorded responses (tests/api/testdata/kube, PROVENANCE.md) into the real daemon service.
+#include "api/kube_watch.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api/api_testing.h"
+#include "api/extender_testing.h"
+#include "api/service.h"
+#include "testing/clusters.h"
+
+namespace toposched::api {
+namespace {
+
+// A sink over a map of nodes, recording every change asked of it.
+class RecordingSink : public NodeSink {
+ public:
+  std::map<std::string, View> nodes;
+  std::vector<std::string> calls;
+
+  std::optional<View> Node(const std::string& name) override {
+    auto it = nodes.find(name);
+    if (it == nodes.end()) return std::nullopt;
+    return it->second;
+  }
+  Status SetHealth(const std::string& name, topo::Health h, const std::string& reason) override {
+    nodes[name].health = h;
+    calls.push_back(name + " " + topo::HealthName(h) + ": " + reason);
+    return OkStatus();
+  }
+  Status SetDrained(const std::string& name, bool d, const std::string& reason) override {
+    nodes[name].drained = d;
+    calls.push_back(name + (d ? " drained: " : " resumed: ") + reason);
+    return OkStatus();
+  }
+};
+
+KubeNode N(const std::string& name, const std::string& ready, bool cordoned = false) {
+  KubeNode n;
+  n.name = name;
+  n.ready = ready;
+  n.unschedulable = cordoned;
+  return n;
+}
+
+TEST(NodeReconciler, NotReadyMakesTheNodeUnhealthyAndReadyHealsIt) {
+  RecordingSink sink;
+  sink.nodes["a"] = {};
+  NodeReconciler r(sink);
+  KubeNode down = N("a", "False");
+  down.ready_reason = "KubeletNotReady";
+  down.ready_message = "PLEG is not healthy";
+  ASSERT_TRUE(r.Seen(down).ok());
+  ASSERT_EQ(sink.calls.size(), 1u);
+  EXPECT_EQ(sink.calls[0],
+            "a unhealthy: Kubernetes: node a not ready (Ready=False, KubeletNotReady: PLEG is not "
+            "healthy)");
+  ASSERT_TRUE(r.Seen(down).ok());  // the same state again changes nothing
+  EXPECT_EQ(sink.calls.size(), 1u);
+  ASSERT_TRUE(r.Seen(N("a", "True")).ok());
+  ASSERT_EQ(sink.calls.size(), 2u);
+  EXPECT_EQ(sink.calls[1], "a healthy: Kubernetes: node a Ready");
+  ASSERT_TRUE(r.Seen(N("a", "Unknown")).ok());
+  EXPECT_EQ(sink.nodes["a"].health, topo::Health::kUnhealthy);
+}
+
+TEST(NodeReconciler, ReadyDoesNotOverrideADegradedReportFromElsewhere) {
+  RecordingSink sink;
+  sink.nodes["a"].health = topo::Health::kDegraded;
+  NodeReconciler r(sink);
+  ASSERT_TRUE(r.Seen(N("a", "True")).ok());
+  EXPECT_TRUE(sink.calls.empty());
+  EXPECT_EQ(sink.nodes["a"].health, topo::Health::kDegraded);
+}
+
+TEST(NodeReconciler, AfterARestartANodeThatRecoveredMeanwhileIsHealed) {
+  RecordingSink sink;
+  sink.nodes["a"].health = topo::Health::kUnhealthy;  // replayed from the store
+  NodeReconciler r(sink);
+  ASSERT_TRUE(r.Listed({N("a", "True")}).ok());
+  EXPECT_EQ(sink.nodes["a"].health, topo::Health::kHealthy);
+}
+
+TEST(NodeReconciler, CordonDrainsAndUncordonResumesOnlyOnAChange) {
+  RecordingSink sink;
+  sink.nodes["a"] = {};
+  sink.nodes["b"] = {};
+  sink.nodes["b"].drained = true;  // drained by an operator through toposched's API
+  NodeReconciler r(sink);
+  ASSERT_TRUE(r.Seen(N("a", "True")).ok());
+  ASSERT_TRUE(r.Seen(N("b", "True")).ok());
+  EXPECT_TRUE(sink.calls.empty()) << "a Node that never was cordoned resumes nothing";
+  ASSERT_TRUE(r.Seen(N("a", "True", true)).ok());
+  ASSERT_EQ(sink.calls.size(), 1u);
+  EXPECT_EQ(sink.calls[0], "a drained: Kubernetes: node a cordoned (spec.unschedulable)");
+  ASSERT_TRUE(r.Seen(N("a", "True", true)).ok());
+  EXPECT_EQ(sink.calls.size(), 1u);
+  ASSERT_TRUE(r.Seen(N("a", "True", false)).ok());
+  ASSERT_EQ(sink.calls.size(), 2u);
+  EXPECT_EQ(sink.calls[1], "a resumed: Kubernetes: node a uncordoned");
+  EXPECT_TRUE(sink.nodes["b"].drained);
+}
+
+TEST(NodeReconciler, FirstSeenCordonedDrains) {
+  RecordingSink sink;
+  sink.nodes["a"] = {};
+  NodeReconciler r(sink);
+  ASSERT_TRUE(r.Seen(N("a", "True", true)).ok());
+  EXPECT_TRUE(sink.nodes["a"].drained);
+}
+
+TEST(NodeReconciler, DeletedOrMissingFromARelistIsUnhealthy) {
+  RecordingSink sink;
+  sink.nodes["a"] = {};
+  sink.nodes["b"] = {};
+  sink.nodes["c"] = {};
+  NodeReconciler r(sink);
+  ASSERT_TRUE(r.Listed({N("a", "True"), N("b", "True"), N("c", "True")}).ok());
+  ASSERT_TRUE(r.Deleted("a").ok());
+  EXPECT_EQ(sink.nodes["a"].health, topo::Health::kUnhealthy);
+  EXPECT_EQ(sink.calls.back(), "a unhealthy: Kubernetes: node a deleted from the API");
+  ASSERT_TRUE(r.Listed({N("c", "True")}).ok());  // b vanished while the watch was down
+  EXPECT_EQ(sink.nodes["b"].health, topo::Health::kUnhealthy);
+  EXPECT_EQ(sink.nodes["c"].health, topo::Health::kHealthy);
+}
+
+TEST(NodeReconciler, NodesOutsideTheClusterModelAreCountedAndIgnored) {
+  RecordingSink sink;
+  NodeReconciler r(sink);
+  ASSERT_TRUE(r.Seen(N("cpu-only-7", "False")).ok());
+  ASSERT_TRUE(r.Deleted("cpu-only-7").ok());
+  EXPECT_TRUE(sink.calls.empty());
+  EXPECT_EQ(r.unknown_nodes(), 2);
+}
+
+TEST(ReadKubeNode, RefusesWhatIsNotANode) {
+  EXPECT_FALSE(ReadKubeNode("not json").ok());
+  EXPECT_FALSE(ReadKubeNode(R"({"kind":"Pod","metadata":{"name":"x"}})").ok());
+  EXPECT_FALSE(ReadKubeNode(R"({"metadata":{}})").ok());
+  auto bad = ReadKubeNode(R"({"metadata":{"name":"x"},"spec":{"unschedulable":"yes"}})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("spec.unschedulable"), std::string::npos);
+  auto cond = ReadKubeNode(
+      R"({"metadata":{"name":"x"},"status":{"conditions":[{"type":"Ready","status":"maybe"}]}})");
+  ASSERT_FALSE(cond.ok());
+  EXPECT_NE(cond.status().message().find("status.conditions[Ready].status"), std::string::npos);
+  auto none = ReadKubeNode(R"({"metadata":{"name":"x"}})");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->ready, "Unknown") << "a Node without a Ready condition is not ready";
+}
+
+// --- pods ---
+
+class RecordingPodSink : public PodSink {
+ public:
+  std::vector<std::string> known;
+  std::vector<std::string> gone;
+  std::vector<std::string> KnownPods() override { return known; }
+  Status PodGone(const PodRef& pod, const std::string& why) override {
+    gone.push_back(pod.name_space + "/" + pod.name + " " + why);
+    return OkStatus();
+  }
+};
+
+nlohmann::json PodObject(const std::string& name, const std::string& phase,
+                         const std::string& scheduler = "toposched") {
+  nlohmann::json p = testing_api::Pod(name, "uid-" + name, 8);
+  p["spec"]["schedulerName"] = scheduler;
+  p["status"] = {{"phase", phase}};
+  return p;
+}
+
+TEST(PodTarget, DeletedOrFinishedPodsAreGoneOnce) {
+  RecordingPodSink sink;
+  PodTarget t(sink, "toposched");
+  ASSERT_TRUE(t.Changed("MODIFIED", PodObject("a", "Running")).ok());
+  EXPECT_TRUE(sink.gone.empty());
+  ASSERT_TRUE(t.Changed("MODIFIED", PodObject("a", "Failed")).ok());
+  ASSERT_TRUE(t.Changed("DELETED", PodObject("a", "Failed")).ok());
+  ASSERT_EQ(sink.gone.size(), 1u);
+  EXPECT_EQ(sink.gone[0], "ml/a Kubernetes: pod finished (phase Failed)");
+  ASSERT_TRUE(t.Changed("DELETED", PodObject("b", "Running")).ok());
+  EXPECT_EQ(sink.gone.back(), "ml/b Kubernetes: pod deleted");
+  // Another scheduler's pod is not ours.
+  ASSERT_TRUE(t.Changed("DELETED", PodObject("c", "Running", "default-scheduler")).ok());
+  EXPECT_EQ(sink.gone.size(), 2u);
+  EXPECT_FALSE(t.Changed("DELETED", nlohmann::json{{"kind", "Node"}}).ok());
+}
+
+TEST(PodTarget, AListWithoutAPodTheExtenderHoldsFreesIt) {
+  RecordingPodSink sink;
+  sink.known = {"ml/kept", "ml/vanished"};
+  PodTarget t(sink, "toposched");
+  ASSERT_TRUE(t.Listed({PodObject("kept", "Running"), PodObject("done", "Succeeded")}).ok());
+  ASSERT_EQ(sink.gone.size(), 2u);
+  EXPECT_EQ(sink.gone[0], "ml/done Kubernetes: pod finished (phase Succeeded)");
+  EXPECT_EQ(sink.gone[1], "ml/vanished Kubernetes: pod no longer in the API");
+}
+
+// --- list + watch against a local API server replaying recorded responses ---
+
+const std::string kKube = std::string(TS_SOURCE_DIR) + "/tests/api/testdata/kube/";
+
+nlohmann::json Recorded(const std::string& file) {
+  nlohmann::json j = nlohmann::json::parse(testing_api::ReadFile(kKube + file), nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << file;
+  return j;
+}
+
+// Serves GET /api/v1/nodes (the list set by the test) and GET /api/v1/nodes?watch=1 (a chunked
+// stream of the lines the test pushes, until it ends the stream); refuses a wrong token.
+class FakeKubeApi {
+ public:
+  explicit FakeKubeApi(std::string token) : token_(std::move(token)) {
+    auto handler = [this](const httplib::Request& req, httplib::Response& res) {
+      if (req.get_header_value("Authorization") != "Bearer " + token_) {
+        res.status = 401;
+        return;
+      }
+      std::unique_lock<std::mutex> lk(mu_);
+      requests_.push_back(req.target);
+      if (req.get_param_value("watch") != "1") {
+        res.set_content(lists_[req.path], "application/json");
+        return;
+      }
+      const int stream = ++streams_;
+      lk.unlock();
+      res.set_chunked_content_provider(
+          "application/json", [this, stream](size_t, httplib::DataSink& sink) {
+            std::unique_lock<std::mutex> lk(mu_);
+            cv_.wait_for(lk, std::chrono::milliseconds(50),
+                         [&] { return stop_ || !lines_.empty() || ended_ >= stream; });
+            while (!lines_.empty()) {
+              const std::string line = lines_.front() + "\n";
+              lines_.pop_front();
+              if (!sink.write(line.data(), line.size())) return false;
+            }
+            if (stop_ || ended_ >= stream) {
+              sink.done();
+              return true;
+            }
+            return true;
+          });
+    };
+    server_.Get("/api/v1/nodes", handler);
+    server_.Get("/api/v1/pods", handler);
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ~FakeKubeApi() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    server_.stop();
+    thread_.join();
+  }
+  int port() const { return port_; }
+  void SetList(const nlohmann::json& list, const std::string& path = "/api/v1/nodes") {
+    std::lock_guard<std::mutex> lk(mu_);
+    lists_[path] = list.dump();
+  }
+  void Push(const nlohmann::json& event) {
+    std::lock_guard<std::mutex> lk(mu_);
+    lines_.push_back(event.dump());
+    cv_.notify_all();
+  }
+  // The watch stream open now ends (the API server's timeoutSeconds).
+  void EndStream() {
+    std::lock_guard<std::mutex> lk(mu_);
+    ended_ = streams_;
+    cv_.notify_all();
+  }
+  std::vector<std::string> requests() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return requests_;
+  }
+
+ private:
+  std::string token_;
+  httplib::Server server_;
+  std::thread thread_;
+  int port_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, std::string> lists_;  // path → list body
+  std::deque<std::string> lines_;
+  std::vector<std::string> requests_;
+  int streams_ = 0, ended_ = 0;
+  bool stop_ = false;
+};
+
+// Polls `ok` for up to 10 s.
+bool Eventually(const std::function<bool()>& ok) {
+  for (int i = 0; i < 1000; ++i) {
+    if (ok()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return ok();
+}
+
+class KubeWatchServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing_api::MakeTempDir("toposched-kubewatch");
+    testing_api::WriteFile(dir_ + "/token", "recorded-test-token\n");
+    // The demo cluster with its first nodes named as the recorded Nodes are.
+    cluster_ = toposched::testing::H100Cluster();
+    size_t i = 0;
+    const nlohmann::json list = Recorded("nodes-gfd.json");
+    for (const nlohmann::json& n : list["items"]) {
+      cluster_.nodes[i++].name = n["metadata"]["name"].get<std::string>();
+    }
+    cluster_.nodes[i++].name =
+        Recorded("node-notready.json")["metadata"]["name"].get<std::string>();
+    cluster_.nodes[i++].name =
+        Recorded("node-cordoned.json")["metadata"]["name"].get<std::string>();
+    cluster_.Finalize();
+  }
+  void TearDown() override { testing_api::RemoveDir(dir_); }
+
+  std::unique_ptr<Service> Open() {
+    ServiceOptions o;
+    o.db_path = dir_ + "/state.db";
+    o.store.sync_full = false;
+    o.background_passes = false;
+    o.clock_us = [this] { return now_us_ += 1000; };
+    auto s = Service::Open(cluster_, o);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+
+  KubeWatchOptions Options(int port) {
+    KubeWatchOptions o;
+    o.api.server = "http://127.0.0.1:" + std::to_string(port);
+    o.api.token_file = dir_ + "/token";
+    o.api.timeout_ms = 2000;
+    o.watch_timeout_s = 60;
+    o.backoff_min_ms = 20;
+    o.backoff_max_ms = 200;
+    return o;
+  }
+
+  // The id of the job running on `node`, 0 when none.
+  static int64_t JobOn(Service& s, const std::string& node) {
+    const nlohmann::json jobs = nlohmann::json::parse(s.JobsJson({}));
+    for (const nlohmann::json& j : jobs["jobs"]) {
+      if (!j["placement"].is_object()) continue;
+      for (const nlohmann::json& p : j["placement"]["nodes"]) {
+        if (p["node"] == node) return j["id"].get<int64_t>();
+      }
+    }
+    return 0;
+  }
+  static std::string StateOf(Service& s, int64_t id) {
+    auto j = s.JobJson(id, false);
+    return j.ok() ? nlohmann::json::parse(*j)["state"].get<std::string>() : "?";
+  }
+
+  std::string dir_;
+  topo::Cluster cluster_;
+  int64_t now_us_ = 1'000'000;
+};
+
+std::string Quoted(const std::string& s) { return "resourceVersion=" + s; }
+
+TEST_F(KubeWatchServiceTest, NotReadyRequeuesCordonDrainsBookmarkAndGoneRelist) {
+  std::unique_ptr<Service> s = Open();
+  ASSERT_NE(s, nullptr);
+  // Every node runs one whole-node job that is requeued when its node fails.
+  for (size_t i = 0; i < cluster_.nodes.size(); ++i) {
+    std::string spec = testing_api::JobJson("train-" + std::to_string(i), 8);
+    spec.insert(spec.size() - 1, ", \"on_failure\": \"requeue\"");
+    ASSERT_TRUE(s->Submit(spec, "").ok()) << spec;
+  }
+  ASSERT_TRUE(s->RunPass().ok());
+  const nlohmann::json list = Recorded("nodes-gfd.json");
+  const nlohmann::json notready = Recorded("node-notready.json");
+  const nlohmann::json cordoned = Recorded("node-cordoned.json");
+  const std::string down = notready["metadata"]["name"], fenced = cordoned["metadata"]["name"];
+  const int64_t victim = JobOn(*s, down);
+  ASSERT_NE(victim, 0);
+  ASSERT_EQ(StateOf(*s, victim), "RUNNING");
+
+  FakeKubeApi api("recorded-test-token");
+  api.SetList(list);
+  ServiceNodeSink sink(*s);
+  auto w = KubeWatcher::Nodes(Options(api.port()), sink);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  ASSERT_TRUE(Eventually([&] { return (*w)->stats().watches >= 1; }));
+  EXPECT_EQ((*w)->stats().lists, 1);
+  EXPECT_EQ((*w)->stats().resource_version, list["metadata"]["resourceVersion"]);
+  for (const nlohmann::json& n : list["items"]) {
+    const std::string name = n["metadata"]["name"];
+    ASSERT_TRUE(s->NodeCondition(name).has_value()) << name;
+    EXPECT_EQ(s->NodeCondition(name)->first, topo::Health::kHealthy) << name;
+  }
+
+  // The node goes NotReady: unhealthy, its job requeued (on_failure: requeue).
+  api.Push({{"type", "MODIFIED"}, {"object", notready}});
+  ASSERT_TRUE(
+      Eventually([&] { return s->NodeCondition(down)->first == topo::Health::kUnhealthy; }));
+  EXPECT_TRUE(Eventually([&] { return StateOf(*s, victim) == "PENDING"; })) << StateOf(*s, victim);
+  // Cordoned: drained. (The recorded cordoned Node is also NotReady: unhealthy, job requeued.)
+  const int64_t fenced_job = JobOn(*s, fenced);
+  api.Push({{"type", "MODIFIED"}, {"object", cordoned}});
+  ASSERT_TRUE(Eventually([&] { return s->NodeCondition(fenced)->second; }));
+  EXPECT_EQ(s->NodeCondition(fenced)->first, topo::Health::kUnhealthy);
+  EXPECT_TRUE(Eventually([&] { return StateOf(*s, fenced_job) == "PENDING"; }));
+
+  // A bookmark moves the version on; the stream ends; the next watch starts from there.
+  const nlohmann::json bookmark = Recorded("watch-bookmark.json");
+  const std::string bm_rv = bookmark["object"]["metadata"]["resourceVersion"];
+  api.Push(bookmark);
+  ASSERT_TRUE(Eventually([&] { return (*w)->stats().resource_version == bm_rv; }));
+  api.EndStream();
+  // The requests so far: list, watch, watch again.
+  ASSERT_TRUE(Eventually([&] { return api.requests().size() >= 3; }));
+  std::vector<std::string> reqs = api.requests();
+  EXPECT_NE(reqs.back().find(Quoted(bm_rv)), std::string::npos)
+      << ::testing::PrintToString(reqs) << (*w)->stats().last_error;
+
+  // 410 Gone: the watcher lists again and watches from the new list's version.
+  nlohmann::json relist = list;
+  relist["metadata"]["resourceVersion"] =
+      list["metadata"]["resourceVersion"].get<std::string>() + "0";  // any version the list gives
+  api.SetList(relist);
+  api.Push(Recorded("watch-410.json"));
+  ASSERT_TRUE(Eventually([&] { return api.requests().size() >= 5; }));  // + list, watch
+  EXPECT_EQ((*w)->stats().gone, 1);
+  reqs = api.requests();
+  EXPECT_NE(reqs.back().find(Quoted(relist["metadata"]["resourceVersion"])), std::string::npos)
+      << reqs.back();
+  // The NotReady and the cordoned nodes are not in the relist: both are gone from the API.
+  EXPECT_TRUE(
+      Eventually([&] { return s->NodeCondition(fenced)->first == topo::Health::kUnhealthy; }));
+  EXPECT_EQ((*w)->stats().errors, 0) << (*w)->stats().last_error;
+  w->reset();
+  EXPECT_TRUE(s->CheckInvariants().ok());
+
+  // What the watcher changed is stored like every other input: a restart keeps it.
+  s.reset();
+  s = Open();
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->NodeCondition(down)->first, topo::Health::kUnhealthy);
+  EXPECT_TRUE(s->NodeCondition(fenced)->second);
+}
+
+// The extender's pods follow the API: a deleted pod frees its GPUs within one watch event, a
+// finished one too, and a pod missing from a relist after "410 Gone" as well.
+TEST_F(KubeWatchServiceTest, DeletedFinishedOrVanishedPodsFreeTheirGpus) {
+  ServiceOptions o;
+  o.db_path = dir_ + "/pods.db";
+  o.store.sync_full = false;
+  o.background_passes = false;
+  o.extender = true;
+  auto svc = Service::Open(cluster_, o);
+  ASSERT_TRUE(svc.ok()) << svc.status().ToString();
+  Service& s = **svc;
+  std::vector<std::string> names;
+  for (const topo::ClusterNode& n : cluster_.nodes) names.push_back(n.name);
+  auto place = [&](const std::string& pod, const std::string& group, int size) {
+    nlohmann::json p = testing_api::Pod(pod, "uid-" + pod, 8, {{"toposched.io/pod-group", group}},
+                                        {{"toposched.io/group-size", std::to_string(size)}});
+    auto f = s.ExtenderCall("filter", nlohmann::json{{"Pod", p}, {"NodeNames", names}}.dump());
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    const nlohmann::json fj = nlohmann::json::parse(*f);
+    ASSERT_EQ(fj["NodeNames"].size(), 1u) << fj.dump();
+    auto b = s.ExtenderCall("bind", nlohmann::json{{"PodName", pod},
+                                                   {"PodNamespace", "ml"},
+                                                   {"PodUID", "uid-" + pod},
+                                                   {"Node", fj["NodeNames"][0]}}
+                                        .dump());
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+  };
+  place("duo-0", "duo", 2);
+  place("duo-1", "duo", 2);
+  place("solo-0", "solo", 1);
+  ASSERT_EQ(s.extender()->HoldIds().size(), 3u);
+
+  FakeKubeApi api("recorded-test-token");
+  const nlohmann::json empty_list = {
+      {"kind", "PodList"}, {"apiVersion", "v1"}, {"metadata", {{"resourceVersion", "100"}}}};
+  nlohmann::json list = empty_list;
+  for (const char* pod : {"duo-0", "duo-1", "solo-0"}) {
+    list["items"].push_back(PodObject(pod, "Running"));
+  }
+  api.SetList(list, "/api/v1/pods");
+  ServicePodSink sink(s);
+  auto w = KubeWatcher::Pods(Options(api.port()), sink, "toposched");
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  ASSERT_TRUE(Eventually([&] { return (*w)->stats().watches >= 1; }));
+  EXPECT_EQ(s.extender()->HoldIds().size(), 3u) << "every pod is in the list: nothing freed";
+  EXPECT_NE(api.requests()[0].find("fieldSelector=spec.schedulerName%3Dtoposched"),
+            std::string::npos)
+      << api.requests()[0];
+
+  api.Push({{"type", "DELETED"}, {"object", PodObject("duo-0", "Running")}});
+  ASSERT_TRUE(Eventually([&] { return s.extender()->HoldIds().size() == 2u; }));
+  api.Push({{"type", "MODIFIED"}, {"object", PodObject("duo-1", "Succeeded")}});
+  ASSERT_TRUE(Eventually([&] { return s.extender()->HoldIds().size() == 1u; }));
+  // The watch history is gone and solo-0 was deleted meanwhile: the relist frees it.
+  nlohmann::json relist = empty_list;
+  relist["items"] = nlohmann::json::array();
+  relist["metadata"]["resourceVersion"] = "200";
+  api.SetList(relist, "/api/v1/pods");
+  api.Push(Recorded("watch-410.json"));
+  ASSERT_TRUE(Eventually([&] { return s.extender()->HoldIds().empty(); }));
+  EXPECT_EQ((*w)->stats().gone, 1);
+  EXPECT_EQ((*w)->stats().errors, 0) << (*w)->stats().last_error;
+  w->reset();
+  EXPECT_TRUE(s.CheckInvariants().ok());
+}
+
+TEST_F(KubeWatchServiceTest, AWrongTokenIsAnErrorAndNothingChanges) {
+  std::unique_ptr<Service> s = Open();
+  ASSERT_NE(s, nullptr);
+  FakeKubeApi api("another-token");
+  api.SetList(Recorded("nodes-gfd.json"));
+  ServiceNodeSink sink(*s);
+  auto w = KubeWatcher::Nodes(Options(api.port()), sink);
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(Eventually([&] { return (*w)->stats().errors >= 2; }));
+  EXPECT_EQ((*w)->stats().lists, 0);
+  EXPECT_NE((*w)->stats().last_error.find("HTTP 401"), std::string::npos)
+      << (*w)->stats().last_error;
+}
+
+}  // namespace
+}  // namespace toposched::api
