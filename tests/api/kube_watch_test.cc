@@ -167,10 +167,11 @@ TEST(ReadKubeNode, RefusesWhatIsNotANode) {
 class RecordingPodSink : public PodSink {
  public:
   std::vector<std::string> known;
-  std::vector<std::string> gone;
+  std::vector<std::string> gone, uids;
   std::vector<std::string> KnownPods() override { return known; }
   Status PodGone(const PodRef& pod, const std::string& why) override {
     gone.push_back(pod.name_space + "/" + pod.name + " " + why);
+    uids.push_back(pod.uid);
     return OkStatus();
   }
 };
@@ -459,6 +460,35 @@ TEST_F(KubeWatchServiceTest, NotReadyRequeuesCordonDrainsBookmarkAndGoneRelist) 
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->NodeCondition(down)->first, topo::Health::kUnhealthy);
   EXPECT_TRUE(s->NodeCondition(fenced)->second);
+}
+
+// Recorded Pods: each scheduler's own are followed, by its name; a Running one is not gone, a
+// Succeeded (a PyTorchJob worker) or Failed one (stopped before it was bound) is, with its
+// namespace, name and uid.
+TEST(PodTarget, RecordedPodsOfEachScheduler) {
+  const nlohmann::json running = Recorded("pod-gpu-running.json");
+  const nlohmann::json succeeded = Recorded("pod-gpu-succeeded.json");
+  const nlohmann::json failed = Recorded("pod-gpu-failed.json");
+  RecordingPodSink sink;
+  PodTarget toposched(sink, "toposched");
+  for (const nlohmann::json* p : {&running, &succeeded, &failed}) {
+    ASSERT_TRUE(toposched.Changed("MODIFIED", *p).ok());
+  }
+  EXPECT_TRUE(sink.gone.empty()) << "none of them is toposched's";
+  PodTarget runai(sink, running["spec"]["schedulerName"].get<std::string>());
+  ASSERT_TRUE(runai.Changed("MODIFIED", running).ok());
+  EXPECT_TRUE(sink.gone.empty()) << "Running";
+  PodTarget hami(sink, succeeded["spec"]["schedulerName"].get<std::string>());
+  ASSERT_TRUE(hami.Changed("MODIFIED", succeeded).ok());
+  ASSERT_EQ(sink.gone.size(), 1u);
+  EXPECT_EQ(sink.gone[0], succeeded["metadata"]["namespace"].get<std::string>() + "/" +
+                              succeeded["metadata"]["name"].get<std::string>() +
+                              " Kubernetes: pod finished (phase Succeeded)");
+  PodTarget standard(sink, failed["spec"]["schedulerName"].get<std::string>());
+  ASSERT_TRUE(standard.Listed({failed}).ok());
+  ASSERT_EQ(sink.gone.size(), 2u);
+  EXPECT_EQ(sink.gone[1], "kueue-dws/dws-pod Kubernetes: pod finished (phase Failed)");
+  EXPECT_EQ(sink.uids[1], failed["metadata"]["uid"].get<std::string>());
 }
 
 // The extender's pods follow the API: a deleted pod frees its GPUs within one watch event, a
