@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "core/strings.h"
 #include "topo/io/cluster_yaml.h"
+#include "topo/io/kube_cluster.h"
 #include "topo/io/slurm_cluster.h"
 
 namespace toposched::cli {
@@ -21,6 +22,10 @@ namespace fs = std::filesystem;
 
 struct ImportArgs {
   std::string slurm_topology;
+  std::string kube_nodes;
+  std::vector<std::string> product_topo;  // PRODUCT=FILE
+  std::vector<std::string> level_labels;  // label keys, top first
+  double nvlink_gbps = 0;
   std::string topo;
   std::vector<std::string> node_topo;         // HOSTS=FILE
   std::vector<std::string> oversubscription;  // LEVEL=R
@@ -89,15 +94,70 @@ std::string LevelSummary(const topo::Cluster& c) {
   return s;
 }
 
+StatusOr<topo::io::KubeClusterOptions> KubeOptionsOf(const ImportArgs& a) {
+  if (!a.node_topo.empty() || !a.level_names.empty()) {
+    return InvalidArgumentError(
+        "--node-topo and --level-names are for --slurm-topology; with --kube-nodes give "
+        "--product-topo and --level-label");
+  }
+  topo::io::KubeClusterOptions o;
+  o.cluster_name = a.name.empty() ? fs::path(a.out).stem().string() : a.name;
+  o.default_topology = a.topo;
+  for (const std::string& arg : a.product_topo) {
+    ASSIGN_OR_RETURN(auto kv, SplitAssignment("--product-topo", arg, "PRODUCT=FILE"));
+    if (!o.product_topology.emplace(kv.first, kv.second).second) {
+      return InvalidArgumentError("--product-topo: product \"" + kv.first + "\" given twice");
+    }
+  }
+  if (!a.level_labels.empty()) o.level_labels = a.level_labels;
+  o.nvlink_gbps = a.nvlink_gbps;
+  for (const std::string& arg : a.oversubscription) {
+    ASSIGN_OR_RETURN(auto kv, SplitAssignment("--oversubscription", arg, "LEVEL=RATIO"));
+    auto ratio = ParseDouble(kv.second);
+    if (!ratio.ok()) {
+      return InvalidArgumentError("--oversubscription \"" + arg + "\": expected a number after =");
+    }
+    if (!o.oversubscription.emplace(kv.first, *ratio).second) {
+      return InvalidArgumentError("--oversubscription: level \"" + kv.first + "\" given twice");
+    }
+  }
+  RETURN_IF_ERROR(o.Validate());
+  return o;
+}
+
+// The cluster and the spec's header comment, from whichever source the flags name.
+StatusOr<std::pair<topo::Cluster, std::string>> Import(const ImportArgs& a) {
+  if (a.slurm_topology.empty() == a.kube_nodes.empty()) {
+    return InvalidArgumentError("give exactly one of --slurm-topology and --kube-nodes");
+  }
+  if (!a.kube_nodes.empty()) {
+    ASSIGN_OR_RETURN(topo::io::KubeClusterOptions o, KubeOptionsOf(a));
+    ASSIGN_OR_RETURN(topo::io::KubeImport k, topo::io::ReadKubeNodesCluster(a.kube_nodes, o));
+    if (!k.skipped.empty()) {
+      std::printf("skipped %zu nodes without GPUs (first: %s)\n", k.skipped.size(),
+                  k.skipped[0].c_str());
+    }
+    return std::make_pair(std::move(k.cluster),
+                          "Imported by `toposched cluster import` from the Kubernetes nodes " +
+                              a.kube_nodes +
+                              ".\nLevels top first (tier labels); oversubscription 1 unless "
+                              "given.");
+  }
+  ASSIGN_OR_RETURN(topo::io::SlurmClusterOptions o, OptionsOf(a));
+  ASSIGN_OR_RETURN(topo::Cluster c, topo::io::ReadSlurmTopologyCluster(a.slurm_topology, o));
+  return std::make_pair(std::move(c),
+                        "Imported by `toposched cluster import` from the Slurm "
+                        "topology " +
+                            a.slurm_topology +
+                            ".\nLevels top first; oversubscription 1 unless given.");
+}
+
 int RunImport(const ImportArgs& a) {
-  auto o = OptionsOf(a);
-  if (!o.ok()) return Fail(o.status());
-  auto c = topo::io::ReadSlurmTopologyCluster(a.slurm_topology, *o);
-  if (!c.ok()) return Fail(c.status());
+  auto imported = Import(a);
+  if (!imported.ok()) return Fail(imported.status());
+  topo::Cluster* c = &imported->first;
   RelativeToSpec(a.out, *c);
-  const std::string header = "Imported by `toposched cluster import` from the Slurm topology " +
-                             a.slurm_topology +
-                             ".\nLevels top first; oversubscription 1 unless given.";
+  const std::string& header = imported->second;
   auto yaml = topo::io::FormatClusterYaml(*c, header);
   if (!yaml.ok()) return Fail(yaml.status());
   // Read back before writing: what lands in --out always passes `cluster check`.
@@ -115,12 +175,25 @@ int RunImport(const ImportArgs& a) {
 void AddClusterImportCommand(CLI::App& cluster, int& rc) {
   auto a = std::make_shared<ImportArgs>();
   CLI::App* imp = cluster.add_subcommand(
-      "import", "A cluster spec from a Slurm topology.conf and node topology files");
+      "import",
+      "A cluster spec from a Slurm topology.conf or a Kubernetes node list, and node topology "
+      "files");
   imp->add_option("--slurm-topology", a->slurm_topology,
-                  "topology.conf (topology/tree or topology/block)")
-      ->required();
+                  "topology.conf (topology/tree or topology/block)");
+  imp->add_option("--kube-nodes", a->kube_nodes,
+                  "Kubernetes node list (kubectl get nodes -o json): GPU nodes by GPU Feature "
+                  "Discovery labels, tiers by network.topology.kubernetes.io labels");
+  imp->add_option("--product-topo", a->product_topo,
+                  "PRODUCT=FILE: node topology for a nvidia.com/gpu.product value (repeatable)");
+  imp->add_option("--level-label", a->level_labels,
+                  "label key of a network tier, top first (repeatable; default "
+                  "network.topology.kubernetes.io/datacenter, spine, block)");
+  imp->add_option("--nvlink-gbps", a->nvlink_gbps,
+                  "per-GPU NVLink bandwidth (GB/s) of multi-node NVLink domains "
+                  "(nvidia.com/gpu.clique)");
   imp->add_option("--topo", a->topo,
-                  "node topology (nvidia-smi topo -m, hwloc XML, NCCL XML, JSON) for every node");
+                  "node topology (nvidia-smi topo -m, hwloc XML, NCCL XML, JSON) for every node "
+                  "(every GPU node without a --product-topo)");
   imp->add_option("--node-topo", a->node_topo,
                   "HOSTS=FILE: node topology for a Slurm host list (repeatable; later wins)");
   imp->add_option("--oversubscription", a->oversubscription,

@@ -1,6 +1,8 @@
-// `toposched cluster import --slurm-topology topology.conf ...`: a cluster spec (YAML) from an
-// existing Slurm topology.conf and node topology files, without a running Slurm. Flags are read
-// here only; the work is topo::io::ReadSlurmTopologyCluster and FormatClusterYaml.
+// `toposched cluster import --slurm-topology topology.conf ...` or `--kube-nodes nodes.json`: a
+// cluster spec (YAML) from an existing Slurm topology.conf, or from a Kubernetes node list
+// (`kubectl get nodes -o json`), and node topology files, without a running Slurm or API server.
+// Flags are read here only; the work is topo::io::ReadSlurmTopologyCluster /
+// ReadKubeNodesCluster and FormatClusterYaml.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -153,5 +153,51 @@ TEST(ClusterImportCliTest, BadFlagsAreBadInputOrUsage) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+// `--kube-nodes`: a node list with GFD and tier labels (written here: no recorded list with tier
+// labels is at hand) becomes a spec that `cluster check` accepts and `simulate` runs on; the
+// recorded list (tests/api/testdata/kube) is refused with its node and the reason; one source.
+TEST(ClusterImportCliTest, KubernetesNodeListImportsChecksAndSimulates) {
+  const std::string dir = FreshDir("import-kube");
+  nlohmann::json list = {{"kind", "NodeList"}, {"items", nlohmann::json::array()}};
+  for (int i = 0; i < 8; ++i) {
+    list["items"].push_back(
+        {{"metadata",
+          {{"name", "gpu" + std::to_string(i)},
+           {"labels",
+            {{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"},
+             {"nvidia.com/gpu.count", "8"},
+             {"network.topology.kubernetes.io/spine", "s0"},
+             {"network.topology.kubernetes.io/block", i < 4 ? "b0" : "b1"}}}}}});
+  }
+  std::ofstream(dir + "/nodes.json") << list.dump();
+  const std::string spec = dir + "/k8s.yaml";
+  Result r = RunCli("cluster import --kube-nodes " + dir + "/nodes.json --product-topo " +
+                    "NVIDIA-H100-80GB-HBM3=" + kH100 + " --oversubscription block=2 --out " + spec);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("8 nodes, 64 GPUs, 1 profiles; domains per level: spine 1, block 2"),
+            std::string::npos)
+      << r.out;
+  Result check = RunCli("cluster check " + spec);
+  ASSERT_EQ(check.code, 0) << check.err;
+  EXPECT_NE(check.out.find("block block-b1 (4 nodes: gpu[4-7])"), std::string::npos) << check.out;
+  Result sim = RunCli("simulate --cluster " + spec + " --trace " + kSrc +
+                      "/data/traces/example-generic.csv --policy toposched --out " + dir + "/sim");
+  EXPECT_EQ(sim.code, 0) << sim.err;
+
+  Result recorded = RunCli("cluster import --kube-nodes " + kSrc +
+                           "/tests/api/testdata/kube/nodes-gfd.json --topo " + kH100 + " --out " +
+                           dir + "/recorded.yaml");
+  EXPECT_EQ(recorded.code, 1);
+  EXPECT_NE(recorded.err.find("(nori): Kubernetes reports 1 GPUs, its topology file"),
+            std::string::npos)
+      << recorded.err;
+  EXPECT_FALSE(fs::exists(dir + "/recorded.yaml"));
+  Result both = RunCli("cluster import --kube-nodes " + dir + "/nodes.json --slurm-topology x " +
+                       "--out " + dir + "/x.yaml");
+  EXPECT_NE(both.code, 0);
+  EXPECT_NE(both.err.find("exactly one of --slurm-topology and --kube-nodes"), std::string::npos)
+      << both.err;
+}
+
 }  // namespace
 }  // namespace toposched::cli_testing
