@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "cli/client.h"
 #include "cli/commands.h"
 #include "job/job_spec.h"
 
@@ -23,109 +24,12 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr const char* kDefaultServer = "http://127.0.0.1:8470";
-
-// Percent-encodes everything but RFC 3986 unreserved characters.
-std::string UrlEncode(const std::string& s) {
-  std::string out;
-  const char* hex = "0123456789ABCDEF";
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  return out;
-}
-
-struct ClientArgs {
-  std::string server;
-  std::string token_file;
-  bool json = false;
-};
-
-struct Reply {
-  int status = 0;
-  json body;
-};
-
-std::string ServerUrl(const ClientArgs& a) {
-  if (!a.server.empty()) return a.server;
-  const char* env = std::getenv("TOPOSCHED_SERVER");
-  return env != nullptr && *env != '\0' ? env : kDefaultServer;
-}
-
-StatusOr<std::string> Token(const ClientArgs& a) {
-  std::string path = a.token_file;
-  if (path.empty()) {
-    const char* env = std::getenv("TOPOSCHED_TOKEN_FILE");
-    if (env == nullptr || *env == '\0') return std::string();
-    path = env;
-  }
-  std::ifstream in(path);
-  if (!in) return NotFoundError(path + ": cannot read the token file");
-  std::string t;
-  std::getline(in, t);
-  while (!t.empty() && (t.back() == '\r' || t.back() == ' ')) t.pop_back();
-  return t;
-}
-
-// One request; retries connection failures (not HTTP errors) for about 5 s so that a client
-// riding out a daemon restart gets through. Requests are idempotent or carry a key.
-StatusOr<Reply> Call(const ClientArgs& a, const std::string& method, const std::string& path,
-                     const std::string& body = "",
-                     const httplib::Headers& extra = httplib::Headers()) {
-  const std::string url = ServerUrl(a);
-  ASSIGN_OR_RETURN(std::string token, Token(a));
-  httplib::Client cli(url);
-  if (!cli.is_valid()) return InvalidArgumentError("--server: bad URL \"" + url + "\"");
-  cli.set_connection_timeout(std::chrono::seconds(5));
-  cli.set_tcp_nodelay(true);
-  cli.set_read_timeout(std::chrono::seconds(60));
-  httplib::Headers h = extra;
-  if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
-  auto send = [&]() {
-    return method == "GET" ? cli.Get(path, h) : cli.Post(path, h, body, "application/json");
-  };
-  httplib::Result r = send();
-  for (int attempt = 1; !r && attempt < 50; ++attempt) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    r = send();
-  }
-  if (!r) {
-    return Status(StatusCode::kUnavailable,
-                  "cannot reach " + url + ": " + httplib::to_string(r.error()));
-  }
-  Reply rep;
-  rep.status = r->status;
-  rep.body = json::parse(r->body, nullptr, false);
-  if (r->status >= 400) {
-    std::string code = "error", msg = r->body;
-    if (rep.body.is_object()) {
-      code = rep.body.value("code", code);
-      msg = rep.body.value("message", msg);
-    }
-    return Status(StatusCode::kFailedPrecondition,
-                  msg + " (HTTP " + std::to_string(r->status) + " " + code + ")");
-  }
-  if (rep.body.is_discarded()) return InternalError("server answered with malformed JSON");
-  return rep;
-}
-
 std::string NewKey() {
   std::random_device rd;
   std::string k = "cli-";
   const char* hex = "0123456789abcdef";
   for (int i = 0; i < 32; ++i) k += hex[rd() % 16];
   return k;
-}
-
-std::string JobPath(const std::string& job) {
-  std::string id = job.rfind("job-", 0) == 0 ? job.substr(4) : job;
-  return "/api/v1/jobs/" + UrlEncode(id);
 }
 
 void PrintJson(const json& j) { std::printf("%s\n", j.dump(2).c_str()); }

@@ -8,16 +8,19 @@
 #include <string>
 #include <vector>
 
+#include "cli/client.h"
 #include "cli/commands.h"
 #include "diag/diagnose.h"
 #include "topo/io/cluster_yaml.h"
 #include "topo/io/import.h"
+#include "topo/io/json_io.h"
 
 namespace toposched::cli {
 
 namespace {
 
 struct DiagnoseArgs {
+  ClientArgs client;  // --server, --token-file: the job's events and placement from the daemon
   std::string job;
   std::vector<std::string> logs;
   std::string cluster_file;
@@ -38,7 +41,7 @@ StatusOr<std::optional<diag::NodeContext>> LoadNode(const DiagnoseArgs& a) {
     if (!t.ok()) return t.status();
     return std::optional<diag::NodeContext>(diag::NodeContext{a.topo_file, std::move(t).value()});
   }
-  if (a.cluster_file.empty()) return std::optional<diag::NodeContext>();
+  if (a.cluster_file.empty() || a.node.empty()) return std::optional<diag::NodeContext>();
   auto c = topo::io::ReadClusterYamlFile(a.cluster_file);
   if (!c.ok()) return c.status();
   const int idx = c->FindNode(a.node);
@@ -80,16 +83,83 @@ void PrintText(const DiagnoseArgs& a, const diag::Diagnosis& d) {
   }
 }
 
-int RunDiagnose(const DiagnoseArgs& a) {
-  if (a.logs.empty()) return Usage("give at least one --log FILE");
-  if (!a.node.empty() && a.cluster_file.empty()) return Usage("--node needs --cluster FILE");
-  if (!a.cluster_file.empty() && a.node.empty()) return Usage("--cluster needs --node NAME");
+// What the daemon knows of the job: its events (as job::FormatEvent prints them) and, when it is
+// pending, its explanation, as one text; the node it ran on (its placement's first node, else
+// the node its last failure event names); the daemon's cluster model.
+struct FromServer {
+  diag::TextInput events;
+  std::string node;
+  std::optional<topo::Cluster> cluster;
+};
+
+StatusOr<FromServer> FetchJob(const DiagnoseArgs& a) {
+  ASSIGN_OR_RETURN(Reply job, Call(a.client, "GET", JobPath(a.job)));
+  FromServer f;
+  f.events.name = ServerUrl(a.client) + JobPath(a.job);
+  const nlohmann::json& b = job.body;
+  if (b.contains("events") && b["events"].is_array()) {
+    for (const nlohmann::json& e : b["events"]) {
+      char t[48];
+      std::snprintf(t, sizeof t, "%.6fs ", e.value("time_us", int64_t{0}) / 1e6);
+      const std::string reason = e.value("reason", std::string());
+      f.events.text += t + e.value("job", std::string()) + " " + e.value("from", std::string()) +
+                       " -> " + e.value("to", std::string()) + ": " + reason + "\n";
+      for (const char* marker : {"node ", " of ", " on "}) {
+        const size_t at = reason.find(marker);
+        if (at == std::string::npos || reason.find("unhealthy") == std::string::npos) continue;
+        const size_t from = at + std::string(marker).size();
+        f.node = reason.substr(from, reason.find_first_of(" (;,", from) - from);
+        break;
+      }
+    }
+  }
+  if (b.value("state", std::string()) == "PENDING" && b.contains("explanation") &&
+      b["explanation"].is_string()) {
+    f.events.text += b["explanation"].get<std::string>() + "\n";
+  }
+  if (b.contains("placement") && b["placement"].is_object() && b["placement"].contains("nodes") &&
+      !b["placement"]["nodes"].empty()) {
+    f.node = b["placement"]["nodes"][0].value("node", f.node);
+  }
+  if (a.cluster_file.empty() && a.topo_file.empty()) {
+    ASSIGN_OR_RETURN(Reply topo, Call(a.client, "GET", "/api/v1/topology"));
+    ASSIGN_OR_RETURN(
+        topo::Cluster c,
+        topo::io::ClusterFromJson(topo.body.dump(), ServerUrl(a.client) + "/api/v1/topology"));
+    f.cluster = std::move(c);
+  }
+  return f;
+}
+
+int RunDiagnose(DiagnoseArgs a) {
+  const bool server = !a.client.server.empty();
+  if (a.logs.empty() && !server) return Usage("give at least one --log FILE, or --server URL JOB");
+  if (server && a.job.empty()) return Usage("--server needs the JOB (17 or job-17)");
+  if (!a.node.empty() && a.cluster_file.empty() && !server) {
+    return Usage("--node needs --cluster FILE");
+  }
+  if (!a.cluster_file.empty() && a.node.empty() && !server) {
+    return Usage("--cluster needs --node NAME");
+  }
   if (!a.cluster_file.empty() && !a.topo_file.empty()) {
     return Usage("give --cluster/--node or --topo, not both");
   }
+  std::vector<diag::TextInput> texts;
+  std::optional<diag::NodeContext> from_server;
+  if (server) {
+    auto f = FetchJob(a);
+    if (!f.ok()) return Fail(f.status());
+    texts.push_back(f->events);
+    if (a.node.empty()) a.node = f->node;
+    if (f->cluster && !a.node.empty()) {
+      const int idx = f->cluster->FindNode(a.node);
+      if (idx >= 0) from_server = diag::NodeContext{a.node, f->cluster->topology(idx)};
+    }
+  }
   auto node = LoadNode(a);
   if (!node.ok()) return Fail(node.status());
-  auto d = diag::DiagnoseFiles(a.logs, node->has_value() ? &node->value() : nullptr);
+  if (!node->has_value() && from_server) *node = std::move(from_server);
+  auto d = diag::DiagnoseInputs(a.logs, texts, node->has_value() ? &node->value() : nullptr);
   if (!d.ok()) return Fail(d.status());
   if (!a.json) {
     PrintText(a, *d);
@@ -112,12 +182,17 @@ void RegisterDiagnoseCommand(CLI::App& app, int& rc) {
   auto args = std::make_shared<DiagnoseArgs>();
   CLI::App* cmd = app.add_subcommand(
       "diagnose", "Why a job was interrupted or slow: ranked causes from its logs, with the fix");
-  cmd->add_option("JOB", args->job, "the job's name (a label in the report, offline)");
+  cmd->add_option("JOB", args->job,
+                  "the job: with --server its id (17 or job-17), offline a label in the report");
   cmd->add_option("--log", args->logs, "a log file (NCCL, driver, Slurm, Kubernetes, PyTorch)")
       ->take_all();
   cmd->add_option("--cluster", args->cluster_file, "cluster spec (YAML), with --node");
   cmd->add_option("--node", args->node, "the node of --cluster the job ran on");
   cmd->add_option("--topo", args->topo_file, "the node's topology file, instead of --cluster");
+  cmd->add_option("--server", args->client.server,
+                  "daemon URL: read the job's events, placement and the cluster from it");
+  cmd->add_option("--token-file", args->client.token_file,
+                  "bearer token file for --server (default $TOPOSCHED_TOKEN_FILE)");
   cmd->add_flag("--json", args->json, "print JSON");
   cmd->callback([args, &rc] { rc = RunDiagnose(*args); });
 }

@@ -22,15 +22,16 @@ constexpr const char* kNames[] = {
     "application_error",
     "healthy",
     "unknown",
+    "cancelled",
 };
-static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<int>(Category::kUnknown) + 1);
+static_assert(sizeof(kNames) / sizeof(kNames[0]) == kCategoryCount);
 
 }  // namespace
 
 const char* CategoryName(Category c) { return kNames[static_cast<int>(c)]; }
 
 std::optional<Category> ParseCategory(std::string_view name) {
-  for (int i = 0; i <= static_cast<int>(Category::kUnknown); ++i) {
+  for (int i = 0; i < kCategoryCount; ++i) {
     if (name == kNames[i]) return static_cast<Category>(i);
   }
   return std::nullopt;

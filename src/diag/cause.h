@@ -30,7 +30,9 @@ enum class Category {
   kApplicationError,
   kHealthy,
   kUnknown,
+  kCancelled,  // a user or operator cancelled the job (the scheduler's record)
 };
+constexpr int kCategoryCount = static_cast<int>(Category::kCancelled) + 1;
 const char* CategoryName(Category c);  // "timeout", "node_failure", ..., "unknown"
 std::optional<Category> ParseCategory(std::string_view name);
 

@@ -7,6 +7,12 @@ namespace toposched::diag {
 
 StatusOr<Diagnosis> DiagnoseFiles(const std::vector<std::string>& paths, const NodeContext* node,
                                   const DiagnoseOptions& options) {
+  return DiagnoseInputs(paths, {}, node, options);
+}
+
+StatusOr<Diagnosis> DiagnoseInputs(const std::vector<std::string>& paths,
+                                   const std::vector<TextInput>& texts, const NodeContext* node,
+                                   const DiagnoseOptions& options) {
   RETURN_IF_ERROR(options.Validate());
   EvidenceSet evidence;
   Diagnosis d;
@@ -14,6 +20,7 @@ StatusOr<Diagnosis> DiagnoseFiles(const std::vector<std::string>& paths, const N
   for (const std::string& path : paths) {
     RETURN_IF_ERROR(StreamFile(path, options.stream, fn, &d.stats));
   }
+  for (const TextInput& t : texts) StreamText(t.text, t.name, options.stream, fn, &d.stats);
   d.evidence_lines = evidence.total();
   d.causes = RankCauses(evidence, node);
   return d;

@@ -32,6 +32,16 @@ struct Diagnosis {
 StatusOr<Diagnosis> DiagnoseFiles(const std::vector<std::string>& paths, const NodeContext* node,
                                   const DiagnoseOptions& options = {});
 
+// Text in memory, cited as file `name` (the job's events from the daemon, say).
+struct TextInput {
+  std::string name;
+  std::string text;
+};
+// Every file, then every text, into one diagnosis (errors as DiagnoseFiles).
+StatusOr<Diagnosis> DiagnoseInputs(const std::vector<std::string>& paths,
+                                   const std::vector<TextInput>& texts, const NodeContext* node,
+                                   const DiagnoseOptions& options = {});
+
 // The same over text in memory, cited as file `name`.
 Diagnosis DiagnoseText(std::string_view text, const std::string& name, const NodeContext* node,
                        const DiagnoseOptions& options = {});

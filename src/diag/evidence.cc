@@ -63,6 +63,13 @@ constexpr KindInfo kKinds[] = {
     {"rendezvous_error", Source::kPyTorch},
     {"store_timeout", Source::kPyTorch},
     {"address_in_use", Source::kPyTorch},
+    {"sched_time_limit", Source::kScheduler},
+    {"sched_preempted", Source::kScheduler},
+    {"sched_node_fail", Source::kScheduler},
+    {"sched_gpu_fail", Source::kScheduler},
+    {"sched_degraded", Source::kScheduler},
+    {"sched_cancelled", Source::kScheduler},
+    {"sched_pending", Source::kScheduler},
 };
 static_assert(sizeof(kKinds) / sizeof(kKinds[0]) == kKindCount, "kKinds out of step with Kind");
 
@@ -80,6 +87,8 @@ const char* SourceName(Source s) {
       return "kubernetes";
     case Source::kPyTorch:
       return "pytorch";
+    case Source::kScheduler:
+      return "scheduler";
   }
   return "?";
 }

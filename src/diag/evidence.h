@@ -14,8 +14,9 @@
 namespace toposched::diag {
 
 // Where a line comes from, by the tool that wrote it.
-enum class Source { kNccl, kDriver, kSlurm, kKubernetes, kPyTorch };
-const char* SourceName(Source s);  // "nccl", "driver", "slurm", "kubernetes", "pytorch"
+enum class Source { kNccl, kDriver, kSlurm, kKubernetes, kPyTorch, kScheduler };
+// "nccl", "driver", "slurm", "kubernetes", "pytorch", "scheduler"
+const char* SourceName(Source s);
 
 // What a line says. Positive kinds (a correct set-up) matter as much as faults: they tell a
 // healthy log from one that merely lacks errors, and an IB data path from a bootstrap socket.
@@ -78,6 +79,14 @@ enum class Kind {
   kRendezvousError,  // RendezvousConnectionError/RendezvousTimeoutError, c10d connect timeout
   kStoreTimeout,     // c10d "waitForInput ... timed out", "Socket Timeout" on the store
   kAddressInUse,     // "Address already in use" (store/master port)
+  // toposched's own job events ("12.000000s job-7 RUNNING -> COMPLETING: time limit: ...")
+  kSchedTimeLimit,  // "RUNNING -> COMPLETING: time limit"
+  kSchedPreempted,  // "-> PREEMPTED: preempted by job-6 (priority 500)"
+  kSchedNodeFail,   // "-> NODE_FAIL: node gpu002 unhealthy (...)" (fields: node)
+  kSchedGpuFail,    // "-> FAILED: GPU 3 of gpu003 unhealthy (Xid 79)" (fields: node)
+  kSchedDegraded,   // "NVLinks of GPU 5 on gpu006 degraded, predicted 0.259 -> 0.505 ms"
+  kSchedCancelled,  // "cancelled by user"
+  kSchedPending,    // "job-7 PENDING: <explanation>" (fields: reason)
   kCount,
 };
 constexpr int kKindCount = static_cast<int>(Kind::kCount);

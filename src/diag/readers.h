@@ -13,9 +13,14 @@ void ReadDriverLine(const LineRef& line, EvidenceSet& out);      // driver_reade
 void ReadSlurmLine(const LineRef& line, EvidenceSet& out);       // slurm_reader.cc
 void ReadKubernetesLine(const LineRef& line, EvidenceSet& out);  // kubernetes_reader.cc
 void ReadPyTorchLine(const LineRef& line, EvidenceSet& out);     // pytorch_reader.cc
+// scheduler_reader.cc. False when the line is not one of toposched's job events (or a pending
+// job's explanation): the other readers then read it.
+bool ReadSchedulerLine(const LineRef& line, EvidenceSet& out);
 
-// Every reader above, in that order.
+// A scheduler event is read by the scheduler reader alone (its "-> PREEMPTED" is not Slurm's);
+// any other line by every other reader, in that order.
 inline void ReadLine(const LineRef& line, EvidenceSet& out) {
+  if (ReadSchedulerLine(line, out)) return;
   ReadNcclLine(line, out);
   ReadDriverLine(line, out);
   ReadSlurmLine(line, out);

@@ -132,24 +132,78 @@ void MemoryRules(const EvidenceSet& ev, std::vector<Cause>& out) {
   }
 }
 
+// The node a scheduler event of `kind` names ("" when none).
+std::string NodeOf(const EvidenceSet& ev, Kind kind) {
+  const Evidence* e = ev.first(kind);
+  return e ? std::string(e->Field("node")) : std::string();
+}
+
+// toposched's own record of the job: what it did and why, at the highest confidence (it is not
+// inferred from a log, it is what happened).
+void OwnEventRules(const EvidenceSet& ev, std::vector<Cause>& out) {
+  if (ev.has(Kind::kSchedGpuFail)) {
+    const std::string node = NodeOf(ev, Kind::kSchedGpuFail);
+    out.push_back(MakeCause(Category::kGpuFault, 0.95,
+                            "a GPU of the job on node " + node + " was reported unhealthy",
+                            "drain " + node + " (toposched drain " + node +
+                                ") until the GPU is checked or replaced (nvidia-smi -q, the "
+                                "driver's Xid log); the job went per its on_failure",
+                            ev, {Kind::kSchedGpuFail}));
+  }
+  if (ev.has(Kind::kSchedDegraded)) {
+    const std::string node = NodeOf(ev, Kind::kSchedDegraded);
+    out.push_back(MakeCause(Category::kNcclDegraded, 0.8,
+                            "NVLinks of a GPU on node " + node +
+                                " degraded: the job's collectives are predicted slower there",
+                            "have " + node +
+                                "'s NVLinks checked (nvidia-smi nvlink -e); "
+                                "on_degraded: wait lets the scheduler move the job",
+                            ev, {Kind::kSchedDegraded}));
+  }
+  if (ev.has(Kind::kSchedCancelled)) {
+    out.push_back(MakeCause(Category::kCancelled, 0.95, "the job was cancelled by a user",
+                            "nothing failed: ask who cancelled it (the daemon's audit log)", ev,
+                            {Kind::kSchedCancelled}));
+  }
+  if (ev.has(Kind::kSchedPending)) {
+    out.push_back(MakeCause(
+        Category::kUnschedulable, 0.85,
+        "the job is pending: " + std::string(ev.first(Kind::kSchedPending)->Field("reason")),
+        "see `toposched explain` for what it waits on; ask for fewer GPUs or "
+        "a looser constraint, or free the capacity it needs",
+        ev, {Kind::kSchedPending}));
+  }
+}
+
 void SchedulerRules(const EvidenceSet& ev, std::vector<Cause>& out) {
-  if (ev.has(Kind::kSlurmTimeLimit)) {
-    out.push_back(MakeCause(Category::kTimeout, 0.95, "the job reached its time limit",
-                            "request a longer --time from the job's measured rate (or "
-                            "checkpoint and resubmit)",
-                            ev, {Kind::kSlurmTimeLimit}));
+  OwnEventRules(ev, out);
+  if (ev.has(Kind::kSchedTimeLimit) || ev.has(Kind::kSlurmTimeLimit)) {
+    out.push_back(MakeCause(Category::kTimeout, ev.has(Kind::kSchedTimeLimit) ? 0.97 : 0.95,
+                            "the job reached its time limit",
+                            "request a longer --time (time_limit) from the job's measured rate "
+                            "(or checkpoint and resubmit)",
+                            ev, {Kind::kSchedTimeLimit, Kind::kSlurmTimeLimit}));
   }
-  if (ev.has(Kind::kSlurmNodeFail) || ev.has(Kind::kK8sNodeNotReady)) {
-    out.push_back(MakeCause(Category::kNodeFailure, 0.9, "a node of the job failed",
-                            "requeue avoiding the failed node; check the node before resuming it",
-                            ev, {Kind::kSlurmNodeFail, Kind::kK8sNodeNotReady}));
+  if (ev.has(Kind::kSchedNodeFail) || ev.has(Kind::kSlurmNodeFail) ||
+      ev.has(Kind::kK8sNodeNotReady)) {
+    const std::string node = NodeOf(ev, Kind::kSchedNodeFail);
+    out.push_back(MakeCause(
+        Category::kNodeFailure, ev.has(Kind::kSchedNodeFail) ? 0.95 : 0.9,
+        node.empty() ? "a node of the job failed" : "node " + node + " of the job failed",
+        node.empty() ? "requeue avoiding the failed node; check the node before resuming it"
+                     : "drain " + node + " (toposched drain " + node +
+                           ") and check it before resuming it; the job was requeued, shrunk or "
+                           "failed per its on_failure",
+        ev, {Kind::kSchedNodeFail, Kind::kSlurmNodeFail, Kind::kK8sNodeNotReady}));
   }
-  if (ev.has(Kind::kSlurmPreempted) || ev.has(Kind::kK8sPreempted)) {
-    out.push_back(MakeCause(Category::kPreempted, 0.9,
+  if (ev.has(Kind::kSchedPreempted) || ev.has(Kind::kSlurmPreempted) ||
+      ev.has(Kind::kK8sPreempted)) {
+    out.push_back(MakeCause(Category::kPreempted, ev.has(Kind::kSchedPreempted) ? 0.95 : 0.9,
                             "the job was preempted for a higher-priority job",
                             "resubmit with a higher priority or into a non-preemptible queue; "
                             "checkpoint more often",
-                            ev, {Kind::kSlurmPreempted, Kind::kK8sPreempted}));
+                            ev,
+                            {Kind::kSchedPreempted, Kind::kSlurmPreempted, Kind::kK8sPreempted}));
   }
   if (ev.has(Kind::kK8sEvicted)) {
     out.push_back(MakeCause(Category::kEvicted, 0.9, "the pod was evicted under node pressure",

@@ -1,10 +1,13 @@
 // The client subcommands against a real `toposched serve` child: the output contract of submit
 // and queue, and the other commands' answers and exit codes.
 #include <gtest/gtest.h>
+#include <httplib.h>
 
+#include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "api/api_testing.h"
 
@@ -154,6 +157,57 @@ TEST_F(CliClientTest, ErrorsAreClearAndExitNonZero) {
           .c_str());
   EXPECT_EQ(WEXITSTATUS(st), 1);
   EXPECT_NE(testing_api::ReadFile(err).find("cannot reach http://127.0.0.1:1"), std::string::npos);
+}
+
+// `diagnose JOB --server`: the job's own events from the daemon are the evidence, tied to the
+// node it ran on through the daemon's cluster model (no local files).
+TEST_F(CliClientTest, DiagnoseReadsTheJobFromTheDaemon) {
+  const std::string spec = dir_ + "/diag.yaml";
+  testing_api::WriteFile(spec,
+                         "name: diag-me\nuser: bob\nreplicas: 1\ngpus_per_replica: 8\n"
+                         "layout: {tp: 8}\nmodel_params: 8B\non_failure: requeue\n");
+  CliRun sub = Cli("submit " + spec + " --json");
+  ASSERT_EQ(sub.code, 0) << sub.err;
+  const std::string id = std::to_string(json::parse(sub.out)["id"].get<int64_t>());
+  std::string node;
+  for (int i = 0; i < 200 && node.empty(); ++i) {
+    CliRun show = Cli("show " + id + " --json");
+    const json j = json::parse(show.out, nullptr, false);
+    if (j.is_object() && j["placement"].is_object()) node = j["placement"]["nodes"][0]["node"];
+    if (node.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_FALSE(node.empty()) << "the job never started";
+  httplib::Client http("127.0.0.1", serve_->port());
+  auto r = http.Post(
+      "/api/v1/health", {{"Authorization", "Bearer cli-client-token-0123456789"}},
+      json{
+          {"node", node}, {"component", "node"}, {"health", "unhealthy"}, {"reason", "PSU failure"}}
+          .dump(),
+      "application/json");
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+
+  CliRun d = Cli("diagnose " + id + " --json");
+  ASSERT_EQ(d.code, 0) << d.err;
+  const json j = json::parse(d.out);
+  ASSERT_FALSE(j["causes"].empty()) << d.out;
+  const json& top = j["causes"][0];
+  EXPECT_EQ(top["category"], "node_failure") << d.out;
+  EXPECT_NE(top["summary"].get<std::string>().find("node " + node), std::string::npos) << d.out;
+  EXPECT_NE(top["fix"].get<std::string>().find("toposched drain " + node), std::string::npos);
+  EXPECT_NE(top["evidence"][0]["file"].get<std::string>().find("/api/v1/jobs/" + id),
+            std::string::npos);
+  EXPECT_NE(top["evidence"][0]["text"].get<std::string>().find("NODE_FAIL: node " + node +
+                                                               " unhealthy (PSU failure)"),
+            std::string::npos)
+      << d.out;
+  CliRun text = Cli("diagnose " + id);
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("1. node_failure"), std::string::npos) << text.out;
+  CliRun none = Cli("diagnose");
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.err.find("--server needs the JOB"), std::string::npos) << none.err;
+  CliRun missing = Cli("diagnose 99999");
+  EXPECT_EQ(missing.code, 1);
 }
 
 }  // namespace
