@@ -6,6 +6,8 @@
 #include <fstream>
 #include <thread>
 
+#include "core/file.h"
+
 namespace toposched::cli {
 
 using json = nlohmann::json;
@@ -38,10 +40,8 @@ StatusOr<std::string> Token(const ClientArgs& a) {
     if (env == nullptr || *env == '\0') return std::string();
     path = env;
   }
-  std::ifstream in(path);
-  if (!in) return NotFoundError(path + ": cannot read the token file");
-  std::string t;
-  std::getline(in, t);
+  ASSIGN_OR_RETURN(std::string text, ReadFileBounded(path, 64 * 1024, "a token file"));
+  std::string t = text.substr(0, text.find('\n'));
   while (!t.empty() && (t.back() == '\r' || t.back() == ' ')) t.pop_back();
   return t;
 }

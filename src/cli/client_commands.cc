@@ -16,6 +16,7 @@
 
 #include "cli/client.h"
 #include "cli/commands.h"
+#include "core/file.h"
 #include "job/job_spec.h"
 
 namespace toposched::cli {
@@ -53,9 +54,9 @@ struct SubmitArgs : ClientArgs {
 };
 
 int RunSubmit(const SubmitArgs& a) {
-  std::ifstream in(a.file, std::ios::binary);
-  if (!in) return Fail(NotFoundError(a.file + ": cannot read"));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto read = ReadFileBounded(a.file, size_t{16} << 20, "a job spec");
+  if (!read.ok()) return Fail(read.status());
+  const std::string& text = *read;
   const bool is_json = a.file.size() > 5 && a.file.substr(a.file.size() - 5) == ".json";
   StatusOr<job::JobSpec> spec =
       is_json ? job::ParseJobJson(text, a.file) : job::ParseJobYaml(text, a.file);

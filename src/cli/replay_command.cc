@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "core/file.h"
 #include "sched/script.h"
 #include "topo/io/cluster_yaml.h"
 
@@ -27,14 +28,12 @@ void AddReplayCommand(CLI::App& app, int& rc) {
       return;
     }
     cluster->Finalize();
-    std::ifstream in(args->script);
-    if (!in) {
-      rc = Fail(NotFoundError(args->script + ": cannot read"));
+    auto text = ReadFileBounded(args->script, size_t{64} << 20, "a script");
+    if (!text.ok()) {
+      rc = Fail(text.status());
       return;
     }
-    std::stringstream ss;
-    ss << in.rdbuf();
-    auto out = sched::RunScript(*cluster, ss.str(), args->script);
+    auto out = sched::RunScript(*cluster, *text, args->script);
     if (!out.ok()) {
       rc = Fail(out.status());
       return;

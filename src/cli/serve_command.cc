@@ -22,6 +22,7 @@
 #include "api/server.h"
 #include "api/service.h"
 #include "cli/commands.h"
+#include "core/file.h"
 #include "topo/io/cluster_yaml.h"
 
 namespace toposched::cli {
@@ -100,10 +101,9 @@ Status ReadExtenderConfig(const std::string& path, api::ExtenderOptions& o) {
 }
 
 StatusOr<std::string> ReadToken(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFoundError(path + ": cannot read the token file");
-  std::string t;
-  std::getline(in, t);
+  // A token is a line of tens of bytes; 64 KiB bounds a device or pipe given by mistake.
+  ASSIGN_OR_RETURN(std::string text, ReadFileBounded(path, 64 * 1024, "a token file"));
+  std::string t = text.substr(0, text.find('\n'));
   while (!t.empty() && (t.back() == '\r' || t.back() == ' ')) t.pop_back();
   if (t.size() < 16) {
     return InvalidArgumentError(path + ": token must be at least 16 characters");

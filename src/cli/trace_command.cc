@@ -10,6 +10,7 @@
 
 #include "cli/atomic_file.h"
 #include "cli/commands.h"
+#include "core/file.h"
 #include "sim/trace_generate.h"
 
 namespace toposched::cli {
@@ -26,11 +27,9 @@ StatusOr<std::vector<sim::TraceMix>> LoadMixes(const std::string& mix_file) {
   if (mix_file.empty()) {
     return sim::ParseMixes(sim::BuiltinMixesYaml(), "data/traces/mixes.yaml (built in)");
   }
-  std::ifstream in(mix_file, std::ios::binary);
-  if (!in) return NotFoundError("--mix-file: " + mix_file + ": cannot read");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return sim::ParseMixes(ss.str(), mix_file);
+  auto text = ReadFileBounded(mix_file, size_t{16} << 20, "a mix file");
+  if (!text.ok()) return text.status().WithPrefix("--mix-file");
+  return sim::ParseMixes(*text, mix_file);
 }
 
 void PrintSummary(const sim::TraceMix& mix, const sim::GeneratedTrace& t, double ms) {

@@ -15,6 +15,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "core/file.h"
 #include "core/strings.h"
 #include "job/job_spec.h"
 
@@ -675,14 +676,7 @@ StatusOr<std::vector<JobSpec>> ParseJobsJson(const std::string& text, const std:
 }
 
 StatusOr<std::vector<JobSpec>> ReadJobsFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError(path + ": cannot open");
-  std::string text;
-  char buf[65536];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    text.append(buf, static_cast<size_t>(in.gcount()));
-    if (text.size() > kMaxFileBytes) return InvalidArgumentError(path + ": file too large");
-  }
+  ASSIGN_OR_RETURN(std::string text, ReadFileBounded(path, kMaxFileBytes, "a jobs file"));
   const bool is_json = path.size() >= 5 && ToLower(path.substr(path.size() - 5)) == ".json";
   return is_json ? ParseJobsJson(text, path) : ParseJobsYaml(text, path);
 }

@@ -6,6 +6,8 @@
 #include <set>
 #include <sstream>
 
+#include "core/file.h"
+
 namespace toposched::sched {
 namespace {
 
@@ -931,11 +933,8 @@ StatusOr<ClusterState> ReadClusterStateJson(const std::string& text, const topo:
 
 StatusOr<ClusterState> ReadClusterStateJsonFile(const std::string& path,
                                                 const topo::Cluster& cluster) {
-  std::ifstream in(path);
-  if (!in) return NotFoundError(path + ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ReadClusterStateJson(ss.str(), cluster, path);
+  ASSIGN_OR_RETURN(std::string text, ReadFileBounded(path, size_t{256} << 20, "a state file"));
+  return ReadClusterStateJson(text, cluster, path);
 }
 
 }  // namespace toposched::sched

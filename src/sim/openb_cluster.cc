@@ -7,6 +7,7 @@
 #include <sstream>
 #include <vector>
 
+#include "core/file.h"
 #include "core/strings.h"
 #include "topo/io/cluster_yaml.h"
 
@@ -116,11 +117,8 @@ StatusOr<std::string> OpenbNodesToClusterYaml(const std::string& text, const std
 }
 
 StatusOr<topo::Cluster> ReadOpenbNodeList(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError(path + ": cannot read the node list");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  ASSIGN_OR_RETURN(std::string yaml, OpenbNodesToClusterYaml(ss.str(), path));
+  ASSIGN_OR_RETURN(std::string text, ReadFileBounded(path, size_t{64} << 20, "a node list"));
+  ASSIGN_OR_RETURN(std::string yaml, OpenbNodesToClusterYaml(text, path));
   auto c = topo::io::ParseClusterYaml(yaml, path + " (as a cluster spec)", ".");
   if (!c.ok()) return c.status();
   topo::Cluster cluster = std::move(c).value();

@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 
+#include "core/file.h"
 #include "core/strings.h"
 #include "sim/step_model.h"
 
@@ -346,11 +347,8 @@ StatusOr<Trace> ParseTrace(const std::string& text, const std::string& source, T
 }
 
 StatusOr<Trace> ReadTraceFile(const std::string& path, TraceFormat format, int max_jobs) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError(path + ": cannot read the trace");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParseTrace(ss.str(), path, format, max_jobs);
+  ASSIGN_OR_RETURN(std::string text, ReadFileBounded(path, size_t{2} << 30, "a trace"));
+  return ParseTrace(text, path, format, max_jobs);
 }
 
 StatusOr<job::JobSpec> MakeJobSpec(const TraceJob& j, const std::string& source, int max_tp) {

@@ -284,4 +284,20 @@ TEST(CliPlace, PendingJobsAreExplainedAndBadInputExitsOne) {
   EXPECT_NE(bad.err.find("bad-jobs.yaml:3"), std::string::npos) << bad.err;
 }
 
+// Reads are bounded by the bytes actually read, not by the size a file claims: a device or a
+// pipe that never ends (/dev/zero: size 0) is refused at the limit, with the limit named, instead
+// of growing without bound (topo import reached 8 GB) or aborting on std::bad_alloc (submit).
+TEST(Cli, EndlessInputsAreRefusedAtTheLimit) {
+  for (const char* args :
+       {"topo import /dev/zero", "submit /dev/zero --server http://127.0.0.1:1",
+        "trace generate --mix llm --jobs 10 --mix-file /dev/zero --out /dev/null",
+        "replay --cluster /dev/zero /dev/zero"}) {
+    SCOPED_TRACE(args);
+    Result r = RunCli(args);
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_NE(r.err.find("/dev/zero: more than"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("bytes"), std::string::npos) << r.err;
+  }
+}
+
 }  // namespace

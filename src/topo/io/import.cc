@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/file.h"
 #include "core/strings.h"
 #include "topo/io/hwloc_xml.h"
 #include "topo/io/json_io.h"
@@ -25,18 +26,7 @@ StatusOr<TopoFormat> ParseTopoFormat(std::string_view name) {
 }
 
 StatusOr<std::string> ReadFileToString(const std::string& path, size_t max_bytes) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0) return NotFoundError(path + ": no such file");
-  if (S_ISDIR(st.st_mode)) return InvalidArgumentError(path + ": is a directory, expected a file");
-  if (static_cast<size_t>(st.st_size) > max_bytes) {
-    return InvalidArgumentError(path + ": file is " + std::to_string(st.st_size) +
-                                " bytes, more than the limit of " + std::to_string(max_bytes));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError(path + ": cannot open for reading");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return ReadFileBounded(path, max_bytes, "this input");
 }
 
 namespace {
