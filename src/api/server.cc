@@ -11,6 +11,8 @@
 #include <set>
 #include <utility>
 
+#include "core/strings.h"
+
 namespace toposched::api {
 
 namespace {
@@ -59,8 +61,16 @@ StatusOr<json> ParseObject(const std::string& body, const std::set<std::string>&
   return j;
 }
 
-// Query parameters must all be in `allowed`.
+// Query parameters must all be in `allowed`. A body sent as a form (curl -d without a
+// Content-Type) is parsed into parameters by the HTTP library: say that, not "unknown query
+// parameter".
 Status CheckParams(const httplib::Request& req, const std::set<std::string>& allowed) {
+  const std::string type = ToLower(req.get_header_value("Content-Type"));
+  if (!req.body.empty() && type.rfind("application/x-www-form-urlencoded", 0) == 0) {
+    return InvalidArgumentError(
+        "request body: sent as application/x-www-form-urlencoded (curl -d does that); send JSON "
+        "with the header Content-Type: application/json");
+  }
   for (const auto& [k, v] : req.params) {
     if (allowed.count(k) == 0) {
       return InvalidArgumentError("unknown query parameter \"" + k + "\"");
@@ -206,12 +216,12 @@ void Server::Routes() {
       return httplib::Server::HandlerResponse::Unhandled;
     }
     const std::string auth = req.get_header_value("Authorization");
-    const std::string prefix = "Bearer ";
+    const std::string prefix = "bearer ";  // the scheme is case-insensitive (RFC 7235, 2.1)
     if (token.empty()) {
       SetError(res, 401, "unauthorized",
                "this server has no token configured, so it refuses changes (start it with "
                "--token-file)");
-    } else if (auth.rfind(prefix, 0) != 0) {
+    } else if (auth.size() < prefix.size() || ToLower(auth.substr(0, prefix.size())) != prefix) {
       SetError(res, 401, "unauthorized", "missing bearer token (Authorization: Bearer <token>)");
     } else if (!TokenMatches(auth.substr(prefix.size()), token)) {
       SetError(res, 401, "unauthorized", "wrong bearer token");

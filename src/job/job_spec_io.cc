@@ -33,6 +33,10 @@ std::string Quote(const std::string& s) { return "\"" + s + "\""; }
 struct Value {
   enum class Kind { kNull, kScalar, kList, kMap };
   Kind kind = Kind::kNull;
+  // A JSON scalar's type; YAML scalars are untyped (YAML users write `priority: "7"` and
+  // `rdma_required: yes`), JSON's are what the schema (docs/openapi.yaml) says they must be.
+  enum class Type { kUntyped, kString, kNumber, kBool };
+  Type type = Type::kUntyped;
   std::string text;  // scalars; JSON numbers and booleans as their text
   int line = 0;      // 1-based; 0 when unknown
   std::vector<Value> items;
@@ -133,11 +137,17 @@ class JsonBuilder {
   explicit JsonBuilder(std::string source) : source_(std::move(source)) {}
 
   bool null() { return Add(Value{}); }
-  bool boolean(bool b) { return Scalar(b ? "true" : "false"); }
-  bool number_integer(json::number_integer_t v) { return Scalar(std::to_string(v)); }
-  bool number_unsigned(json::number_unsigned_t v) { return Scalar(std::to_string(v)); }
-  bool number_float(json::number_float_t, const json::string_t& s) { return Scalar(s); }
-  bool string(json::string_t& s) { return Scalar(s); }
+  bool boolean(bool b) { return Scalar(b ? "true" : "false", Value::Type::kBool); }
+  bool number_integer(json::number_integer_t v) {
+    return Scalar(std::to_string(v), Value::Type::kNumber);
+  }
+  bool number_unsigned(json::number_unsigned_t v) {
+    return Scalar(std::to_string(v), Value::Type::kNumber);
+  }
+  bool number_float(json::number_float_t, const json::string_t& s) {
+    return Scalar(s, Value::Type::kNumber);
+  }
+  bool string(json::string_t& s) { return Scalar(s, Value::Type::kString); }
   bool binary(json::binary_t&) { return Fail(Path(), "binary values are not supported"); }
   bool start_object(std::size_t) { return Open(Value::Kind::kMap); }
   bool end_object() { return Close(); }
@@ -157,9 +167,10 @@ class JsonBuilder {
   Value& root() { return root_; }
 
  private:
-  bool Scalar(std::string text) {
+  bool Scalar(std::string text, Value::Type type) {
     Value v;
     v.kind = Value::Kind::kScalar;
+    v.type = type;
     v.text = std::move(text);
     return Add(std::move(v));
   }
@@ -299,11 +310,34 @@ class Fields {
   std::string path_;
 };
 
-StatusOr<std::string> AsString(const Ctx& ctx, const Value& v, const std::string& field) {
+// "a number 12345", "a boolean true" or "a string \"7\"": what a JSON scalar was.
+std::string Typed(const Value& v) {
+  switch (v.type) {
+    case Value::Type::kNumber:
+      return "a number " + v.text;
+    case Value::Type::kBool:
+      return "a boolean " + v.text;
+    case Value::Type::kString:
+      return "a string " + Quote(v.text);
+    default:
+      return Quote(v.text);
+  }
+}
+
+// A string, or (for the fields the schema lets be either) a number written as text.
+StatusOr<std::string> AsText(const Ctx& ctx, const Value& v, const std::string& field) {
   if (v.kind != Value::Kind::kScalar) {
     return ctx.Err(v, field, std::string("expected a string, got ") + KindName(v));
   }
   return v.text;
+}
+
+StatusOr<std::string> AsString(const Ctx& ctx, const Value& v, const std::string& field) {
+  if (v.kind == Value::Kind::kScalar &&
+      (v.type == Value::Type::kNumber || v.type == Value::Type::kBool)) {
+    return ctx.Err(v, field, "expected a string, got " + Typed(v));
+  }
+  return AsText(ctx, v, field);
 }
 
 StatusOr<std::string> AsName(const Ctx& ctx, const Value& v, const std::string& field) {
@@ -318,6 +352,9 @@ StatusOr<int> AsInt(const Ctx& ctx, const Value& v, const std::string& field, lo
   const std::string expected = std::string("expected ") + what;
   if (v.kind != Value::Kind::kScalar) {
     return ctx.Err(v, field, expected + ", got " + KindName(v));
+  }
+  if (v.type == Value::Type::kString || v.type == Value::Type::kBool) {
+    return ctx.Err(v, field, expected + ", got " + Typed(v));
   }
   auto n = ParseInt(Trim(v.text));
   if (!n.ok() || *n < min) return ctx.Err(v, field, expected + ", got " + Quote(v.text));
@@ -334,6 +371,10 @@ StatusOr<int> AsPositive(const Ctx& ctx, const Value& v, const std::string& fiel
 }
 
 StatusOr<bool> AsBool(const Ctx& ctx, const Value& v, const std::string& field) {
+  if (v.kind == Value::Kind::kScalar &&
+      (v.type == Value::Type::kString || v.type == Value::Type::kNumber)) {
+    return ctx.Err(v, field, "expected true or false, got " + Typed(v));
+  }
   if (v.kind == Value::Kind::kScalar) {
     const std::string t = ToLower(Trim(v.text));
     if (t == "true" || t == "yes") return true;
@@ -427,7 +468,7 @@ class SpecParser {
     if (const Value* x = Get(f, "pytorchjob")) RETURN_IF_ERROR(ParsePyTorchJob(f, *x, s));
     if (const Value* x = Get(f, "layout")) RETURN_IF_ERROR(ParseLayout(*x, f.Path("layout"), s));
     if (const Value* x = Get(f, "model_params")) {
-      ASSIGN_OR_RETURN(std::string t, AsString(ctx_, *x, f.Path("model_params")));
+      ASSIGN_OR_RETURN(std::string t, AsText(ctx_, *x, f.Path("model_params")));
       auto p = ParseParamCount(t);
       if (!p.ok()) return ctx_.Err(*x, f.Path("model_params"), p.status().message());
       s.model_params = *p;
@@ -447,7 +488,7 @@ class SpecParser {
       RETURN_IF_ERROR(ParseConstraints(*x, f.Path("constraints"), s.constraints));
     }
     if (const Value* x = Get(f, "time_limit")) {
-      ASSIGN_OR_RETURN(std::string t, AsString(ctx_, *x, f.Path("time_limit")));
+      ASSIGN_OR_RETURN(std::string t, AsText(ctx_, *x, f.Path("time_limit")));
       auto d = ParseDuration(t);
       if (!d.ok()) return ctx_.Err(*x, f.Path("time_limit"), d.status().message());
       s.time_limit_s = *d;

@@ -210,6 +210,30 @@ TEST_F(ServerTest, BadRequestsGetAClear4xxAndChangeNothing) {
   EXPECT_EQ(service_->applied_seq(), seq_before_);
 }
 
+// RFC 7235: the auth scheme is case-insensitive; a JSON body sent as a form (curl -d without a
+// Content-Type) is told so, not "unknown query parameter"; the schema's types hold over the REST
+// body (the body below was accepted before).
+TEST_F(ServerTest, SchemeCaseContentTypeAndJsonTypes) {
+  for (const char* scheme : {"bearer ", "BEARER ", "Bearer "}) {
+    auto r =
+        client_->Post("/api/v1/jobs", {{"Authorization", std::string(scheme) + kToken}},
+                      testing_api::JobJson(std::string("s") + scheme[1], 1), "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 201) << scheme << ": " << r->body;
+  }
+  seq_before_ = service_->applied_seq();
+  ExpectRejected(client_->Post("/api/v1/jobs", Auth(), testing_api::JobJson("form", 1),
+                               "application/x-www-form-urlencoded"),
+                 400, "invalid_argument", "Content-Type: application/json");
+  ExpectRejected(
+      Post(
+          "/api/v1/jobs",
+          R"({"name": 12345, "total_gpus": "2", "priority": "7", "constraints": {"rdma_required": "yes"}})"),
+      400, "invalid_argument", "$.name: expected a string, got a number 12345");
+  ExpectRejected(Post("/api/v1/jobs", R"({"name": "n", "total_gpus": "2"})"), 400,
+                 "invalid_argument", "$.total_gpus: expected a positive integer, got a string");
+}
+
 TEST_F(ServerTest, RestartKeepsJobsAllocationsAndEvents) {
   for (int i = 0; i < 40; ++i) {
     ASSERT_EQ(Post("/api/v1/jobs", testing_api::JobJson("r" + std::to_string(i), 8))->status, 201);

@@ -265,7 +265,7 @@ TEST(JobJson, ErrorsNameTheJsonPath) {
   };
   const Case cases[] = {
       {R"({"name": "a", "replicas": 1, "gpus_per_replica": 8, "layout": {"tp": "x"}})",
-       "j.json: $.layout.tp: expected a positive integer, got \"x\""},
+       "j.json: $.layout.tp: expected a positive integer, got a string \"x\""},
       {R"({"name": "a", "replicas": 1, "gpus_per_replica": 8, "layout": {"tp": 3}})",
        "j.json: $.layout: replicas * gpus_per_replica = 8 is not a multiple of tp * pp = 3"},
       {R"({"name": "a", "replicas": 1, "gpus_per_replica": 8, "extra": 1})",
@@ -279,6 +279,17 @@ TEST(JobJson, ErrorsNameTheJsonPath) {
        "j.json: $.time_limit: expected a duration"},
       {R"({"name": "a",)", "j.json: not valid JSON"},
       {R"([1, 2])", "j.json: $: expected a map, got a list"},
+      // JSON types as docs/openapi.yaml gives them (YAML stays untyped): the body that was
+      // accepted before, field by field.
+      {R"({"name": 12345})", "j.json: $.name: expected a string, got a number 12345"},
+      {R"({"name": "a", "total_gpus": "2"})",
+       "j.json: $.total_gpus: expected a positive integer, got a string \"2\""},
+      {R"({"name": "a", "total_gpus": 2, "priority": "7"})",
+       "j.json: $.priority: expected an integer, got a string \"7\""},
+      {R"({"name": "a", "total_gpus": 2, "constraints": {"rdma_required": "yes"}})",
+       "j.json: $.constraints.rdma_required: expected true or false, got a string \"yes\""},
+      {R"({"name": "a", "total_gpus": 2, "user": true})",
+       "j.json: $.user: expected a string, got a boolean true"},
   };
   for (const Case& c : cases) {
     auto r = ParseJobJson(c.text, "j.json");
