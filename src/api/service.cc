@@ -101,8 +101,12 @@ StatusOr<std::unique_ptr<Service>> Service::Open(const topo::Cluster& cluster, O
   ASSIGN_OR_RETURN(s->placer_, sched::GangPlacer::Create(cluster, s->options_.placer));
   ASSIGN_OR_RETURN(s->sched_, sched::Scheduler::Create(*s->placer_, s->options_.scheduler));
   ASSIGN_OR_RETURN(s->store_, store::OpenSqliteStore(s->options_.db_path, s->options_.store));
+  RETURN_IF_ERROR(s->CheckCluster(/*write_if_absent=*/false));
   ASSIGN_OR_RETURN(std::vector<store::InputRecord> inputs, s->store_->ReadInputs());
   RETURN_IF_ERROR(s->Replay(inputs));
+  // A database without the fact (new, or written by an earlier build) gets it once its replay
+  // matched.
+  RETURN_IF_ERROR(s->CheckCluster(/*write_if_absent=*/true));
   if (s->options_.extender) {
     s->ledger_ = std::make_unique<Ledger>(*s);
     ASSIGN_OR_RETURN(s->extender_,
@@ -200,6 +204,62 @@ int64_t Service::RecordLocked(store::InputRecord input, size_t events_before, in
   }
   qcv_.notify_one();
   return seq;
+}
+
+namespace {
+
+// What a database's inputs refer to: node names in order, GPU and NIC positions per node.
+json ClusterIdentity(const topo::Cluster& c) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a, 64 bits
+  auto mix = [&h](const std::string& s) {
+    for (unsigned char ch : s) {
+      h ^= ch;
+      h *= 1099511628211ull;
+    }
+    h ^= 0xff;
+    h *= 1099511628211ull;
+  };
+  int gpus = 0;
+  for (size_t n = 0; n < c.nodes.size(); ++n) {
+    const topo::NodeTopology& t = c.topology(static_cast<int>(n));
+    mix(c.nodes[n].name);
+    mix(std::to_string(t.gpus.size()) + "/" + std::to_string(t.nics.size()));
+    gpus += static_cast<int>(t.gpus.size());
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return json{{"name", c.name},
+              {"nodes", static_cast<int64_t>(c.nodes.size())},
+              {"gpus", gpus},
+              {"fingerprint", hex}};
+}
+
+std::string Described(const json& id) {
+  return "\"" + id.value("name", std::string("?")) + "\" (" +
+         std::to_string(id.value("nodes", int64_t{0})) + " nodes, " +
+         std::to_string(id.value("gpus", 0)) + " GPUs)";
+}
+
+}  // namespace
+
+Status Service::CheckCluster(bool write_if_absent) {
+  const json mine = ClusterIdentity(*cluster_);
+  ASSIGN_OR_RETURN(std::optional<std::string> stored, store_->GetMeta("cluster"));
+  if (!stored) {
+    return write_if_absent ? store_->PutMeta("cluster", Dump(mine)) : OkStatus();
+  }
+  const json theirs = json::parse(*stored, nullptr, false);
+  if (theirs.is_object() && theirs.value("fingerprint", "") == mine.value("fingerprint", "")) {
+    return OkStatus();
+  }
+  const std::string from =
+      options_.cluster_source.empty() ? "" : " from " + options_.cluster_source;
+  return FailedPreconditionError(
+      options_.db_path + " was written with the cluster " +
+      (theirs.is_object() ? Described(theirs) : std::string("(unreadable)")) +
+      "; this daemon was started with the cluster " + Described(mine) + from +
+      ", whose nodes differ (names, order, GPUs or NICs): start it with the cluster file the "
+      "database was written with, or give another --db");
 }
 
 Status Service::Replay(const std::vector<store::InputRecord>& inputs) {

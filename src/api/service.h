@@ -33,6 +33,8 @@ namespace toposched::api {
 
 struct ServiceOptions {
   std::string db_path;  // SQLite file, created when absent
+  // Where the cluster came from (the --cluster file), for messages; may be empty.
+  std::string cluster_source;
   store::StoreOptions store;
   sched::SchedulerOptions scheduler;
   sched::GangPlacerOptions placer;
@@ -161,6 +163,9 @@ class Service {
   // jobs they touch (and `extra_job`). Queues it for the committer; returns its seq.
   int64_t RecordLocked(store::InputRecord input, size_t events_before, int64_t extra_job);
   Status Replay(const std::vector<store::InputRecord>& inputs);
+  // The database remembers the cluster it was written with (node names in order, GPUs and NICs
+  // per node): another one is refused before any replay, naming both. Written when absent.
+  Status CheckCluster(bool write_if_absent);
   Status WaitDurable(int64_t seq) const;
   void CommitLoop();
   void PassLoop();

@@ -203,6 +203,7 @@ int RunServe(const ServeArgs& a) {
 
   api::ServiceOptions o;
   o.db_path = a.db;
+  o.cluster_source = a.cluster;
   o.store.sync_full = a.sync == "full";
   o.pass_interval_ms = a.pass_interval_ms;
   std::unique_ptr<api::KubeApiBinder> binder;

@@ -65,7 +65,7 @@ struct StoreOptions {
 
 // The newest schema version this build writes (schema_migrations holds one row per applied
 // migration).
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 // A job store. Implementations are not thread-safe: the owner serializes calls (the daemon has
 // one committer thread).
@@ -83,6 +83,9 @@ class JobStore {
   virtual StatusOr<std::vector<job::JobEvent>> Events(int64_t after, int limit) const = 0;
   virtual StatusOr<int64_t> EventCount() const = 0;
   virtual int64_t last_seq() const = 0;
+  // Facts about the database itself (key → value), e.g. the cluster it was written with.
+  virtual StatusOr<std::optional<std::string>> GetMeta(const std::string& key) const = 0;
+  virtual Status PutMeta(const std::string& key, const std::string& value) = 0;
 };
 
 // SQLite implementation on one file (WAL journal). Open creates the file and applies the

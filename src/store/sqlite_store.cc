@@ -38,6 +38,8 @@ constexpr Migration kMigrations[] = {
      "CREATE INDEX jobs_queue ON jobs(queue);"
      "CREATE UNIQUE INDEX jobs_idem_key ON jobs(idem_key) WHERE idem_key != '';"
      "CREATE INDEX events_job ON events(job_id);"},
+    {3, "meta: facts about the database (the cluster it was written with)",
+     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"},
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion);
 
@@ -233,6 +235,26 @@ class SqliteStore : public JobStore {
   }
 
   int64_t last_seq() const override { return last_seq_; }
+
+  StatusOr<std::optional<std::string>> GetMeta(const std::string& key) const override {
+    Stmt s(db_, "SELECT value FROM meta WHERE key = ?1");
+    if (!s.ok()) return DbError(db_, path_ + ": reading meta");
+    s.Bind(1, key);
+    const int rc = s.Step();
+    if (rc == SQLITE_ROW) return std::optional<std::string>(s.Text(0));
+    if (rc != SQLITE_DONE) return DbError(db_, path_ + ": reading meta");
+    return std::optional<std::string>();
+  }
+
+  Status PutMeta(const std::string& key, const std::string& value) override {
+    Stmt s(db_, "INSERT INTO meta(key, value) VALUES (?1, ?2) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value");
+    if (!s.ok()) return DbError(db_, path_ + ": writing meta");
+    s.Bind(1, key);
+    s.Bind(2, value);
+    if (s.Step() != SQLITE_DONE) return DbError(db_, path_ + ": writing meta");
+    return OkStatus();
+  }
 
  private:
   Status Migrate() {

@@ -167,6 +167,45 @@ TEST_F(ServiceTest, MetricsCountQueueGpusAndPredictedTime) {
             std::string::npos);
 }
 
+// A database remembers its cluster: opened with another (other nodes), it is refused at once,
+// before any replay, naming both clusters and where this one came from; a database without the
+// fact (an earlier build's) gets it at its next open.
+TEST_F(ServiceTest, AnotherClusterIsRefusedBeforeReplay) {
+  {
+    auto s = Open();
+    ASSERT_NE(s, nullptr);
+    ASSERT_TRUE(s->Submit(testing_api::JobJson("kept", 8), "").ok());
+    ASSERT_TRUE(s->RunPass().ok());
+  }
+  ServiceOptions o;
+  o.db_path = dir_ + "/state.db";
+  o.store.sync_full = false;
+  o.background_passes = false;
+  o.cluster_source = "gb200.yaml";
+  auto other = Service::Open(toposched::testing::Gb200Cluster(), o);
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().code(), StatusCode::kFailedPrecondition);
+  const std::string m = other.status().message();
+  EXPECT_NE(m.find("state.db was written with the cluster \"h100-2rack\" (32 nodes, 256 GPUs)"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("started with the cluster \"gb200-nvl72\" (36 nodes, 144 GPUs) from "
+                   "gb200.yaml"),
+            std::string::npos)
+      << m;
+  // An earlier build's database: no fact yet; the next open writes it.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ + "/state.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "DELETE FROM meta", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  {
+    auto s = Open();
+    ASSERT_NE(s, nullptr);
+    EXPECT_NE(s->JobsJson({}).find("\"kept\""), std::string::npos);
+  }
+  EXPECT_FALSE(Service::Open(toposched::testing::Gb200Cluster(), o).ok());
+}
+
 // Every GPU is counted in exactly one state, in /metrics and in /api/v1/nodes: a drained node's
 // idle GPUs were counted nowhere (free + allocated + unhealthy < total).
 TEST_F(ServiceTest, EveryGpuIsInExactlyOneState) {
