@@ -247,8 +247,9 @@ class SqliteStore : public JobStore {
   }
 
   Status PutMeta(const std::string& key, const std::string& value) override {
-    Stmt s(db_, "INSERT INTO meta(key, value) VALUES (?1, ?2) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value");
+    Stmt s(db_,
+           "INSERT INTO meta(key, value) VALUES (?1, ?2) "
+           "ON CONFLICT(key) DO UPDATE SET value = excluded.value");
     if (!s.ok()) return DbError(db_, path_ + ": writing meta");
     s.Bind(1, key);
     s.Bind(2, value);
