@@ -20,6 +20,18 @@ namespace {
 using json = nlohmann::ordered_json;
 
 thread_local std::chrono::steady_clock::time_point t_request_start;
+// A request refused for its credentials whose body is still on the connection: the pre-routing
+// handler lets the HTTP library read (and so consume) the body, and the route refuses it here
+// instead. Answering before the body is read would leave it to be parsed as the next request
+// (request smuggling behind a proxy; the library keeps the connection open after a 401).
+thread_local std::string t_refused;
+
+// Whether the request carries a body the library will read before routing.
+bool HasBody(const httplib::Request& req) {
+  if (req.has_header("Transfer-Encoding")) return true;
+  const std::string n = req.get_header_value("Content-Length");
+  return !n.empty() && n != "0";
+}
 
 void SetError(httplib::Response& res, int http, const std::string& code,
               const std::string& message) {
@@ -27,6 +39,27 @@ void SetError(httplib::Response& res, int http, const std::string& code,
   res.set_content(json{{"code", code}, {"message", message}}.dump(-1, ' ', false,
                                                                   json::error_handler_t::replace),
                   "application/json");
+}
+
+void SetErrorRefused(httplib::Response& res, const std::string& message) {
+  SetError(res, 401, "unauthorized", message);
+  res.set_header("WWW-Authenticate", "Bearer");
+}
+
+// The route's answer for a request the pre-routing handler found unauthorized.
+bool RefusedAfterBody(httplib::Response& res) {
+  if (t_refused.empty()) return false;
+  SetErrorRefused(res, t_refused);
+  return true;
+}
+
+// Every route runs behind this: a request the pre-routing handler refused is answered 401 here,
+// after its body was read, and the route itself never runs.
+httplib::Server::Handler Guarded(httplib::Server::Handler route) {
+  return [route = std::move(route)](const httplib::Request& req, httplib::Response& res) {
+    if (RefusedAfterBody(res)) return;
+    route(req, res);
+  };
 }
 
 void SetStatusError(httplib::Response& res, const Status& s) {
@@ -207,6 +240,7 @@ void Server::Routes() {
 
   h.set_pre_routing_handler([loopback, token](const httplib::Request& req, httplib::Response& res) {
     t_request_start = std::chrono::steady_clock::now();
+    t_refused.clear();
     const bool mutating = req.method != "GET" && req.method != "HEAD";
     // kube-scheduler's verbs: pod-deleted comes from whatever watches pods, which can send the
     // token.
@@ -217,24 +251,34 @@ void Server::Routes() {
     }
     const std::string auth = req.get_header_value("Authorization");
     const std::string prefix = "bearer ";  // the scheme is case-insensitive (RFC 7235, 2.1)
+    std::string refused;
     if (token.empty()) {
-      SetError(res, 401, "unauthorized",
-               "this server has no token configured, so it refuses changes (start it with "
-               "--token-file)");
+      refused =
+          "this server has no token configured, so it refuses changes (start it with "
+          "--token-file)";
     } else if (auth.size() < prefix.size() || ToLower(auth.substr(0, prefix.size())) != prefix) {
-      SetError(res, 401, "unauthorized", "missing bearer token (Authorization: Bearer <token>)");
+      refused = "missing bearer token (Authorization: Bearer <token>)";
     } else if (!TokenMatches(auth.substr(prefix.size()), token)) {
-      SetError(res, 401, "unauthorized", "wrong bearer token");
+      refused = "wrong bearer token";
     } else {
       return httplib::Server::HandlerResponse::Unhandled;
     }
-    res.set_header("WWW-Authenticate", "Bearer");
+    if (HasBody(req)) {
+      t_refused = refused;  // answered by the route once the body is read (RefusedAfterBody)
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    SetErrorRefused(res, refused);
     return httplib::Server::HandlerResponse::Handled;
   });
 
   h.set_error_handler(
       httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        // An unauthorized request to no route: still 401 (its body was read).
+        if (res.status == 404 && !t_refused.empty()) {
+          SetErrorRefused(res, t_refused);
+          return httplib::Server::HandlerResponse::Handled;
+        }
         switch (res.status) {
           case 404:
             SetError(res, 404, "not_found", "no route " + req.method + " " + req.path);
@@ -276,103 +320,109 @@ void Server::Routes() {
     });
   }
 
-  h.Get("/healthz", [&svc](const httplib::Request&, httplib::Response& res) {
-    Status st = svc.health();
-    if (!st.ok()) return SetStatusError(res, st);
-    SetJson(res, 200,
-            json{{"status", "ok"},
-                 {"applied_seq", svc.applied_seq()},
-                 {"durable_seq", svc.durable_seq()}}
-                .dump());
-  });
+  h.Get("/healthz", Guarded([&svc](const httplib::Request&, httplib::Response& res) {
+          Status st = svc.health();
+          if (!st.ok()) return SetStatusError(res, st);
+          SetJson(res, 200,
+                  json{{"status", "ok"},
+                       {"applied_seq", svc.applied_seq()},
+                       {"durable_seq", svc.durable_seq()}}
+                      .dump());
+        }));
 
-  h.Get("/metrics", [&svc](const httplib::Request&, httplib::Response& res) {
-    res.status = 200;
-    res.set_content(svc.MetricsText(), "text/plain; version=0.0.4");
-  });
+  h.Get("/metrics", Guarded([&svc](const httplib::Request&, httplib::Response& res) {
+          res.status = 200;
+          res.set_content(svc.MetricsText(), "text/plain; version=0.0.4");
+        }));
 
-  h.Post("/api/v1/jobs", [&svc](const httplib::Request& req, httplib::Response& res) {
-    if (Status p = CheckParams(req, {}); !p.ok()) return SetStatusError(res, p);
-    StatusOr<Service::SubmitResult> r =
-        svc.Submit(req.body, req.get_header_value("Idempotency-Key"));
-    if (!r.ok()) return SetStatusError(res, r.status());
-    SetJson(res, r->created ? 201 : 200,
+  h.Post(
+      "/api/v1/jobs", Guarded([&svc](const httplib::Request& req, httplib::Response& res) {
+        if (Status p = CheckParams(req, {}); !p.ok()) return SetStatusError(res, p);
+        StatusOr<Service::SubmitResult> r =
+            svc.Submit(req.body, req.get_header_value("Idempotency-Key"));
+        if (!r.ok()) return SetStatusError(res, r.status());
+        SetJson(
+            res, r->created ? 201 : 200,
             json{{"id", r->id}, {"job_id", "job-" + std::to_string(r->id)}, {"created", r->created}}
                 .dump());
-  });
+      }));
 
-  h.Get("/api/v1/jobs", [&svc](const httplib::Request& req, httplib::Response& res) {
-    if (Status p = CheckParams(req, {"state", "user", "queue", "name", "after", "limit"});
-        !p.ok()) {
-      return SetStatusError(res, p);
-    }
-    ListFilter f;
-    if (req.has_param("state")) {
-      StatusOr<job::JobState> st = job::ParseJobState(req.get_param_value("state"));
-      if (!st.ok()) return SetStatusError(res, st.status().WithPrefix("query parameter \"state\""));
-      f.state = *st;
-    }
-    if (req.has_param("user")) f.user = req.get_param_value("user");
-    if (req.has_param("queue")) f.queue = req.get_param_value("queue");
-    if (req.has_param("name")) f.name = req.get_param_value("name");
-    StatusOr<int64_t> after = IntParam(req, "after", 0, 0, INT64_MAX);
-    if (!after.ok()) return SetStatusError(res, after.status());
-    StatusOr<int64_t> limit = IntParam(req, "limit", 1000, 1, 100000);
-    if (!limit.ok()) return SetStatusError(res, limit.status());
-    f.after_id = *after;
-    f.limit = static_cast<int>(*limit);
-    SetJson(res, 200, svc.JobsJson(f));
-  });
+  h.Get("/api/v1/jobs", Guarded([&svc](const httplib::Request& req, httplib::Response& res) {
+          if (Status p = CheckParams(req, {"state", "user", "queue", "name", "after", "limit"});
+              !p.ok()) {
+            return SetStatusError(res, p);
+          }
+          ListFilter f;
+          if (req.has_param("state")) {
+            StatusOr<job::JobState> st = job::ParseJobState(req.get_param_value("state"));
+            if (!st.ok())
+              return SetStatusError(res, st.status().WithPrefix("query parameter \"state\""));
+            f.state = *st;
+          }
+          if (req.has_param("user")) f.user = req.get_param_value("user");
+          if (req.has_param("queue")) f.queue = req.get_param_value("queue");
+          if (req.has_param("name")) f.name = req.get_param_value("name");
+          StatusOr<int64_t> after = IntParam(req, "after", 0, 0, INT64_MAX);
+          if (!after.ok()) return SetStatusError(res, after.status());
+          StatusOr<int64_t> limit = IntParam(req, "limit", 1000, 1, 100000);
+          if (!limit.ok()) return SetStatusError(res, limit.status());
+          f.after_id = *after;
+          f.limit = static_cast<int>(*limit);
+          SetJson(res, 200, svc.JobsJson(f));
+        }));
 
   const std::string job_re = R"(/api/v1/jobs/(?:job-)?(\d{1,18}))";
-  h.Get(job_re, [&svc](const httplib::Request& req, httplib::Response& res) {
-    if (Status p = CheckParams(req, {}); !p.ok()) return SetStatusError(res, p);
-    StatusOr<std::string> j = svc.JobJson(JobIdOf(req), true);
-    if (!j.ok()) return SetStatusError(res, j.status());
-    SetJson(res, 200, *j);
-  });
-  h.Get(job_re + "/explain", [&svc](const httplib::Request& req, httplib::Response& res) {
-    StatusOr<std::string> j = svc.ExplainJson(JobIdOf(req));
-    if (!j.ok()) return SetStatusError(res, j.status());
-    SetJson(res, 200, *j);
-  });
-  h.Post(job_re + "/cancel", [&svc](const httplib::Request& req, httplib::Response& res) {
-    if (!req.body.empty()) {
-      if (auto b = ParseObject(req.body, {}); !b.ok()) return SetStatusError(res, b.status());
-    }
-    Status st = svc.Cancel(JobIdOf(req));
-    if (!st.ok()) return SetStatusError(res, st);
-    StatusOr<std::string> j = svc.JobJson(JobIdOf(req), false);
-    SetJson(res, 200, j.ok() ? *j : "{}");
-  });
-  h.Post(job_re + "/complete", [&svc](const httplib::Request& req, httplib::Response& res) {
-    if (!req.body.empty()) {
-      if (auto b = ParseObject(req.body, {}); !b.ok()) return SetStatusError(res, b.status());
-    }
-    Status st = svc.Complete(JobIdOf(req));
-    if (!st.ok()) return SetStatusError(res, st);
-    StatusOr<std::string> j = svc.JobJson(JobIdOf(req), false);
-    SetJson(res, 200, j.ok() ? *j : "{}");
-  });
+  h.Get(job_re, Guarded([&svc](const httplib::Request& req, httplib::Response& res) {
+          if (Status p = CheckParams(req, {}); !p.ok()) return SetStatusError(res, p);
+          StatusOr<std::string> j = svc.JobJson(JobIdOf(req), true);
+          if (!j.ok()) return SetStatusError(res, j.status());
+          SetJson(res, 200, *j);
+        }));
+  h.Get(job_re + "/explain", Guarded([&svc](const httplib::Request& req, httplib::Response& res) {
+          StatusOr<std::string> j = svc.ExplainJson(JobIdOf(req));
+          if (!j.ok()) return SetStatusError(res, j.status());
+          SetJson(res, 200, *j);
+        }));
+  h.Post(job_re + "/cancel", Guarded([&svc](const httplib::Request& req, httplib::Response& res) {
+           if (!req.body.empty()) {
+             if (auto b = ParseObject(req.body, {}); !b.ok())
+               return SetStatusError(res, b.status());
+           }
+           Status st = svc.Cancel(JobIdOf(req));
+           if (!st.ok()) return SetStatusError(res, st);
+           StatusOr<std::string> j = svc.JobJson(JobIdOf(req), false);
+           SetJson(res, 200, j.ok() ? *j : "{}");
+         }));
+  h.Post(job_re + "/complete", Guarded([&svc](const httplib::Request& req, httplib::Response& res) {
+           if (!req.body.empty()) {
+             if (auto b = ParseObject(req.body, {}); !b.ok())
+               return SetStatusError(res, b.status());
+           }
+           Status st = svc.Complete(JobIdOf(req));
+           if (!st.ok()) return SetStatusError(res, st);
+           StatusOr<std::string> j = svc.JobJson(JobIdOf(req), false);
+           SetJson(res, 200, j.ok() ? *j : "{}");
+         }));
 
-  h.Post(job_re + "/priority", [&svc](const httplib::Request& req, httplib::Response& res) {
-    StatusOr<json> b = ParseObject(req.body, {"priority"});
-    if (!b.ok()) return SetStatusError(res, b.status());
-    if (!b->contains("priority") || !(*b)["priority"].is_number_integer() ||
-        (*b)["priority"].get<int64_t>() < -1000000000 ||
-        (*b)["priority"].get<int64_t>() > 1000000000) {
-      return SetStatusError(
-          res, InvalidArgumentError("request body: priority: expected an integer in [-1e9, 1e9]"));
-    }
-    Status st = svc.SetPriority(JobIdOf(req), (*b)["priority"].get<int>());
-    if (!st.ok()) return SetStatusError(res, st);
-    StatusOr<std::string> j = svc.JobJson(JobIdOf(req), false);
-    SetJson(res, 200, j.ok() ? *j : "{}");
-  });
+  h.Post(job_re + "/priority", Guarded([&svc](const httplib::Request& req, httplib::Response& res) {
+           StatusOr<json> b = ParseObject(req.body, {"priority"});
+           if (!b.ok()) return SetStatusError(res, b.status());
+           if (!b->contains("priority") || !(*b)["priority"].is_number_integer() ||
+               (*b)["priority"].get<int64_t>() < -1000000000 ||
+               (*b)["priority"].get<int64_t>() > 1000000000) {
+             return SetStatusError(
+                 res, InvalidArgumentError(
+                          "request body: priority: expected an integer in [-1e9, 1e9]"));
+           }
+           Status st = svc.SetPriority(JobIdOf(req), (*b)["priority"].get<int>());
+           if (!st.ok()) return SetStatusError(res, st);
+           StatusOr<std::string> j = svc.JobJson(JobIdOf(req), false);
+           SetJson(res, 200, j.ok() ? *j : "{}");
+         }));
 
   for (bool drain : {true, false}) {
     h.Post(std::string(R"(/api/v1/nodes/([A-Za-z0-9_.\-]{1,128})/)") + (drain ? "drain" : "resume"),
-           [&svc, drain](const httplib::Request& req, httplib::Response& res) {
+           Guarded([&svc, drain](const httplib::Request& req, httplib::Response& res) {
              std::string reason;
              if (!req.body.empty()) {
                StatusOr<json> b = ParseObject(req.body, {"reason"});
@@ -389,78 +439,83 @@ void Server::Routes() {
              Status st = svc.SetDrained(node, drain, reason);
              if (!st.ok()) return SetStatusError(res, st);
              SetJson(res, 200, json{{"node", node}, {"drained", drain}}.dump());
-           });
+           }));
   }
 
-  h.Post("/api/v1/health", [&svc](const httplib::Request& req, httplib::Response& res) {
-    StatusOr<json> b = ParseObject(req.body, {"node", "component", "index", "health", "reason"});
-    if (!b.ok()) return SetStatusError(res, b.status());
-    const json& j = *b;
-    for (const char* k : {"node", "component", "health"}) {
-      if (!j.contains(k) || !j[k].is_string()) {
-        return SetStatusError(
-            res, InvalidArgumentError(std::string("request body: ") + k + ": required, a string"));
-      }
-    }
-    if (j.contains("reason") && !j["reason"].is_string()) {
-      return SetStatusError(res, InvalidArgumentError("request body: reason: expected a string"));
-    }
-    int index = 0;
-    if (j.contains("index")) {
-      if (!j["index"].is_number_integer() || j["index"].get<int64_t>() < 0 ||
-          j["index"].get<int64_t>() > 1024) {
-        return SetStatusError(
-            res, InvalidArgumentError("request body: index: expected an integer in [0, 1024]"));
-      }
-      index = j["index"].get<int>();
-    } else if (j["component"] != "node") {
-      return SetStatusError(
-          res, InvalidArgumentError("request body: index: required for a gpu, nic or nvlink"));
-    }
-    Status st = svc.ReportHealth(j["component"].get<std::string>(), j["node"].get<std::string>(),
-                                 index, j["health"].get<std::string>(), j.value("reason", ""));
-    if (!st.ok()) return SetStatusError(res, st);
-    SetJson(res, 200, json{{"status", "recorded"}}.dump());
-  });
+  h.Post(
+      "/api/v1/health", Guarded([&svc](const httplib::Request& req, httplib::Response& res) {
+        StatusOr<json> b =
+            ParseObject(req.body, {"node", "component", "index", "health", "reason"});
+        if (!b.ok()) return SetStatusError(res, b.status());
+        const json& j = *b;
+        for (const char* k : {"node", "component", "health"}) {
+          if (!j.contains(k) || !j[k].is_string()) {
+            return SetStatusError(res, InvalidArgumentError(std::string("request body: ") + k +
+                                                            ": required, a string"));
+          }
+        }
+        if (j.contains("reason") && !j["reason"].is_string()) {
+          return SetStatusError(res,
+                                InvalidArgumentError("request body: reason: expected a string"));
+        }
+        int index = 0;
+        if (j.contains("index")) {
+          if (!j["index"].is_number_integer() || j["index"].get<int64_t>() < 0 ||
+              j["index"].get<int64_t>() > 1024) {
+            return SetStatusError(
+                res, InvalidArgumentError("request body: index: expected an integer in [0, 1024]"));
+          }
+          index = j["index"].get<int>();
+        } else if (j["component"] != "node") {
+          return SetStatusError(
+              res, InvalidArgumentError("request body: index: required for a gpu, nic or nvlink"));
+        }
+        Status st =
+            svc.ReportHealth(j["component"].get<std::string>(), j["node"].get<std::string>(), index,
+                             j["health"].get<std::string>(), j.value("reason", ""));
+        if (!st.ok()) return SetStatusError(res, st);
+        SetJson(res, 200, json{{"status", "recorded"}}.dump());
+      }));
 
-  h.Post("/api/v1/schedule", [&svc](const httplib::Request& req, httplib::Response& res) {
-    if (!req.body.empty()) {
-      if (auto b = ParseObject(req.body, {}); !b.ok()) return SetStatusError(res, b.status());
-    }
-    StatusOr<std::vector<int64_t>> r = svc.RunPass();
-    if (!r.ok()) return SetStatusError(res, r.status());
-    SetJson(res, 200, json{{"started", *r}}.dump());
-  });
+  h.Post("/api/v1/schedule", Guarded([&svc](const httplib::Request& req, httplib::Response& res) {
+           if (!req.body.empty()) {
+             if (auto b = ParseObject(req.body, {}); !b.ok())
+               return SetStatusError(res, b.status());
+           }
+           StatusOr<std::vector<int64_t>> r = svc.RunPass();
+           if (!r.ok()) return SetStatusError(res, r.status());
+           SetJson(res, 200, json{{"started", *r}}.dump());
+         }));
 
-  h.Get("/api/v1/nodes", [&svc](const httplib::Request& req, httplib::Response& res) {
-    if (Status p = CheckParams(req, {}); !p.ok()) return SetStatusError(res, p);
-    SetJson(res, 200, svc.NodesJson());
-  });
-  h.Get("/api/v1/topology", [&svc](const httplib::Request&, httplib::Response& res) {
-    SetJson(res, 200, svc.TopologyJson());
-  });
-  h.Get("/api/v1/events", [&svc](const httplib::Request& req, httplib::Response& res) {
-    if (Status p = CheckParams(req, {"after", "limit", "job"}); !p.ok()) {
-      return SetStatusError(res, p);
-    }
-    StatusOr<int64_t> after = IntParam(req, "after", 0, 0, INT64_MAX);
-    if (!after.ok()) return SetStatusError(res, after.status());
-    StatusOr<int64_t> limit = IntParam(req, "limit", 1000, 1, 100000);
-    if (!limit.ok()) return SetStatusError(res, limit.status());
-    std::string job = req.has_param("job") ? req.get_param_value("job") : "";
-    if (!job.empty() && job.rfind("job-", 0) != 0) job = "job-" + job;
-    SetJson(res, 200, svc.EventsJson(*after, static_cast<int>(*limit), job));
-  });
+  h.Get("/api/v1/nodes", Guarded([&svc](const httplib::Request& req, httplib::Response& res) {
+          if (Status p = CheckParams(req, {}); !p.ok()) return SetStatusError(res, p);
+          SetJson(res, 200, svc.NodesJson());
+        }));
+  h.Get("/api/v1/topology", Guarded([&svc](const httplib::Request&, httplib::Response& res) {
+          SetJson(res, 200, svc.TopologyJson());
+        }));
+  h.Get("/api/v1/events", Guarded([&svc](const httplib::Request& req, httplib::Response& res) {
+          if (Status p = CheckParams(req, {"after", "limit", "job"}); !p.ok()) {
+            return SetStatusError(res, p);
+          }
+          StatusOr<int64_t> after = IntParam(req, "after", 0, 0, INT64_MAX);
+          if (!after.ok()) return SetStatusError(res, after.status());
+          StatusOr<int64_t> limit = IntParam(req, "limit", 1000, 1, 100000);
+          if (!limit.ok()) return SetStatusError(res, limit.status());
+          std::string job = req.has_param("job") ? req.get_param_value("job") : "";
+          if (!job.empty() && job.rfind("job-", 0) != 0) job = "job-" + job;
+          SetJson(res, 200, svc.EventsJson(*after, static_cast<int>(*limit), job));
+        }));
 
   // Kubernetes scheduler extender verbs, served by the extender given in the options.
   if (options_.extender) {
     auto ext = options_.extender;
     h.Post(R"(/extender/(filter|prioritize|bind|preempt|pod-deleted))",
-           [ext](const httplib::Request& req, httplib::Response& res) {
+           Guarded([ext](const httplib::Request& req, httplib::Response& res) {
              StatusOr<std::string> r = ext(req.matches[1].str(), req.body);
              if (!r.ok()) return SetStatusError(res, r.status());
              SetJson(res, 200, std::move(r).value());
-           });
+           }));
   }
 }
 

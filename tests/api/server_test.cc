@@ -2,12 +2,18 @@
 // the limits, and bad requests that get a clear 4xx and change nothing.
 #include "api/server.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "api/api_testing.h"
 #include "testing/clusters.h"
@@ -232,6 +238,42 @@ TEST_F(ServerTest, SchemeCaseContentTypeAndJsonTypes) {
       400, "invalid_argument", "$.name: expected a string, got a number 12345");
   ExpectRejected(Post("/api/v1/jobs", R"({"name": "n", "total_gpus": "2"})"), 400,
                  "invalid_argument", "$.total_gpus: expected a positive integer, got a string");
+}
+
+// A request refused for its credentials must not leave its body on the connection, where it was
+// parsed as the next request: a request hidden in the body of an unauthenticated POST was
+// executed (20 of 20 tries with the body sent 50 ms after the headers).
+TEST_F(ServerTest, ARefusedRequestsBodyIsNotParsedAsTheNextRequest) {
+  const std::string hidden = "GET /api/v1/jobs/424242 HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (const std::string path : {"/api/v1/jobs", "/api/v1/jobs/1/cancel", "/api/v1/nope"}) {
+    SCOPED_TRACE(path);
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(server_->port()));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    const std::string head = "POST " + path +
+                             " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                             "Content-Length: " +
+                             std::to_string(hidden.size()) + "\r\n\r\n";
+    ASSERT_EQ(send(fd, head.data(), head.size(), 0), static_cast<ssize_t>(head.size()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_EQ(send(fd, hidden.data(), hidden.size(), 0), static_cast<ssize_t>(hidden.size()));
+    timeval tv{0, 500000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    std::string got;
+    char buf[4096];
+    for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;)
+      got.append(buf, static_cast<size_t>(n));
+    close(fd);
+    EXPECT_EQ(got.rfind("HTTP/1.1 401", 0), 0u) << got;
+    EXPECT_EQ(got.find("job-424242"), std::string::npos) << "the hidden request ran:\n" << got;
+    size_t responses = 0;
+    for (size_t at = 0; (at = got.find("HTTP/1.1 ", at)) != std::string::npos; ++at) ++responses;
+    EXPECT_EQ(responses, 1u) << got;
+  }
 }
 
 TEST_F(ServerTest, RestartKeepsJobsAllocationsAndEvents) {
