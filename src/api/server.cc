@@ -62,6 +62,37 @@ httplib::Server::Handler Guarded(httplib::Server::Handler route) {
   };
 }
 
+// A route whose body is read here, chunk by chunk, up to `max` bytes, rather than whole by the
+// HTTP library: the library holds Content-Length bodies to the limit but read chunked ones
+// whole. Over the limit: 413, and the rest of the body is read and dropped (up to 16 × the
+// limit, then the connection is given up) so that it cannot be parsed as the next request.
+httplib::Server::HandlerWithContentReader Bounded(size_t max, httplib::Server::Handler route) {
+  return [max, route = std::move(route)](const httplib::Request& req, httplib::Response& res,
+                                         const httplib::ContentReader& reader) {
+    httplib::Request r = req;
+    size_t seen = 0;
+    bool over = false;
+    const bool read = reader([&](const char* data, size_t n) {
+      seen += n;
+      if (over || r.body.size() + n > max) {
+        over = true;
+        r.body.clear();
+        return seen <= 16 * max;
+      }
+      r.body.append(data, n);
+      return true;
+    });
+    if (over || !read) {
+      // !read: the library stopped first (its own limit, or a broken chunk stream).
+      SetError(res, 413, "payload_too_large",
+               "request body over the server's limit of " + std::to_string(max) +
+                   " bytes (or a chunked body that could not be read)");
+      return;
+    }
+    route(r, res);
+  };
+}
+
 void SetStatusError(httplib::Response& res, const Status& s) {
   SetError(res, HttpStatusOf(s.code()), ErrorCodeName(s.code()), s.message());
 }
@@ -237,6 +268,7 @@ void Server::Routes() {
   const bool loopback = IsLoopback(options_.host);
   const std::string token = options_.token;
   const bool log_requests = options_.log_requests;
+  const size_t max_body = options_.max_body_bytes;
 
   h.set_pre_routing_handler([loopback, token](const httplib::Request& req, httplib::Response& res) {
     t_request_start = std::chrono::steady_clock::now();
@@ -335,17 +367,18 @@ void Server::Routes() {
           res.set_content(svc.MetricsText(), "text/plain; version=0.0.4");
         }));
 
-  h.Post(
-      "/api/v1/jobs", Guarded([&svc](const httplib::Request& req, httplib::Response& res) {
-        if (Status p = CheckParams(req, {}); !p.ok()) return SetStatusError(res, p);
-        StatusOr<Service::SubmitResult> r =
-            svc.Submit(req.body, req.get_header_value("Idempotency-Key"));
-        if (!r.ok()) return SetStatusError(res, r.status());
-        SetJson(
-            res, r->created ? 201 : 200,
-            json{{"id", r->id}, {"job_id", "job-" + std::to_string(r->id)}, {"created", r->created}}
-                .dump());
-      }));
+  h.Post("/api/v1/jobs",
+         Bounded(max_body, Guarded([&svc](const httplib::Request& req, httplib::Response& res) {
+                   if (Status p = CheckParams(req, {}); !p.ok()) return SetStatusError(res, p);
+                   StatusOr<Service::SubmitResult> r =
+                       svc.Submit(req.body, req.get_header_value("Idempotency-Key"));
+                   if (!r.ok()) return SetStatusError(res, r.status());
+                   SetJson(res, r->created ? 201 : 200,
+                           json{{"id", r->id},
+                                {"job_id", "job-" + std::to_string(r->id)},
+                                {"created", r->created}}
+                               .dump());
+                 })));
 
   h.Get("/api/v1/jobs", Guarded([&svc](const httplib::Request& req, httplib::Response& res) {
           if (Status p = CheckParams(req, {"state", "user", "queue", "name", "after", "limit"});
@@ -383,109 +416,119 @@ void Server::Routes() {
           if (!j.ok()) return SetStatusError(res, j.status());
           SetJson(res, 200, *j);
         }));
-  h.Post(job_re + "/cancel", Guarded([&svc](const httplib::Request& req, httplib::Response& res) {
-           if (!req.body.empty()) {
-             if (auto b = ParseObject(req.body, {}); !b.ok())
-               return SetStatusError(res, b.status());
-           }
-           Status st = svc.Cancel(JobIdOf(req));
-           if (!st.ok()) return SetStatusError(res, st);
-           StatusOr<std::string> j = svc.JobJson(JobIdOf(req), false);
-           SetJson(res, 200, j.ok() ? *j : "{}");
-         }));
-  h.Post(job_re + "/complete", Guarded([&svc](const httplib::Request& req, httplib::Response& res) {
-           if (!req.body.empty()) {
-             if (auto b = ParseObject(req.body, {}); !b.ok())
-               return SetStatusError(res, b.status());
-           }
-           Status st = svc.Complete(JobIdOf(req));
-           if (!st.ok()) return SetStatusError(res, st);
-           StatusOr<std::string> j = svc.JobJson(JobIdOf(req), false);
-           SetJson(res, 200, j.ok() ? *j : "{}");
-         }));
+  h.Post(job_re + "/cancel",
+         Bounded(max_body, Guarded([&svc](const httplib::Request& req, httplib::Response& res) {
+                   if (!req.body.empty()) {
+                     if (auto b = ParseObject(req.body, {}); !b.ok())
+                       return SetStatusError(res, b.status());
+                   }
+                   Status st = svc.Cancel(JobIdOf(req));
+                   if (!st.ok()) return SetStatusError(res, st);
+                   StatusOr<std::string> j = svc.JobJson(JobIdOf(req), false);
+                   SetJson(res, 200, j.ok() ? *j : "{}");
+                 })));
+  h.Post(job_re + "/complete",
+         Bounded(max_body, Guarded([&svc](const httplib::Request& req, httplib::Response& res) {
+                   if (!req.body.empty()) {
+                     if (auto b = ParseObject(req.body, {}); !b.ok())
+                       return SetStatusError(res, b.status());
+                   }
+                   Status st = svc.Complete(JobIdOf(req));
+                   if (!st.ok()) return SetStatusError(res, st);
+                   StatusOr<std::string> j = svc.JobJson(JobIdOf(req), false);
+                   SetJson(res, 200, j.ok() ? *j : "{}");
+                 })));
 
-  h.Post(job_re + "/priority", Guarded([&svc](const httplib::Request& req, httplib::Response& res) {
-           StatusOr<json> b = ParseObject(req.body, {"priority"});
-           if (!b.ok()) return SetStatusError(res, b.status());
-           if (!b->contains("priority") || !(*b)["priority"].is_number_integer() ||
-               (*b)["priority"].get<int64_t>() < -1000000000 ||
-               (*b)["priority"].get<int64_t>() > 1000000000) {
-             return SetStatusError(
-                 res, InvalidArgumentError(
-                          "request body: priority: expected an integer in [-1e9, 1e9]"));
-           }
-           Status st = svc.SetPriority(JobIdOf(req), (*b)["priority"].get<int>());
-           if (!st.ok()) return SetStatusError(res, st);
-           StatusOr<std::string> j = svc.JobJson(JobIdOf(req), false);
-           SetJson(res, 200, j.ok() ? *j : "{}");
-         }));
+  h.Post(job_re + "/priority",
+         Bounded(max_body, Guarded([&svc](const httplib::Request& req, httplib::Response& res) {
+                   StatusOr<json> b = ParseObject(req.body, {"priority"});
+                   if (!b.ok()) return SetStatusError(res, b.status());
+                   if (!b->contains("priority") || !(*b)["priority"].is_number_integer() ||
+                       (*b)["priority"].get<int64_t>() < -1000000000 ||
+                       (*b)["priority"].get<int64_t>() > 1000000000) {
+                     return SetStatusError(
+                         res, InvalidArgumentError(
+                                  "request body: priority: expected an integer in [-1e9, 1e9]"));
+                   }
+                   Status st = svc.SetPriority(JobIdOf(req), (*b)["priority"].get<int>());
+                   if (!st.ok()) return SetStatusError(res, st);
+                   StatusOr<std::string> j = svc.JobJson(JobIdOf(req), false);
+                   SetJson(res, 200, j.ok() ? *j : "{}");
+                 })));
 
   for (bool drain : {true, false}) {
     h.Post(std::string(R"(/api/v1/nodes/([A-Za-z0-9_.\-]{1,128})/)") + (drain ? "drain" : "resume"),
-           Guarded([&svc, drain](const httplib::Request& req, httplib::Response& res) {
-             std::string reason;
-             if (!req.body.empty()) {
-               StatusOr<json> b = ParseObject(req.body, {"reason"});
-               if (!b.ok()) return SetStatusError(res, b.status());
-               if (b->contains("reason")) {
-                 if (!(*b)["reason"].is_string()) {
-                   return SetStatusError(
-                       res, InvalidArgumentError("request body: reason: expected a string"));
-                 }
-                 reason = (*b)["reason"].get<std::string>();
-               }
-             }
-             const std::string node = req.matches[1].str();
-             Status st = svc.SetDrained(node, drain, reason);
-             if (!st.ok()) return SetStatusError(res, st);
-             SetJson(res, 200, json{{"node", node}, {"drained", drain}}.dump());
-           }));
+           Bounded(max_body,
+                   Guarded([&svc, drain](const httplib::Request& req, httplib::Response& res) {
+                     std::string reason;
+                     if (!req.body.empty()) {
+                       StatusOr<json> b = ParseObject(req.body, {"reason"});
+                       if (!b.ok()) return SetStatusError(res, b.status());
+                       if (b->contains("reason")) {
+                         if (!(*b)["reason"].is_string()) {
+                           return SetStatusError(
+                               res,
+                               InvalidArgumentError("request body: reason: expected a string"));
+                         }
+                         reason = (*b)["reason"].get<std::string>();
+                       }
+                     }
+                     const std::string node = req.matches[1].str();
+                     Status st = svc.SetDrained(node, drain, reason);
+                     if (!st.ok()) return SetStatusError(res, st);
+                     SetJson(res, 200, json{{"node", node}, {"drained", drain}}.dump());
+                   })));
   }
 
   h.Post(
-      "/api/v1/health", Guarded([&svc](const httplib::Request& req, httplib::Response& res) {
-        StatusOr<json> b =
-            ParseObject(req.body, {"node", "component", "index", "health", "reason"});
-        if (!b.ok()) return SetStatusError(res, b.status());
-        const json& j = *b;
-        for (const char* k : {"node", "component", "health"}) {
-          if (!j.contains(k) || !j[k].is_string()) {
-            return SetStatusError(res, InvalidArgumentError(std::string("request body: ") + k +
-                                                            ": required, a string"));
-          }
-        }
-        if (j.contains("reason") && !j["reason"].is_string()) {
-          return SetStatusError(res,
-                                InvalidArgumentError("request body: reason: expected a string"));
-        }
-        int index = 0;
-        if (j.contains("index")) {
-          if (!j["index"].is_number_integer() || j["index"].get<int64_t>() < 0 ||
-              j["index"].get<int64_t>() > 1024) {
-            return SetStatusError(
-                res, InvalidArgumentError("request body: index: expected an integer in [0, 1024]"));
-          }
-          index = j["index"].get<int>();
-        } else if (j["component"] != "node") {
-          return SetStatusError(
-              res, InvalidArgumentError("request body: index: required for a gpu, nic or nvlink"));
-        }
-        Status st =
-            svc.ReportHealth(j["component"].get<std::string>(), j["node"].get<std::string>(), index,
-                             j["health"].get<std::string>(), j.value("reason", ""));
-        if (!st.ok()) return SetStatusError(res, st);
-        SetJson(res, 200, json{{"status", "recorded"}}.dump());
-      }));
+      "/api/v1/health",
+      Bounded(
+          max_body, Guarded([&svc](const httplib::Request& req, httplib::Response& res) {
+            StatusOr<json> b =
+                ParseObject(req.body, {"node", "component", "index", "health", "reason"});
+            if (!b.ok()) return SetStatusError(res, b.status());
+            const json& j = *b;
+            for (const char* k : {"node", "component", "health"}) {
+              if (!j.contains(k) || !j[k].is_string()) {
+                return SetStatusError(res, InvalidArgumentError(std::string("request body: ") + k +
+                                                                ": required, a string"));
+              }
+            }
+            if (j.contains("reason") && !j["reason"].is_string()) {
+              return SetStatusError(
+                  res, InvalidArgumentError("request body: reason: expected a string"));
+            }
+            int index = 0;
+            if (j.contains("index")) {
+              if (!j["index"].is_number_integer() || j["index"].get<int64_t>() < 0 ||
+                  j["index"].get<int64_t>() > 1024) {
+                return SetStatusError(
+                    res,
+                    InvalidArgumentError("request body: index: expected an integer in [0, 1024]"));
+              }
+              index = j["index"].get<int>();
+            } else if (j["component"] != "node") {
+              return SetStatusError(
+                  res,
+                  InvalidArgumentError("request body: index: required for a gpu, nic or nvlink"));
+            }
+            Status st =
+                svc.ReportHealth(j["component"].get<std::string>(), j["node"].get<std::string>(),
+                                 index, j["health"].get<std::string>(), j.value("reason", ""));
+            if (!st.ok()) return SetStatusError(res, st);
+            SetJson(res, 200, json{{"status", "recorded"}}.dump());
+          })));
 
-  h.Post("/api/v1/schedule", Guarded([&svc](const httplib::Request& req, httplib::Response& res) {
-           if (!req.body.empty()) {
-             if (auto b = ParseObject(req.body, {}); !b.ok())
-               return SetStatusError(res, b.status());
-           }
-           StatusOr<std::vector<int64_t>> r = svc.RunPass();
-           if (!r.ok()) return SetStatusError(res, r.status());
-           SetJson(res, 200, json{{"started", *r}}.dump());
-         }));
+  h.Post("/api/v1/schedule",
+         Bounded(max_body, Guarded([&svc](const httplib::Request& req, httplib::Response& res) {
+                   if (!req.body.empty()) {
+                     if (auto b = ParseObject(req.body, {}); !b.ok())
+                       return SetStatusError(res, b.status());
+                   }
+                   StatusOr<std::vector<int64_t>> r = svc.RunPass();
+                   if (!r.ok()) return SetStatusError(res, r.status());
+                   SetJson(res, 200, json{{"started", *r}}.dump());
+                 })));
 
   h.Get("/api/v1/nodes", Guarded([&svc](const httplib::Request& req, httplib::Response& res) {
           if (Status p = CheckParams(req, {}); !p.ok()) return SetStatusError(res, p);
@@ -511,12 +554,23 @@ void Server::Routes() {
   if (options_.extender) {
     auto ext = options_.extender;
     h.Post(R"(/extender/(filter|prioritize|bind|preempt|pod-deleted))",
-           Guarded([ext](const httplib::Request& req, httplib::Response& res) {
-             StatusOr<std::string> r = ext(req.matches[1].str(), req.body);
-             if (!r.ok()) return SetStatusError(res, r.status());
-             SetJson(res, 200, std::move(r).value());
-           }));
+           Bounded(max_body, Guarded([ext](const httplib::Request& req, httplib::Response& res) {
+                     StatusOr<std::string> r = ext(req.matches[1].str(), req.body);
+                     if (!r.ok()) return SetStatusError(res, r.status());
+                     SetJson(res, 200, std::move(r).value());
+                   })));
   }
+
+  // Every other request with a body: its body is held to the limit too (the library would read
+  // a chunked one whole before finding no route), then 401 or 404.
+  const auto no_route =
+      Bounded(max_body, Guarded([](const httplib::Request& req, httplib::Response& res) {
+                SetError(res, 404, "not_found", "no route " + req.method + " " + req.path);
+              }));
+  h.Post(".*", no_route);
+  h.Put(".*", no_route);
+  h.Patch(".*", no_route);
+  h.Delete(".*", no_route);
 }
 
 }  // namespace toposched::api
