@@ -14,6 +14,8 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "api/api_testing.h"
 #include "testing/clusters.h"
@@ -301,6 +303,43 @@ TEST_F(ServerTest, ChunkedBodiesAreHeldToTheBodyLimit) {
       EXPECT_EQ(service_->applied_seq(), seq_before_);  // closed while the client still sent
     }
   }
+}
+
+// Every route that changes state, without a credential (no token, a wrong one, a scheme
+// without one), with a body and without: 401, and nothing changes. The extender's four
+// kube-scheduler verbs are exempt on loopback (docs/api.md) and are not walked here.
+TEST_F(ServerTest, NoRouteChangesStateWithoutACredential) {
+  ASSERT_EQ(Post("/api/v1/jobs", testing_api::JobJson("victim", 8))->status, 201);
+  ASSERT_EQ(Post("/api/v1/schedule", "{}")->status, 200);
+  seq_before_ = service_->applied_seq();
+  const std::string node = toposched::testing::H100Cluster().nodes[0].name;
+  const std::vector<std::pair<std::string, std::string>> routes = {
+      {"/api/v1/jobs", testing_api::JobJson("intruder", 8)},
+      {"/api/v1/jobs/1/cancel", "{}"},
+      {"/api/v1/jobs/1/complete", "{}"},
+      {"/api/v1/jobs/1/priority", R"({"priority": 99})"},
+      {"/api/v1/nodes/" + node + "/drain", R"({"reason": "x"})"},
+      {"/api/v1/nodes/" + node + "/resume", "{}"},
+      {"/api/v1/health",
+       R"({"node": ")" + node + R"(", "component": "node", "health": "unhealthy"})"},
+      {"/api/v1/schedule", "{}"},
+      {"/extender/pod-deleted", R"({"PodName": "x", "PodNamespace": "ml"})"},
+  };
+  const std::vector<httplib::Headers> credentials = {
+      {},
+      {{"Authorization", "Bearer wrong-token-0123456789"}},
+      {{"Authorization", "Bearer"}},
+      {{"Authorization", std::string("Basic ") + kToken}}};
+  for (const auto& [path, body] : routes) {
+    for (const httplib::Headers& h : credentials) {
+      for (const bool with_body : {true, false}) {
+        SCOPED_TRACE(path + (with_body ? " with a body" : " without a body"));
+        ExpectRejected(client_->Post(path, h, with_body ? body : "", "application/json"), 401,
+                       "unauthorized", "token");
+      }
+    }
+  }
+  EXPECT_EQ(json::parse(service_->JobsJson({}))["jobs"].size(), 1u);
 }
 
 TEST_F(ServerTest, RestartKeepsJobsAllocationsAndEvents) {
