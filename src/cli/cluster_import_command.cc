@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -44,6 +45,22 @@ StatusOr<std::pair<std::string, std::string>> SplitAssignment(const std::string&
   return std::make_pair(arg.substr(0, eq), arg.substr(eq + 1));
 }
 
+// --oversubscription LEVEL=R ... as level → ratio.
+StatusOr<std::map<std::string, double>> Oversubscription(const ImportArgs& a) {
+  std::map<std::string, double> out;
+  for (const std::string& arg : a.oversubscription) {
+    ASSIGN_OR_RETURN(auto kv, SplitAssignment("--oversubscription", arg, "LEVEL=RATIO"));
+    auto ratio = ParseDouble(kv.second);
+    if (!ratio.ok()) {
+      return InvalidArgumentError("--oversubscription \"" + arg + "\": expected a number after =");
+    }
+    if (!out.emplace(kv.first, *ratio).second) {
+      return InvalidArgumentError("--oversubscription: level \"" + kv.first + "\" given twice");
+    }
+  }
+  return out;
+}
+
 StatusOr<topo::io::SlurmClusterOptions> OptionsOf(const ImportArgs& a) {
   topo::io::SlurmClusterOptions o;
   o.cluster_name = a.name.empty() ? fs::path(a.out).stem().string() : a.name;
@@ -52,16 +69,7 @@ StatusOr<topo::io::SlurmClusterOptions> OptionsOf(const ImportArgs& a) {
     ASSIGN_OR_RETURN(auto kv, SplitAssignment("--node-topo", arg, "HOSTS=FILE"));
     o.node_topology.push_back(std::move(kv));
   }
-  for (const std::string& arg : a.oversubscription) {
-    ASSIGN_OR_RETURN(auto kv, SplitAssignment("--oversubscription", arg, "LEVEL=RATIO"));
-    auto ratio = ParseDouble(kv.second);
-    if (!ratio.ok()) {
-      return InvalidArgumentError("--oversubscription \"" + arg + "\": expected a number after =");
-    }
-    if (!o.oversubscription.emplace(kv.first, *ratio).second) {
-      return InvalidArgumentError("--oversubscription: level \"" + kv.first + "\" given twice");
-    }
-  }
+  ASSIGN_OR_RETURN(o.oversubscription, Oversubscription(a));
   if (!a.level_names.empty()) o.level_names = Split(a.level_names, ',');
   RETURN_IF_ERROR(o.Validate());
   return o;
@@ -111,16 +119,7 @@ StatusOr<topo::io::KubeClusterOptions> KubeOptionsOf(const ImportArgs& a) {
   }
   if (!a.level_labels.empty()) o.level_labels = a.level_labels;
   o.nvlink_gbps = a.nvlink_gbps;
-  for (const std::string& arg : a.oversubscription) {
-    ASSIGN_OR_RETURN(auto kv, SplitAssignment("--oversubscription", arg, "LEVEL=RATIO"));
-    auto ratio = ParseDouble(kv.second);
-    if (!ratio.ok()) {
-      return InvalidArgumentError("--oversubscription \"" + arg + "\": expected a number after =");
-    }
-    if (!o.oversubscription.emplace(kv.first, *ratio).second) {
-      return InvalidArgumentError("--oversubscription: level \"" + kv.first + "\" given twice");
-    }
-  }
+  ASSIGN_OR_RETURN(o.oversubscription, Oversubscription(a));
   RETURN_IF_ERROR(o.Validate());
   return o;
 }

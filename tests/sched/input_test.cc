@@ -9,26 +9,14 @@
 
 #include "job/job_spec.h"
 #include "sched/scheduler.h"
-#include "topo/io/cluster_yaml.h"
+#include "testing/placers.h"
 
 namespace toposched::sched {
 namespace {
 
 constexpr int64_t kSec = 1000000;
 
-const GangPlacer& Placer() {
-  static const GangPlacer* p = [] {
-    auto c = topo::io::ReadClusterYamlFile(std::string(TS_SOURCE_DIR) +
-                                           "/data/clusters/slurm-8node.yaml");
-    EXPECT_TRUE(c.ok()) << c.status().ToString();
-    auto* cluster = new topo::Cluster(std::move(c).value());
-    cluster->Finalize();
-    auto r = GangPlacer::Create(*cluster);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return std::move(r).value().release();
-  }();
-  return *p;
-}
+const GangPlacer& Placer() { return testing::ExamplePlacer("slurm-8node.yaml"); }
 
 job::JobSpec Job(const std::string& name, int gpus) {
   job::JobSpec j;

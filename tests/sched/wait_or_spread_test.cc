@@ -12,6 +12,7 @@
 #include "sched/run_time.h"
 #include "sched/scheduler.h"
 #include "testing/clusters.h"
+#include "testing/placers.h"
 
 namespace toposched::sched {
 namespace {
@@ -20,14 +21,7 @@ constexpr int64_t kSec = 1000000;
 
 const topo::Cluster& Eight() { return testing::LoadExampleCluster("slurm-8node.yaml"); }
 
-const GangPlacer& Placer() {
-  static const GangPlacer* p = [] {
-    auto r = GangPlacer::Create(Eight());
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return std::move(r).value().release();
-  }();
-  return *p;
-}
+const GangPlacer& Placer() { return testing::ExamplePlacer("slurm-8node.yaml"); }
 
 job::JobSpec Job(const std::string& name, int gpus) {
   job::JobSpec j;
