@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
 #include <numeric>
 #include <utility>
 
+#include "api/extender_internal.h"
 #include "api/extender_k8s.h"
 #include "api/extender_scan.h"
 #include "core/strings.h"
@@ -13,50 +13,7 @@
 namespace toposched::api {
 
 using nlohmann::json;
-
-// One pod slot (rank) of a gang.
-struct Extender::Slot {
-  std::string pod_id;    // "" = no pod holds the slot
-  std::string pod_name;  // "<namespace>/<name>"
-  std::string uid;
-  int64_t alloc_id = 0;  // ClusterState allocation of the slot's GPUs, 0 = none
-  int node = -1;
-  sched::GpuMask gpus;
-  bool bound = false;
-};
-
-struct Extender::GangState {
-  std::string key;
-  bool lone = true;
-  int gpus_per_pod = 0;
-  job::JobSpec spec;  // the whole gang, normalized
-  std::vector<Slot> slots;
-  int64_t touched_us = 0;
-  std::string domain;
-  double predicted_ms = 0;
-  std::string last_decision;
-};
-
-struct Extender::PodInfo {
-  k8s::Pod pod;
-  StatusOr<k8s::Membership> membership = Status(StatusCode::kInternal, "unset");
-};
-
-// kube-scheduler's candidate nodes: full v1.Node objects (Nodes.items) or names (NodeNames).
-struct Extender::Candidates {
-  std::vector<std::string_view> names;  // into the request body (or `storage` when escaped)
-  std::vector<int> nodes;               // cluster node id per name, -1 when not in the spec
-  bool node_list = false;               // Nodes (a v1.NodeList) was given
-  std::vector<std::pair<std::string, std::string_view>> list_members;  // its other members, raw
-  std::vector<std::string_view> node_items;  // its items, raw, parallel to names
-  std::deque<std::string> storage;           // names decoded from escapes (stable addresses)
-};
-
-struct Extender::Assignment {
-  int node = -1;  // -1: the pod fits nowhere now
-  bool unresolvable = false;
-  std::string reason;  // for the failed nodes
-};
+using namespace extender_internal;  // NOLINT: the helpers shared by the extender files
 
 Status ExtenderOptions::Validate() const {
   const std::pair<const std::string*, const char*> keys[] = {
@@ -91,18 +48,10 @@ Status ExtenderOptions::Validate() const {
 
 namespace {
 
-constexpr const char* kPrefix = "toposched: ";
-
 int64_t SteadyNowUs() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-std::string Quoted(std::string_view s) {
-  std::string out;
-  k8s::AppendJsonString(out, s);
-  return out;
 }
 
 // The whole pod on one node: ranks [j·g, (j+1)·g) of the placement share a node for every pod j.
@@ -117,6 +66,70 @@ bool PodsWhole(const sched::Placement& p, int pods, int gpus_per_pod) {
 }
 
 }  // namespace
+
+namespace extender_internal {
+
+std::string Quoted(std::string_view s) {
+  std::string out;
+  k8s::AppendJsonString(out, s);
+  return out;
+}
+
+json GpusJson(const sched::GpuMask& m) {
+  json a = json::array();
+  for (int g : m.Positions()) a.push_back(g);
+  return a;
+}
+
+// The job of `open` pods of a gang whose other pods hold GPUs already: same traffic, TP kept
+// when it divides the remaining GPUs (else one TP group per pod), PP folded into DP.
+job::JobSpec RemainderSpec(const job::JobSpec& full, int open, int gpus_per_pod) {
+  if (open == full.replicas) return full;
+  job::JobSpec s = full;
+  const int total = open * gpus_per_pod;
+  s.replicas = open;
+  s.gpus_per_replica = gpus_per_pod;
+  s.total_gpus = 0;
+  s.layout.tp = total % full.layout.tp == 0 ? full.layout.tp : gpus_per_pod;
+  s.layout.pp = 1;
+  s.layout.dp = 0;
+  s.layout.ep = 1;
+  if (!s.Normalize().ok()) {
+    s.layout.tp = gpus_per_pod;
+    s.layout.dp = 0;
+    (void)s.Normalize();
+  }
+  return s;
+}
+
+// Places `open` pods of the gang on `state`; every pod whole on one node. When the placer splits
+// a pod (TP smaller than the pod), it is asked again with TP = lcm(TP, GPUs per pod) required on
+// one node.
+sched::Verdict PlacePods(const sched::GangPlacer& placer, const sched::ClusterState& state,
+                         const job::JobSpec& spec, int open, int gpus_per_pod, int max_node_gpus) {
+  sched::Verdict v = placer.Place(state, spec);
+  if (!v.fit() || PodsWhole(*v.placement, open, gpus_per_pod)) return v;
+  const int tp = std::lcm(spec.layout.tp, gpus_per_pod);
+  job::JobSpec s = spec;
+  s.layout.tp = tp;
+  s.layout.pp = 1;
+  s.layout.dp = 0;
+  s.layout.ep = 1;
+  s.total_gpus = 0;
+  s.constraints.tp = {job::ConstraintMode::kRequired, job::kLevelNode, {}};
+  if (tp <= max_node_gpus && (open * gpus_per_pod) % tp == 0 && s.Normalize().ok()) {
+    sched::Verdict v2 = placer.Place(state, s);
+    if (v2.fit() && PodsWhole(*v2.placement, open, gpus_per_pod)) return v2;
+    if (!v2.fit()) return v2;
+  }
+  sched::Verdict bad;
+  bad.kind = sched::VerdictKind::kUnschedulable;
+  bad.reasons.push_back("no placement keeps each pod of " + std::to_string(gpus_per_pod) +
+                        " GPUs on one node");
+  return bad;
+}
+
+}  // namespace extender_internal
 
 // The standalone ledger: its own ClusterState, one mutex, holds as allocations with their id.
 class Extender::LocalLedger : public ExtenderLedger {
@@ -234,332 +247,6 @@ StatusOr<std::unique_ptr<Extender>> Extender::CreateShared(const topo::Cluster& 
   // Hold ids come from the records (Restore); allocation ids of a shared state are not ours.
   e->next_alloc_id_ = 1;
   return e;
-}
-
-namespace {
-
-json GpusJson(const sched::GpuMask& m) {
-  json a = json::array();
-  for (int g : m.Positions()) a.push_back(g);
-  return a;
-}
-
-}  // namespace
-
-Status Extender::Record(const std::string& op, json book, const HoldChange& change) {
-  book["op"] = op;
-  std::string text;
-  if (ledger_->keeps_records()) {
-    json payload = book;
-    json rel = json::array();
-    for (int64_t id : change.releases) rel.push_back(id);
-    json holds = json::array();
-    for (const auto& [id, part] : change.holds) {
-      holds.push_back(
-          {{"id", id}, {"node", cluster_.nodes[part.node].name}, {"gpus", GpusJson(part.gpus)}});
-    }
-    payload["releases"] = rel;
-    payload["holds"] = holds;
-    text = payload.dump();
-  }
-  if (Status st = ledger_->Commit("k8s_" + op, change, text); !st.ok()) return st;
-  return ApplyBook(book, ledger_->NowUs());
-}
-
-Status Extender::ApplyBook(const json& b, int64_t time_us) {
-  try {
-    const std::string op = b.at("op").get<std::string>();
-    const std::string key = b.at("gang").get<std::string>();
-    auto it = gangs_.find(key);
-    auto set_pod = [&](GangState& g, Slot& s, const json& e) {
-      if (!e.contains("pod_id")) return;
-      if (!s.pod_id.empty() && s.pod_id != e.at("pod_id").get<std::string>()) {
-        pod_gang_.erase(s.pod_id);
-        pod_gang_.erase(s.pod_name);
-      }
-      s.pod_id = e.at("pod_id").get<std::string>();
-      s.pod_name = e.at("pod").get<std::string>();
-      s.uid = e.value("uid", "");
-      pod_gang_[s.pod_id] = g.key;
-      pod_gang_[s.pod_name] = g.key;
-    };
-    auto slot_of = [&](GangState& g, const json& e) -> Slot& {
-      const int rank = e.at("rank").get<int>();
-      if (rank < 0 || rank >= static_cast<int>(g.slots.size())) {
-        throw std::out_of_range("rank " + std::to_string(rank) + " outside gang " + g.key);
-      }
-      return g.slots[rank];
-    };
-    if (op == "reserve") {
-      if (it == gangs_.end()) {
-        auto spec = job::ParseJobJson(b.at("spec").dump(), "spec");
-        if (!spec.ok()) return Status(StatusCode::kDataLoss, spec.status().message());
-        auto g = std::make_unique<GangState>();
-        g->key = key;
-        g->lone = b.at("lone").get<bool>();
-        g->gpus_per_pod = b.at("gpus_per_pod").get<int>();
-        g->spec = std::move(spec).value();
-        g->slots.resize(b.at("size").get<int>());
-        it = gangs_.emplace(key, std::move(g)).first;
-      }
-      GangState& g = *it->second;
-      g.domain = b.value("domain", "");
-      g.predicted_ms = b.value("predicted_ms", 0.0);
-      g.last_decision = b.value("decision", "");
-      g.touched_us = std::max(g.touched_us, time_us);
-      for (const json& e : b.at("slots")) {
-        Slot& s = slot_of(g, e);
-        s.alloc_id = e.at("hold").get<int64_t>();
-        s.node = cluster_.FindNode(e.at("node").get<std::string>());
-        if (s.node < 0) throw std::out_of_range("unknown node " + e.at("node").dump());
-        s.gpus = sched::GpuMask();
-        for (const json& x : e.at("gpus")) s.gpus.set(x.get<int>());
-        s.bound = false;
-        set_pod(g, s, e);
-        next_alloc_id_ = std::max(next_alloc_id_, s.alloc_id + 1);
-      }
-      return OkStatus();
-    }
-    if (it == gangs_.end()) {
-      if (op == "release") return OkStatus();  // a gang already forgotten
-      return Status(StatusCode::kDataLoss, "extender record: " + op + " of unknown gang " + key);
-    }
-    GangState& g = *it->second;
-    if (op == "bind") {
-      Slot& s = slot_of(g, b);
-      if (s.alloc_id == 0) {
-        return Status(StatusCode::kDataLoss, "extender record: bind of rank " +
-                                                 b.at("rank").dump() + " of " + key +
-                                                 " without a reservation");
-      }
-      set_pod(g, s, b);
-      s.bound = true;
-      g.touched_us = std::max(g.touched_us, time_us);
-      return OkStatus();
-    }
-    if (op == "release") {
-      for (const json& r : b.at("ranks")) {
-        Slot& s = g.slots.at(r.get<size_t>());
-        s.alloc_id = 0;
-        s.node = -1;
-        s.gpus = sched::GpuMask();
-        s.bound = false;
-        if (b.value("clear_pods", false)) {
-          pod_gang_.erase(s.pod_id);
-          pod_gang_.erase(s.pod_name);
-          s.pod_id.clear();
-          s.pod_name.clear();
-          s.uid.clear();
-        }
-      }
-      if (b.contains("decision")) g.last_decision = b.at("decision").get<std::string>();
-      if (b.value("forget", false)) {
-        for (const Slot& s : g.slots) {
-          if (s.pod_id.empty()) continue;
-          pod_gang_.erase(s.pod_id);
-          pod_gang_.erase(s.pod_name);
-        }
-        gangs_.erase(it);
-      }
-      return OkStatus();
-    }
-    return Status(StatusCode::kDataLoss, "extender record: unknown op \"" + op + "\"");
-  } catch (const std::exception& e) {
-    return Status(StatusCode::kDataLoss, std::string("extender record: ") + e.what());
-  }
-}
-
-Status Extender::ReleaseRanks(GangState& g, const std::vector<int>& ranks, bool clear_pods,
-                              bool forget, const std::string& decision) {
-  HoldChange change;
-  json rs = json::array();
-  for (int r : ranks) {
-    rs.push_back(r);
-    if (g.slots[r].alloc_id != 0) change.releases.push_back(g.slots[r].alloc_id);
-  }
-  json book{{"gang", g.key}, {"ranks", rs}, {"clear_pods", clear_pods}, {"forget", forget}};
-  if (!decision.empty()) book["decision"] = decision;
-  if (change.releases.empty()) {
-    // No GPU changes hands: bookkeeping only, nothing to store (a restored gang without holds
-    // is forgotten again when it expires).
-    book["op"] = "release";
-    return ApplyBook(book, ledger_->NowUs());
-  }
-  return Record("release", std::move(book), change);
-}
-
-Status Extender::ReleaseOpenSlots(GangState& g, const std::string& decision) {
-  std::vector<int> open;
-  for (size_t i = 0; i < g.slots.size(); ++i) {
-    if (!g.slots[i].bound && g.slots[i].alloc_id != 0) open.push_back(static_cast<int>(i));
-  }
-  if (open.empty()) return OkStatus();
-  return ReleaseRanks(g, open, false, false, decision);
-}
-
-void Extender::SweepExpired(int64_t now_us) {
-  std::vector<std::string> expired;
-  for (const auto& [key, g] : gangs_) {
-    if (now_us - g->touched_us > options_.reservation_timeout_us) expired.push_back(key);
-  }
-  for (const std::string& key : expired) {
-    GangState& g = *gangs_.at(key);
-    bool any_bound = false;
-    for (const Slot& s : g.slots) any_bound = any_bound || s.bound;
-    Status st;
-    if (any_bound) {
-      // Bound pods keep their GPUs; the others lose their reservation and, when they come back,
-      // are placed again as the rest of the gang.
-      st = ReleaseOpenSlots(g, "reservation expired");
-    } else {
-      std::vector<int> open;
-      for (size_t i = 0; i < g.slots.size(); ++i) {
-        if (g.slots[i].alloc_id != 0) open.push_back(static_cast<int>(i));
-      }
-      st = ReleaseRanks(g, open, false, true, "reservation expired");
-    }
-    if (!st.ok()) return;  // the ledger refuses changes; the next call tries again
-  }
-}
-
-StatusOr<Extender::GangState*> Extender::GangFor(const PodInfo& info, int64_t now_us) {
-  if (!info.membership.ok()) return info.membership.status();
-  const k8s::Membership& m = *info.membership;
-  auto it = gangs_.find(m.key);
-  if (it != gangs_.end()) {
-    GangState& g = *it->second;
-    if (info.pod.gpus != g.gpus_per_pod) {
-      return FailedPreconditionError("pod " + info.pod.FullName() + " requests " +
-                                     std::to_string(info.pod.gpus) + " " + options_.gpu_resource +
-                                     " but gang " + g.key + " has " +
-                                     std::to_string(g.gpus_per_pod) + " per pod");
-    }
-    if (m.size > 0 && m.size != static_cast<int>(g.slots.size())) {
-      return FailedPreconditionError("pod " + info.pod.FullName() + " says " +
-                                     options_.group_size_key + " = " + std::to_string(m.size) +
-                                     " but gang " + g.key + " has " +
-                                     std::to_string(g.slots.size()) + " pods");
-    }
-    return &g;
-  }
-  if (info.pod.gpus > max_node_gpus_) {
-    return FailedPreconditionError("pod " + info.pod.FullName() + " requests " +
-                                   std::to_string(info.pod.gpus) + " " + options_.gpu_resource +
-                                   "; the largest node has " + std::to_string(max_node_gpus_));
-  }
-  auto spec = k8s::GangSpec(info.pod, m, options_);
-  if (!spec.ok()) return spec.status();
-  std::vector<std::string> levels;
-  for (const topo::NetworkLevel& l : cluster_.levels) levels.push_back(l.name);
-  if (Status s = spec->ValidateAgainstLevels(levels); !s.ok()) {
-    return FailedPreconditionError("gang " + m.key + ": " + s.message());
-  }
-  auto g = std::make_unique<GangState>();
-  g->key = m.key;
-  g->lone = m.lone;
-  g->gpus_per_pod = info.pod.gpus;
-  g->spec = std::move(spec).value();
-  g->slots.resize(g->spec.replicas);
-  g->touched_us = now_us;
-  GangState* raw = g.get();
-  gangs_.emplace(m.key, std::move(g));
-  return raw;
-}
-
-StatusOr<int> Extender::SlotFor(GangState& g, const PodInfo& info) {
-  const std::string id = info.pod.Id();
-  const std::string name = info.pod.FullName();
-  for (size_t i = 0; i < g.slots.size(); ++i) {
-    if (g.slots[i].pod_id == id) return static_cast<int>(i);
-  }
-  int slot = -1;
-  const k8s::Membership& m = *info.membership;
-  if (m.index >= 0) {
-    if (m.index >= static_cast<int>(g.slots.size())) {
-      return FailedPreconditionError("pod rank " + std::to_string(m.index) + " is outside gang " +
-                                     g.key + " of " + std::to_string(g.slots.size()) + " pods");
-    }
-    slot = m.index;
-    Slot& s = g.slots[slot];
-    if (!s.pod_id.empty()) {
-      // A new incarnation of the pod of this rank (its controller recreated it): the old one is
-      // gone, and so are its GPUs once it was bound.
-      if (s.bound) {
-        if (Status st = ReleaseRanks(g, {slot}, true, false, ""); !st.ok()) return st;
-      } else {
-        pod_gang_.erase(s.pod_id);
-        pod_gang_.erase(s.pod_name);
-      }
-    }
-  } else {
-    for (size_t i = 0; i < g.slots.size() && slot < 0; ++i) {
-      if (g.slots[i].pod_id.empty()) slot = static_cast<int>(i);
-    }
-    if (slot < 0) {
-      return FailedPreconditionError("gang " + g.key + " already has its " +
-                                     std::to_string(g.slots.size()) + " pods");
-    }
-  }
-  Slot& s = g.slots[slot];
-  s.pod_id = id;
-  s.pod_name = name;
-  s.uid = info.pod.uid;
-  pod_gang_[id] = g.key;
-  pod_gang_[name] = g.key;
-  return slot;
-}
-
-namespace {
-
-// The job of `open` pods of a gang whose other pods hold GPUs already: same traffic, TP kept
-// when it divides the remaining GPUs (else one TP group per pod), PP folded into DP.
-job::JobSpec RemainderSpec(const job::JobSpec& full, int open, int gpus_per_pod) {
-  if (open == full.replicas) return full;
-  job::JobSpec s = full;
-  const int total = open * gpus_per_pod;
-  s.replicas = open;
-  s.gpus_per_replica = gpus_per_pod;
-  s.total_gpus = 0;
-  s.layout.tp = total % full.layout.tp == 0 ? full.layout.tp : gpus_per_pod;
-  s.layout.pp = 1;
-  s.layout.dp = 0;
-  s.layout.ep = 1;
-  if (!s.Normalize().ok()) {
-    s.layout.tp = gpus_per_pod;
-    s.layout.dp = 0;
-    (void)s.Normalize();
-  }
-  return s;
-}
-
-}  // namespace
-
-// Places `open` pods of the gang on `state`; every pod whole on one node. When the placer splits
-// a pod (TP smaller than the pod), it is asked again with TP = lcm(TP, GPUs per pod) required on
-// one node.
-static sched::Verdict PlacePods(const sched::GangPlacer& placer, const sched::ClusterState& state,
-                                const job::JobSpec& spec, int open, int gpus_per_pod,
-                                int max_node_gpus) {
-  sched::Verdict v = placer.Place(state, spec);
-  if (!v.fit() || PodsWhole(*v.placement, open, gpus_per_pod)) return v;
-  const int tp = std::lcm(spec.layout.tp, gpus_per_pod);
-  job::JobSpec s = spec;
-  s.layout.tp = tp;
-  s.layout.pp = 1;
-  s.layout.dp = 0;
-  s.layout.ep = 1;
-  s.total_gpus = 0;
-  s.constraints.tp = {job::ConstraintMode::kRequired, job::kLevelNode, {}};
-  if (tp <= max_node_gpus && (open * gpus_per_pod) % tp == 0 && s.Normalize().ok()) {
-    sched::Verdict v2 = placer.Place(state, s);
-    if (v2.fit() && PodsWhole(*v2.placement, open, gpus_per_pod)) return v2;
-    if (!v2.fit()) return v2;
-  }
-  sched::Verdict bad;
-  bad.kind = sched::VerdictKind::kUnschedulable;
-  bad.reasons.push_back("no placement keeps each pod of " + std::to_string(gpus_per_pod) +
-                        " GPUs on one node");
-  return bad;
 }
 
 sched::Verdict Extender::PlaceOpenSlots(GangState& g, const std::vector<uint8_t>* allowed) {
@@ -927,307 +614,6 @@ StatusOr<std::string> Extender::Prioritize(std::string_view body) {
   return out;
 }
 
-namespace {
-
-struct BindingArgs {
-  std::string pod_name, pod_namespace, pod_uid, node;
-};
-
-StatusOr<BindingArgs> ReadBinding(const json& j, const std::string& what, bool need_node) {
-  const std::vector<std::string> fields =
-      need_node ? std::vector<std::string>{"PodName", "PodNamespace", "PodUID", "Node"}
-                : std::vector<std::string>{"PodName", "PodNamespace", "PodUID"};
-  if (Status s = k8s::CheckKnownFields(j, fields, what); !s.ok()) return s;
-  BindingArgs b;
-  const std::pair<const char*, std::string*> all[] = {{"PodName", &b.pod_name},
-                                                      {"PodNamespace", &b.pod_namespace},
-                                                      {"PodUID", &b.pod_uid},
-                                                      {"Node", &b.node}};
-  for (const auto& [key, out] : all) {
-    const json* v = k8s::Member(j, key);
-    if (v == nullptr || v->is_null()) continue;
-    if (!v->is_string()) return InvalidArgumentError(what + "." + key + ": expected a string");
-    *out = v->get<std::string>();
-  }
-  if (b.pod_name.empty() && b.pod_uid.empty()) {
-    return InvalidArgumentError(what + ": PodName (or PodUID) missing");
-  }
-  if (need_node && b.node.empty()) return InvalidArgumentError(what + ".Node: missing");
-  if (b.pod_namespace.empty()) b.pod_namespace = "default";
-  return b;
-}
-
-std::string ErrorResult(const std::string& message) {
-  return "{\"Error\":" + Quoted(message) + "}";
-}
-
-}  // namespace
-
-StatusOr<std::string> Extender::Bind(std::string_view body) {
-  auto j = k8s::ParseBody(body, "ExtenderBindingArgs");
-  if (!j.ok()) return j.status();
-  auto b = ReadBinding(*j, "ExtenderBindingArgs", true);
-  if (!b.ok()) return b.status();
-  const std::string name = b->pod_namespace + "/" + b->pod_name;
-
-  // Checked and touched under the lock; the API server is called outside it (it may take
-  // seconds); then the binding is recorded if the reservation is still the one checked.
-  std::string answer;
-  bool call_binder = false;
-  std::string gang_key;
-  int slot = -1;
-  int64_t hold = 0;
-  Status st = ledger_->Run([&] {
-    std::lock_guard<std::mutex> lock(mu_);
-    const int64_t now = ledger_->NowUs();
-    SweepExpired(now);
-    auto it = pod_gang_.find(b->pod_uid);
-    if (b->pod_uid.empty() || it == pod_gang_.end()) it = pod_gang_.find(name);
-    if (it == pod_gang_.end()) {
-      answer = ErrorResult(std::string(kPrefix) + "pod " + name + " has no reservation (it was " +
-                           "not filtered by this extender, or its reservation expired)");
-      return;
-    }
-    GangState& g = *gangs_.at(it->second);
-    for (size_t i = 0; i < g.slots.size() && slot < 0; ++i) {
-      const Slot& s = g.slots[i];
-      if ((!b->pod_uid.empty() && s.uid == b->pod_uid) || s.pod_name == name) {
-        slot = static_cast<int>(i);
-      }
-    }
-    if (slot < 0) {
-      answer = ErrorResult(std::string(kPrefix) + "pod " + name + " has no slot");
-      return;
-    }
-    Slot& s = g.slots[slot];
-    const int node = cluster_.FindNode(b->node);
-    if (s.node < 0) {
-      answer = ErrorResult(std::string(kPrefix) + "pod " + name + " has no reservation any " +
-                           "more (expired); it is placed again on its next scheduling attempt");
-      return;
-    }
-    if (node != s.node) {
-      const std::string held = cluster_.nodes[s.node].name;
-      const bool bound = s.bound;
-      if (!bound) {
-        // The scheduler chose differently: the plan no longer holds, so the gang's unbound pods
-        // give their reservations back and are placed again.
-        (void)ReleaseOpenSlots(g,
-                               "bind mismatch: " + name + " to " + b->node + ", reserved " + held);
-      }
-      answer = ErrorResult(std::string(kPrefix) + "pod " + name + " is reserved on " + held +
-                           ", not " + b->node + (bound ? " (already bound)" : "") +
-                           "; the gang's unbound reservations were released");
-      return;
-    }
-    if (s.bound) {
-      answer = ErrorResult("");
-      return;
-    }
-    g.touched_us = now;
-    gang_key = g.key;
-    hold = s.alloc_id;
-    call_binder = true;
-  });
-  if (!st.ok()) return st;
-  if (!call_binder) return answer;
-  if (binder_ != nullptr) {
-    Status bs = binder_->Bind(PodRef{b->pod_namespace, b->pod_name, b->pod_uid}, b->node);
-    if (!bs.ok()) return ErrorResult(std::string(kPrefix) + "binding failed: " + bs.message());
-  }
-  st = ledger_->Run([&] {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = gangs_.find(gang_key);
-    if (it == gangs_.end() || it->second->slots[slot].alloc_id != hold ||
-        it->second->slots[slot].bound) {
-      answer = ErrorResult(std::string(kPrefix) + "pod " + name + " lost its reservation " +
-                           "while it was being bound");
-      return;
-    }
-    const Slot& s = it->second->slots[slot];
-    json book{{"gang", gang_key},
-              {"rank", slot},
-              {"pod_id", s.pod_id},
-              {"pod", s.pod_name},
-              {"uid", s.uid}};
-    Status rs = Record("bind", std::move(book), {});
-    answer =
-        ErrorResult(rs.ok() ? "" : std::string(kPrefix) + "recording the binding: " + rs.message());
-  });
-  if (!st.ok()) return st;
-  return answer;
-}
-
-StatusOr<std::string> Extender::PodDeleted(std::string_view body) {
-  auto j = k8s::ParseBody(body, "PodDeleted");
-  if (!j.ok()) return j.status();
-  auto b = ReadBinding(*j, "PodDeleted", false);
-  if (!b.ok()) return b.status();
-  const std::string name = b->pod_namespace + "/" + b->pod_name;
-  std::string answer;
-  Status st = ledger_->Run([&] {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = pod_gang_.find(b->pod_uid);
-    if (b->pod_uid.empty() || it == pod_gang_.end()) it = pod_gang_.find(name);
-    if (it == pod_gang_.end()) {
-      answer = ErrorResult(std::string(kPrefix) + "unknown pod " + name);
-      return;
-    }
-    GangState& g = *gangs_.at(it->second);
-    std::vector<int> ranks;
-    bool any = false;
-    for (size_t i = 0; i < g.slots.size(); ++i) {
-      const Slot& s = g.slots[i];
-      if ((!b->pod_uid.empty() && s.uid == b->pod_uid) ||
-          (!b->pod_name.empty() && s.pod_name == name)) {
-        ranks.push_back(static_cast<int>(i));
-      } else {
-        any = any || !s.pod_id.empty();
-      }
-    }
-    // No pod of the gang left: every reservation goes and the gang is forgotten.
-    if (!any) {
-      for (size_t i = 0; i < g.slots.size(); ++i) {
-        if (g.slots[i].alloc_id != 0 &&
-            std::find(ranks.begin(), ranks.end(), static_cast<int>(i)) == ranks.end()) {
-          ranks.push_back(static_cast<int>(i));
-        }
-      }
-    }
-    Status rs = ReleaseRanks(g, ranks, true, !any, "");
-    answer = ErrorResult(rs.ok() ? "" : std::string(kPrefix) + rs.message());
-  });
-  if (!st.ok()) return st;
-  return answer;
-}
-
-StatusOr<std::string> Extender::Preempt(std::string_view body) {
-  auto j = k8s::ParseBody(body, "ExtenderPreemptionArgs");
-  if (!j.ok()) return j.status();
-  if (Status s = k8s::CheckKnownFields(*j, {"Pod", "NodeNameToVictims", "NodeNameToMetaVictims"},
-                                       "ExtenderPreemptionArgs");
-      !s.ok()) {
-    return s;
-  }
-  const json* pod_j = k8s::Member(*j, "Pod");
-  if (pod_j == nullptr || pod_j->is_null()) {
-    return InvalidArgumentError("ExtenderPreemptionArgs: Pod: missing");
-  }
-  PodInfo info;
-  auto p = k8s::ParsePod(*pod_j, options_.gpu_resource, "ExtenderPreemptionArgs.Pod");
-  if (!p.ok()) return p.status();
-  info.pod = std::move(p).value();
-  info.membership = k8s::MembershipOf(info.pod, options_);
-
-  // Victims per node: UIDs + PDB violations, from the meta form or from full pods.
-  struct NodeVictims {
-    std::vector<std::string> uids;
-    int64_t pdb = 0;
-  };
-  std::map<std::string, NodeVictims> victims;
-  const json* meta = k8s::Member(*j, "NodeNameToMetaVictims");
-  const json* full = k8s::Member(*j, "NodeNameToVictims");
-  const bool use_meta = meta != nullptr && !meta->is_null();
-  const json* src = use_meta ? meta : full;
-  const std::string what = std::string("ExtenderPreemptionArgs.") +
-                           (use_meta ? "NodeNameToMetaVictims" : "NodeNameToVictims");
-  if (src != nullptr && !src->is_null()) {
-    if (!src->is_object()) return InvalidArgumentError(what + ": expected an object");
-    for (auto it = src->begin(); it != src->end(); ++it) {
-      const std::string path = what + "[" + Quoted(it.key()) + "]";
-      NodeVictims& nv = victims[it.key()];
-      if (it->is_null()) continue;
-      if (!it->is_object()) return InvalidArgumentError(path + ": expected an object");
-      if (const json* pdb = k8s::Member(*it, "NumPDBViolations"); pdb && !pdb->is_null()) {
-        if (!pdb->is_number_integer()) {
-          return InvalidArgumentError(path + ".NumPDBViolations: expected an integer");
-        }
-        nv.pdb = pdb->get<int64_t>();
-      }
-      const json* pods = k8s::Member(*it, "Pods");
-      if (pods == nullptr || pods->is_null()) continue;
-      if (!pods->is_array()) return InvalidArgumentError(path + ".Pods: expected an array");
-      for (size_t i = 0; i < pods->size(); ++i) {
-        const json& v = (*pods)[i];
-        const std::string vp = path + ".Pods[" + std::to_string(i) + "]";
-        std::string uid;
-        if (use_meta) {
-          const json* u = k8s::Member(v, "UID");
-          if (u == nullptr || !u->is_string()) return InvalidArgumentError(vp + ".UID: missing");
-          uid = u->get<std::string>();
-        } else {
-          auto vpod = k8s::ParsePod(v, options_.gpu_resource, vp);
-          if (!vpod.ok()) return vpod.status();
-          uid = vpod->Id();
-        }
-        nv.uids.push_back(std::move(uid));
-      }
-    }
-  }
-
-  std::map<std::string, const NodeVictims*> keep;
-  if (info.pod.gpus == 0) {
-    for (const auto& [node, nv] : victims) keep[node] = &nv;
-  } else {
-    Status run = ledger_->Run([&] {
-      std::lock_guard<std::mutex> lock(mu_);
-      const int64_t now = ledger_->NowUs();
-      SweepExpired(now);
-      auto gang = GangFor(info, now);
-      if (gang.ok()) {
-        GangState& g = **gang;
-        int open = 0;
-        for (const Slot& s : g.slots) open += s.bound ? 0 : 1;
-        const job::JobSpec spec = RemainderSpec(g.spec, open, g.gpus_per_pod);
-        for (const auto& [node_name, nv] : victims) {
-          const int node = cluster_.FindNode(node_name);
-          if (node < 0 || open == 0) continue;
-          // Gang rule: a victim that belongs to a gang takes its whole gang down (its controller
-          // restarts all of it), so every GPU of that gang counts as freed; the preemptor's own
-          // unbound reservations are freed too. The node stays a candidate only when the
-          // preemptor's gang then fits and uses this node.
-          sched::ClusterState view = state();
-          for (const Slot& s : g.slots) {
-            if (!s.bound && s.alloc_id != 0) (void)view.Release(ledger_->AllocationOf(s.alloc_id));
-          }
-          for (const std::string& uid : nv.uids) {
-            auto pg = pod_gang_.find(uid);
-            if (pg == pod_gang_.end() || pg->second == g.key) continue;
-            for (const Slot& s : gangs_.at(pg->second)->slots) {
-              const int64_t a = s.alloc_id != 0 ? ledger_->AllocationOf(s.alloc_id) : 0;
-              if (a != 0 && view.HasAllocation(a)) (void)view.Release(a);
-            }
-          }
-          sched::Verdict v =
-              PlacePods(ledger_->placer(), view, spec, open, g.gpus_per_pod, max_node_gpus_);
-          if (!v.fit()) continue;
-          for (const sched::NodeGpus& part : v.placement->parts) {
-            if (part.node == node) keep[node_name] = &nv;
-          }
-        }
-      }
-    });
-    if (!run.ok()) return run;
-  }
-  std::string out = "{\"NodeNameToMetaVictims\":{";
-  bool first = true;
-  for (const auto& [node, nv] : keep) {
-    if (!first) out += ',';
-    first = false;
-    k8s::AppendJsonString(out, node);
-    out += ":{\"Pods\":[";
-    for (size_t i = 0; i < nv->uids.size(); ++i) {
-      if (i) out += ',';
-      out += "{\"UID\":";
-      k8s::AppendJsonString(out, nv->uids[i]);
-      out += '}';
-    }
-    out += "],\"NumPDBViolations\":" + std::to_string(nv->pdb) + "}";
-  }
-  out += "}}";
-  return out;
-}
-
 GangView Extender::ViewOf(const GangState& g) const {
   GangView v;
   v.key = g.key;
@@ -1268,47 +654,6 @@ sched::ClusterState Extender::StateSnapshot() const {
   std::optional<sched::ClusterState> copy;
   (void)ledger_->Run([&] { copy = state(); });
   return std::move(*copy);
-}
-
-Status Extender::Sweep() {
-  return ledger_->Run([&] {
-    std::lock_guard<std::mutex> lock(mu_);
-    SweepExpired(ledger_->NowUs());
-  });
-}
-
-Status Extender::Restore(const std::vector<std::pair<int64_t, std::string>>& records) {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (size_t i = 0; i < records.size(); ++i) {
-    json b = json::parse(records[i].second, nullptr, false);
-    if (!b.is_object()) {
-      return Status(StatusCode::kDataLoss,
-                    "extender record " + std::to_string(i) + ": malformed payload");
-    }
-    for (const char* k : {"releases", "holds"}) {
-      if (!b.contains(k)) continue;
-      for (const json& h : b[k]) {
-        const int64_t id = h.is_object() ? h.value("id", int64_t{0}) : h.get<int64_t>();
-        next_alloc_id_ = std::max(next_alloc_id_, id + 1);
-      }
-      b.erase(k);
-    }
-    Status st = ApplyBook(b, records[i].first);
-    if (!st.ok()) return st.WithPrefix("extender record " + std::to_string(i));
-  }
-  return OkStatus();
-}
-
-std::vector<int64_t> Extender::HoldIds() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::vector<int64_t> ids;
-  for (const auto& [k, g] : gangs_) {
-    for (const Slot& s : g->slots) {
-      if (s.alloc_id != 0) ids.push_back(s.alloc_id);
-    }
-  }
-  std::sort(ids.begin(), ids.end());
-  return ids;
 }
 
 }  // namespace toposched::api

@@ -1,0 +1,191 @@
+// The extender's bind verb and pod-deleted: a pod bound where its slot is, a pod gone freeing its
+// slot (src/api/extender_internal.h).
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "api/extender.h"
+#include "api/extender_internal.h"
+#include "api/extender_k8s.h"
+
+namespace toposched::api {
+
+using nlohmann::json;
+using namespace extender_internal;  // NOLINT: the helpers shared by the extender files
+
+namespace {
+
+struct BindingArgs {
+  std::string pod_name, pod_namespace, pod_uid, node;
+};
+
+StatusOr<BindingArgs> ReadBinding(const json& j, const std::string& what, bool need_node) {
+  const std::vector<std::string> fields =
+      need_node ? std::vector<std::string>{"PodName", "PodNamespace", "PodUID", "Node"}
+                : std::vector<std::string>{"PodName", "PodNamespace", "PodUID"};
+  if (Status s = k8s::CheckKnownFields(j, fields, what); !s.ok()) return s;
+  BindingArgs b;
+  const std::pair<const char*, std::string*> all[] = {{"PodName", &b.pod_name},
+                                                      {"PodNamespace", &b.pod_namespace},
+                                                      {"PodUID", &b.pod_uid},
+                                                      {"Node", &b.node}};
+  for (const auto& [key, out] : all) {
+    const json* v = k8s::Member(j, key);
+    if (v == nullptr || v->is_null()) continue;
+    if (!v->is_string()) return InvalidArgumentError(what + "." + key + ": expected a string");
+    *out = v->get<std::string>();
+  }
+  if (b.pod_name.empty() && b.pod_uid.empty()) {
+    return InvalidArgumentError(what + ": PodName (or PodUID) missing");
+  }
+  if (need_node && b.node.empty()) return InvalidArgumentError(what + ".Node: missing");
+  if (b.pod_namespace.empty()) b.pod_namespace = "default";
+  return b;
+}
+
+std::string ErrorResult(const std::string& message) {
+  return "{\"Error\":" + Quoted(message) + "}";
+}
+
+}  // namespace
+
+StatusOr<std::string> Extender::Bind(std::string_view body) {
+  auto j = k8s::ParseBody(body, "ExtenderBindingArgs");
+  if (!j.ok()) return j.status();
+  auto b = ReadBinding(*j, "ExtenderBindingArgs", true);
+  if (!b.ok()) return b.status();
+  const std::string name = b->pod_namespace + "/" + b->pod_name;
+
+  // Checked and touched under the lock; the API server is called outside it (it may take
+  // seconds); then the binding is recorded if the reservation is still the one checked.
+  std::string answer;
+  bool call_binder = false;
+  std::string gang_key;
+  int slot = -1;
+  int64_t hold = 0;
+  Status st = ledger_->Run([&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    const int64_t now = ledger_->NowUs();
+    SweepExpired(now);
+    auto it = pod_gang_.find(b->pod_uid);
+    if (b->pod_uid.empty() || it == pod_gang_.end()) it = pod_gang_.find(name);
+    if (it == pod_gang_.end()) {
+      answer = ErrorResult(std::string(kPrefix) + "pod " + name + " has no reservation (it was " +
+                           "not filtered by this extender, or its reservation expired)");
+      return;
+    }
+    GangState& g = *gangs_.at(it->second);
+    for (size_t i = 0; i < g.slots.size() && slot < 0; ++i) {
+      const Slot& s = g.slots[i];
+      if ((!b->pod_uid.empty() && s.uid == b->pod_uid) || s.pod_name == name) {
+        slot = static_cast<int>(i);
+      }
+    }
+    if (slot < 0) {
+      answer = ErrorResult(std::string(kPrefix) + "pod " + name + " has no slot");
+      return;
+    }
+    Slot& s = g.slots[slot];
+    const int node = cluster_.FindNode(b->node);
+    if (s.node < 0) {
+      answer = ErrorResult(std::string(kPrefix) + "pod " + name + " has no reservation any " +
+                           "more (expired); it is placed again on its next scheduling attempt");
+      return;
+    }
+    if (node != s.node) {
+      const std::string held = cluster_.nodes[s.node].name;
+      const bool bound = s.bound;
+      if (!bound) {
+        // The scheduler chose differently: the plan no longer holds, so the gang's unbound pods
+        // give their reservations back and are placed again.
+        (void)ReleaseOpenSlots(g,
+                               "bind mismatch: " + name + " to " + b->node + ", reserved " + held);
+      }
+      answer = ErrorResult(std::string(kPrefix) + "pod " + name + " is reserved on " + held +
+                           ", not " + b->node + (bound ? " (already bound)" : "") +
+                           "; the gang's unbound reservations were released");
+      return;
+    }
+    if (s.bound) {
+      answer = ErrorResult("");
+      return;
+    }
+    g.touched_us = now;
+    gang_key = g.key;
+    hold = s.alloc_id;
+    call_binder = true;
+  });
+  if (!st.ok()) return st;
+  if (!call_binder) return answer;
+  if (binder_ != nullptr) {
+    Status bs = binder_->Bind(PodRef{b->pod_namespace, b->pod_name, b->pod_uid}, b->node);
+    if (!bs.ok()) return ErrorResult(std::string(kPrefix) + "binding failed: " + bs.message());
+  }
+  st = ledger_->Run([&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = gangs_.find(gang_key);
+    if (it == gangs_.end() || it->second->slots[slot].alloc_id != hold ||
+        it->second->slots[slot].bound) {
+      answer = ErrorResult(std::string(kPrefix) + "pod " + name + " lost its reservation " +
+                           "while it was being bound");
+      return;
+    }
+    const Slot& s = it->second->slots[slot];
+    json book{{"gang", gang_key},
+              {"rank", slot},
+              {"pod_id", s.pod_id},
+              {"pod", s.pod_name},
+              {"uid", s.uid}};
+    Status rs = Record("bind", std::move(book), {});
+    answer =
+        ErrorResult(rs.ok() ? "" : std::string(kPrefix) + "recording the binding: " + rs.message());
+  });
+  if (!st.ok()) return st;
+  return answer;
+}
+
+StatusOr<std::string> Extender::PodDeleted(std::string_view body) {
+  auto j = k8s::ParseBody(body, "PodDeleted");
+  if (!j.ok()) return j.status();
+  auto b = ReadBinding(*j, "PodDeleted", false);
+  if (!b.ok()) return b.status();
+  const std::string name = b->pod_namespace + "/" + b->pod_name;
+  std::string answer;
+  Status st = ledger_->Run([&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pod_gang_.find(b->pod_uid);
+    if (b->pod_uid.empty() || it == pod_gang_.end()) it = pod_gang_.find(name);
+    if (it == pod_gang_.end()) {
+      answer = ErrorResult(std::string(kPrefix) + "unknown pod " + name);
+      return;
+    }
+    GangState& g = *gangs_.at(it->second);
+    std::vector<int> ranks;
+    bool any = false;
+    for (size_t i = 0; i < g.slots.size(); ++i) {
+      const Slot& s = g.slots[i];
+      if ((!b->pod_uid.empty() && s.uid == b->pod_uid) ||
+          (!b->pod_name.empty() && s.pod_name == name)) {
+        ranks.push_back(static_cast<int>(i));
+      } else {
+        any = any || !s.pod_id.empty();
+      }
+    }
+    // No pod of the gang left: every reservation goes and the gang is forgotten.
+    if (!any) {
+      for (size_t i = 0; i < g.slots.size(); ++i) {
+        if (g.slots[i].alloc_id != 0 &&
+            std::find(ranks.begin(), ranks.end(), static_cast<int>(i)) == ranks.end()) {
+          ranks.push_back(static_cast<int>(i));
+        }
+      }
+    }
+    Status rs = ReleaseRanks(g, ranks, true, !any, "");
+    answer = ErrorResult(rs.ok() ? "" : std::string(kPrefix) + rs.message());
+  });
+  if (!st.ok()) return st;
+  return answer;
+}
+
+}  // namespace toposched::api
