@@ -717,9 +717,11 @@ std::string Service::NodesJson() const {
       json jobs = json::array();
       std::set<std::string> gangs;
       for (int64_t h : holders) {
-        if (h > 0) {
-          jobs.push_back("job-" + std::to_string(h));
-        } else if (auto it = hold_gang_.find(-h); it != hold_gang_.end()) {
+        const sched::AllocId id = sched::AllocId::FromKey(h);
+        if (id.owner == sched::AllocId::Owner::kJob) {
+          jobs.push_back("job-" + std::to_string(id.number));
+        } else if (auto it = hold_gang_.find(id.number);
+                   id.owner == sched::AllocId::Owner::kHold && it != hold_gang_.end()) {
           gangs.insert(it->second);
         }
       }

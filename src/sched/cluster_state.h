@@ -17,6 +17,26 @@
 
 namespace toposched::sched {
 
+// Who holds an allocation in the scheduler's occupancy: a job, a Kubernetes hold, or a block the
+// scheduler puts on a trial copy (a pass's shadow, a what-if). ClusterState itself stores an
+// opaque int64 key; this is how the scheduler makes one, by owner rather than by sign: the
+// owner in bits 60-61, the number below. A job's key is its id.
+struct AllocId {
+  enum class Owner : uint8_t { kJob = 0, kHold = 1, kBlock = 2 };
+  static constexpr int64_t kMaxNumber = (int64_t{1} << 60) - 1;
+  Owner owner = Owner::kJob;
+  int64_t number = 0;
+
+  static AllocId Job(int64_t id) { return {Owner::kJob, id}; }
+  static AllocId Hold(int64_t id) { return {Owner::kHold, id}; }
+  static AllocId Block(int64_t n) { return {Owner::kBlock, n}; }
+  int64_t key() const { return (static_cast<int64_t>(owner) << 60) | number; }
+  static AllocId FromKey(int64_t key) {
+    return {static_cast<Owner>((key >> 60) & 3), key & kMaxNumber};
+  }
+  bool operator==(const AllocId&) const = default;
+};
+
 // GPUs of one node taken by an allocation. `gpus` holds positions in NodeTopology::gpus.
 struct NodeGpus {
   int node = 0;

@@ -21,10 +21,10 @@ namespace {
 using job::JobState;
 
 constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
-// Allocation ids: a job's id (> 0); a hold's −id, hold ids below kMaxHoldId; the backfill
-// shadow's blocks from kShadowId down, so that no shadow block can meet a live hold.
-constexpr int64_t kMaxHoldId = int64_t{1} << 62;
-constexpr int64_t kShadowId = -kMaxHoldId - 1;
+// Allocation keys (AllocId): a job's, a hold's, and the blocks on trial copies each in their own
+// owner's space, so that a block can never meet a live hold (it did: the shadow reservation's
+// −1 was hold 1's).
+constexpr int64_t kShadowBlock = 1;  // the backfill shadow's reservation; its shared room above
 
 std::string JobName(int64_t id) { return "job-" + std::to_string(id); }
 
@@ -63,25 +63,27 @@ int GpusOf(const std::vector<NodeGpus>& parts) {
   return n;
 }
 
-// Holds the currently free GPUs of `parts` in `state` under `dummy_id` (so a placement on the
-// result avoids them). GPUs held by someone else stay theirs; with a negative (shadow) id, the
-// room left on shared GPUs of `parts` is held too, under ids below dummy_id, so that no
+// Holds the currently free GPUs of `parts` in `state` under `id` (so a placement on the result
+// avoids them). GPUs held by someone else stay theirs; for a block (the shadow reservation), the
+// room left on shared GPUs of `parts` is held too, under the next block numbers, so that no
 // fractional job fills a GPU reserved for the head job.
-void Block(ClusterState& state, const std::vector<NodeGpus>& parts, int64_t dummy_id) {
+void Block(ClusterState& state, const std::vector<NodeGpus>& parts, AllocId id) {
   std::vector<NodeGpus> free_parts;
-  int64_t next_shadow = dummy_id - 1;
+  int64_t next_shadow = id.number + 1;
   for (const NodeGpus& p : parts) {
     GpuMask m = p.gpus & state.FreeMask(p.node);
     if (!m.empty()) free_parts.push_back(NodeGpus{p.node, m});
-    if (dummy_id >= 0) continue;
+    if (id.owner != AllocId::Owner::kBlock) continue;
     for (GpuMask s = p.gpus & state.HeldMask(p.node); !s.empty();) {
       const int g = s.lowest();
       s.reset(g);
       const int room = state.Shared(p.node, g) ? 1000 - state.UsedMilli(p.node, g) : 0;
-      if (room > 0) (void)state.AllocateShared(next_shadow--, p.node, g, room);
+      if (room > 0) {
+        (void)state.AllocateShared(AllocId::Block(next_shadow++).key(), p.node, g, room);
+      }
     }
   }
-  if (!free_parts.empty()) (void)state.Allocate(dummy_id, free_parts);
+  if (!free_parts.empty()) (void)state.Allocate(id.key(), free_parts);
 }
 
 // Takes a placement's GPUs in `state` for `id`: whole GPUs, or its milli of a shared GPU.
@@ -100,10 +102,10 @@ Status AllocatePlacement(ClusterState& state, int64_t id, const Placement& p) {
 // fractional job's milli on its GPU (the rest of the GPU stays open to other fractional jobs).
 void Shadow(ClusterState& shadow, const Placement& p, int64_t id) {
   if (p.gpu_milli > 0) {
-    if (!AllocatePlacement(shadow, id, p).ok()) Block(shadow, p.parts, id);
+    if (!AllocatePlacement(shadow, id, p).ok()) Block(shadow, p.parts, AllocId::Job(id));
     return;
   }
-  Block(shadow, p.parts, id);
+  Block(shadow, p.parts, AllocId::Job(id));
 }
 
 }  // namespace
@@ -847,7 +849,7 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
         if (waits(*now_v.placement, state_)) {
           res = Reservation{j.id, plan->start_us, plan->placement.parts};
           shadow = state_;
-          Block(*shadow, res->parts, kShadowId);
+          Block(*shadow, res->parts, AllocId::Block(kShadowBlock));
           continue;
         }
         RETURN_IF_ERROR(
@@ -876,7 +878,7 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
       }
       res = MakeReservation(j, spec, now_us);
       shadow = state_;
-      Block(*shadow, res->parts, kShadowId);
+      Block(*shadow, res->parts, AllocId::Block(kShadowBlock));
       j.pending_reason =
           Words("head of queue, reserved to start at " +
                 Seconds(res->start_us, options_.epoch_clock) + ": " + now_v.Explain());
@@ -982,8 +984,8 @@ const Placement* Scheduler::PlacementOf(int64_t id) const {
 }
 
 Status Scheduler::Hold(int64_t hold_id, const std::vector<NodeGpus>& parts) {
-  if (hold_id <= 0 || hold_id >= kMaxHoldId) {
-    return InvalidArgumentError("hold id must be in [1, 2^62)");
+  if (hold_id <= 0 || hold_id > AllocId::kMaxNumber) {
+    return InvalidArgumentError("hold id must be in [1, 2^60)");
   }
   if (holds_.count(hold_id)) {
     return Status(StatusCode::kAlreadyExists, "hold " + std::to_string(hold_id) + " exists");

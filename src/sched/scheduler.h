@@ -213,14 +213,14 @@ class Scheduler {
   // A drained node takes no new work; its jobs run on.
   Status SetNodeDrained(int node, bool drained, int64_t now_us, const std::string& reason);
 
-  // Takes `parts` for hold `hold_id` (in [1, 2^62)), all or nothing. InvalidArgument for an id
+  // Takes `parts` for hold `hold_id` (in [1, 2^60)), all or nothing. InvalidArgument for an id
   // out of range or GPUs that are not free (ClusterState::Allocate's message); AlreadyExists
   // for a live hold id.
   Status Hold(int64_t hold_id, const std::vector<NodeGpus>& parts);
   // NotFound when the hold is not live.
   Status ReleaseHold(int64_t hold_id);
-  // The allocation id of hold `hold_id` in cluster_state(): −hold_id.
-  static int64_t HoldAllocationId(int64_t hold_id) { return -hold_id; }
+  // The allocation key of hold `hold_id` in cluster_state().
+  static int64_t HoldAllocationId(int64_t hold_id) { return AllocId::Hold(hold_id).key(); }
   // Live holds: id → GPUs (node order).
   const std::map<int64_t, std::vector<NodeGpus>>& Holds() const { return holds_; }
 

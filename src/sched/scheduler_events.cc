@@ -225,8 +225,8 @@ StatusOr<bool> Scheduler::TryGrow(Job& j, int64_t now_us) {
     if (!inside_nodes.empty() && inside_nodes.count(n)) continue;
     if (!state_.FreeMask(n).empty()) outside.push_back(NodeGpus{n, state_.FreeMask(n)});
   }
-  constexpr int64_t kBlockId = -2;
-  if (!outside.empty()) RETURN_IF_ERROR(inside.Allocate(kBlockId, outside));
+  // Its own owner's space: a job's or a hold's allocation on the copy cannot collide with it.
+  if (!outside.empty()) RETURN_IF_ERROR(inside.Allocate(AllocId::Block(1).key(), outside));
 
   std::vector<int> keep(static_cast<size_t>(dp));
   std::iota(keep.begin(), keep.end(), 0);

@@ -91,6 +91,29 @@ TEST(SchedulerApply, HealthReportWithoutReasonNamesWhatWasReported) {
   EXPECT_TRUE(named);
 }
 
+// Allocations are keyed by owner, not by sign: the elastic grow's trial block used key −2, hold
+// 2's allocation, so while hold 2 lived an elastic job could not grow (AlreadyExists).
+TEST(SchedulerApply, ElasticGrowWhileHoldsLive) {
+  auto s = Scheduler::Create(Placer());
+  ASSERT_TRUE(s.ok());
+  Scheduler& sc = **s;
+  ASSERT_TRUE(sc.Hold(1, {NodeGpus{0, GpuMask::FirstN(8)}}).ok());
+  ASSERT_TRUE(sc.Hold(2, {NodeGpus{1, GpuMask::FirstN(8)}}).ok());
+  job::JobSpec el = Job("el", 16);
+  el.elastic = job::ElasticRange{1, 4};
+  ASSERT_TRUE(el.Normalize().ok());
+  ASSERT_TRUE(sc.Apply(SubmitJob{el}, 0).ok());
+  auto first = sc.Apply(Pass{}, 0);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  auto grow = sc.Apply(Pass{}, kSec);
+  ASSERT_TRUE(grow.ok()) << grow.status().ToString();
+  ASSERT_NE(sc.Spec(1), nullptr);
+  EXPECT_EQ(sc.Spec(1)->total_gpus, 32) << "grew to max_replicas on the 6 free nodes";
+  EXPECT_EQ(AllocId::FromKey(Scheduler::HoldAllocationId(2)), AllocId::Hold(2));
+  EXPECT_NE(Scheduler::HoldAllocationId(2), AllocId::Job(2).key());
+  EXPECT_TRUE(sc.CheckInvariants().ok());
+}
+
 TEST(SchedulerApply, KindsAndTargetsHaveTheirNames) {
   EXPECT_STREQ(InputKind(Input{SubmitJob{}}), "submit");
   EXPECT_STREQ(InputKind(Input{SetJobPriority{}}), "priority");

@@ -530,6 +530,7 @@ TEST(SchedulerTest, BackfillShadowBlocksTheReservationWhileHoldOneLives) {
   EXPECT_NE(why->find("would delay the reservation of job-2"), std::string::npos) << *why;
   EXPECT_TRUE(sc.CheckInvariants().ok());
   EXPECT_FALSE(sc.Hold(int64_t{1} << 62, {NodeGpus{1, GpuMask::FirstN(1)}}).ok());
+  EXPECT_FALSE(sc.Hold(int64_t{1} << 60, {NodeGpus{1, GpuMask::FirstN(1)}}).ok());
 }
 
 }  // namespace
