@@ -13,13 +13,6 @@ using json = nlohmann::json;
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-template <class... F>
-struct Overload : F... {
-  using F::operator()...;
-};
-template <class... F>
-Overload(F...) -> Overload<F...>;
-
 StatusOr<int> NodeNamed(const topo::Cluster& cluster, const json& p) {
   const std::string name = p.at("node").get<std::string>();
   const int node = cluster.FindNode(name);
@@ -68,7 +61,7 @@ store::InputRecord EncodeInput(const sched::Input& in, const topo::Cluster& clus
   store::InputRecord rec;
   rec.kind = sched::InputKind(in);
   rec.payload = "{}";
-  std::visit(Overload{
+  std::visit(sched::Overload{
                  [&](const sched::SubmitJob& s) {
                    rec.payload = submit_json.empty() ? job::JobSpecToJson(s.spec, -1) : submit_json;
                  },

@@ -1,9 +1,8 @@
 #include "api/kube_client.h"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "core/file.h"
 #include "core/strings.h"
 
 namespace toposched::api {
@@ -23,13 +22,10 @@ Status KubeApiOptions::Validate() const {
 }
 
 StatusOr<std::string> ReadKubeToken(const KubeApiOptions& options) {
-  std::ifstream in(options.token_file);
-  if (!in.good()) return NotFoundError("kube api: cannot read token file " + options.token_file);
   // A token is a JWT of a few KB; anything past 64 KiB is not one.
-  std::string buf(64 * 1024, '\0');
-  in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-  buf.resize(static_cast<size_t>(in.gcount()));
-  const std::string token(Trim(buf));
+  auto text = ReadFileBounded(options.token_file, 64 * 1024, "a token file");
+  if (!text.ok()) return text.status().WithPrefix("kube api");
+  const std::string token(Trim(*text));
   if (token.empty()) return NotFoundError("kube api: empty token file " + options.token_file);
   return token;
 }

@@ -7,17 +7,6 @@
 
 namespace toposched::sched {
 
-namespace {
-
-template <class... F>
-struct Overload : F... {
-  using F::operator()...;
-};
-template <class... F>
-Overload(F...) -> Overload<F...>;
-
-}  // namespace
-
 const char* HealthTargetName(HealthTarget t) {
   switch (t) {
     case HealthTarget::kNode:

@@ -67,6 +67,14 @@ struct Pass {};
 using Input = std::variant<SubmitJob, CancelJob, CompleteJob, SetJobPriority, DrainNode,
                            HealthReport, Tick, SchedulePass, Pass>;
 
+// A visitor made of lambdas, one per alternative: std::visit(Overload{...}, input).
+template <class... F>
+struct Overload : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overload(F...) -> Overload<F...>;
+
 // The input's kind as stored and logged: "submit", "cancel", "complete", "priority", "drain",
 // "health", "tick", "schedule", "pass".
 const char* InputKind(const Input& in);
