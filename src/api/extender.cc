@@ -238,12 +238,13 @@ StatusOr<std::unique_ptr<Extender>> Extender::Create(const sched::GangPlacer& pl
 StatusOr<std::unique_ptr<Extender>> Extender::CreateShared(const topo::Cluster& cluster,
                                                            ExtenderLedger& ledger,
                                                            ExtenderOptions options,
-                                                           PodBinder* binder) {
+                                                           PodBinder* binder, PodEvictor* evictor) {
   if (Status s = options.Validate(); !s.ok()) return s;
   if (ledger.state().cluster().nodes.size() != cluster.nodes.size()) {
     return InvalidArgumentError("extender: the ledger's occupancy is over another cluster");
   }
   std::unique_ptr<Extender> e(new Extender(cluster, ledger, std::move(options), binder));
+  e->evictor_ = evictor;
   // Hold ids come from the records (Restore); allocation ids of a shared state are not ours.
   e->next_alloc_id_ = 1;
   return e;
@@ -330,6 +331,10 @@ Extender::Assignment Extender::Assign(const PodInfo& info, const Candidates& can
     a.reason = kPrefix + slot.status().message();
     return a;
   }
+  // A gang restored with holds (records of an earlier build) keeps them until it is forgotten.
+  bool holds = false;
+  for (const Slot& x : g.slots) holds = holds || x.alloc_id != 0;
+  if (ledger_->queues_gangs() && !holds) return AssignQueued(g, *slot, info, cand);
   Slot& s = g.slots[*slot];
   const std::string who = g.lone ? "pod " + info.pod.FullName()
                                  : "gang " + g.key + " (" + std::to_string(g.slots.size()) +
@@ -623,24 +628,50 @@ GangView Extender::ViewOf(const GangState& g) const {
   v.domain = g.domain;
   v.predicted_ms = g.predicted_ms;
   v.last_decision = g.last_decision;
+  v.job = g.job;
+  // A queued gang's slots are where its job runs now (nowhere while it waits).
+  GangJobState js;
+  if (g.job != 0) {
+    js = ledger_->GangJob(g.job);
+    if (js.phase == GangJobState::Phase::kRunning) {
+      v.domain = js.placement->domain;
+      v.predicted_ms = js.placement->predicted_ms;
+    }
+  }
   for (size_t i = 0; i < g.slots.size(); ++i) {
     const Slot& s = g.slots[i];
     GangSlotView sv;
     sv.rank = static_cast<int>(i);
     sv.pod = s.pod_name;
-    if (s.node >= 0) sv.node = cluster_.nodes[s.node].name;
-    sv.gpus = s.gpus.Positions();
-    sv.bound = s.bound;
+    if (g.job == 0) {
+      if (s.node >= 0) sv.node = cluster_.nodes[s.node].name;
+      sv.gpus = s.gpus.Positions();
+      sv.bound = s.bound;
+    } else if (js.phase == GangJobState::Phase::kRunning) {
+      const size_t first = i * static_cast<size_t>(g.gpus_per_pod);
+      for (int r = 0; r < g.gpus_per_pod && first + r < js.placement->ranks.size(); ++r) {
+        const sched::RankSlot& rs = js.placement->ranks[first + r];
+        if (r == 0) sv.node = cluster_.nodes[rs.node].name;
+        sv.gpus.push_back(rs.gpu);
+      }
+      std::sort(sv.gpus.begin(), sv.gpus.end());
+      sv.bound = s.bound && s.bound_start_us == js.started_us;
+    }
     v.slots.push_back(std::move(sv));
   }
   return v;
 }
 
 std::optional<GangView> Extender::Gang(const std::string& key) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = gangs_.find(key);
-  if (it == gangs_.end()) return std::nullopt;
-  return ViewOf(*it->second);
+  std::optional<GangView> view;
+  // Under the ledger too: a queued gang's view reads its job.
+  Status st = ledger_->Run([&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = gangs_.find(key);
+    if (it != gangs_.end()) view = ViewOf(*it->second);
+  });
+  if (!st.ok()) return std::nullopt;
+  return view;
 }
 
 std::vector<std::string> Extender::GangKeys() const {

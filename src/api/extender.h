@@ -76,10 +76,28 @@ class PodBinder {
   virtual Status Bind(const PodRef& pod, const std::string& node) = 0;
 };
 
+// Evicts a pod through the API server (the Eviction subresource, so PodDisruptionBudgets are
+// honoured). OK when the pod is gone or going (also when it no longer exists); a non-OK status
+// (e.g. a budget refusing it for now) is retried later. Implementations must be thread-safe.
+class PodEvictor {
+ public:
+  virtual ~PodEvictor() = default;
+  virtual Status Evict(const PodRef& pod, const std::string& reason) = 0;
+};
+
 // The GPU part of an extender record.
 struct HoldChange {
   std::vector<int64_t> releases;                           // freed first
   std::vector<std::pair<int64_t, sched::NodeGpus>> holds;  // then taken (id > 0)
+};
+
+// A gang's job in its owner's queue, as the extender needs to see it (ExtenderLedger::GangJob).
+struct GangJobState {
+  enum class Phase { kPending, kRunning, kEnded };
+  Phase phase = Phase::kEnded;
+  const sched::Placement* placement = nullptr;  // kRunning: valid inside the ledger's Run only
+  int64_t started_us = -1;                      // kRunning: when this run started
+  std::string why;  // kPending: its place in the queue and the reason; kEnded: the final state
 };
 
 // Where the extender's GPUs live. Every pod reservation and binding is a *hold*: an allocation
@@ -108,6 +126,20 @@ class ExtenderLedger {
                         const std::string& payload) = 0;
   // False when the ledger keeps no records (Commit then gets an empty payload).
   virtual bool keeps_records() const { return true; }
+  // True when the owner queues gangs as jobs (the daemon): a gang is then submitted into the
+  // owner's scheduler queue on its first pod (SubmitGang) and holds no GPUs of its own; the
+  // queue's priority, fair share, limits, backfill and preemption decide where and when it runs,
+  // and its pods go where its job was placed. False (standalone): the extender places gangs
+  // itself and keeps their GPUs as holds.
+  virtual bool queues_gangs() const { return false; }
+  // Inside Run only (queues_gangs): submits the gang's job (sched::SubmitPodGroup, stored like
+  // any input), runs a scheduling pass, and returns the job id.
+  virtual StatusOr<int64_t> SubmitGang(const std::string& group, const job::JobSpec& spec);
+  // Inside Run only (queues_gangs): the job's phase.
+  virtual GangJobState GangJob(int64_t job) const;
+  // Inside Run only (queues_gangs): the gang is over; its job completes (`completed`, its pods
+  // ran and are gone) or is cancelled. A job already ended is left as it is.
+  virtual Status EndGang(int64_t job, bool completed);
   // The allocation id in state() of the hold a HoldChange calls `hold_id` (a what-if that frees
   // a hold in a copy of state() must use this, not the hold id). Default: the same id.
   virtual int64_t AllocationOf(int64_t hold_id) const { return hold_id; }
@@ -134,6 +166,7 @@ struct GangView {
   std::string domain;         // domain of the last placement
   double predicted_ms = 0;    // of the last placement
   std::string last_decision;  // "fit: ..." / "unschedulable: ..." / "unresolvable: ..."
+  int64_t job = 0;            // the gang's job in the owner's queue (queued gangs), else 0
 };
 
 // Thread-safe: every call runs inside the ledger's Run and takes one mutex (calls are short:
@@ -166,7 +199,8 @@ class Extender {
   static StatusOr<std::unique_ptr<Extender>> CreateShared(const topo::Cluster& cluster,
                                                           ExtenderLedger& ledger,
                                                           ExtenderOptions options = {},
-                                                          PodBinder* binder = nullptr);
+                                                          PodBinder* binder = nullptr,
+                                                          PodEvictor* evictor = nullptr);
   // Rebuilds the gangs from the records a shared ledger stored (time_us, payload), in order,
   // before the first call. The holds themselves are the ledger's to restore. DataLoss for a
   // record that does not fit the gangs built so far.
@@ -176,6 +210,13 @@ class Extender {
   // Releases the reservations of gangs that made no progress for reservation_timeout_us (the
   // verbs do it too; the daemon calls it from its pass loop so idle reservations do not linger).
   Status Sweep();
+  // Queued gangs (ExtenderLedger::queues_gangs) only: a pod bound for a run of its gang's job
+  // that is over (the job was preempted, requeued after a failure, cancelled, timed out or
+  // completed) is evicted through the evictor and its slot freed once that succeeded (without
+  // an evictor the slot is freed and a warning logged: nothing can take the pod off its node).
+  // A gang whose job ended and that has no bound pod left is forgotten; pods of it that come
+  // again queue as a new job. Returns the pods evicted. The daemon calls it after every pass.
+  StatusOr<int> Reconcile();
 
   // ExtenderArgs → ExtenderFilterResult. A GPU pod passes exactly its assigned node.
   StatusOr<std::string> Filter(std::string_view body);
@@ -228,6 +269,15 @@ class Extender {
   sched::Verdict PlaceOpenSlots(GangState& gang, const std::vector<uint8_t>* allowed);
   Status ReleaseOpenSlots(GangState& gang, const std::string& decision);
   Assignment Assign(const PodInfo& pod, const Candidates& cand, int64_t now_us);
+  // Assign for a queued gang (extender_queue.cc): submits its job on the first pod, then answers
+  // from the job's phase.
+  Assignment AssignQueued(GangState& gang, int slot, const PodInfo& pod, const Candidates& cand);
+  // The node and start of the run that slot `slot` of a queued gang belongs to now (-1: the job
+  // does not run).
+  int QueuedNode(const GangState& gang, int slot, int64_t* started_us) const;
+  // The reservation timeout for a queued gang (SweepExpired): a job that runs with none of its
+  // pods bound for that long is cancelled and the gang forgotten.
+  Status ExpireQueued(GangState& gang, int64_t now_us);
   GangView ViewOf(const GangState& g) const;
 
   const topo::Cluster& cluster_;
@@ -235,6 +285,7 @@ class Extender {
   ExtenderLedger* ledger_;
   ExtenderOptions options_;
   PodBinder* binder_;
+  PodEvictor* evictor_ = nullptr;
   int max_node_gpus_ = 0;
 
   // Taken inside ledger_->Run (order: ledger, then mu_).

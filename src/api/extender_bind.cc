@@ -64,6 +64,7 @@ StatusOr<std::string> Extender::Bind(std::string_view body) {
   std::string gang_key;
   int slot = -1;
   int64_t hold = 0;
+  int64_t started = -1;  // queued gangs: the run the pod is bound for
   Status st = ledger_->Run([&] {
     std::lock_guard<std::mutex> lock(mu_);
     const int64_t now = ledger_->NowUs();
@@ -88,6 +89,24 @@ StatusOr<std::string> Extender::Bind(std::string_view body) {
     }
     Slot& s = g.slots[slot];
     const int node = cluster_.FindNode(b->node);
+    if (g.job != 0) {
+      const int at = QueuedNode(g, slot, &started);
+      if (at < 0) {
+        answer = ErrorResult(std::string(kPrefix) + "pod " + name + ": job-" +
+                             std::to_string(g.job) + " of gang " + g.key + " is not running");
+      } else if (at != node) {
+        answer = ErrorResult(std::string(kPrefix) + "pod " + name + " runs rank " +
+                             std::to_string(slot) + " of job-" + std::to_string(g.job) + " on " +
+                             cluster_.nodes[at].name + ", not " + b->node);
+      } else if (s.bound && s.bound_start_us == started) {
+        answer = ErrorResult("");
+      } else {
+        g.touched_us = now;
+        gang_key = g.key;
+        call_binder = true;
+      }
+      return;
+    }
     if (s.node < 0) {
       answer = ErrorResult(std::string(kPrefix) + "pod " + name + " has no reservation any " +
                            "more (expired); it is placed again on its next scheduling attempt");
@@ -125,6 +144,23 @@ StatusOr<std::string> Extender::Bind(std::string_view body) {
   st = ledger_->Run([&] {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = gangs_.find(gang_key);
+    if (it != gangs_.end() && it->second->job != 0) {
+      GangState& g = *it->second;
+      int64_t now_started = -1;
+      if (QueuedNode(g, slot, &now_started) != cluster_.FindNode(b->node) ||
+          now_started != started) {
+        answer = ErrorResult(std::string(kPrefix) + "pod " + name + " lost its place " +
+                             "(its job stopped) while it was being bound");
+        return;
+      }
+      const Slot& s = g.slots[slot];
+      json book{{"gang", gang_key}, {"rank", slot},    {"pod_id", s.pod_id},   {"pod", s.pod_name},
+                {"uid", s.uid},     {"node", b->node}, {"started_us", started}};
+      Status rs = Record("bind", std::move(book), {});
+      answer = ErrorResult(
+          rs.ok() ? "" : std::string(kPrefix) + "recording the binding: " + rs.message());
+      return;
+    }
     if (it == gangs_.end() || it->second->slots[slot].alloc_id != hold ||
         it->second->slots[slot].bound) {
       answer = ErrorResult(std::string(kPrefix) + "pod " + name + " lost its reservation " +
@@ -172,7 +208,22 @@ StatusOr<std::string> Extender::PodDeleted(std::string_view body) {
         any = any || !s.pod_id.empty();
       }
     }
-    // No pod of the gang left: every reservation goes and the gang is forgotten.
+    // No pod of the gang left: a queued gang's job ends (completed when it ran with a bound
+    // pod, else cancelled); every reservation goes and the gang is forgotten.
+    if (!any && g.job != 0) {
+      const GangJobState js = ledger_->GangJob(g.job);
+      bool ran = false;
+      for (int r : ranks) {
+        ran = ran || (g.slots[r].bound && js.phase == GangJobState::Phase::kRunning &&
+                      g.slots[r].bound_start_us == js.started_us);
+      }
+      if (js.phase != GangJobState::Phase::kEnded) {
+        if (Status es = ledger_->EndGang(g.job, ran); !es.ok()) {
+          answer = ErrorResult(std::string(kPrefix) + es.message());
+          return;
+        }
+      }
+    }
     if (!any) {
       for (size_t i = 0; i < g.slots.size(); ++i) {
         if (g.slots[i].alloc_id != 0 &&

@@ -58,7 +58,7 @@ Status Extender::ApplyBook(const json& b, int64_t time_us) {
       }
       return g.slots[rank];
     };
-    if (op == "reserve") {
+    if (op == "reserve" || op == "queue") {
       if (it == gangs_.end()) {
         auto spec = job::ParseJobJson(b.at("spec").dump(), "spec");
         if (!spec.ok()) return Status(StatusCode::kDataLoss, spec.status().message());
@@ -71,6 +71,11 @@ Status Extender::ApplyBook(const json& b, int64_t time_us) {
         it = gangs_.emplace(key, std::move(g)).first;
       }
       GangState& g = *it->second;
+      if (op == "queue") {
+        g.job = b.at("job").get<int64_t>();
+        g.touched_us = std::max(g.touched_us, time_us);
+        return OkStatus();
+      }
       g.domain = b.value("domain", "");
       g.predicted_ms = b.value("predicted_ms", 0.0);
       g.last_decision = b.value("decision", "");
@@ -95,6 +100,15 @@ Status Extender::ApplyBook(const json& b, int64_t time_us) {
     GangState& g = *it->second;
     if (op == "bind") {
       Slot& s = slot_of(g, b);
+      if (g.job != 0) {
+        set_pod(g, s, b);
+        s.node = cluster_.FindNode(b.at("node").get<std::string>());
+        if (s.node < 0) throw std::out_of_range("unknown node " + b.at("node").dump());
+        s.bound_start_us = b.at("started_us").get<int64_t>();
+        s.bound = true;
+        g.touched_us = std::max(g.touched_us, time_us);
+        return OkStatus();
+      }
       if (s.alloc_id == 0) {
         return Status(StatusCode::kDataLoss, "extender record: bind of rank " +
                                                  b.at("rank").dump() + " of " + key +
@@ -112,6 +126,7 @@ Status Extender::ApplyBook(const json& b, int64_t time_us) {
         s.node = -1;
         s.gpus = sched::GpuMask();
         s.bound = false;
+        s.bound_start_us = -1;
         if (b.value("clear_pods", false)) {
           pod_gang_.erase(s.pod_id);
           pod_gang_.erase(s.pod_name);
@@ -147,7 +162,7 @@ Status Extender::ReleaseRanks(GangState& g, const std::vector<int>& ranks, bool 
   }
   json book{{"gang", g.key}, {"ranks", rs}, {"clear_pods", clear_pods}, {"forget", forget}};
   if (!decision.empty()) book["decision"] = decision;
-  if (change.releases.empty()) {
+  if (change.releases.empty() && g.job == 0) {
     // No GPU changes hands: bookkeeping only, nothing to store (a restored gang without holds
     // is forgotten again when it expires).
     book["op"] = "release";
@@ -172,6 +187,10 @@ void Extender::SweepExpired(int64_t now_us) {
   }
   for (const std::string& key : expired) {
     GangState& g = *gangs_.at(key);
+    if (g.job != 0) {
+      if (!ExpireQueued(g, now_us).ok()) return;  // the ledger refuses changes; try again later
+      continue;
+    }
     bool any_bound = false;
     for (const Slot& s : g.slots) any_bound = any_bound || s.bound;
     Status st;

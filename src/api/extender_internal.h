@@ -26,6 +26,9 @@ struct Extender::Slot {
   int node = -1;
   sched::GpuMask gpus;
   bool bound = false;
+  // Queued gangs: the start of the job's run the pod was bound for (a later run, or none, makes
+  // the binding stale: the pod is evicted).
+  int64_t bound_start_us = -1;
 };
 
 struct Extender::GangState {
@@ -38,6 +41,7 @@ struct Extender::GangState {
   std::string domain;
   double predicted_ms = 0;
   std::string last_decision;
+  int64_t job = 0;  // queued gangs: the gang's job in the owner's queue
 };
 
 struct Extender::PodInfo {
@@ -72,6 +76,12 @@ nlohmann::json GpusJson(const sched::GpuMask& m);
 // The job of `open` pods of a gang whose other pods hold GPUs already.
 job::JobSpec RemainderSpec(const job::JobSpec& full, int open, int gpus_per_pod);
 // Places `open` pods of the gang on `state`; every pod whole on one node.
+// The spec a queued gang's job is placed with: the gang's, named after its key, with each pod
+// kept whole on one node (a one-pod gang: the job on one node; pods inside TP groups: TP groups
+// on one node; otherwise TP widened to lcm(TP, GPUs per pod), as PlacePods does). InvalidArgument
+// when no such spec exists on nodes of `max_node_gpus`.
+StatusOr<job::JobSpec> QueueSpec(const job::JobSpec& gang, const std::string& key, int pods,
+                                 int gpus_per_pod, int max_node_gpus);
 sched::Verdict PlacePods(const sched::GangPlacer& placer, const sched::ClusterState& state,
                          const job::JobSpec& spec, int open, int gpus_per_pod, int max_node_gpus);
 

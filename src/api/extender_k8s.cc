@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdio>
 #include <numeric>
 #include <set>
@@ -225,6 +226,13 @@ StatusOr<Pod> ParsePod(const json& j, const std::string& gpu_resource, const std
       }
     }
   }
+  if (const json* prio = Member(*spec, "priority"); prio != nullptr && !prio->is_null()) {
+    if (!prio->is_number_integer() || prio->get<int64_t>() < INT32_MIN ||
+        prio->get<int64_t>() > INT32_MAX) {
+      return InvalidArgumentError(path + ".spec.priority: expected a 32-bit integer");
+    }
+    pod.priority = static_cast<int>(prio->get<int64_t>());
+  }
   const int64_t gpus = std::max(sum, init_max);
   if (gpus > (int64_t{1} << 20)) {
     return InvalidArgumentError(path + ".spec: more than 1048576 " + gpu_resource);
@@ -306,6 +314,8 @@ StatusOr<job::JobSpec> GangSpec(const Pod& pod, const Membership& m, const Exten
   job::JobSpec spec;
   spec.name = JobName(m.key);
   spec.user = JobName(pod.name_space);
+  spec.queue = JobName(pod.name_space);
+  spec.priority = pod.priority;
   const std::set<std::string> membership_keys = {o.group_name_key, o.group_size_key,
                                                  o.master_replicas_key};
   std::set<std::string> given;
@@ -348,6 +358,10 @@ StatusOr<job::JobSpec> GangSpec(const Pod& pod, const Membership& m, const Exten
       auto c = ParseConstraint(value, key);
       if (!c.ok()) return c.status();
       (name == "job-constraint" ? spec.constraints.job : spec.constraints.tp) = *c;
+    } else if (name == "user" || name == "queue") {
+      const std::string v(Trim(value));
+      if (v.empty()) return FailedPreconditionError(key + ": empty");
+      (name == "user" ? spec.user : spec.queue) = v;
     } else if (name == "gpu-model") {
       spec.constraints.gpu_model = std::string(Trim(value));
     } else if (name == "rdma-required") {
@@ -361,7 +375,8 @@ StatusOr<job::JobSpec> GangSpec(const Pod& pod, const Membership& m, const Exten
       return FailedPreconditionError(
           key +
           ": unknown toposched key (known: tp, pp, dp, ep, model-params, hidden-size, "
-          "seq-len, micro-batch, job-constraint, tp-constraint, gpu-model, rdma-required, " +
+          "seq-len, micro-batch, job-constraint, tp-constraint, gpu-model, rdma-required, "
+          "user, queue, " +
           o.group_name_key + ", " + o.group_size_key + ", " + o.master_replicas_key + ")");
     }
     if (!s.ok()) return s;

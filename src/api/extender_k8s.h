@@ -45,7 +45,8 @@ struct Pod {
   std::string uid;         // metadata.uid (may be empty in hand-written requests)
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> annotations;
-  int gpus = 0;  // max(Σ containers, max init container) of limits (else requests)
+  int gpus = 0;      // max(Σ containers, max init container) of limits (else requests)
+  int priority = 0;  // spec.priority (the PriorityClass value the API server resolved), else 0
   // Pod id: the UID, else "<namespace>/<name>".
   std::string Id() const { return uid.empty() ? name_space + "/" + name : uid; }
   std::string FullName() const { return name_space + "/" + name; }
@@ -70,7 +71,8 @@ struct Membership {
 // unknown Kubeflow replica type, an index outside the size.
 StatusOr<Membership> MembershipOf(const Pod& pod, const ExtenderOptions& o);
 
-// The job spec of a gang from the first pod's annotations: replicas = `size` pods of
+// The job spec of a gang from the first pod's annotations: priority = the pod's priority; user
+// and queue = <prefix>user and <prefix>queue, else the namespace; replicas = `size` pods of
 // pod.gpus GPUs, layout tp/pp/dp/ep (tp defaults to the pod's GPUs, pp to 1), traffic, and
 // constraints. When `size` is 0 it comes from tp·pp·dp / GPUs per pod. Normalized.
 // FailedPrecondition with the annotation's name for a bad value, an unknown annotation under the

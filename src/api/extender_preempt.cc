@@ -1,5 +1,6 @@
 // The extender's preempt verb: which victims kube-scheduler's candidates would let the pod's gang
-// fit, a what-if on a copy of the occupancy (src/api/extender_internal.h).
+// fit, a what-if on a copy of the occupancy (src/api/extender_internal.h). Queued gangs (the
+// daemon) get none: their queue preempts.
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -82,6 +83,9 @@ StatusOr<std::string> Extender::Preempt(std::string_view body) {
   std::map<std::string, const NodeVictims*> keep;
   if (info.pod.gpus == 0) {
     for (const auto& [node, nv] : victims) keep[node] = &nv;
+  } else if (ledger_->queues_gangs()) {
+    // A pod group is a job in the owner's queue, which preempts by its own rules and evicts its
+    // victims through the API: kube-scheduler evicts nothing for it (no victims).
   } else {
     Status run = ledger_->Run([&] {
       std::lock_guard<std::mutex> lock(mu_);

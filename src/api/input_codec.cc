@@ -34,6 +34,17 @@ StatusOr<sched::Input> DecodePayload(const store::InputRecord& rec, const topo::
   if (rec.kind == "pass") return sched::Input{sched::Pass{}};
   const json p = json::parse(rec.payload, nullptr, false);
   if (!p.is_object()) return InvalidArgumentError("malformed payload");
+  if (rec.kind == "submit_pod_group") {
+    const json& spec = p.at("spec");
+    if (!spec.is_object()) return InvalidArgumentError("spec: expected an object");
+    ASSIGN_OR_RETURN(job::JobSpec s, job::ParseJobJson(Dump(spec), where + ": spec"));
+    sched::Input in{std::in_place_type<sched::SubmitPodGroup>};
+    auto& g = std::get<sched::SubmitPodGroup>(in);
+    g.group = p.at("group").get<std::string>();
+    if (g.group.empty()) return InvalidArgumentError("group: empty");
+    g.spec = std::move(s);
+    return in;
+  }
   if (rec.kind == "priority") {
     return sched::Input{sched::SetJobPriority{job, p.at("priority").get<int>()}};
   }
@@ -64,6 +75,10 @@ store::InputRecord EncodeInput(const sched::Input& in, const topo::Cluster& clus
   std::visit(sched::Overload{
                  [&](const sched::SubmitJob& s) {
                    rec.payload = submit_json.empty() ? job::JobSpecToJson(s.spec, -1) : submit_json;
+                 },
+                 [&](const sched::SubmitPodGroup& s) {
+                   rec.payload = Dump(json{{"group", s.group},
+                                           {"spec", json::parse(job::JobSpecToJson(s.spec, -1))}});
                  },
                  [&](const sched::CancelJob& c) { rec.job_id = c.job.value; },
                  [&](const sched::CompleteJob& c) { rec.job_id = c.job.value; },

@@ -51,4 +51,36 @@ Status KubeApiBinder::Bind(const PodRef& pod, const std::string& node) {
                                  node + ": HTTP " + std::to_string(res->status) + ": " + message);
 }
 
+StatusOr<std::unique_ptr<KubeApiEvictor>> KubeApiEvictor::Create(KubeApiOptions options) {
+  if (Status s = options.Validate(); !s.ok()) return s;
+  return std::unique_ptr<KubeApiEvictor>(new KubeApiEvictor(std::move(options)));
+}
+
+Status KubeApiEvictor::Evict(const PodRef& pod, const std::string& reason) {
+  for (const std::string* n : {&pod.name_space, &pod.name}) {
+    if (!DnsName(*n)) return InvalidArgumentError("kube api: bad name \"" + *n + "\"");
+  }
+  (void)reason;  // an Eviction carries no reason; the daemon logs it
+  ASSIGN_OR_RETURN(const std::string token, ReadKubeToken(options_));
+  nlohmann::json eviction = {{"apiVersion", "policy/v1"},
+                             {"kind", "Eviction"},
+                             {"metadata", {{"name", pod.name}, {"namespace", pod.name_space}}}};
+  // A precondition on the UID: a newer pod of the same name is not evicted in its place.
+  if (!pod.uid.empty()) eviction["deleteOptions"] = {{"preconditions", {{"uid", pod.uid}}}};
+  std::unique_ptr<httplib::Client> client = MakeKubeClient(options_, token, options_.timeout_ms);
+  const std::string path =
+      "/api/v1/namespaces/" + pod.name_space + "/pods/" + pod.name + "/eviction";
+  httplib::Result res = client->Post(path, eviction.dump(), "application/json");
+  if (!res) {
+    return Status(StatusCode::kUnavailable, "kube api: POST " + options_.server + path + ": " +
+                                                httplib::to_string(res.error()));
+  }
+  if ((res->status >= 200 && res->status < 300) || res->status == 404) return OkStatus();
+  const std::string message = KubeStatusMessage(res->body);
+  const std::string what = "kube api: evicting " + pod.name_space + "/" + pod.name + ": HTTP " +
+                           std::to_string(res->status) + ": " + message;
+  if (res->status == 429) return Status(StatusCode::kUnavailable, what);
+  return FailedPreconditionError(what);
+}
+
 }  // namespace toposched::api

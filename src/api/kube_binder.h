@@ -1,8 +1,10 @@
-// Binding pods through the Kubernetes API server: the extender's bind verb hands binding over to
-// toposched, which creates the pod's Binding (POST /api/v1/namespaces/NS/pods/NAME/binding) with
-// its service account's token. Knows nothing of gangs or placement; only `main` decides where
-// the server, token and CA come from (in a pod: KUBERNETES_SERVICE_HOST/PORT and the mounted
-// service account).
+// Binding and evicting pods through the Kubernetes API server: the extender's bind verb hands
+// binding over to toposched, which creates the pod's Binding (POST
+// /api/v1/namespaces/NS/pods/NAME/binding) with its service account's token; a pod of a gang
+// whose job the queue stopped (preempted, requeued, cancelled) is evicted (POST
+// .../pods/NAME/eviction, a policy/v1 Eviction, so PodDisruptionBudgets apply). Knows nothing of
+// gangs or placement; only `main` decides where the server, token and CA come from (in a pod:
+// KUBERNETES_SERVICE_HOST/PORT and the mounted service account).
 #pragma once
 
 #include <memory>
@@ -27,6 +29,23 @@ class KubeApiBinder : public PodBinder {
 
  private:
   explicit KubeApiBinder(KubeApiOptions o) : options_(std::move(o)) {}
+  KubeApiOptions options_;
+};
+
+// Thread-safe (one HTTP client per call).
+class KubeApiEvictor : public PodEvictor {
+ public:
+  static StatusOr<std::unique_ptr<KubeApiEvictor>> Create(KubeApiOptions options);
+
+  // OK on any 2xx (the API server answers 201 Created with a Success Status) and on 404 (the pod
+  // is gone already). Errors: InvalidArgument for a name that is not a DNS-1123 name; NotFound
+  // when the token file cannot be read; Unavailable when the server cannot be reached or answers
+  // 429 (a PodDisruptionBudget refuses it for now: retried later); FailedPrecondition with the
+  // API server's Status message otherwise.
+  Status Evict(const PodRef& pod, const std::string& reason) override;
+
+ private:
+  explicit KubeApiEvictor(KubeApiOptions o) : options_(std::move(o)) {}
   KubeApiOptions options_;
 };
 

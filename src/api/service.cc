@@ -78,6 +78,12 @@ class Service::Ledger : public ExtenderLedger {
                 const std::string& payload) override {
     return s_.CommitK8sLocked(kind, change, payload);
   }
+  bool queues_gangs() const override { return true; }
+  StatusOr<int64_t> SubmitGang(const std::string& group, const job::JobSpec& spec) override {
+    return s_.SubmitGangLocked(group, spec);
+  }
+  GangJobState GangJob(int64_t job) const override { return s_.GangJobLocked(job); }
+  Status EndGang(int64_t job, bool completed) override { return s_.EndGangLocked(job, completed); }
 
  private:
   Service& s_;
@@ -111,7 +117,7 @@ StatusOr<std::unique_ptr<Service>> Service::Open(const topo::Cluster& cluster, O
     s->ledger_ = std::make_unique<Ledger>(*s);
     ASSIGN_OR_RETURN(s->extender_,
                      Extender::CreateShared(cluster, *s->ledger_, s->options_.extender_options,
-                                            s->options_.binder));
+                                            s->options_.binder, s->options_.evictor));
     RETURN_IF_ERROR(s->extender_->Restore(s->k8s_records_).WithPrefix(s->options_.db_path));
     std::vector<int64_t> held;
     for (const auto& [id, parts] : s->sched_->Holds()) held.push_back(id);
@@ -155,14 +161,24 @@ int64_t Service::NowLocked() {
 }
 
 Status Service::ApplySubmit(job::JobSpec spec, const std::string& spec_json, const std::string& key,
-                            int64_t now_us, int64_t expect_id, int64_t* id_out) {
+                            int64_t now_us, int64_t expect_id, int64_t* id_out,
+                            const std::string& pod_group) {
   JobInfo info;
+  info.pod_group = pod_group;
   info.spec = spec;
   info.spec_json = spec_json;
   info.idem_key = key;
   info.submit_time_us = now_us;
   info.priority = spec.priority;
-  ASSIGN_OR_RETURN(sched::Applied a, sched_->Apply(sched::SubmitJob{std::move(spec)}, now_us));
+  sched::Input in{sched::SubmitJob{}};
+  if (pod_group.empty()) {
+    std::get<sched::SubmitJob>(in).spec = std::move(spec);
+  } else {
+    in.emplace<sched::SubmitPodGroup>();
+    std::get<sched::SubmitPodGroup>(in).spec = std::move(spec);
+    std::get<sched::SubmitPodGroup>(in).group = pod_group;
+  }
+  ASSIGN_OR_RETURN(sched::Applied a, sched_->Apply(in, now_us));
   const int64_t id = a.job.value;
   if (expect_id != 0 && id != expect_id) {
     return Status(StatusCode::kDataLoss, "replay gave job id " + std::to_string(id) +
@@ -276,6 +292,12 @@ Status Service::Replay(const std::vector<store::InputRecord>& inputs) {
         st = ApplySubmit(std::move(submit->spec), in.payload, in.idem_key, in.time_us, in.job_id,
                          &id);
         if (!st.ok()) return Status(StatusCode::kDataLoss, where + ": " + st.message());
+      } else if (auto* group = std::get_if<sched::SubmitPodGroup>(&input)) {
+        int64_t id = 0;
+        const std::string canon = job::JobSpecToJson(group->spec, -1);
+        st = ApplySubmit(std::move(group->spec), canon, "", in.time_us, in.job_id, &id,
+                         group->group);
+        if (!st.ok()) return Status(StatusCode::kDataLoss, where + ": " + st.message());
       } else {
         st = ApplyLocked(input, in.time_us).status();
       }
@@ -359,6 +381,10 @@ void Service::PassLoop() {
     if (extender_ && r.ok()) {
       if (Status st = extender_->Sweep(); !st.ok()) {
         spdlog::error("extender sweep failed: {}", st.ToString());
+      }
+      // Pods of gangs whose job the pass stopped leave their nodes.
+      if (StatusOr<int> ev = extender_->Reconcile(); !ev.ok()) {
+        spdlog::error("extender reconcile failed: {}", ev.status().ToString());
       }
     }
     lk.lock();
@@ -509,22 +535,86 @@ StatusOr<sched::Applied> Service::ApplyLocked(const sched::Input& in, int64_t no
   return a;
 }
 
+StatusOr<int64_t> Service::ApplyRecordLocked(const sched::Input& in) {
+  store::InputRecord rec = EncodeInput(in, *cluster_);
+  rec.time_us = NowLocked();
+  const size_t before = sched_->Events().size();
+  Status st = ApplyLocked(in, rec.time_us).status();
+  // A refused input changed nothing and is not stored.
+  if (!st.ok() && sched_->Events().size() == before) return st;
+  const int64_t job = rec.job_id;
+  return RecordLocked(std::move(rec), before, job);
+}
+
 Status Service::Mutate(sched::Input in) {
   RETURN_IF_ERROR(health());
   int64_t seq = 0;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    store::InputRecord rec = EncodeInput(in, *cluster_);
-    rec.time_us = NowLocked();
-    const size_t before = sched_->Events().size();
-    Status st = ApplyLocked(in, rec.time_us).status();
-    // A refused input changed nothing and is not stored.
-    if (!st.ok() && sched_->Events().size() == before) return st;
-    const int64_t job = rec.job_id;
-    seq = RecordLocked(std::move(rec), before, job);
+    ASSIGN_OR_RETURN(seq, ApplyRecordLocked(in));
   }
   TriggerPass();
   return WaitDurable(seq);
+}
+
+StatusOr<int64_t> Service::SubmitGangLocked(const std::string& group, const job::JobSpec& spec) {
+  RETURN_IF_ERROR(spec.ValidateAgainstLevels(level_names_));
+  // As a REST submit: the job is applied from the parse of its canonical JSON, so that a replay
+  // (which reads that JSON back) sees the very same spec.
+  const std::string canon = job::JobSpecToJson(spec, -1);
+  ASSIGN_OR_RETURN(job::JobSpec parsed, job::ParseJobJson(canon, "pod group " + group));
+  const int64_t now = NowLocked();
+  const size_t before = sched_->Events().size();
+  store::InputRecord rec = EncodeInput(sched::SubmitPodGroup{parsed, group}, *cluster_);
+  int64_t id = 0;
+  RETURN_IF_ERROR(ApplySubmit(std::move(parsed), canon, "", now, 0, &id, group));
+  rec.time_us = now;
+  rec.job_id = id;
+  (void)RecordLocked(std::move(rec), before, id);
+  // A pass now, so that the pod that brought the gang is answered with its place when it fits.
+  RETURN_IF_ERROR(RunPassLocked(nullptr).status());
+  return id;
+}
+
+GangJobState Service::GangJobLocked(int64_t id) const {
+  GangJobState out;
+  const std::optional<JobState> st = sched_->State(id);
+  if (!st) {
+    out.why = "job-" + std::to_string(id) + " is unknown";
+    return out;
+  }
+  if (*st == JobState::kPending) {
+    out.phase = GangJobState::Phase::kPending;
+    const auto pos = sched_->QueuePosition(id);
+    const job::JobSpec* spec = sched_->Spec(id);
+    StatusOr<std::string> ex = sched_->Explain(id);
+    std::string reason = ex.ok() ? *ex : std::string();
+    const std::string head = "job-" + std::to_string(id) + " PENDING: ";
+    if (reason.rfind(head, 0) == 0) reason = reason.substr(head.size());
+    out.why = "position " + std::to_string(pos ? pos->first : 0) + " of " +
+              std::to_string(pos ? pos->second : 0) + " in the queue (queue " +
+              (spec ? spec->queue : std::string("?")) + ", priority " +
+              std::to_string(spec ? spec->priority : 0) + "): " + reason;
+    return out;
+  }
+  const sched::Placement* p = sched_->PlacementOf(id);
+  if (*st == JobState::kRunning && p != nullptr) {
+    out.phase = GangJobState::Phase::kRunning;
+    out.placement = p;
+    out.started_us = sched_->StartedUs(id).value_or(-1);
+    return out;
+  }
+  out.why = job::JobStateName(*st);
+  return out;
+}
+
+Status Service::EndGangLocked(int64_t id, bool completed) {
+  const std::optional<JobState> st = sched_->State(id);
+  if (!st || job::IsFinal(*st)) return OkStatus();
+  if (completed && *st == JobState::kRunning) {
+    return ApplyRecordLocked(sched::CompleteJob{{id}}).status();
+  }
+  return ApplyRecordLocked(sched::CancelJob{{id}}).status();
 }
 
 Status Service::Cancel(int64_t id) { return Mutate(sched::CancelJob{{id}}); }
@@ -566,6 +656,15 @@ StatusOr<std::vector<int64_t>> Service::RunPass() {
   std::vector<int64_t> started;
   {
     std::lock_guard<std::mutex> lk(mu_);
+    ASSIGN_OR_RETURN(seq, RunPassLocked(&started));
+  }
+  if (seq != 0) RETURN_IF_ERROR(WaitDurable(seq));
+  return started;
+}
+
+StatusOr<int64_t> Service::RunPassLocked(std::vector<int64_t>* started) {
+  int64_t seq = 0;
+  {
     const int64_t now = NowLocked();
     const size_t before = sched_->Events().size();
     const auto t0 = std::chrono::steady_clock::now();
@@ -585,10 +684,9 @@ StatusOr<std::vector<int64_t>> Service::RunPass() {
       seq = RecordLocked(std::move(rec), before, 0);
     }
     if (!r.ok()) return r.status();
-    started = std::move(r).value().started;
+    if (started != nullptr) *started = std::move(r).value().started;
   }
-  if (seq != 0) RETURN_IF_ERROR(WaitDurable(seq));
-  return started;
+  return seq;
 }
 
 std::string Service::JobJsonLocked(int64_t id, bool with_events) const {
@@ -608,7 +706,9 @@ std::string Service::JobJsonLocked(int64_t id, bool with_events) const {
          {"gpus_per_replica", spec.gpus_per_replica},
          {"submit_time_us", ji.submit_time_us},
          {"time_limit_s", ji.spec.time_limit_s},
-         {"idempotency_key", ji.idem_key}};
+         {"idempotency_key", ji.idem_key},
+         {"source", ji.pod_group.empty() ? "rest" : "kubernetes"}};
+  if (!ji.pod_group.empty()) j["pod_group"] = ji.pod_group;
   if (const sched::Placement* p = sched_->PlacementOf(id)) {
     json nodes = json::array();
     for (const sched::NodeGpus& part : p->parts) {
@@ -720,6 +820,10 @@ std::string Service::NodesJson() const {
         const sched::AllocId id = sched::AllocId::FromKey(h);
         if (id.owner == sched::AllocId::Owner::kJob) {
           jobs.push_back("job-" + std::to_string(id.number));
+          // A pod group's job is listed under its gang too.
+          if (auto ji = jobs_.find(id.number); ji != jobs_.end() && !ji->second.pod_group.empty()) {
+            gangs.insert(ji->second.pod_group);
+          }
         } else if (auto it = hold_gang_.find(id.number);
                    id.owner == sched::AllocId::Owner::kHold && it != hold_gang_.end()) {
           gangs.insert(it->second);

@@ -51,6 +51,9 @@ struct ServiceOptions {
   bool extender = false;
   ExtenderOptions extender_options;
   PodBinder* binder = nullptr;  // not owned; must outlive the service; null: bind only records
+  // Evicts the pods of a gang whose job the queue stopped (not owned; must outlive the service;
+  // null: their slots are freed with a warning, see Extender::Reconcile).
+  PodEvictor* evictor = nullptr;
   Status Validate() const;
 };
 
@@ -130,6 +133,7 @@ class Service {
   class Ledger;
   friend class Ledger;
   struct JobInfo {
+    std::string pod_group;  // "<namespace>/<name>" for a Kubernetes pod group, else ""
     job::JobSpec spec;
     std::string spec_json;
     std::string idem_key;
@@ -149,8 +153,20 @@ class Service {
   int64_t NowLocked();
   // A submit (live or replay) through Scheduler::Apply, plus the daemon's own records of the
   // job (its stored JSON, idempotency key, submit time). In replay `expect_id` is the stored id.
+  // `pod_group`: submitted as that Kubernetes pod group (sched::SubmitPodGroup), "" for a job.
   Status ApplySubmit(job::JobSpec spec, const std::string& spec_json, const std::string& key,
-                     int64_t now_us, int64_t expect_id, int64_t* id_out);
+                     int64_t now_us, int64_t expect_id, int64_t* id_out,
+                     const std::string& pod_group = "");
+  // Applies an input other than a submit now and queues its record; returns its seq (0 when a
+  // refused input changed nothing: the error is returned instead).
+  StatusOr<int64_t> ApplyRecordLocked(const sched::Input& in);
+  // Tick + one pass now, recorded when it changed something; returns its seq (0: nothing).
+  StatusOr<int64_t> RunPassLocked(std::vector<int64_t>* started);
+  // The extender's queue (ExtenderLedger::queues_gangs) under mu_: submit a pod group and run a
+  // pass; a gang's job phase; end it.
+  StatusOr<int64_t> SubmitGangLocked(const std::string& group, const job::JobSpec& spec);
+  GangJobState GangJobLocked(int64_t id) const;
+  Status EndGangLocked(int64_t id, bool completed);
   // Applies one input other than a submit at `now_us` through Scheduler::Apply and keeps the
   // daemon's records in step (a job's priority, the placement count): the same code live and
   // in replay.

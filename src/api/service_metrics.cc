@@ -108,7 +108,15 @@ std::string Service::MetricsText() const {
   for (const auto& [id, parts] : sched_->Holds()) {
     for (const sched::NodeGpus& p : parts) held_by_pods += p.gpus.count();
   }
-  line("# HELP toposched_k8s_pod_gpus GPUs reserved or bound for Kubernetes pods (extender).");
+  for (const auto& [id, info] : jobs_) {
+    if (info.pod_group.empty()) continue;
+    if (const sched::Placement* p = sched_->PlacementOf(id)) {
+      for (const sched::NodeGpus& part : p->parts) held_by_pods += part.gpus.count();
+    }
+  }
+  line(
+      "# HELP toposched_k8s_pod_gpus GPUs held for Kubernetes pods: pod groups' running jobs, "
+      "and reservations of earlier builds' records.");
   line("# TYPE toposched_k8s_pod_gpus gauge");
   line("toposched_k8s_pod_gpus " + std::to_string(held_by_pods));
   line("# HELP toposched_fragmentation_ratio Share of free GPUs on partly used nodes.");

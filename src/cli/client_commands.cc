@@ -105,8 +105,9 @@ int RunQueue(const QueueArgs& a) {
     PrintJson(json{{"jobs", jobs}});
     return 0;
   }
-  std::printf("%8s  %-24s %-10s %-12s %4s %5s  %-11s %s\n", "JOBID", "NAME", "USER", "QUEUE",
-              "PRIO", "GPUS", "STATE", "NODES");
+  // SOURCE: rest, or kubernetes (a pod group; NAME is then its gang, "<namespace>/<name>").
+  std::printf("%8s  %-24s %-10s %-12s %4s %5s  %-11s %-10s %s\n", "JOBID", "NAME", "USER", "QUEUE",
+              "PRIO", "GPUS", "STATE", "SOURCE", "NODES");
   for (const json& j : jobs) {
     std::string nodes = "-";
     if (j.contains("placement") && j["placement"].is_object()) {
@@ -115,10 +116,12 @@ int RunQueue(const QueueArgs& a) {
         nodes += (nodes.empty() ? "" : ",") + n.value("node", "");
       }
     }
-    std::printf("%8lld  %-24s %-10s %-12s %4d %5d  %-11s %s\n",
-                static_cast<long long>(j.value("id", int64_t{0})), Str(j, "name").c_str(),
+    const std::string name = j.contains("pod_group") ? Str(j, "pod_group") : Str(j, "name");
+    std::printf("%8lld  %-24s %-10s %-12s %4d %5d  %-11s %-10s %s\n",
+                static_cast<long long>(j.value("id", int64_t{0})), name.c_str(),
                 Str(j, "user").c_str(), Str(j, "queue").c_str(), j.value("priority", 0),
-                j.value("gpus", 0), Str(j, "state").c_str(), nodes.c_str());
+                j.value("gpus", 0), Str(j, "state").c_str(),
+                j.contains("source") ? Str(j, "source").c_str() : "rest", nodes.c_str());
   }
   return 0;
 }
@@ -136,9 +139,10 @@ int RunShow(const JobArgs& a) {
     return 0;
   }
   for (const char* k : {"job_id", "name", "user", "queue", "priority", "state", "gpus", "replicas",
-                        "gpus_per_replica", "submit_time_us", "time_limit_s"}) {
+                        "gpus_per_replica", "submit_time_us", "time_limit_s", "source"}) {
     std::printf("%-17s %s\n", (std::string(k) + ":").c_str(), Str(j, k).c_str());
   }
+  if (j.contains("pod_group")) std::printf("%-17s %s\n", "pod_group:", Str(j, "pod_group").c_str());
   if (j.contains("placement") && j["placement"].is_object()) {
     const json& p = j["placement"];
     std::printf("%-17s %s (predicted %.3f ms, best possible %.3f ms)\n",

@@ -207,6 +207,7 @@ int RunServe(const ServeArgs& a) {
   o.store.sync_full = a.sync == "full";
   o.pass_interval_ms = a.pass_interval_ms;
   std::unique_ptr<api::KubeApiBinder> binder;
+  std::unique_ptr<api::KubeApiEvictor> evictor;
   api::KubeApiOptions kube_api;
   o.extender = a.extender;
   o.extender_options = extender_options;
@@ -230,6 +231,11 @@ int RunServe(const ServeArgs& a) {
       if (!b.ok()) return Fail(b.status().WithPrefix("--kube-api-server"));
       binder = std::move(b).value();
       o.binder = binder.get();
+      // Pods of a pod group the queue stopped (preempted, requeued, cancelled) are evicted.
+      StatusOr<std::unique_ptr<api::KubeApiEvictor>> e = api::KubeApiEvictor::Create(kube_api);
+      if (!e.ok()) return Fail(e.status().WithPrefix("--kube-api-server"));
+      evictor = std::move(e).value();
+      o.evictor = evictor.get();
     }
     spdlog::info("msg=extender binder={}", binder ? server : std::string("none"));
   }

@@ -32,6 +32,7 @@ StatusOr<HealthTarget> ParseHealthTarget(const std::string& text) {
 const char* InputKind(const Input& in) {
   return std::visit(Overload{
                         [](const SubmitJob&) { return "submit"; },
+                        [](const SubmitPodGroup&) { return "submit_pod_group"; },
                         [](const CancelJob&) { return "cancel"; },
                         [](const CompleteJob&) { return "complete"; },
                         [](const SetJobPriority&) { return "priority"; },
@@ -53,6 +54,11 @@ StatusOr<Applied> Scheduler::Apply(const Input& in, int64_t now_us) {
   return std::visit(Overload{
                         [&](const SubmitJob& s) -> StatusOr<Applied> {
                           ASSIGN_OR_RETURN(int64_t id, Submit(s.spec, now_us));
+                          out.job = JobId{id};
+                          return std::move(out);
+                        },
+                        [&](const SubmitPodGroup& s) -> StatusOr<Applied> {
+                          ASSIGN_OR_RETURN(int64_t id, SubmitAs(s.spec, now_us, s.group));
                           out.job = JobId{id};
                           return std::move(out);
                         },

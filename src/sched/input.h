@@ -26,6 +26,13 @@ struct JobId {
 struct SubmitJob {
   job::JobSpec spec;  // normalized by Apply (InvalidArgument when malformed)
 };
+// A Kubernetes pod group (a gang of pods) queued as a job: the same queue, priority, fair share,
+// limits, backfill and preemption as a job submitted any other way. `group` names it
+// ("<namespace>/<name>"); the spec is the whole gang's.
+struct SubmitPodGroup {
+  job::JobSpec spec;
+  std::string group;
+};
 struct CancelJob {
   JobId job;
 };
@@ -64,8 +71,8 @@ struct SchedulePass {};
 // Tick, then a scheduling pass: what the daemon runs after inputs and on its timer.
 struct Pass {};
 
-using Input = std::variant<SubmitJob, CancelJob, CompleteJob, SetJobPriority, DrainNode,
-                           HealthReport, Tick, SchedulePass, Pass>;
+using Input = std::variant<SubmitJob, SubmitPodGroup, CancelJob, CompleteJob, SetJobPriority,
+                           DrainNode, HealthReport, Tick, SchedulePass, Pass>;
 
 // A visitor made of lambdas, one per alternative: std::visit(Overload{...}, input).
 template <class... F>
@@ -75,8 +82,8 @@ struct Overload : F... {
 template <class... F>
 Overload(F...) -> Overload<F...>;
 
-// The input's kind as stored and logged: "submit", "cancel", "complete", "priority", "drain",
-// "health", "tick", "schedule", "pass".
+// The input's kind as stored and logged: "submit", "submit_pod_group", "cancel", "complete",
+// "priority", "drain", "health", "tick", "schedule", "pass".
 const char* InputKind(const Input& in);
 
 // What applying an input gave: the id of a submitted job; the jobs a pass started, in order.

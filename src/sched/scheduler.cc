@@ -208,6 +208,11 @@ int64_t Scheduler::EndUs(const Job& j) {
 }
 
 StatusOr<int64_t> Scheduler::Submit(job::JobSpec spec, int64_t now_us) {
+  return SubmitAs(std::move(spec), now_us, "");
+}
+
+StatusOr<int64_t> Scheduler::SubmitAs(job::JobSpec spec, int64_t now_us,
+                                      const std::string& pod_group) {
   RETURN_IF_ERROR(spec.Normalize());
   Accrue(now_us);
   const int64_t id = next_id_++;
@@ -226,7 +231,8 @@ StatusOr<int64_t> Scheduler::Submit(job::JobSpec spec, int64_t now_us) {
         std::nullopt,
         0,
         -1,
-        -1};
+        -1,
+        pod_group};
   j.shape_id = ShapeId(j.spec);
   if (options_.locality_wait_us >= 0 && j.spec.constraints.job.mode == job::ConstraintMode::kNone &&
       !j.spec.elastic && !j.spec.Fractional()) {
@@ -243,9 +249,11 @@ StatusOr<int64_t> Scheduler::Submit(job::JobSpec spec, int64_t now_us) {
   j.queue_id = NameId(j.spec.queue);
   j.pending_reason = Words("submitted; not yet considered by a scheduling pass");
   RETURN_IF_ERROR(
-      j.record.Note(now_us, "submitted \"" + j.spec.name + "\" (user " + j.spec.user + ", queue " +
-                                j.spec.queue + ", priority " + std::to_string(j.spec.priority) +
-                                ", " + std::to_string(j.spec.total_gpus) + " GPUs, limit " +
+      j.record.Note(now_us, "submitted \"" + j.spec.name + "\" (" +
+                                (pod_group.empty() ? "" : "pod group " + pod_group + ", ") +
+                                "user " + j.spec.user + ", queue " + j.spec.queue + ", priority " +
+                                std::to_string(j.spec.priority) + ", " +
+                                std::to_string(j.spec.total_gpus) + " GPUs, limit " +
                                 (j.spec.time_limit_s > 0 ? job::FormatDuration(j.spec.time_limit_s)
                                                          : std::string("none")) +
                                 ")"));
@@ -981,6 +989,41 @@ std::optional<job::JobState> Scheduler::State(int64_t id) const {
 const Placement* Scheduler::PlacementOf(int64_t id) const {
   const Job* j = Find(id);
   return j == nullptr || !j->placement ? nullptr : &*j->placement;
+}
+
+const std::string& Scheduler::PodGroupOf(int64_t id) const {
+  static const std::string kNone;
+  const Job* j = Find(id);
+  return j == nullptr ? kNone : j->pod_group;
+}
+
+std::optional<int64_t> Scheduler::StartedUs(int64_t id) const {
+  const Job* j = Find(id);
+  if (j == nullptr || !j->placement) return std::nullopt;
+  return j->start_us;
+}
+
+std::optional<std::pair<int, int>> Scheduler::QueuePosition(int64_t id) const {
+  const Job* me = Find(id);
+  if (me == nullptr || me->record.state() != JobState::kPending) return std::nullopt;
+  const Usage usage = CurrentUsage();
+  const Shares shares = ActiveWeights();
+  const double my_penalty = Penalty(*me, usage, shares);
+  auto before = [&](const Job& o) {
+    if (o.spec.priority != me->spec.priority) return o.spec.priority > me->spec.priority;
+    const double p = Penalty(o, usage, shares);
+    if (p != my_penalty) return p < my_penalty;
+    const int64_t a = o.record.submit_time_us(), b = me->record.submit_time_us();
+    return a != b ? a < b : o.id < me->id;
+  };
+  int ahead = 0, pending = 0;
+  // pending_list_ holds every PENDING job (and some that left PENDING since the last pass).
+  for (const Job* o : pending_list_) {
+    if (o->record.state() != JobState::kPending) continue;
+    ++pending;
+    if (o->id != id && before(*o)) ++ahead;
+  }
+  return std::make_pair(ahead + 1, pending);
 }
 
 Status Scheduler::Hold(int64_t hold_id, const std::vector<NodeGpus>& parts) {

@@ -177,6 +177,14 @@ class Scheduler {
   // Normalizes the spec (InvalidArgument when it is malformed) and queues it PENDING with a
   // "submitted" note. Ids are sequential from 1; the JobRecord id is "job-<id>".
   StatusOr<int64_t> Submit(job::JobSpec spec, int64_t now_us);
+  // The pod group a job was submitted as (SubmitPodGroup), "" for any other job.
+  const std::string& PodGroupOf(int64_t id) const;
+  // A PENDING job's place in the queue as a pass would walk it now (priority, fair-share
+  // penalty at the current usage, submit time, id): 1-based, and the number of PENDING jobs.
+  // nullopt when the job is not PENDING. O(pending jobs).
+  std::optional<std::pair<int, int>> QueuePosition(int64_t id) const;
+  // When the job's current run started (it holds GPUs); nullopt otherwise.
+  std::optional<int64_t> StartedUs(int64_t id) const;
   // PENDING/REQUEUED -> CANCELLED; RUNNING -> COMPLETING -> CANCELLED (after kill_grace_us,
   // in Tick). NotFound for an unknown id; FailedPrecondition for a job already finished.
   Status Cancel(int64_t id, int64_t now_us);
@@ -276,6 +284,7 @@ class Scheduler {
     // (−1: not waiting since it was queued).
     int64_t wait_start_us = -1;
     int64_t wait_finish_by_us = -1;
+    std::string pod_group;  // SubmitPodGroup's group, "" otherwise
   };
   struct Usage {
     std::map<std::string, int> user_gpus, queue_gpus;
@@ -289,6 +298,8 @@ class Scheduler {
   Scheduler(const GangPlacer& placer, Options options, ClusterState state);
 
   Job* Find(int64_t id);
+  // Submit, remembering the pod group (empty: none) in the job and its "submitted" note.
+  StatusOr<int64_t> SubmitAs(job::JobSpec spec, int64_t now_us, const std::string& pod_group);
   int ShapeId(const job::JobSpec& spec);  // interns PlacementShapeKey
   int NameId(const std::string& name);    // interns user and queue names
   static std::shared_ptr<const std::string> Words(std::string s) {

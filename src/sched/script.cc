@@ -62,6 +62,7 @@ class Runner {
   DeclaredRunTimes run_times_;
   // Per submit line being parsed: its declared run time (s, 0: none) and communication share.
   double run_s_ = 0, comm_share_ = 0;
+  std::string group_;  // the submit line's group=, "" for a plain job
   std::map<std::string, int64_t> ids_;
   std::string out_;
   size_t logged_ = 0;
@@ -174,6 +175,7 @@ StatusOr<job::JobSpec> Runner::MakeJob(const Line& l) {
   j.user = "user";
   run_s_ = 0;
   comm_share_ = 0;
+  group_.clear();
   int gpus = 0, tp = 0, pp = 1, dp = 0, min = 0, max = 0;
   auto level = [&](const std::string& v, job::LevelConstraint& c) -> Status {
     const size_t colon = v.find(':');
@@ -194,6 +196,9 @@ StatusOr<job::JobSpec> Runner::MakeJob(const Line& l) {
       j.user = v;
     } else if (k == "queue") {
       j.queue = v;
+    } else if (k == "group") {
+      if (v.empty()) return Err(l, "submit group: expected a pod group name");
+      group_ = v;
     } else if (k == "model") {
       j.constraints.gpu_model = v;
     } else if (k == "on_failure") {
@@ -301,6 +306,7 @@ StatusOr<Input> Runner::ParseInput(const Line& l) {
   if (cmd == "submit") {
     ASSIGN_OR_RETURN(job::JobSpec spec, MakeJob(l));
     if (ids_.count(spec.name)) return Err(l, "job name \"" + spec.name + "\" used twice");
+    if (!group_.empty()) return Input{SubmitPodGroup{std::move(spec), group_}};
     return Input{SubmitJob{std::move(spec)}};
   }
   if (cmd == "schedule") return Input{SchedulePass{}};
@@ -365,8 +371,9 @@ Status Runner::Command(const Line& l, int64_t t) {
   const std::string& cmd = l.words[1];
   if (cmd != "explain" && cmd != "show" && cmd != "ranks" && cmd != "capacity") {
     ASSIGN_OR_RETURN(Input in, ParseInput(l));
-    const std::string name =
-        std::holds_alternative<SubmitJob>(in) ? std::get<SubmitJob>(in).spec.name : std::string();
+    std::string name;
+    if (const auto* s = std::get_if<SubmitJob>(&in)) name = s->spec.name;
+    if (const auto* s = std::get_if<SubmitPodGroup>(&in)) name = s->spec.name;
     StatusOr<Applied> a = sched_->Apply(in, t);
     if (!a.ok()) {
       st = a.status();

@@ -23,6 +23,7 @@ namespace toposched::sched {
 //            [min=R max=R] [on_failure=requeue|shrink|fail] [on_degraded=continue|wait]
 //            [job=LEVEL:required|preferred] [tpc=LEVEL:required|preferred] [model=GPU_MODEL]
 //            [run=S comm=PERCENT]  (run time on its best placement, communication share there)
+//            [group=NS/NAME]  (submitted as that Kubernetes pod group: SubmitPodGroup)
 //       gpus=G means TP min(G, 8) x DP G/TP; traffic: 1 GiB per DP AllReduce, 64 MiB per TP
 //       AllReduce and per PP send
 //   T schedule | T tick | T complete NAME | T cancel NAME | T priority NAME P

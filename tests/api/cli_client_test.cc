@@ -210,5 +210,50 @@ TEST_F(CliClientTest, DiagnoseReadsTheJobFromTheDaemon) {
   EXPECT_EQ(missing.code, 1);
 }
 
+// A Kubernetes pod group (its first pod filtered through the served extender) is a job in the one
+// queue: `queue` lists it beside REST jobs, `--json` with "source": "kubernetes" and its gang.
+TEST_F(CliClientTest, QueueListsPodGroupsBesideRestJobs) {
+  httplib::Client cli("127.0.0.1", serve_->port());
+  json pod = {
+      {"kind", "Pod"},
+      {"apiVersion", "v1"},
+      {"metadata",
+       {{"name", "cli-gang-0"},
+        {"namespace", "research"},
+        {"uid", "uid-cli-gang-0"},
+        {"labels", {{"toposched.io/pod-group", "cli-gang"}}},
+        {"annotations", {{"toposched.io/group-size", "2"}}}}},
+      {"spec",
+       {{"priority", 5},
+        {"containers",
+         {{{"name", "trainer"}, {"resources", {{"limits", {{"nvidia.com/gpu", "8"}}}}}}}}}}};
+  auto f =
+      cli.Post("/extender/filter", json{{"Pod", pod}, {"NodeNames", {"gpu001", "gpu002"}}}.dump(),
+               "application/json");
+  ASSERT_TRUE(f && f->status == 200) << (f ? f->body : "no answer");
+  CliRun q = Cli("queue --json");
+  ASSERT_EQ(q.code, 0) << q.err;
+  const json jobs = json::parse(q.out)["jobs"];
+  int groups = 0, rest = 0;
+  for (const json& j : jobs) {
+    if (j["source"] == "kubernetes") {
+      ++groups;
+      EXPECT_EQ(j["pod_group"], "research/cli-gang");
+      EXPECT_EQ(j["queue"], "research");
+      EXPECT_EQ(j["priority"], 5);
+      EXPECT_EQ(j["gpus"], 16);
+    } else {
+      EXPECT_EQ(j["source"], "rest");
+      ++rest;
+    }
+  }
+  EXPECT_EQ(groups, 1);
+  CliRun table = Cli("queue");
+  ASSERT_EQ(table.code, 0);
+  EXPECT_NE(table.out.find("SOURCE"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("research/cli-gang"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("kubernetes"), std::string::npos) << table.out;
+}
+
 }  // namespace
 }  // namespace toposched::api

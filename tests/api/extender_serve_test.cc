@@ -1,13 +1,15 @@
-// The Kubernetes extender served by the daemon on the scheduler's own occupancy, against a real
-// SQLite file on 127.0.0.1 port 0: the verbs on the served instance (`toposched serve`), a
-// 16-pod gang sent pod by pod over HTTP, REST jobs and pod gangs never sharing a GPU (either
-// order), reservations expiring, and what a restart keeps (bound pods, live reservations).
+// The Kubernetes extender served by the daemon, against a real SQLite file on 127.0.0.1 port 0:
+// a pod group is a job in the daemon's one queue (sched::SubmitPodGroup). The verbs on the
+// served instance (`toposched serve`), a 16-pod gang sent pod by pod over HTTP, REST jobs and pod
+// groups never sharing a GPU (either order), priority preemption both ways with the preempted
+// group's pods evicted, an idle group's job expiring, and what a restart keeps.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -43,6 +45,29 @@ json GangPod(int rank) {
               {"toposched.io/model-params", "70B"}});
 }
 
+// Records evictions (the API server's side is tested in kube_binder_test.cc).
+class RecordingEvictor : public PodEvictor {
+ public:
+  Status Evict(const PodRef& pod, const std::string& reason) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    evicted_.push_back(pod.name_space + "/" + pod.name);
+    reasons_.push_back(reason);
+    return OkStatus();
+  }
+  std::vector<std::string> Evicted() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return evicted_;
+  }
+  std::vector<std::string> Reasons() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return reasons_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> evicted_, reasons_;
+};
+
 class ExtenderServeTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -63,6 +88,7 @@ class ExtenderServeTest : public ::testing::Test {
     o.clock_us = [this] { return now_us_; };
     o.extender = extender;
     o.extender_options.reservation_timeout_us = kTimeoutUs;
+    o.evictor = &evictor_;
     Open(o);
   }
   // Opens the service with `o` and serves it over HTTP (the extender verbs when o.extender).
@@ -127,9 +153,11 @@ class ExtenderServeTest : public ::testing::Test {
     return node;
   }
 
-  int64_t Submit(int gpus, const std::string& name) {
+  int64_t Submit(int gpus, const std::string& name, int priority = 0) {
+    json spec = json::parse(testing_api::JobJson(name, gpus));
+    if (priority != 0) spec["priority"] = priority;
     auto r = client_->Post("/api/v1/jobs", {{"Authorization", std::string("Bearer ") + kToken}},
-                           testing_api::JobJson(name, gpus), "application/json");
+                           spec.dump(), "application/json");
     EXPECT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
     return r ? json::parse(r->body).value("id", int64_t{0}) : 0;
   }
@@ -137,6 +165,17 @@ class ExtenderServeTest : public ::testing::Test {
     auto r = client_->Post("/api/v1/schedule", {{"Authorization", std::string("Bearer ") + kToken}},
                            "{}", "application/json");
     ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+  }
+  void Complete(int64_t id) {
+    auto r = client_->Post("/api/v1/jobs/" + std::to_string(id) + "/complete",
+                           {{"Authorization", std::string("Bearer ") + kToken}}, "{}",
+                           "application/json");
+    ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+  }
+  // The gang's job id (0 when it has none).
+  int64_t GangJob(const std::string& key) {
+    auto g = service_->extender()->Gang(key);
+    return g ? g->job : 0;
   }
   json Job(int64_t id) {
     auto r = client_->Get("/api/v1/jobs/" + std::to_string(id));
@@ -183,6 +222,7 @@ class ExtenderServeTest : public ::testing::Test {
     return free;
   }
 
+  RecordingEvictor evictor_;
   std::string dir_;
   const topo::Cluster* cluster_ = nullptr;
   std::vector<std::string> all_;
@@ -231,8 +271,8 @@ TEST_F(ExtenderServeTest, SixteenPodGangLandsWhereTheGangPlacementSaid) {
   EXPECT_TRUE(service_->CheckInvariants().ok()) << service_->CheckInvariants().ToString();
 }
 
-TEST_F(ExtenderServeTest, RestJobsNeverGetTheGangsGpusAndTheReservationExpires) {
-  // The first pod reserves the whole gang: 128 GPUs, one leaf.
+TEST_F(ExtenderServeTest, RestJobsNeverGetThePodGroupsGpusAndItsJobEndsWithItsPods) {
+  // The first pod queues the whole gang as one job, which starts at once: 128 GPUs, one leaf.
   const std::string node0 = Place(GangPod(0));
   ASSERT_FALSE(node0.empty());
   ASSERT_EQ(Bind("llama-0", node0), json({{"Error", ""}}));
@@ -248,25 +288,46 @@ TEST_F(ExtenderServeTest, RestJobsNeverGetTheGangsGpusAndTheReservationExpires) 
   ExpectDisjoint(JobGpus(ids), gang);
   EXPECT_TRUE(service_->CheckInvariants().ok()) << service_->CheckInvariants().ToString();
 
-  // The gang stalls: its 15 unbound reservations go back, the bound pod keeps its node.
+  // A pod is bound: the job runs on however long the other pods take.
   now_us_ += kTimeoutUs + 1;
   ASSERT_TRUE(service_->extender()->Sweep().ok());
+  EXPECT_EQ(GangGpus("ml/llama"), gang);
+  const int64_t job = GangJob("ml/llama");
+  EXPECT_EQ(Job(job)["state"], "RUNNING");
+
+  // Its only pod goes: the job completes, the gang is forgotten, the waiting REST job starts.
+  auto r = PodDeleted("llama-0");
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+  EXPECT_EQ(Job(job)["state"], "COMPLETED");
+  EXPECT_FALSE(service_->extender()->Gang("ml/llama").has_value());
   Pass();
   EXPECT_EQ(Job(ids.back())["state"], "RUNNING");
-  const auto left = GangGpus("ml/llama");
-  ASSERT_EQ(left.size(), 1u);
-  EXPECT_EQ(left.begin()->first, node0);
-  ExpectDisjoint(JobGpus(ids), left);
-  EXPECT_EQ(FreeGpus(), 256 - 8 - 17 * 8);
+  EXPECT_EQ(FreeGpus(), 256 - 17 * 8);
   EXPECT_TRUE(service_->CheckInvariants().ok()) << service_->CheckInvariants().ToString();
 }
 
-// Preempt's what-if frees a victim gang's holds in the daemon's occupancy, where hold h is
-// allocation −h. Freeing allocation h instead freed REST job h (ids and hold ids both start at
-// 1 in a fresh daemon), so the answer depended on which REST jobs ran. Gang "duo" (holds 1 and
-// 2) and 30 whole-node REST jobs (ids 1-30) fill the cluster; evicting duo-0 frees duo's two
-// nodes, where the 2-pod gang "big" fits: duo-0's node stays a candidate.
-TEST_F(ExtenderServeTest, PreemptFreesTheVictimGangsHoldsNotTheRestJobsOfTheSameNumber) {
+TEST_F(ExtenderServeTest, AGroupWhosePodsNeverBindIsCancelledAfterTheTimeout) {
+  ASSERT_FALSE(Place(GangPod(0)).empty());
+  const int64_t job = GangJob("ml/llama");
+  ASSERT_EQ(Job(job)["state"], "RUNNING");
+  now_us_ += kTimeoutUs / 2;
+  ASSERT_TRUE(service_->extender()->Sweep().ok());
+  EXPECT_EQ(Job(job)["state"], "RUNNING");
+  now_us_ += kTimeoutUs;
+  ASSERT_TRUE(service_->extender()->Sweep().ok());
+  EXPECT_EQ(Job(job)["state"], "CANCELLED");
+  EXPECT_FALSE(service_->extender()->Gang("ml/llama").has_value());
+  EXPECT_EQ(FreeGpus(), 256);
+  // A pod that comes back queues the gang again, as a new job.
+  ASSERT_FALSE(Place(GangPod(5)).empty());
+  EXPECT_GT(GangJob("ml/llama"), job);
+  EXPECT_TRUE(service_->CheckInvariants().ok()) << service_->CheckInvariants().ToString();
+}
+
+// kube-scheduler's preemption is not how a pod group gets GPUs: the queue preempts (and evicts
+// through the API). The preempt verb names no victims for a GPU pod of a pod group, so
+// kube-scheduler evicts nothing for it; nothing is freed.
+TEST_F(ExtenderServeTest, PreemptVerbNamesNoVictimsForAPodGroup) {
   std::map<std::string, std::string> where;
   for (int i = 0; i < 2; ++i) {
     const std::string name = "duo-" + std::to_string(i);
@@ -290,12 +351,98 @@ TEST_F(ExtenderServeTest, PreemptFreesTheVictimGangsHoldsNotTheRestJobsOfTheSame
            {{"Pod", big},
             {"NodeNameToMetaVictims",
              {{where["duo-0"], {{"Pods", {{{"UID", "uid-duo-0"}}}}, {"NumPDBViolations", 0}}}}}});
-  EXPECT_EQ(
-      r,
-      json({{"NodeNameToMetaVictims",
-             {{where["duo-0"], {{"Pods", {{{"UID", "uid-duo-0"}}}}, {"NumPDBViolations", 0}}}}}}))
-      << r.dump();
-  EXPECT_EQ(FreeGpus(), 0);  // a what-if: nothing freed
+  EXPECT_EQ(r, json({{"NodeNameToMetaVictims", json::object()}})) << r.dump();
+  EXPECT_EQ(FreeGpus(), 0);
+  EXPECT_TRUE(evictor_.Evicted().empty());
+  EXPECT_TRUE(service_->CheckInvariants().ok()) << service_->CheckInvariants().ToString();
+}
+
+// A high-priority REST job preempts a running pod group (whole: its job is requeued, keeping its
+// submit time); the group's bound pods are evicted through the API, and when the REST job ends
+// the group runs again and its recreated pods land on the new placement.
+TEST_F(ExtenderServeTest, HighPriorityRestJobPreemptsAPodGroupAndItsPodsAreEvicted) {
+  std::map<std::string, std::string> where;
+  auto duo = [](int i) {
+    const std::string name = "duo-" + std::to_string(i);
+    return Pod(name, "uid-" + name, 8,
+               {{"toposched.io/pod-group", "duo"}, {"toposched.io/pod-index", std::to_string(i)}},
+               {{"toposched.io/group-size", "2"}});
+  };
+  for (int i = 0; i < 2; ++i) {
+    const std::string name = "duo-" + std::to_string(i);
+    where[name] = Place(duo(i));
+    ASSERT_FALSE(where[name].empty());
+    ASSERT_EQ(Bind(name, where[name]), json({{"Error", ""}}));
+  }
+  const int64_t group = GangJob("ml/duo");
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 30; ++i) ids.push_back(Submit(8, "rest-" + std::to_string(i), 10));
+  Pass();
+  ASSERT_EQ(FreeGpus(), 0);
+  // Cheapest victims first: the group (priority 0) costs less than any REST job (priority 10).
+  const int64_t vip = Submit(16, "vip", 1000);
+  Pass();
+  EXPECT_EQ(Job(vip)["state"], "RUNNING");
+  EXPECT_EQ(Job(group)["state"], "PENDING");
+  for (int64_t id : ids) EXPECT_EQ(Job(id)["state"], "RUNNING") << id;
+  ASSERT_TRUE(service_->extender()->Reconcile().ok());
+  std::vector<std::string> evicted = evictor_.Evicted();
+  std::sort(evicted.begin(), evicted.end());
+  EXPECT_EQ(evicted, std::vector<std::string>({"ml/duo-0", "ml/duo-1"}));
+  ASSERT_FALSE(evictor_.Reasons().empty());
+  EXPECT_NE(evictor_.Reasons()[0].find("was stopped and waits in the queue"), std::string::npos)
+      << evictor_.Reasons()[0];
+  auto g = service_->extender()->Gang("ml/duo");
+  ASSERT_TRUE(g.has_value());
+  for (const GangSlotView& s : g->slots) EXPECT_TRUE(s.pod.empty() && !s.bound);
+  // Evicting again is not needed: the slots are free.
+  ASSERT_TRUE(service_->extender()->Reconcile().ok());
+  EXPECT_EQ(evictor_.Evicted().size(), 2u);
+
+  // The controller recreates the pods: they wait with the group's place in the queue.
+  json f = Filter(duo(0));
+  EXPECT_TRUE(f["NodeNames"].empty()) << f.dump();
+  EXPECT_NE(f["FailedNodes"].begin()->get<std::string>().find(
+                "(job-" + std::to_string(group) + "): pending, position 1 of 1 in the queue"),
+            std::string::npos)
+      << f.dump();
+  Complete(vip);
+  Pass();
+  EXPECT_EQ(Job(group)["state"], "RUNNING");
+  for (int i = 0; i < 2; ++i) {
+    const std::string name = "duo-" + std::to_string(i);
+    const std::string node = Place(duo(i));
+    ASSERT_FALSE(node.empty());
+    EXPECT_EQ(Bind(name, node), json({{"Error", ""}}));
+  }
+  ASSERT_TRUE(service_->extender()->Reconcile().ok());
+  EXPECT_EQ(evictor_.Evicted().size(), 2u);
+  EXPECT_TRUE(service_->CheckInvariants().ok()) << service_->CheckInvariants().ToString();
+}
+
+// The reverse: a pod group of PriorityClass value 1000 (the pod's spec.priority) preempts
+// low-priority REST jobs, whole, and its pod is answered with its node in the same filter call.
+TEST_F(ExtenderServeTest, HighPriorityPodGroupPreemptsRestJobs) {
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 32; ++i) ids.push_back(Submit(8, "rest-" + std::to_string(i)));
+  Pass();
+  ASSERT_EQ(FreeGpus(), 0);
+  json pod = Pod("urgent-0", "uid-urgent-0", 8,
+                 {{"toposched.io/pod-group", "urgent"}, {"toposched.io/pod-index", "0"}},
+                 {{"toposched.io/group-size", "2"}});
+  pod["spec"]["priority"] = 1000;
+  const std::string node = Place(pod);
+  ASSERT_FALSE(node.empty());
+  const int64_t group = GangJob("ml/urgent");
+  const json j = Job(group);
+  EXPECT_EQ(j["state"], "RUNNING");
+  EXPECT_EQ(j["priority"], 1000);
+  EXPECT_EQ(j["source"], "kubernetes");
+  EXPECT_EQ(j["pod_group"], "ml/urgent");
+  int pending = 0;
+  for (int64_t id : ids) pending += Job(id)["state"] == "PENDING" ? 1 : 0;
+  EXPECT_EQ(pending, 2);
+  EXPECT_EQ(Job(ids[0])["source"], "rest");
   EXPECT_TRUE(service_->CheckInvariants().ok()) << service_->CheckInvariants().ToString();
 }
 
@@ -307,17 +454,16 @@ TEST_F(ExtenderServeTest, PodGangsNeverGetTheRestJobsGpus) {
   json f = Filter(GangPod(3));
   EXPECT_TRUE(f["NodeNames"].empty()) << f.dump();
   EXPECT_EQ(f["FailedNodes"].size(), all_.size());
-  EXPECT_NE(f["FailedNodes"].begin()->get<std::string>().find("does not fit now"),
+  EXPECT_NE(f["FailedNodes"].begin()->get<std::string>().find(
+                "gang ml/llama (16 pods x 8 GPUs) (job-18): pending, position 1 of 1 in the "
+                "queue (queue ml, priority 0): head of queue"),
             std::string::npos)
       << f.dump();
   EXPECT_EQ(FreeGpus(), 256 - 17 * 8);
 
-  // One job ends: the gang fits on the 16 nodes no job holds.
-  ASSERT_TRUE(client_
-                  ->Post("/api/v1/jobs/" + std::to_string(ids[0]) + "/complete",
-                         {{"Authorization", std::string("Bearer ") + kToken}}, "{}",
-                         "application/json")
-                  ->status == 200);
+  // One job ends; the next pass starts the group on the 16 nodes no job holds.
+  Complete(ids[0]);
+  Pass();
   const std::string node = Place(GangPod(3));
   ASSERT_FALSE(node.empty());
   EXPECT_EQ(GangGpus("ml/llama").size(), 16u);
@@ -378,19 +524,20 @@ TEST_F(ExtenderServeTest, RestartKeepsBoundPodsAndLiveReservations) {
   EXPECT_TRUE(service_->CheckInvariants().ok()) << service_->CheckInvariants().ToString();
 }
 
-TEST_F(ExtenderServeTest, ReservationsRestoredAfterARestartStillExpire) {
+TEST_F(ExtenderServeTest, AnIdleGroupRestoredAfterARestartStillExpires) {
   const std::string node0 = Place(GangPod(0));
-  ASSERT_EQ(Bind("llama-0", node0), json({{"Error", ""}}));
+  ASSERT_FALSE(node0.empty());
+  const int64_t job = GangJob("ml/llama");
   now_us_ += kTimeoutUs + 1;  // down for longer than the timeout
   Restart();
-  EXPECT_EQ(GangGpus("ml/llama").size(), 16u);  // restored as they were
+  EXPECT_EQ(GangGpus("ml/llama").size(), 16u);  // restored as it was
+  EXPECT_EQ(GangJob("ml/llama"), job);
   ASSERT_TRUE(service_->extender()->Sweep().ok());
-  const auto left = GangGpus("ml/llama");
-  ASSERT_EQ(left.size(), 1u);  // the bound pod keeps its node
-  EXPECT_EQ(left.begin()->first, node0);
-  EXPECT_EQ(FreeGpus(), 256 - 8);
+  EXPECT_EQ(Job(job)["state"], "CANCELLED");
+  EXPECT_EQ(FreeGpus(), 256);
   Restart();
-  EXPECT_EQ(GangGpus("ml/llama"), left);
+  EXPECT_FALSE(service_->extender()->Gang("ml/llama").has_value());
+  EXPECT_EQ(Job(job)["state"], "CANCELLED");
   EXPECT_TRUE(service_->CheckInvariants().ok()) << service_->CheckInvariants().ToString();
 }
 
@@ -428,6 +575,8 @@ TEST_F(ExtenderServeTest, ConcurrentRestAndPodsNeverShareAGpuAndReplayToTheSameS
   }
   const int port = server_->port();
   std::vector<std::thread> threads;
+  std::mutex ids_mu;
+  std::vector<int64_t> ids;  // the REST jobs (pod groups' jobs have ids too)
   for (int t = 0; t < 3; ++t) {
     threads.emplace_back([&, t] {
       httplib::Client cli("127.0.0.1", port);
@@ -438,6 +587,10 @@ TEST_F(ExtenderServeTest, ConcurrentRestAndPodsNeverShareAGpuAndReplayToTheSameS
                               "rest-" + std::to_string(t) + "-" + std::to_string(i), 1 << (i % 4)),
                           "application/json");
         EXPECT_TRUE(r && r->status == 201);
+        if (r && r->status == 201) {
+          std::lock_guard<std::mutex> lk(ids_mu);
+          ids.push_back(json::parse(r->body).value("id", int64_t{0}));
+        }
       }
     });
   }
@@ -474,8 +627,7 @@ TEST_F(ExtenderServeTest, ConcurrentRestAndPodsNeverShareAGpuAndReplayToTheSameS
   for (std::thread& th : threads) th.join();
   ASSERT_TRUE(service_->RunPass().ok());
   EXPECT_TRUE(service_->CheckInvariants().ok()) << service_->CheckInvariants().ToString();
-  std::vector<int64_t> ids;
-  for (int64_t id = 1; id <= 60; ++id) ids.push_back(id);
+  ASSERT_EQ(ids.size(), 60u);
   std::map<std::string, std::set<int>> pods;
   for (const std::string& key : service_->extender()->GangKeys()) {
     for (const auto& [node, gpus] : GangGpus(key)) {
@@ -484,8 +636,7 @@ TEST_F(ExtenderServeTest, ConcurrentRestAndPodsNeverShareAGpuAndReplayToTheSameS
   }
   EXPECT_FALSE(pods.empty());
   ExpectDisjoint(JobGpus(ids), pods);
-  // Gangs that hold GPUs come back as they were; one that never got a reservation (the cluster
-  // was full) is not stored and is placed afresh on its next pod.
+  // Groups whose job runs come back as they were; one whose job waits shows no GPUs.
   auto holding = [&] {
     std::map<std::string, std::map<std::string, std::set<int>>> out;
     for (const std::string& key : service_->extender()->GangKeys()) {

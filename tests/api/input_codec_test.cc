@@ -28,6 +28,7 @@ job::JobSpec Spec() {
 std::vector<sched::Input> AllKinds() {
   const int node = C().FindNode(C().nodes[5].name);
   return {sched::SubmitJob{Spec()},
+          sched::SubmitPodGroup{Spec(), "research/llama"},
           sched::CancelJob{{3}},
           sched::CompleteJob{{4}},
           sched::SetJobPriority{{5}, -2},
@@ -74,6 +75,10 @@ TEST(InputCodec, FieldsSurvive) {
   auto sub = DecodeInput(EncodeInput(sched::SubmitJob{Spec()}, C()), C());
   ASSERT_TRUE(sub.ok());
   EXPECT_EQ(std::get<sched::SubmitJob>(*sub).spec, Spec());
+  auto group = DecodeInput(EncodeInput(sched::SubmitPodGroup{Spec(), "research/llama"}, C()), C());
+  ASSERT_TRUE(group.ok()) << group.status().ToString();
+  EXPECT_EQ(std::get<sched::SubmitPodGroup>(*group).spec, Spec());
+  EXPECT_EQ(std::get<sched::SubmitPodGroup>(*group).group, "research/llama");
   auto pr = DecodeInput(EncodeInput(sched::SetJobPriority{{5}, -2}, C()), C());
   ASSERT_TRUE(pr.ok());
   EXPECT_EQ(std::get<sched::SetJobPriority>(*pr).job.value, 5);
@@ -119,6 +124,12 @@ TEST(InputCodec, MalformedRecordsAreDataLossNamingTheRecord) {
         R"({"component":"gpu","health":"meh","node":")" + C().nodes[0].name + R"("})"},
        "health"},
       {{12, "submit", 0, 1, "", R"({"name":"x"})"}, "input 12 (submit)"},
+      {{12, "submit_pod_group", 0, 1, "", R"({"group":"ml/x"})"}, "malformed payload"},
+      {{12, "submit_pod_group", 0, 1, "",
+        R"({"group":"","spec":{"name":"x","replicas":1,)"
+        R"("gpus_per_replica":8}})"},
+       "group: empty"},
+      {{12, "submit_pod_group", 0, 1, "", R"({"group":"ml/x","spec":{"name":"x"}})"}, "spec"},
       {{12, "teleport", 0, 0, "", "{}"}, "unknown input kind"},
   };
   for (const auto& c : cases) {

@@ -1,6 +1,7 @@
-// Binding through the Kubernetes API: a real HTTP server on 127.0.0.1 (port 0) plays the API
-// server's pods/binding endpoint (a real kube-apiserver cannot run here) and records what
-// arrives; the extender's bind verb goes through the binder.
+// Binding and evicting through the Kubernetes API: a real HTTP server on 127.0.0.1 (port 0) plays
+// the API server's pods/binding and pods/eviction endpoints (a real kube-apiserver cannot run
+// here) and records what arrives; the extender's bind verb goes through the binder. Eviction
+// answers are recorded ones (tests/api/testdata/kube/eviction/PROVENANCE.md).
 #include "api/kube_binder.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,7 +34,7 @@ struct Seen {
 class FakeApiServer {
  public:
   FakeApiServer() {
-    srv_.Post(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding)",
+    srv_.Post(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/(binding|eviction))",
               [this](const httplib::Request& req, httplib::Response& res) {
                 std::lock_guard<std::mutex> lock(mu_);
                 seen_.push_back({req.path, req.get_header_value("Authorization"), req.body});
@@ -164,6 +166,59 @@ TEST_F(KubeBinderTest, ExtenderBindGoesThroughTheBinderAndRecordsOnlyOnSuccess) 
   EXPECT_EQ(r["Error"], "");
   EXPECT_TRUE(ext->Gang("ml/solo")->slots[0].bound);
   EXPECT_EQ(api.seen().size(), 2u);
+}
+
+std::string Recorded(const std::string& name) {
+  std::ifstream in(std::string(TS_SOURCE_DIR) + "/tests/api/testdata/kube/eviction/" + name);
+  EXPECT_TRUE(in.good()) << name;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::unique_ptr<KubeApiEvictor> Evictor(const std::string& url, const std::string& token_file) {
+  KubeApiOptions o;
+  o.server = url;
+  o.token_file = token_file;
+  o.timeout_ms = 2000;
+  auto e = KubeApiEvictor::Create(o);
+  EXPECT_TRUE(e.ok()) << e.status().ToString();
+  return std::move(e).value();
+}
+
+TEST_F(KubeBinderTest, EvictsThroughTheEvictionSubresourceWithTheRecordedShape) {
+  FakeApiServer api;
+  api.Reply(201, Recorded("eviction-201.json"));
+  auto evictor = Evictor(api.Url(), token_file_);
+  ASSERT_TRUE(evictor->Evict({"research", "llama-0", ""}, "preempted").ok());
+  // With the UID: a newer pod of the same name is not evicted in its place.
+  ASSERT_TRUE(evictor->Evict({"research", "llama-0", "uid-7"}, "preempted").ok());
+  const auto seen = api.seen();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].path, "/api/v1/namespaces/research/pods/llama-0/eviction");
+  EXPECT_EQ(seen[0].auth, "Bearer tok-123");
+  EXPECT_EQ(json::parse(seen[0].body), json::parse(Recorded("eviction-request.json")));
+  json with_uid = json::parse(Recorded("eviction-request.json"));
+  with_uid["deleteOptions"] = {{"preconditions", {{"uid", "uid-7"}}}};
+  EXPECT_EQ(json::parse(seen[1].body), with_uid);
+}
+
+TEST_F(KubeBinderTest, EvictionRefusedByABudgetIsRetriedAGonePodIsDone) {
+  FakeApiServer api;
+  auto evictor = Evictor(api.Url(), token_file_);
+  api.Reply(429, Recorded("eviction-429-pdb.json"));
+  Status s = evictor->Evict({"research", "llama-0", ""}, "preempted");
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(s.message(),
+            "kube api: evicting research/llama-0: HTTP 429: Cannot evict pod as it would violate "
+            "the pod's disruption budget.");
+  api.Reply(404, Recorded("eviction-404.json"));
+  EXPECT_TRUE(evictor->Evict({"research", "llama-0", ""}, "preempted").ok());
+  api.Reply(403, R"({"kind":"Status","status":"Failure","message":"forbidden","code":403})");
+  EXPECT_EQ(evictor->Evict({"research", "llama-0", ""}, "x").code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(evictor->Evict({"research", "../x", ""}, "x").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(api.seen().size(), 3u);
 }
 
 }  // namespace

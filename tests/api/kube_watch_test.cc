@@ -491,8 +491,9 @@ TEST(PodTarget, RecordedPodsOfEachScheduler) {
   EXPECT_EQ(sink.uids[1], failed["metadata"]["uid"].get<std::string>());
 }
 
-// The extender's pods follow the API: a deleted pod frees its GPUs within one watch event, a
-// finished one too, and a pod missing from a relist after "410 Gone" as well.
+// The extender's pods follow the API: a deleted pod frees its slot within one watch event, a
+// finished one too, and a pod missing from a relist after "410 Gone" as well; a pod group's job
+// (and its GPUs) ends with its last pod.
 TEST_F(KubeWatchServiceTest, DeletedFinishedOrVanishedPodsFreeTheirGpus) {
   ServiceOptions o;
   o.db_path = dir_ + "/pods.db";
@@ -518,10 +519,28 @@ TEST_F(KubeWatchServiceTest, DeletedFinishedOrVanishedPodsFreeTheirGpus) {
                                         .dump());
     ASSERT_TRUE(b.ok()) << b.status().ToString();
   };
+  // Pods bound for their group's running job, and GPUs free, as the daemon shows them.
+  auto bound = [&] {
+    size_t n = 0;
+    for (const std::string& key : s.extender()->GangKeys()) {
+      if (auto g = s.extender()->Gang(key)) {
+        for (const GangSlotView& slot : g->slots) n += slot.bound ? 1 : 0;
+      }
+    }
+    return n;
+  };
+  auto free_gpus = [&] {
+    int free = 0;
+    const nlohmann::json nodes = nlohmann::json::parse(s.NodesJson());
+    for (const auto& n : nodes["nodes"]) free += n["free"].get<int>();
+    return free;
+  };
+  const int all_gpus = free_gpus();
   place("duo-0", "duo", 2);
   place("duo-1", "duo", 2);
   place("solo-0", "solo", 1);
-  ASSERT_EQ(s.extender()->HoldIds().size(), 3u);
+  ASSERT_EQ(bound(), 3u);
+  ASSERT_EQ(free_gpus(), all_gpus - 24);
 
   FakeKubeApi api("recorded-test-token");
   const nlohmann::json empty_list = {
@@ -535,22 +554,26 @@ TEST_F(KubeWatchServiceTest, DeletedFinishedOrVanishedPodsFreeTheirGpus) {
   auto w = KubeWatcher::Pods(Options(api.port()), sink, "toposched");
   ASSERT_TRUE(w.ok()) << w.status().ToString();
   ASSERT_TRUE(Eventually([&] { return (*w)->stats().watches >= 1; }));
-  EXPECT_EQ(s.extender()->HoldIds().size(), 3u) << "every pod is in the list: nothing freed";
+  EXPECT_EQ(bound(), 3u) << "every pod is in the list: nothing freed";
   EXPECT_NE(api.requests()[0].find("fieldSelector=spec.schedulerName%3Dtoposched"),
             std::string::npos)
       << api.requests()[0];
 
   api.Push({{"type", "DELETED"}, {"object", PodObject("duo-0", "Running")}});
-  ASSERT_TRUE(Eventually([&] { return s.extender()->HoldIds().size() == 2u; }));
+  ASSERT_TRUE(Eventually([&] { return bound() == 2u; }));
+  // duo keeps its GPUs while a pod of it runs; its last pod ends: its job completes.
+  EXPECT_EQ(free_gpus(), all_gpus - 24);
   api.Push({{"type", "MODIFIED"}, {"object", PodObject("duo-1", "Succeeded")}});
-  ASSERT_TRUE(Eventually([&] { return s.extender()->HoldIds().size() == 1u; }));
+  ASSERT_TRUE(Eventually([&] { return bound() == 1u; }));
+  EXPECT_EQ(free_gpus(), all_gpus - 8);
   // The watch history is gone and solo-0 was deleted meanwhile: the relist frees it.
   nlohmann::json relist = empty_list;
   relist["items"] = nlohmann::json::array();
   relist["metadata"]["resourceVersion"] = "200";
   api.SetList(relist, "/api/v1/pods");
   api.Push(Recorded("watch-410.json"));
-  ASSERT_TRUE(Eventually([&] { return s.extender()->HoldIds().empty(); }));
+  ASSERT_TRUE(Eventually([&] { return bound() == 0u; }));
+  EXPECT_EQ(free_gpus(), all_gpus);
   EXPECT_EQ((*w)->stats().gone, 1);
   EXPECT_EQ((*w)->stats().errors, 0) << (*w)->stats().last_error;
   w->reset();

@@ -52,6 +52,45 @@ TEST(SchedulerApply, SubmitPassCompleteThroughOneEntry) {
   EXPECT_TRUE(sc.CheckInvariants().ok());
 }
 
+// A pod group is a job like any other: same ids, same order; it only remembers its group.
+TEST(SchedulerApply, PodGroupQueuesInTheOneOrderAndKnowsItsPlace) {
+  auto s = Scheduler::Create(Placer());
+  ASSERT_TRUE(s.ok());
+  Scheduler& sc = **s;
+  const int all = sc.cluster_state().ClusterCapacity().total_gpus;
+  ASSERT_TRUE(sc.Apply(SubmitJob{Job("hog", all)}, 0).ok());
+  ASSERT_TRUE(sc.Apply(Pass{}, 0).ok());
+  job::JobSpec g = Job("g", 8);
+  g.user = "ml";
+  auto group = sc.Apply(SubmitPodGroup{g, "ml/g"}, kSec);
+  job::JobSpec x = Job("x", 8);
+  x.priority = 5;
+  job::JobSpec y = Job("y", 8);
+  y.user = "bob";
+  auto xa = sc.Apply(SubmitJob{x}, 2 * kSec);
+  auto ya = sc.Apply(SubmitJob{y}, 3 * kSec);
+  ASSERT_TRUE(group.ok() && xa.ok() && ya.ok());
+  EXPECT_EQ(group->job.value, 2);
+  EXPECT_EQ(sc.PodGroupOf(2), "ml/g");
+  EXPECT_EQ(sc.PodGroupOf(3), "");
+  EXPECT_EQ(sc.PodGroupOf(99), "");
+  // x: higher priority. g and y: equal priority and usage (ana holds the cluster, not them):
+  // the earlier submit first.
+  EXPECT_EQ(sc.QueuePosition(3), std::make_pair(1, 3));
+  EXPECT_EQ(sc.QueuePosition(2), std::make_pair(2, 3));
+  EXPECT_EQ(sc.QueuePosition(4), std::make_pair(3, 3));
+  EXPECT_EQ(sc.QueuePosition(1), std::nullopt);  // running
+  EXPECT_EQ(sc.StartedUs(1), std::optional<int64_t>(0));
+  EXPECT_EQ(sc.StartedUs(2), std::nullopt);
+  EXPECT_NE(sc.Events()[2].reason.find("pod group ml/g"), std::string::npos)
+      << sc.Events()[2].reason;
+  ASSERT_TRUE(sc.Apply(CompleteJob{{1}}, 4 * kSec).ok());
+  auto pass = sc.Apply(Pass{}, 4 * kSec);
+  ASSERT_TRUE(pass.ok());
+  EXPECT_EQ(pass->started, (std::vector<int64_t>{3, 2, 4}));
+  EXPECT_TRUE(sc.CheckInvariants().ok());
+}
+
 TEST(SchedulerApply, RefusedInputChangesNothing) {
   auto s = Scheduler::Create(Placer());
   ASSERT_TRUE(s.ok());
