@@ -310,7 +310,16 @@ Status Scheduler::Complete(int64_t id, int64_t now_us) {
 
 Status Scheduler::Tick(int64_t now_us) {
   Accrue(now_us);
-  for (const auto& [id, j_ptr] : Running()) {
+  // Only a job past its limit or terminating can change here: those are collected (in id order,
+  // as before) without copying the whole running set, which a pass walks on every input.
+  std::vector<Job*> due;
+  for (const auto& [id, jp] : running_) {
+    if (jp->record.state() != JobState::kRunning ||
+        (jp->spec.time_limit_s > 0 && now_us >= EndUs(*jp))) {
+      due.push_back(jp);
+    }
+  }
+  for (Job* j_ptr : due) {
     Job& j = *j_ptr;
     if (j.record.state() == JobState::kRunning && j.spec.time_limit_s > 0 && now_us >= EndUs(j)) {
       Status st = j.record.Timeout(now_us, options_.kill_grace_us);
@@ -325,7 +334,7 @@ Status Scheduler::Tick(int64_t now_us) {
 
 Scheduler::Usage Scheduler::CurrentUsage() const {
   Usage u;
-  for (const auto& [id, j_ptr] : Running()) {
+  for (const auto& [id, j_ptr] : running_) {
     const Job& j = *j_ptr;
     if (!j.placement) continue;
     const int g = GpusOf(j.placement->parts);
