@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <httplib.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <chrono>
@@ -214,6 +215,18 @@ Status ServerOptions::Validate() const {
     return InvalidArgumentError("timeouts must be >= 1 ms");
   }
   if (threads < 1 || threads > 1024) return InvalidArgumentError("threads must be in [1, 1024]");
+  if (extender_tls.enabled()) {
+    if (!extender) return InvalidArgumentError("an extender listener without the extender");
+    if (extender_tls.key_file.empty() || extender_tls.client_ca_file.empty()) {
+      return InvalidArgumentError(
+          "the extender listener needs a certificate, its key and the CA of its clients "
+          "(--extender-tls-cert, --extender-tls-key, --extender-client-ca)");
+    }
+    if (extender_tls.host.empty()) return InvalidArgumentError("extender listen host is empty");
+    if (extender_tls.port < 0 || extender_tls.port > 65535) {
+      return InvalidArgumentError("extender port out of range");
+    }
+  }
   return OkStatus();
 }
 
@@ -223,6 +236,8 @@ Server::Server(Service& service, Options options)
 Server::~Server() { Stop(); }
 
 void Server::Stop() {
+  if (tls_) tls_->stop();
+  if (tls_thread_.joinable()) tls_thread_.join();
   if (http_) http_->stop();
   if (thread_.joinable()) thread_.join();
 }
@@ -259,7 +274,75 @@ StatusOr<std::unique_ptr<Server>> Server::Start(Service& service, Options option
   }
   if (!h.is_running()) return InternalError("HTTP server did not start");
   spdlog::info("msg=listening host={} port={}", s->options_.host, port);
+  if (s->options_.extender_tls.enabled()) RETURN_IF_ERROR(s->StartExtenderTls());
   return s;
+}
+
+Status Server::StartExtenderTls() {
+  const ServerOptions::ExtenderTls& t = options_.extender_tls;
+  for (const std::string* f : {&t.cert_file, &t.key_file, &t.client_ca_file}) {
+    if (::access(f->c_str(), R_OK) != 0) {
+      return InvalidArgumentError("extender listener: cannot read " + *f);
+    }
+  }
+  auto tls = std::make_unique<httplib::SSLServer>(t.cert_file.c_str(), t.key_file.c_str(),
+                                                  t.client_ca_file.c_str());
+  if (!tls->is_valid()) {
+    return InvalidArgumentError("extender listener: the certificate " + t.cert_file + ", key " +
+                                t.key_file + " or client CA " + t.client_ca_file +
+                                " could not be loaded (PEM files expected)");
+  }
+  httplib::Server& h = *tls;
+  h.new_task_queue = [] { return new httplib::ThreadPool(8); };
+  h.set_payload_max_length(options_.max_body_bytes);
+  h.set_read_timeout(std::chrono::milliseconds(options_.read_timeout_ms));
+  h.set_write_timeout(std::chrono::milliseconds(options_.write_timeout_ms));
+  h.set_tcp_nodelay(true);
+  h.set_keep_alive_timeout(5);
+  // The client certificate is the credential (checked in the handshake): no bearer token here.
+  h.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
+    t_request_start = std::chrono::steady_clock::now();
+    t_refused.clear();
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  const bool log_requests = options_.log_requests;
+  h.set_logger([log_requests](const httplib::Request& req, const httplib::Response& res) {
+    if (log_requests) {
+      spdlog::info("msg=request listener=extender method={} path={} status={}", req.method,
+                   req.path, res.status);
+    }
+  });
+  auto ext = options_.extender;
+  h.Post(R"(/extender/(filter|prioritize|bind|preempt))",
+         Bounded(options_.max_body_bytes,
+                 Guarded([ext](const httplib::Request& req, httplib::Response& res) {
+                   StatusOr<std::string> r = ext(req.matches[1].str(), req.body);
+                   if (!r.ok()) return SetStatusError(res, r.status());
+                   SetJson(res, 200, std::move(r).value());
+                 })));
+  h.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (res.status == 404) {
+      SetError(res, 404, "not_found",
+               "no route " + req.method + " " + req.path +
+                   " (this listener serves POST /extender/{filter,prioritize,bind,preempt})");
+    }
+  });
+  const int port =
+      t.port == 0 ? h.bind_to_any_port(t.host) : (h.bind_to_port(t.host, t.port) ? t.port : -1);
+  if (port <= 0) {
+    return Status(StatusCode::kUnavailable,
+                  "cannot listen on " + t.host + ":" + std::to_string(t.port) + " (extender)");
+  }
+  extender_port_ = port;
+  tls_ = std::move(tls);
+  tls_thread_ = std::thread([hp = tls_.get()] { hp->listen_after_bind(); });
+  for (int i = 0; i < 5000 && !h.is_running(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (!h.is_running()) return InternalError("extender HTTPS listener did not start");
+  spdlog::info("msg=listening listener=extender tls=client-certificate host={} port={}", t.host,
+               port);
+  return OkStatus();
 }
 
 void Server::Routes() {
@@ -274,13 +357,9 @@ void Server::Routes() {
     t_request_start = std::chrono::steady_clock::now();
     t_refused.clear();
     const bool mutating = req.method != "GET" && req.method != "HEAD";
-    // kube-scheduler's verbs: pod-deleted comes from whatever watches pods, which can send the
-    // token.
-    const bool extender_call =
-        req.path.rfind("/extender/", 0) == 0 && req.path != "/extender/pod-deleted";
-    if ((!mutating || extender_call) && loopback) {
-      return httplib::Server::HandlerResponse::Unhandled;
-    }
+    // Every change needs the token here, the extender verbs included (kube-scheduler, which
+    // cannot send one, uses the extender listener with its client certificate).
+    if (!mutating && loopback) return httplib::Server::HandlerResponse::Unhandled;
     const std::string auth = req.get_header_value("Authorization");
     const std::string prefix = "bearer ";  // the scheme is case-insensitive (RFC 7235, 2.1)
     std::string refused;

@@ -32,10 +32,22 @@ struct ServerOptions {
   bool log_requests = true;
   // Kubernetes scheduler extender verbs: when set, POST /extender/{filter,prioritize,bind,preempt}
   // and POST /extender/pod-deleted pass (verb, request body) to it and answer its JSON (an error
-  // Status becomes the usual error body). kube-scheduler's extender client sends no bearer
-  // token, so on loopback its four verbs do not ask for one; pod-deleted always does, and beyond
-  // loopback all of them do, like everything else.
+  // Status becomes the usual error body). On this listener they are changes like any other and
+  // need the bearer token. kube-scheduler's extender client cannot send one: it authenticates
+  // with a client certificate on the extender listener below.
   std::function<StatusOr<std::string>(const std::string& verb, const std::string& body)> extender;
+  // The extender's own listener: HTTPS serving kube-scheduler's four verbs only
+  // (POST /extender/{filter,prioritize,bind,preempt}), to clients that present a certificate
+  // signed by `client_ca_file` (the TLS handshake fails otherwise, before any request is read).
+  // Off while `cert_file` is empty. kube-scheduler's KubeSchedulerConfiguration names the same
+  // files in the extender's `tlsConfig` (docs/kubernetes.md).
+  struct ExtenderTls {
+    std::string host = "127.0.0.1";
+    int port = 0;  // 0: any free port (see Server::extender_port)
+    std::string cert_file, key_file, client_ca_file;
+    bool enabled() const { return !cert_file.empty(); }
+  };
+  ExtenderTls extender_tls;
   Status Validate() const;
 };
 
@@ -57,18 +69,25 @@ class Server {
   ~Server();  // Stop()
   void Stop();
   int port() const { return port_; }
+  // The extender listener's port; -1 when it is off.
+  int extender_port() const { return extender_port_; }
   // Blocks until Stop() is called from another thread (or a signal handler's thread).
   void Wait();
 
  private:
   Server(Service& service, Options options);
   void Routes();
+  // Starts the extender's HTTPS listener (ServerOptions::extender_tls).
+  Status StartExtenderTls();
 
   Service* service_;
   Options options_;
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
   int port_ = 0;
+  std::unique_ptr<httplib::Server> tls_;  // an httplib::SSLServer when the listener is on
+  std::thread tls_thread_;
+  int extender_port_ = -1;
 };
 
 }  // namespace toposched::api

@@ -50,6 +50,10 @@ struct ServeArgs {
   bool kube_watch = true;  // follow Nodes and Pods when an API server is known
   int kube_watch_timeout_s = 300;
   std::string kube_scheduler_name = "toposched";  // the Pods followed: spec.schedulerName
+  // The extender's HTTPS listener for kube-scheduler (client certificates).
+  std::string extender_listen;  // HOST:PORT, "": off
+  std::string extender_tls_cert, extender_tls_key, extender_client_ca;
+  std::string extender_port_file;
 };
 
 // The extender options from a YAML (or JSON) file: the keys of api::ExtenderOptions, with
@@ -159,6 +163,34 @@ int RunServe(const ServeArgs& a) {
     return Fail(InvalidArgumentError("--listen: bad port in \"" + a.listen + "\""));
   }
   so.max_body_bytes = a.max_body_bytes;
+  if (!a.extender_listen.empty()) {
+    if (!a.extender) return Fail(InvalidArgumentError("--extender-listen with --no-extender"));
+    const size_t ec = a.extender_listen.rfind(':');
+    if (ec == std::string::npos) {
+      return Fail(InvalidArgumentError("--extender-listen: expected HOST:PORT, got \"" +
+                                       a.extender_listen + "\""));
+    }
+    so.extender_tls.host = a.extender_listen.substr(0, ec);
+    try {
+      so.extender_tls.port = std::stoi(a.extender_listen.substr(ec + 1));
+    } catch (...) {
+      return Fail(
+          InvalidArgumentError("--extender-listen: bad port in \"" + a.extender_listen + "\""));
+    }
+    if (a.extender_tls_cert.empty() || a.extender_tls_key.empty() || a.extender_client_ca.empty()) {
+      return Fail(InvalidArgumentError(
+          "--extender-listen: needs --extender-tls-cert, --extender-tls-key and "
+          "--extender-client-ca (kube-scheduler authenticates with a client certificate)"));
+    }
+    so.extender_tls.cert_file = a.extender_tls_cert;
+    so.extender_tls.key_file = a.extender_tls_key;
+    so.extender_tls.client_ca_file = a.extender_client_ca;
+  } else if (!a.extender_tls_cert.empty() || !a.extender_tls_key.empty() ||
+             !a.extender_client_ca.empty() || !a.extender_port_file.empty()) {
+    return Fail(InvalidArgumentError(
+        "--extender-tls-cert, --extender-tls-key, --extender-client-ca and --extender-port-file "
+        "need --extender-listen"));
+  }
   if (a.sync != "full" && a.sync != "normal") {
     return Fail(InvalidArgumentError("--sync: expected full or normal, got \"" + a.sync + "\""));
   }
@@ -281,6 +313,14 @@ int RunServe(const ServeArgs& a) {
     std::fclose(f);
     std::rename(tmp.c_str(), a.port_file.c_str());
   }
+  if (!a.extender_port_file.empty()) {
+    const std::string tmp = a.extender_port_file + ".tmp";
+    FILE* f = std::fopen(tmp.c_str(), "w");
+    if (f == nullptr) return Fail(NotFoundError(a.extender_port_file + ": cannot write"));
+    std::fprintf(f, "%d\n", (*server)->extender_port());
+    std::fclose(f);
+    std::rename(tmp.c_str(), a.extender_port_file.c_str());
+  }
   int sig = 0;
   sigwait(&set, &sig);
   spdlog::info("msg=stopping signal={}", sig);
@@ -338,6 +378,17 @@ void RegisterServeCommand(CLI::App& app, int& rc) {
   cmd->add_option("--kube-watch-timeout-s", args->kube_watch_timeout_s,
                   "seconds before the API server ends each watch (it is re-opened)")
       ->capture_default_str();
+  cmd->add_option("--extender-listen", args->extender_listen,
+                  "HOST:PORT of the extender's HTTPS listener for kube-scheduler (client "
+                  "certificates; off when not given)");
+  cmd->add_option("--extender-tls-cert", args->extender_tls_cert,
+                  "the extender listener's certificate (PEM)");
+  cmd->add_option("--extender-tls-key", args->extender_tls_key,
+                  "the extender listener's private key (PEM)");
+  cmd->add_option("--extender-client-ca", args->extender_client_ca,
+                  "CA whose client certificates the extender listener accepts (PEM)");
+  cmd->add_option("--extender-port-file", args->extender_port_file,
+                  "write the extender listener's port to this file");
   cmd->add_option("--kube-ca-file", args->kube_ca_file, "CA bundle of the API server (https)")
       ->capture_default_str();
   cmd->callback([args, &rc]() { rc = RunServe(*args); });

@@ -227,9 +227,10 @@ TEST_F(CliClientTest, QueueListsPodGroupsBesideRestJobs) {
        {{"priority", 5},
         {"containers",
          {{{"name", "trainer"}, {"resources", {{"limits", {{"nvidia.com/gpu", "8"}}}}}}}}}}};
+  const httplib::Headers auth = {{"Authorization", "Bearer cli-client-token-0123456789"}};
   auto f =
-      cli.Post("/extender/filter", json{{"Pod", pod}, {"NodeNames", {"gpu001", "gpu002"}}}.dump(),
-               "application/json");
+      cli.Post("/extender/filter", auth,
+               json{{"Pod", pod}, {"NodeNames", {"gpu001", "gpu002"}}}.dump(), "application/json");
   ASSERT_TRUE(f && f->status == 200) << (f ? f->body : "no answer");
   CliRun q = Cli("queue --json");
   ASSERT_EQ(q.code, 0) << q.err;

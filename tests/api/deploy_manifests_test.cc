@@ -38,7 +38,12 @@ TEST(DeployManifests, SchedulerConfigurationCallsTheExtenderVerbs) {
   for (const auto& kv : e) EXPECT_TRUE(known.count(kv.first.as<std::string>())) << kv.first;
   const std::string url = e["urlPrefix"].as<std::string>();
   EXPECT_EQ(url.substr(url.size() - std::string("/extender").size()), "/extender");
-  EXPECT_EQ(url.rfind("http://127.0.0.1:", 0), 0u) << url;
+  // HTTPS with a client certificate: the extender listener (no change without a credential).
+  EXPECT_EQ(url.rfind("https://127.0.0.1:", 0), 0u) << url;
+  EXPECT_TRUE(e["enableHTTPS"].as<bool>());
+  for (const char* k : {"certFile", "keyFile", "caFile"}) {
+    EXPECT_EQ(e["tlsConfig"][k].as<std::string>().rfind("/etc/toposched-tls/", 0), 0u) << k;
+  }
   EXPECT_EQ(e["filterVerb"].as<std::string>(), "filter");
   EXPECT_EQ(e["prioritizeVerb"].as<std::string>(), "prioritize");
   EXPECT_EQ(e["bindVerb"].as<std::string>(), "bind");
@@ -97,6 +102,43 @@ TEST(DeployManifests, ExamplePyTorchJobMakesASixteenPodGang) {
   EXPECT_EQ(spec->layout.dp, 16);
   EXPECT_EQ(spec->constraints.job.mode, job::ConstraintMode::kPreferred);
   EXPECT_EQ(spec->constraints.job.level, "leaf");
+}
+
+// The toposched container serves the extender listener where kube-scheduler's urlPrefix points,
+// trusting the CA kube-scheduler's client certificate comes from; both mount the same Secret.
+TEST(DeployManifests, ExtenderListenerMatchesTheSchedulerConfiguration) {
+  const YAML::Node e = Load("scheduler-config.yaml")["extenders"][0];
+  const std::string url = e["urlPrefix"].as<std::string>();  // https://127.0.0.1:PORT/extender
+  const std::string hostport = url.substr(8, url.find('/', 8) - 8);
+  std::set<std::string> args;
+  std::set<std::string> secret_mounts;
+  std::string secret;
+  for (const YAML::Node& doc : YAML::LoadAllFromFile(kDeploy + "deployment.yaml")) {
+    if (doc["kind"].as<std::string>() != "Deployment") continue;
+    const YAML::Node spec = doc["spec"]["template"]["spec"];
+    for (const YAML::Node& v : spec["volumes"]) {
+      if (v["name"].as<std::string>() == "extender-tls") {
+        secret = v["secret"]["secretName"].as<std::string>();
+      }
+    }
+    for (const YAML::Node& c : spec["containers"]) {
+      for (const YAML::Node& m : c["volumeMounts"]) {
+        if (m["name"].as<std::string>() == "extender-tls") {
+          secret_mounts.insert(c["name"].as<std::string>() + ":" +
+                               m["mountPath"].as<std::string>());
+        }
+      }
+      if (c["name"].as<std::string>() != "toposched") continue;
+      for (const YAML::Node& a : c["args"]) args.insert(a.as<std::string>());
+    }
+  }
+  EXPECT_EQ(secret, "toposched-extender-tls");
+  EXPECT_EQ(secret_mounts, (std::set<std::string>{"kube-scheduler:/etc/toposched-tls",
+                                                  "toposched:/etc/toposched-tls"}));
+  EXPECT_EQ(args.count("--extender-listen=" + hostport), 1u) << hostport;
+  EXPECT_EQ(args.count("--extender-client-ca=" + e["tlsConfig"]["caFile"].as<std::string>()), 1u);
+  EXPECT_EQ(args.count("--extender-tls-cert=/etc/toposched-tls/server.crt"), 1u);
+  EXPECT_EQ(args.count("--extender-tls-key=/etc/toposched-tls/server.key"), 1u);
 }
 
 }  // namespace

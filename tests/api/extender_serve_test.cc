@@ -7,6 +7,7 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -121,9 +122,12 @@ class ExtenderServeTest : public ::testing::Test {
     Boot(extender);
   }
 
-  // POST without a token: kube-scheduler's extender client sends none.
+  // The verbs on the main listener, with the token (kube-scheduler itself uses the extender
+  // listener with a client certificate: extender_tls_test.cc).
   json Verb(const std::string& verb, const json& body) {
-    auto r = client_->Post("/extender/" + verb, body.dump(), "application/json");
+    auto r =
+        client_->Post("/extender/" + verb, {{"Authorization", std::string("Bearer ") + kToken}},
+                      body.dump(), "application/json");
     EXPECT_TRUE(r) << verb;
     if (!r) return json();
     EXPECT_EQ(r->status, 200) << verb << ": " << r->body;
@@ -546,17 +550,25 @@ TEST_F(ExtenderServeTest, ExtenderOffKeepsThePodsGpusHeld) {
   ASSERT_EQ(Bind("llama-0", node0), json({{"Error", ""}}));
   Restart(/*extender=*/false);
   EXPECT_EQ(service_->extender(), nullptr);
-  EXPECT_EQ(client_->Post("/extender/filter", "{}", "application/json")->status, 404);
+  EXPECT_EQ(client_
+                ->Post("/extender/filter", {{"Authorization", std::string("Bearer ") + kToken}},
+                       "{}", "application/json")
+                ->status,
+            404);
   EXPECT_EQ(FreeGpus(), 128);
   EXPECT_TRUE(service_->CheckInvariants().ok());
   Restart();
   EXPECT_EQ(GangGpus("ml/llama").size(), 16u);
 }
 
-TEST_F(ExtenderServeTest, PodDeletedNeedsTheTokenTheVerbsDoNot) {
-  auto r = client_->Post("/extender/pod-deleted", "{\"PodName\": \"x\"}", "application/json");
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 401);
+TEST_F(ExtenderServeTest, EveryExtenderVerbNeedsTheTokenOnTheMainListener) {
+  for (const char* verb : {"filter", "prioritize", "bind", "preempt", "pod-deleted"}) {
+    auto r =
+        client_->Post(std::string("/extender/") + verb, "{\"PodName\": \"x\"}", "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 401) << verb;
+  }
+  EXPECT_TRUE(service_->extender()->GangKeys().empty());
   json f = Filter(GangPod(0));
   EXPECT_EQ(f["NodeNames"].size(), 1u);
 }
@@ -607,12 +619,13 @@ TEST_F(ExtenderServeTest, ConcurrentRestAndPodsNeverShareAGpuAndReplayToTheSameS
               name, "uid-" + name, 4,
               {{"toposched.io/pod-group", group}, {"toposched.io/pod-index", std::to_string(rank)}},
               {{"toposched.io/group-size", "2"}});
-          auto f = cli.Post("/extender/filter", json{{"Pod", pod}, {"NodeNames", all_}}.dump(),
-                            "application/json");
+          const httplib::Headers auth = {{"Authorization", std::string("Bearer ") + kToken}};
+          auto f = cli.Post("/extender/filter", auth,
+                            json{{"Pod", pod}, {"NodeNames", all_}}.dump(), "application/json");
           ASSERT_TRUE(f && f->status == 200);
           const json fj = json::parse(f->body);
           if (fj["NodeNames"].size() != 1) continue;  // the cluster is full for now
-          auto b = cli.Post("/extender/bind",
+          auto b = cli.Post("/extender/bind", auth,
                             json{{"PodName", name},
                                  {"PodNamespace", "ml"},
                                  {"PodUID", "uid-" + name},
@@ -668,16 +681,17 @@ TEST(ExtenderServeBinary, VerbsOnTheServedInstance) {
   for (const auto& n : toposched::testing::H100Cluster().nodes) all.push_back(n.name);
   const json pod = Pod("solo", "uid-solo", 8);
   std::string node;
+  const httplib::Headers auth = {{"Authorization", std::string("Bearer ") + kToken}};
   {
     httplib::Client cli("127.0.0.1", serve.port());
-    auto f = cli.Post("/extender/filter", json{{"Pod", pod}, {"NodeNames", all}}.dump(),
+    auto f = cli.Post("/extender/filter", auth, json{{"Pod", pod}, {"NodeNames", all}}.dump(),
                       "application/json");
     ASSERT_TRUE(f && f->status == 200) << (f ? f->body : serve.log(0));
     json fj = json::parse(f->body);
     ASSERT_EQ(fj["NodeNames"].size(), 1u) << f->body;
     node = fj["NodeNames"][0];
     auto b = cli.Post(
-        "/extender/bind",
+        "/extender/bind", auth,
         json{{"PodName", "solo"}, {"PodNamespace", "ml"}, {"PodUID", "uid-solo"}, {"Node", node}}
             .dump(),
         "application/json");
@@ -704,7 +718,7 @@ TEST(ExtenderServeBinary, VerbsOnTheServedInstance) {
   ASSERT_TRUE(serve.Start()) << serve.log(2);
   {
     httplib::Client cli("127.0.0.1", serve.port());
-    auto f = cli.Post("/extender/filter", json{{"Pod", pod}, {"NodeNames", all}}.dump(),
+    auto f = cli.Post("/extender/filter", auth, json{{"Pod", pod}, {"NodeNames", all}}.dump(),
                       "application/json");
     ASSERT_TRUE(f);
     EXPECT_EQ(f->status, 404);
@@ -719,7 +733,7 @@ TEST(ExtenderServeBinary, VerbsOnTheServedInstance) {
     httplib::Client cli("127.0.0.1", serve.port());
     const json duo = Pod("duo-0", "uid-duo-0", 4, {{"example.com/gang", "duo"}},
                          {{"toposched.io/group-size", "2"}});
-    auto f = cli.Post("/extender/filter", json{{"Pod", duo}, {"NodeNames", all}}.dump(),
+    auto f = cli.Post("/extender/filter", auth, json{{"Pod", duo}, {"NodeNames", all}}.dump(),
                       "application/json");
     ASSERT_TRUE(f && f->status == 200);
     EXPECT_EQ(json::parse(f->body)["NodeNames"].size(), 1u) << f->body;
@@ -727,6 +741,43 @@ TEST(ExtenderServeBinary, VerbsOnTheServedInstance) {
     EXPECT_NE(metrics.find("toposched_k8s_pod_gpus 16\n"), std::string::npos);  // 8 + 4 + 4
   }
   serve.Kill();
+  // kube-scheduler's way in: the extender listener, HTTPS with its client certificate.
+  const std::string tls = std::string(TS_SOURCE_DIR) + "/tests/api/testdata/tls/";
+  serve.set_extra_args({"--kube-api-server", "none", "--extender-listen", "127.0.0.1:0",
+                        "--extender-tls-cert", tls + "server.crt", "--extender-tls-key",
+                        tls + "server.key", "--extender-client-ca", tls + "ca.crt",
+                        "--extender-port-file", dir + "/ext.port"});
+  ASSERT_TRUE(serve.Start()) << serve.log(4);
+  {
+    int ext_port = 0;
+    for (int i = 0; i < 500 && ext_port <= 0; ++i) {
+      ext_port = std::atoi(testing_api::ReadFile(dir + "/ext.port").c_str());
+      if (ext_port <= 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_GT(ext_port, 0) << serve.log(4);
+    httplib::SSLClient cli("127.0.0.1", ext_port, tls + "client.crt", tls + "client.key");
+    cli.set_ca_cert_path((tls + "ca.crt").c_str());
+    cli.enable_server_certificate_verification(true);
+    const json trio = Pod("trio", "uid-trio", 8);
+    auto f = cli.Post("/extender/filter", json{{"Pod", trio}, {"NodeNames", all}}.dump(),
+                      "application/json");
+    ASSERT_TRUE(f) << httplib::to_string(f.error()) << serve.log(4);
+    EXPECT_EQ(f->status, 200) << f->body;
+    EXPECT_EQ(json::parse(f->body)["NodeNames"].size(), 1u) << f->body;
+  }
+  serve.Kill();
+  // A listener without the client CA is refused before anything starts.
+  {
+    const std::string cmd = std::string(TS_CLI) + " serve --cluster " + TS_SOURCE_DIR +
+                            "/data/clusters/h100-2rack.yaml --db " + dir + "/tls.db" +
+                            " --extender-listen 127.0.0.1:0 --extender-tls-cert " + tls +
+                            "server.crt --extender-tls-key " + tls + "server.key > " + dir +
+                            "/tls.log 2>&1";
+    EXPECT_NE(std::system(cmd.c_str()), 0);
+    EXPECT_NE(testing_api::ReadFile(dir + "/tls.log").find("--extender-client-ca"),
+              std::string::npos)
+        << testing_api::ReadFile(dir + "/tls.log");
+  }
   // A bad option is refused before anything starts.
   testing_api::WriteFile(dir + "/bad.yaml", "group_name_key: x\nbogus: 1\n");
   const std::string cmd = std::string(TS_CLI) + " serve --cluster " + TS_SOURCE_DIR +

@@ -43,12 +43,17 @@ class ServerTest : public ::testing::Test {
     ServiceOptions o;
     o.db_path = dir_ + "/state.db";
     o.background_passes = false;
+    o.extender = true;
     auto s = Service::Open(toposched::testing::H100Cluster(), o);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     service_ = std::move(s).value();
     ServerOptions so;
     so.token = kToken;
     so.log_requests = false;
+    Service* svc = service_.get();
+    so.extender = [svc](const std::string& verb, const std::string& body) {
+      return svc->ExtenderCall(verb, body);
+    };
     auto srv = Server::Start(*service_, so);
     ASSERT_TRUE(srv.ok()) << srv.status().ToString();
     server_ = std::move(srv).value();
@@ -57,6 +62,19 @@ class ServerTest : public ::testing::Test {
   }
 
   httplib::Headers Auth() { return {{"Authorization", std::string("Bearer ") + kToken}}; }
+
+  // ExtenderArgs of a real 8-GPU pod (a pod group of one) over every node.
+  static std::string FilterBody() {
+    json names = json::array();
+    for (const auto& n : toposched::testing::H100Cluster().nodes) names.push_back(n.name);
+    json pod = {{"kind", "Pod"},
+                {"apiVersion", "v1"},
+                {"metadata", {{"name", "solo"}, {"namespace", "ml"}, {"uid", "uid-solo"}}},
+                {"spec",
+                 {{"containers",
+                   {{{"name", "t"}, {"resources", {{"limits", {{"nvidia.com/gpu", "8"}}}}}}}}}}};
+    return json{{"Pod", pod}, {"NodeNames", names}}.dump();
+  }
 
   httplib::Result Post(const std::string& path, const std::string& body, httplib::Headers h = {}) {
     for (auto& kv : Auth()) h.insert(kv);
@@ -306,8 +324,8 @@ TEST_F(ServerTest, ChunkedBodiesAreHeldToTheBodyLimit) {
 }
 
 // Every route that changes state, without a credential (no token, a wrong one, a scheme
-// without one), with a body and without: 401, and nothing changes. The extender's four
-// kube-scheduler verbs are exempt on loopback (docs/api.md) and are not walked here.
+// without one), with a body and without: 401, and nothing changes: the extender's verbs too (a
+// filter of a real GPU pod would queue its pod group as a job).
 TEST_F(ServerTest, NoRouteChangesStateWithoutACredential) {
   ASSERT_EQ(Post("/api/v1/jobs", testing_api::JobJson("victim", 8))->status, 201);
   ASSERT_EQ(Post("/api/v1/schedule", "{}")->status, 200);
@@ -324,6 +342,12 @@ TEST_F(ServerTest, NoRouteChangesStateWithoutACredential) {
        R"({"node": ")" + node + R"(", "component": "node", "health": "unhealthy"})"},
       {"/api/v1/schedule", "{}"},
       {"/extender/pod-deleted", R"({"PodName": "x", "PodNamespace": "ml"})"},
+      {"/extender/filter", FilterBody()},
+      {"/extender/prioritize", FilterBody()},
+      {"/extender/bind",
+       R"({"PodName": "solo", "PodNamespace": "ml", "PodUID": "uid-solo", "Node": ")" + node +
+           R"("})"},
+      {"/extender/preempt", R"({"Pod": )" + json::parse(FilterBody())["Pod"].dump() + "}"},
   };
   const std::vector<httplib::Headers> credentials = {
       {},
@@ -418,7 +442,7 @@ TEST_F(ServerTest, PriorityDrainAndHealthReportsAreAppliedAndSurviveRestart) {
   EXPECT_EQ(Get("/api/v1/nodes")["nodes"][0]["drained"], false);
 }
 
-TEST(ServerExtenderRoutesTest, VerbsReachTheExtenderWithoutATokenOnLoopback) {
+TEST(ServerExtenderRoutesTest, VerbsReachTheExtenderOnlyWithTheToken) {
   const std::string dir = testing_api::MakeTempDir("toposched-ext-routes");
   ServiceOptions o;
   o.db_path = dir + "/state.db";
@@ -437,17 +461,25 @@ TEST(ServerExtenderRoutesTest, VerbsReachTheExtenderWithoutATokenOnLoopback) {
   auto srv = Server::Start(**svc, so);
   ASSERT_TRUE(srv.ok());
   httplib::Client cli("127.0.0.1", (*srv)->port());
+  const httplib::Headers auth = {{"Authorization", std::string("Bearer ") + kToken}};
+  for (const char* verb : {"filter", "prioritize", "bind", "preempt", "pod-deleted"}) {
+    // No credential, no call: kube-scheduler uses the extender listener (client certificates).
+    auto denied = cli.Post(std::string("/extender/") + verb, "{}", "application/json");
+    ASSERT_TRUE(denied);
+    EXPECT_EQ(denied->status, 401) << verb;
+  }
+  EXPECT_TRUE(seen.empty());
   for (const char* verb : {"filter", "prioritize", "bind", "preempt"}) {
-    auto r = cli.Post(std::string("/extender/") + verb, "{}", "application/json");
+    auto r = cli.Post(std::string("/extender/") + verb, auth, "{}", "application/json");
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 200) << r->body;
     EXPECT_EQ(json::parse(r->body)["verb"], verb);
   }
-  auto bad = cli.Post("/extender/filter", "bad", "application/json");
+  auto bad = cli.Post("/extender/filter", auth, "bad", "application/json");
   ASSERT_TRUE(bad);
   EXPECT_EQ(bad->status, 400);
   EXPECT_EQ(json::parse(bad->body)["code"], "invalid_argument");
-  EXPECT_EQ(cli.Post("/extender/unknown", "{}", "application/json")->status, 404);
+  EXPECT_EQ(cli.Post("/extender/unknown", auth, "{}", "application/json")->status, 404);
   EXPECT_EQ(seen.size(), 5u);
   // Other mutating calls still need the token.
   EXPECT_EQ(cli.Post("/api/v1/schedule", "", "application/json")->status, 401);
