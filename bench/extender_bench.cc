@@ -165,6 +165,28 @@ double Percentile(std::vector<double> v, double q) {
   return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
 }
 
+// The first node a filter answer passes ("" when none), without parsing the whole (≈ 400 KB)
+// answer.
+std::string FirstPassedNode(const std::string& answer) {
+  const std::string key = "\"NodeNames\":[\"";
+  const size_t k = answer.find(key);
+  if (k == std::string::npos) return "";
+  const size_t from = k + key.size();
+  return answer.substr(from, answer.find('"', from) - from);
+}
+
+void SetLatencyCounters(benchmark::State& state, const std::vector<double>& all_ms,
+                        const std::vector<double>& cpu_ms, const std::vector<double>& head_ms) {
+  state.counters["p50_ms"] = Percentile(all_ms, 0.50);
+  state.counters["p99_ms"] = Percentile(all_ms, 0.99);
+  state.counters["max_ms"] = Percentile(all_ms, 1.0);
+  state.counters["cpu_p50_ms"] = Percentile(cpu_ms, 0.50);
+  state.counters["cpu_p99_ms"] = Percentile(cpu_ms, 0.99);
+  state.counters["gang_head_p50_ms"] = Percentile(head_ms, 0.50);
+  state.counters["gang_head_max_ms"] = Percentile(head_ms, 1.0);
+  state.counters["pods"] = static_cast<double>(all_ms.size());
+}
+
 void BM_FilterPrioritize(benchmark::State& state) {
   const bool full_nodes = state.range(0) == 1;
   const ts::topo::Cluster& c = Cluster5k();
@@ -247,13 +269,7 @@ void BM_FilterPrioritize(benchmark::State& state) {
       json fr = json::parse(*f);
       if (!fr["Nodes"]["items"].empty()) node = fr["Nodes"]["items"][0]["metadata"]["name"];
     } else {
-      // The first NodeNames entry (parsing the whole 400 KB answer would dominate the run).
-      const std::string key = "\"NodeNames\":[\"";
-      const size_t k = f->find(key);
-      if (k != std::string::npos) {
-        const size_t from = k + key.size();
-        node = f->substr(from, f->find('"', from) - from);
-      }
+      node = FirstPassedNode(*f);
     }
     if (!node.empty()) {
       json b = {{"PodName", r.name}, {"PodNamespace", "bench"}, {"PodUID", r.uid}, {"Node", node}};
@@ -266,18 +282,12 @@ void BM_FilterPrioritize(benchmark::State& state) {
     }
     state.ResumeTiming();
   }
-  state.counters["p50_ms"] = Percentile(all_ms, 0.50);
-  state.counters["p99_ms"] = Percentile(all_ms, 0.99);
-  state.counters["max_ms"] = Percentile(all_ms, 1.0);
-  state.counters["cpu_p50_ms"] = Percentile(cpu_ms, 0.50);
-  state.counters["cpu_p99_ms"] = Percentile(cpu_ms, 0.99);
-  state.counters["gang_head_p50_ms"] = Percentile(head_ms, 0.50);
-  state.counters["gang_head_max_ms"] = Percentile(head_ms, 1.0);
+  SetLatencyCounters(state, all_ms, cpu_ms, head_ms);
   state.counters["request_kb"] = all_ms.empty() ? 0
                                                 : static_cast<double>(bytes) / 2.0 /
                                                       static_cast<double>(all_ms.size()) / 1024.0;
-  state.counters["pods"] = static_cast<double>(all_ms.size());
 }
+
 // The daemon's path: pod groups are jobs in the one queue (src/api/extender_queue.cc).
 void BM_FilterPrioritizeDaemon(benchmark::State& state) {
   const ts::topo::Cluster& c = Cluster5k();
@@ -348,13 +358,7 @@ void BM_FilterPrioritizeDaemon(benchmark::State& state) {
     all_ms.push_back(ms);
     if (r.gang_head) head_ms.push_back(ms);
     state.PauseTiming();
-    std::string node;
-    const std::string key = "\"NodeNames\":[\"";
-    const size_t k = f->find(key);
-    if (k != std::string::npos) {
-      const size_t from = k + key.size();
-      node = f->substr(from, f->find('"', from) - from);
-    }
+    const std::string node = FirstPassedNode(*f);
     if (!node.empty()) {
       json b = {{"PodName", r.name}, {"PodNamespace", "bench"}, {"PodUID", r.uid}, {"Node", node}};
       (void)svc->ExtenderCall("bind", b.dump());
@@ -366,14 +370,7 @@ void BM_FilterPrioritizeDaemon(benchmark::State& state) {
     }
     state.ResumeTiming();
   }
-  state.counters["p50_ms"] = Percentile(all_ms, 0.50);
-  state.counters["p99_ms"] = Percentile(all_ms, 0.99);
-  state.counters["max_ms"] = Percentile(all_ms, 1.0);
-  state.counters["cpu_p50_ms"] = Percentile(cpu_ms, 0.50);
-  state.counters["cpu_p99_ms"] = Percentile(cpu_ms, 0.99);
-  state.counters["gang_head_p50_ms"] = Percentile(head_ms, 0.50);
-  state.counters["gang_head_max_ms"] = Percentile(head_ms, 1.0);
-  state.counters["pods"] = static_cast<double>(all_ms.size());
+  SetLatencyCounters(state, all_ms, cpu_ms, head_ms);
   svc.reset();
   for (const char* f : {"/state.db", "/state.db-wal", "/state.db-shm"}) {
     (void)unlink((std::string(dir) + f).c_str());

@@ -204,7 +204,11 @@ class Extender {
   // Rebuilds the gangs from the records a shared ledger stored (time_us, payload), in order,
   // before the first call. The holds themselves are the ledger's to restore. DataLoss for a
   // record that does not fit the gangs built so far.
-  Status Restore(const std::vector<std::pair<int64_t, std::string>>& records);
+  // `now_us` (> 0): the restart counts as progress of every restored gang, so that a reservation
+  // timeout does not fire at the first sweep for a gang whose last record is old.
+  Status Restore(const std::vector<std::pair<int64_t, std::string>>& records, int64_t now_us = 0);
+  // The jobs of the queued gangs (ExtenderLedger::queues_gangs), ascending.
+  std::vector<int64_t> GangJobIds() const;
   // Hold ids of every reserved or bound slot (sorted): after Restore, exactly the ledger's.
   std::vector<int64_t> HoldIds() const;
   // Releases the reservations of gangs that made no progress for reservation_timeout_us (the

@@ -65,6 +65,8 @@ StatusOr<std::string> Extender::Bind(std::string_view body) {
   int slot = -1;
   int64_t hold = 0;
   int64_t started = -1;  // queued gangs: the run the pod is bound for
+  bool queued = false;   // the pod's gang is a queued one
+  bool orphan = false;   // ... and was forgotten while the pod was being bound
   Status st = ledger_->Run([&] {
     std::lock_guard<std::mutex> lock(mu_);
     const int64_t now = ledger_->NowUs();
@@ -103,6 +105,7 @@ StatusOr<std::string> Extender::Bind(std::string_view body) {
       } else {
         g.touched_us = now;
         gang_key = g.key;
+        queued = true;
         call_binder = true;
       }
       return;
@@ -147,18 +150,28 @@ StatusOr<std::string> Extender::Bind(std::string_view body) {
     if (it != gangs_.end() && it->second->job != 0) {
       GangState& g = *it->second;
       int64_t now_started = -1;
-      if (QueuedNode(g, slot, &now_started) != cluster_.FindNode(b->node) ||
-          now_started != started) {
-        answer = ErrorResult(std::string(kPrefix) + "pod " + name + " lost its place " +
-                             "(its job stopped) while it was being bound");
-        return;
-      }
+      const bool moved =
+          QueuedNode(g, slot, &now_started) != cluster_.FindNode(b->node) || now_started != started;
       const Slot& s = g.slots[slot];
+      // The Binding exists in the API server either way: it is recorded for the run it was made
+      // for, so that a run that ended meanwhile gets the pod evicted (Reconcile).
       json book{{"gang", gang_key}, {"rank", slot},    {"pod_id", s.pod_id},   {"pod", s.pod_name},
                 {"uid", s.uid},     {"node", b->node}, {"started_us", started}};
       Status rs = Record("bind", std::move(book), {});
-      answer = ErrorResult(
-          rs.ok() ? "" : std::string(kPrefix) + "recording the binding: " + rs.message());
+      if (moved) {
+        answer = ErrorResult(std::string(kPrefix) + "pod " + name + " lost its place " +
+                             "(its job stopped) while it was being bound; it will be evicted");
+      } else {
+        answer = ErrorResult(
+            rs.ok() ? "" : std::string(kPrefix) + "recording the binding: " + rs.message());
+      }
+      return;
+    }
+    if (queued) {
+      // The gang was forgotten while the pod was being bound: nobody holds GPUs for it.
+      orphan = true;
+      answer = ErrorResult(std::string(kPrefix) + "pod " + name + " lost its place " +
+                           "(its pod group ended) while it was being bound; it will be evicted");
       return;
     }
     if (it == gangs_.end() || it->second->slots[slot].alloc_id != hold ||
@@ -178,6 +191,13 @@ StatusOr<std::string> Extender::Bind(std::string_view body) {
         ErrorResult(rs.ok() ? "" : std::string(kPrefix) + "recording the binding: " + rs.message());
   });
   if (!st.ok()) return st;
+  if (orphan && evictor_ != nullptr) {
+    const PodRef pod{b->pod_namespace, b->pod_name, b->pod_uid};
+    if (Status es = evictor_->Evict(pod, "its pod group ended while it was bound"); !es.ok()) {
+      return ErrorResult(std::string(kPrefix) + "pod " + name + " is bound to " + b->node +
+                         " for a pod group that ended, and evicting it failed: " + es.message());
+    }
+  }
   return answer;
 }
 
@@ -212,10 +232,19 @@ StatusOr<std::string> Extender::PodDeleted(std::string_view body) {
     // pod, else cancelled); every reservation goes and the gang is forgotten.
     if (!any && g.job != 0) {
       const GangJobState js = ledger_->GangJob(g.job);
-      bool ran = false;
+      bool ran = false, stale = false;
       for (int r : ranks) {
-        ran = ran || (g.slots[r].bound && js.phase == GangJobState::Phase::kRunning &&
-                      g.slots[r].bound_start_us == js.started_us);
+        const bool live =
+            js.phase == GangJobState::Phase::kRunning && g.slots[r].bound_start_us == js.started_us;
+        ran = ran || (g.slots[r].bound && live);
+        stale = stale || (g.slots[r].bound && !live);
+      }
+      // A pod evicted because its group's job stopped (going before Reconcile saw it): the job
+      // waits for the group's pods to come back; a lone pod's comes back as another gang.
+      if (stale && !g.lone && js.phase == GangJobState::Phase::kPending) {
+        Status rs = ReleaseRanks(g, ranks, true, false, "pod gone after its run ended");
+        answer = ErrorResult(rs.ok() ? "" : std::string(kPrefix) + rs.message());
+        return;
       }
       if (js.phase != GangJobState::Phase::kEnded) {
         if (Status es = ledger_->EndGang(g.job, ran); !es.ok()) {

@@ -303,7 +303,8 @@ Status Extender::Sweep() {
   });
 }
 
-Status Extender::Restore(const std::vector<std::pair<int64_t, std::string>>& records) {
+Status Extender::Restore(const std::vector<std::pair<int64_t, std::string>>& records,
+                         int64_t now_us) {
   std::lock_guard<std::mutex> lock(mu_);
   for (size_t i = 0; i < records.size(); ++i) {
     json b = json::parse(records[i].second, nullptr, false);
@@ -322,7 +323,18 @@ Status Extender::Restore(const std::vector<std::pair<int64_t, std::string>>& rec
     Status st = ApplyBook(b, records[i].first);
     if (!st.ok()) return st.WithPrefix("extender record " + std::to_string(i));
   }
+  for (auto& [key, g] : gangs_) g->touched_us = std::max(g->touched_us, now_us);
   return OkStatus();
+}
+
+std::vector<int64_t> Extender::GangJobIds() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<int64_t> ids;
+  for (const auto& [k, g] : gangs_) {
+    if (g->job != 0) ids.push_back(g->job);
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
 }
 
 std::vector<int64_t> Extender::HoldIds() const {

@@ -147,20 +147,32 @@ Extender::Assignment Extender::AssignQueued(GangState& g, int slot, const PodInf
 }
 
 Status Extender::ExpireQueued(GangState& g, int64_t now_us) {
+  bool any_pod = false;
   for (const Slot& s : g.slots) {
     if (s.bound) return OkStatus();
+    any_pod = any_pod || !s.pod_id.empty();
   }
   const GangJobState js = ledger_->GangJob(g.job);
-  if (js.phase == GangJobState::Phase::kPending) {
+  if (js.phase == GangJobState::Phase::kPending && any_pod) {
     g.touched_us = now_us;  // waiting in the queue is not idling on GPUs
     return OkStatus();
   }
-  if (js.phase == GangJobState::Phase::kRunning) {
+  // A job that started since the gang's last progress is idle only from its start.
+  if (js.phase == GangJobState::Phase::kRunning &&
+      now_us - std::max(g.touched_us, js.started_us) <= options_.reservation_timeout_us) {
+    return OkStatus();
+  }
+  // Running with no pod bound, or waiting with no pod left (its pods were evicted and never came
+  // back): the job goes.
+  if (js.phase != GangJobState::Phase::kEnded) {
     RETURN_IF_ERROR(ledger_->EndGang(g.job, /*completed=*/false));
   }
   std::vector<int> all(g.slots.size());
   std::iota(all.begin(), all.end(), 0);
-  return ReleaseRanks(g, all, false, true, "reservation expired: no pod bound");
+  return ReleaseRanks(g, all, true, true,
+                      js.phase == GangJobState::Phase::kPending
+                          ? "no pod of the group left while it waited"
+                          : "reservation expired: no pod bound");
 }
 
 StatusOr<int> Extender::Reconcile() {
@@ -235,10 +247,20 @@ StatusOr<int> Extender::Reconcile() {
       auto it = gangs_.find(s->gang);
       if (it == gangs_.end()) continue;
       GangState& g = *it->second;
+      if (s->rank >= static_cast<int>(g.slots.size())) continue;
       const Slot& slot = g.slots[s->rank];
-      if (!slot.bound || slot.bound_start_us != s->bound_start_us) continue;
+      if (!slot.bound || slot.bound_start_us != s->bound_start_us || slot.uid != s->pod.uid) {
+        continue;
+      }
       if (Status rs = ReleaseRanks(g, {s->rank}, true, false, "evicted: " + s->why); rs.ok()) {
         ++evicted;
+      }
+      // A lone pod's controller recreates it under another name, which is another gang: this
+      // one's job is over when its pod is.
+      if (g.lone && ledger_->GangJob(g.job).phase != GangJobState::Phase::kEnded) {
+        if (Status es = ledger_->EndGang(g.job, false); !es.ok()) {
+          spdlog::error("msg=\"ending job-{}\" error=\"{}\"", g.job, es.message());
+        }
       }
     }
   });

@@ -17,6 +17,20 @@ bool DnsName(const std::string& s) {
   return true;
 }
 
+// POSTs `body` to `path` with the service account's token: the HTTP answer, or Unavailable when
+// the server cannot be reached.
+StatusOr<httplib::Result> PostToApi(const KubeApiOptions& o, const std::string& path,
+                                    const nlohmann::json& body) {
+  ASSIGN_OR_RETURN(const std::string token, ReadKubeToken(o));
+  std::unique_ptr<httplib::Client> client = MakeKubeClient(o, token, o.timeout_ms);
+  httplib::Result res = client->Post(path, body.dump(), "application/json");
+  if (!res) {
+    return Status(StatusCode::kUnavailable,
+                  "kube api: POST " + o.server + path + ": " + httplib::to_string(res.error()));
+  }
+  return res;
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<KubeApiBinder>> KubeApiBinder::Create(KubeApiOptions options) {
@@ -28,8 +42,6 @@ Status KubeApiBinder::Bind(const PodRef& pod, const std::string& node) {
   for (const std::string* n : {&pod.name_space, &pod.name, &node}) {
     if (!DnsName(*n)) return InvalidArgumentError("kube api: bad name \"" + *n + "\"");
   }
-  ASSIGN_OR_RETURN(const std::string token, ReadKubeToken(options_));
-
   nlohmann::json binding = {{"apiVersion", "v1"},
                             {"kind", "Binding"},
                             {"metadata", {{"name", pod.name}, {"namespace", pod.name_space}}},
@@ -37,14 +49,10 @@ Status KubeApiBinder::Bind(const PodRef& pod, const std::string& node) {
   // The UID makes the API server refuse to bind a newer pod of the same name.
   if (!pod.uid.empty()) binding["metadata"]["uid"] = pod.uid;
 
-  std::unique_ptr<httplib::Client> client = MakeKubeClient(options_, token, options_.timeout_ms);
-  const std::string path =
-      "/api/v1/namespaces/" + pod.name_space + "/pods/" + pod.name + "/binding";
-  httplib::Result res = client->Post(path, binding.dump(), "application/json");
-  if (!res) {
-    return Status(StatusCode::kUnavailable, "kube api: POST " + options_.server + path + ": " +
-                                                httplib::to_string(res.error()));
-  }
+  ASSIGN_OR_RETURN(
+      httplib::Result res,
+      PostToApi(options_, "/api/v1/namespaces/" + pod.name_space + "/pods/" + pod.name + "/binding",
+                binding));
   if (res->status == 201 || res->status == 200) return OkStatus();
   const std::string message = KubeStatusMessage(res->body);
   return FailedPreconditionError("kube api: binding " + pod.name_space + "/" + pod.name + " to " +
@@ -61,21 +69,19 @@ Status KubeApiEvictor::Evict(const PodRef& pod, const std::string& reason) {
     if (!DnsName(*n)) return InvalidArgumentError("kube api: bad name \"" + *n + "\"");
   }
   (void)reason;  // an Eviction carries no reason; the daemon logs it
-  ASSIGN_OR_RETURN(const std::string token, ReadKubeToken(options_));
   nlohmann::json eviction = {{"apiVersion", "policy/v1"},
                              {"kind", "Eviction"},
                              {"metadata", {{"name", pod.name}, {"namespace", pod.name_space}}}};
   // A precondition on the UID: a newer pod of the same name is not evicted in its place.
   if (!pod.uid.empty()) eviction["deleteOptions"] = {{"preconditions", {{"uid", pod.uid}}}};
-  std::unique_ptr<httplib::Client> client = MakeKubeClient(options_, token, options_.timeout_ms);
-  const std::string path =
-      "/api/v1/namespaces/" + pod.name_space + "/pods/" + pod.name + "/eviction";
-  httplib::Result res = client->Post(path, eviction.dump(), "application/json");
-  if (!res) {
-    return Status(StatusCode::kUnavailable, "kube api: POST " + options_.server + path + ": " +
-                                                httplib::to_string(res.error()));
+  ASSIGN_OR_RETURN(httplib::Result res, PostToApi(options_,
+                                                  "/api/v1/namespaces/" + pod.name_space +
+                                                      "/pods/" + pod.name + "/eviction",
+                                                  eviction));
+  // 404: gone already; 409: the UID precondition failed, the name is a newer pod's (ours is gone).
+  if ((res->status >= 200 && res->status < 300) || res->status == 404 || res->status == 409) {
+    return OkStatus();
   }
-  if ((res->status >= 200 && res->status < 300) || res->status == 404) return OkStatus();
   const std::string message = KubeStatusMessage(res->body);
   const std::string what = "kube api: evicting " + pod.name_space + "/" + pod.name + ": HTTP " +
                            std::to_string(res->status) + ": " + message;

@@ -37,11 +37,12 @@ class KubeApiEvictor : public PodEvictor {
  public:
   static StatusOr<std::unique_ptr<KubeApiEvictor>> Create(KubeApiOptions options);
 
-  // OK on any 2xx (the API server answers 201 Created with a Success Status) and on 404 (the pod
-  // is gone already). Errors: InvalidArgument for a name that is not a DNS-1123 name; NotFound
-  // when the token file cannot be read; Unavailable when the server cannot be reached or answers
-  // 429 (a PodDisruptionBudget refuses it for now: retried later); FailedPrecondition with the
-  // API server's Status message otherwise.
+  // OK on any 2xx (the API server answers 201 Created with a Success Status), on 404 (the pod
+  // is gone already) and on 409 (the UID precondition failed: that name is a newer pod's). Errors:
+  // InvalidArgument for a name that is not a DNS-1123 name; NotFound when the token file cannot be
+  // read; Unavailable when the server cannot be reached or answers 429 (a PodDisruptionBudget
+  // refuses it for now: retried later); FailedPrecondition with the API server's Status message
+  // otherwise.
   Status Evict(const PodRef& pod, const std::string& reason) override;
 
  private:

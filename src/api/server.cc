@@ -299,6 +299,7 @@ Status Server::StartExtenderTls() {
   h.set_write_timeout(std::chrono::milliseconds(options_.write_timeout_ms));
   h.set_tcp_nodelay(true);
   h.set_keep_alive_timeout(5);
+  h.set_keep_alive_max_count(10000);  // a TLS handshake per connection, not per few requests
   // The client certificate is the credential (checked in the handshake): no bearer token here.
   h.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
     t_request_start = std::chrono::steady_clock::now();

@@ -118,7 +118,8 @@ StatusOr<std::unique_ptr<Service>> Service::Open(const topo::Cluster& cluster, O
     ASSIGN_OR_RETURN(s->extender_,
                      Extender::CreateShared(cluster, *s->ledger_, s->options_.extender_options,
                                             s->options_.binder, s->options_.evictor));
-    RETURN_IF_ERROR(s->extender_->Restore(s->k8s_records_).WithPrefix(s->options_.db_path));
+    RETURN_IF_ERROR(s->extender_->Restore(s->k8s_records_, s->options_.clock_us())
+                        .WithPrefix(s->options_.db_path));
     std::vector<int64_t> held;
     for (const auto& [id, parts] : s->sched_->Holds()) held.push_back(id);
     if (s->extender_->HoldIds() != held) {
@@ -136,6 +137,7 @@ StatusOr<std::unique_ptr<Service>> Service::Open(const topo::Cluster& cluster, O
   s->k8s_records_.clear();
   s->k8s_records_.shrink_to_fit();
   s->committer_ = std::thread([p = s.get()] { p->CommitLoop(); });
+  if (s->extender_) RETURN_IF_ERROR(s->CancelOrphanPodGroups());
   if (s->options_.background_passes) s->passer_ = std::thread([p = s.get()] { p->PassLoop(); });
   return s;
 }
@@ -572,8 +574,39 @@ StatusOr<int64_t> Service::SubmitGangLocked(const std::string& group, const job:
   rec.job_id = id;
   (void)RecordLocked(std::move(rec), before, id);
   // A pass now, so that the pod that brought the gang is answered with its place when it fits.
-  RETURN_IF_ERROR(RunPassLocked(nullptr).status());
+  // The job is stored already: a failed pass is logged, and the next one decides.
+  if (Status ps = RunPassLocked(nullptr).status(); !ps.ok()) {
+    spdlog::error("msg=\"pass after queueing pod group {} failed\" error=\"{}\"", group,
+                  ps.message());
+  }
   return id;
+}
+
+Status Service::CancelOrphanPodGroups() {
+  const std::vector<int64_t> tracked = extender_->GangJobIds();
+  std::vector<int64_t> orphans;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (const auto& [id, info] : jobs_) {
+      const std::optional<JobState> st = sched_->State(id);
+      if (info.pod_group.empty() || !st || job::IsFinal(*st)) continue;
+      if (!std::binary_search(tracked.begin(), tracked.end(), id)) orphans.push_back(id);
+    }
+  }
+  for (int64_t id : orphans) {
+    // Stored before a crash took the extender's record of it: no pod can reach it any more.
+    spdlog::warn(
+        "msg=\"pod group job without its gang record (stopped between the two): "
+        "cancelled; its pods queue it again\" job=job-{} pod_group={}",
+        id, jobs_.at(id).pod_group);
+    int64_t seq = 0;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      ASSIGN_OR_RETURN(seq, ApplyRecordLocked(sched::CancelJob{{id}}));
+    }
+    RETURN_IF_ERROR(WaitDurable(seq));
+  }
+  return OkStatus();
 }
 
 GangJobState Service::GangJobLocked(int64_t id) const {

@@ -166,6 +166,9 @@ class Service {
   // pass; a gang's job phase; end it.
   StatusOr<int64_t> SubmitGangLocked(const std::string& group, const job::JobSpec& spec);
   GangJobState GangJobLocked(int64_t id) const;
+  // At open, after Extender::Restore: a live pod group job the extender has no gang for (a crash
+  // between its submit and the extender's record) is cancelled, since no pod can reach it.
+  Status CancelOrphanPodGroups();
   Status EndGangLocked(int64_t id, bool completed);
   // Applies one input other than a submit at `now_us` through Scheduler::Apply and keeps the
   // daemon's records in step (a job's priority, the placement count): the same code live and

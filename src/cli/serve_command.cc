@@ -304,22 +304,20 @@ int RunServe(const ServeArgs& a) {
   }
   StatusOr<std::unique_ptr<api::Server>> server = api::Server::Start(**svc, so);
   if (!server.ok()) return Fail(server.status());
-  if (!a.port_file.empty()) {
-    // Written whole, then renamed, so a reader never sees a partial number.
-    const std::string tmp = a.port_file + ".tmp";
+  // Written whole, then renamed, so a reader never sees a partial number.
+  auto write_port = [](const std::string& path, int port) -> Status {
+    if (path.empty()) return OkStatus();
+    const std::string tmp = path + ".tmp";
     FILE* f = std::fopen(tmp.c_str(), "w");
-    if (f == nullptr) return Fail(NotFoundError(a.port_file + ": cannot write"));
-    std::fprintf(f, "%d\n", (*server)->port());
+    if (f == nullptr) return NotFoundError(path + ": cannot write");
+    std::fprintf(f, "%d\n", port);
     std::fclose(f);
-    std::rename(tmp.c_str(), a.port_file.c_str());
-  }
-  if (!a.extender_port_file.empty()) {
-    const std::string tmp = a.extender_port_file + ".tmp";
-    FILE* f = std::fopen(tmp.c_str(), "w");
-    if (f == nullptr) return Fail(NotFoundError(a.extender_port_file + ": cannot write"));
-    std::fprintf(f, "%d\n", (*server)->extender_port());
-    std::fclose(f);
-    std::rename(tmp.c_str(), a.extender_port_file.c_str());
+    std::rename(tmp.c_str(), path.c_str());
+    return OkStatus();
+  };
+  if (Status st = write_port(a.port_file, (*server)->port()); !st.ok()) return Fail(st);
+  if (Status st = write_port(a.extender_port_file, (*server)->extender_port()); !st.ok()) {
+    return Fail(st);
   }
   int sig = 0;
   sigwait(&set, &sig);

@@ -5,9 +5,11 @@
 // group's pods evicted, an idle group's job expiring, and what a restart keeps.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <sqlite3.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -528,7 +530,9 @@ TEST_F(ExtenderServeTest, RestartKeepsBoundPodsAndLiveReservations) {
   EXPECT_TRUE(service_->CheckInvariants().ok()) << service_->CheckInvariants().ToString();
 }
 
-TEST_F(ExtenderServeTest, AnIdleGroupRestoredAfterARestartStillExpires) {
+// The restart counts as progress: pods could not reach a daemon that was down, so an idle group
+// gets a whole timeout from the restart, and then expires.
+TEST_F(ExtenderServeTest, AnIdleGroupRestoredAfterARestartExpiresATimeoutAfterIt) {
   const std::string node0 = Place(GangPod(0));
   ASSERT_FALSE(node0.empty());
   const int64_t job = GangJob("ml/llama");
@@ -536,6 +540,9 @@ TEST_F(ExtenderServeTest, AnIdleGroupRestoredAfterARestartStillExpires) {
   Restart();
   EXPECT_EQ(GangGpus("ml/llama").size(), 16u);  // restored as it was
   EXPECT_EQ(GangJob("ml/llama"), job);
+  ASSERT_TRUE(service_->extender()->Sweep().ok());
+  EXPECT_EQ(Job(job)["state"], "RUNNING");
+  now_us_ += kTimeoutUs + 1;
   ASSERT_TRUE(service_->extender()->Sweep().ok());
   EXPECT_EQ(Job(job)["state"], "CANCELLED");
   EXPECT_EQ(FreeGpus(), 256);
@@ -559,6 +566,133 @@ TEST_F(ExtenderServeTest, ExtenderOffKeepsThePodsGpusHeld) {
   EXPECT_TRUE(service_->CheckInvariants().ok());
   Restart();
   EXPECT_EQ(GangGpus("ml/llama").size(), 16u);
+}
+
+// A job that starts after waiting is idle only from its start: the reservation timeout does not
+// cancel it before its pods had the time to come.
+TEST_F(ExtenderServeTest, AGroupThatStartsLateGetsTheWholeTimeoutFromItsStart) {
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 17; ++i) ids.push_back(Submit(8, "rest-" + std::to_string(i)));
+  Pass();
+  EXPECT_TRUE(Place(GangPod(0)).empty());  // 15 nodes free: the 16-pod group waits
+  const int64_t job = GangJob("ml/llama");
+  ASSERT_EQ(Job(job)["state"], "PENDING");
+  now_us_ += kTimeoutUs * 5 / 6;
+  Complete(ids[0]);
+  Pass();
+  ASSERT_EQ(Job(job)["state"], "RUNNING");
+  now_us_ += kTimeoutUs / 2;  // past the timeout since the gang's last filter, not since its start
+  ASSERT_TRUE(service_->extender()->Sweep().ok());
+  EXPECT_EQ(Job(job)["state"], "RUNNING");
+  now_us_ += kTimeoutUs;
+  ASSERT_TRUE(service_->extender()->Sweep().ok());
+  EXPECT_EQ(Job(job)["state"], "CANCELLED");
+}
+
+// A lone pod's controller recreates it under another name (another gang): when the queue
+// preempts a lone pod, its job ends with its eviction instead of waiting for a pod that never
+// comes back.
+TEST_F(ExtenderServeTest, APreemptedLonePodsJobEndsWithItsEviction) {
+  const json solo = Pod("solo", "uid-solo", 8);
+  const std::string node = Place(solo);
+  ASSERT_FALSE(node.empty());
+  ASSERT_EQ(
+      Verb("bind",
+           {{"PodName", "solo"}, {"PodNamespace", "ml"}, {"PodUID", "uid-solo"}, {"Node", node}}),
+      json({{"Error", ""}}));
+  const int64_t job = GangJob("ml/solo");
+  for (int i = 0; i < 31; ++i) Submit(8, "rest-" + std::to_string(i), 10);
+  Pass();
+  const int64_t vip = Submit(8, "vip", 1000);
+  Pass();
+  EXPECT_EQ(Job(vip)["state"], "RUNNING");
+  ASSERT_TRUE(service_->extender()->Reconcile().ok());
+  EXPECT_EQ(evictor_.Evicted(), std::vector<std::string>({"ml/solo"}));
+  EXPECT_EQ(Job(job)["state"], "CANCELLED");
+  ASSERT_TRUE(service_->extender()->Reconcile().ok());
+  EXPECT_FALSE(service_->extender()->Gang("ml/solo").has_value());
+  EXPECT_TRUE(service_->CheckInvariants().ok()) << service_->CheckInvariants().ToString();
+}
+
+// The binder runs outside the lock: when the group's job is preempted while its pod is being
+// bound, the Binding exists anyway; it is recorded for the run it was made for, and the pod is
+// evicted, never left running on GPUs another job got.
+class PreemptingBinder : public PodBinder {
+ public:
+  std::function<void()> during;
+  Status Bind(const PodRef&, const std::string&) override {
+    if (during) {
+      auto f = std::move(during);
+      during = nullptr;
+      f();
+    }
+    return OkStatus();
+  }
+};
+
+TEST_F(ExtenderServeTest, APodBoundWhileItsGroupWasPreemptedIsEvicted) {
+  PreemptingBinder binder;
+  Shutdown();
+  {
+    ServiceOptions o;
+    o.db_path = dir_ + "/state.db";
+    o.background_passes = false;
+    o.clock_us = [this] { return now_us_; };
+    o.extender = true;
+    o.evictor = &evictor_;
+    o.binder = &binder;
+    Open(o);
+  }
+  const json solo = Pod("solo", "uid-solo", 8, {{"toposched.io/pod-group", "pair"}},
+                        {{"toposched.io/group-size", "2"}});
+  const std::string node = Place(solo);
+  ASSERT_FALSE(node.empty());
+  const int64_t job = GangJob("ml/pair");
+  for (int i = 0; i < 30; ++i) Submit(8, "rest-" + std::to_string(i), 10);
+  Pass();
+  int64_t vip = 0;
+  binder.during = [&] {  // on the server's thread: the service itself, not the test's client
+    json spec = json::parse(testing_api::JobJson("vip", 16));
+    spec["priority"] = 1000;
+    auto r = service_->Submit(spec.dump(), "");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    vip = r->id;
+    ASSERT_TRUE(service_->RunPass().ok());
+  };
+  json b =
+      Verb("bind",
+           {{"PodName", "solo"}, {"PodNamespace", "ml"}, {"PodUID", "uid-solo"}, {"Node", node}});
+  EXPECT_NE(b["Error"].get<std::string>().find("it will be evicted"), std::string::npos) << b;
+  EXPECT_EQ(Job(vip)["state"], "RUNNING");
+  EXPECT_EQ(Job(job)["state"], "PENDING");
+  ASSERT_TRUE(service_->extender()->Reconcile().ok());
+  EXPECT_EQ(evictor_.Evicted(), std::vector<std::string>({"ml/solo"}));
+  EXPECT_EQ(Job(job)["state"], "PENDING");  // a group: its pods come back under the same group
+  Shutdown();
+}
+
+// A crash between a pod group's submit and the extender's record of it leaves a job no pod can
+// reach: at the next start it is cancelled (its GPUs freed), and the pods queue it again.
+TEST_F(ExtenderServeTest, APodGroupJobWithoutItsGangRecordIsCancelledAtStart) {
+  ASSERT_FALSE(Place(GangPod(0)).empty());
+  const int64_t job = GangJob("ml/llama");
+  ASSERT_EQ(FreeGpus(), 128);
+  Shutdown();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ + "/state.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(db, "DELETE FROM inputs WHERE kind = 'k8s_queue'", nullptr, nullptr, nullptr),
+      SQLITE_OK);
+  sqlite3_close(db);
+  Boot();
+  EXPECT_EQ(Job(job)["state"], "CANCELLED");
+  EXPECT_EQ(FreeGpus(), 256);
+  EXPECT_FALSE(service_->extender()->Gang("ml/llama").has_value());
+  ASSERT_FALSE(Place(GangPod(0)).empty());
+  EXPECT_GT(GangJob("ml/llama"), job);
+  Restart();  // the cancel was stored: nothing to do the second time
+  EXPECT_EQ(Job(job)["state"], "CANCELLED");
+  EXPECT_TRUE(service_->CheckInvariants().ok()) << service_->CheckInvariants().ToString();
 }
 
 TEST_F(ExtenderServeTest, EveryExtenderVerbNeedsTheTokenOnTheMainListener) {
