@@ -370,6 +370,12 @@ void Server::Routes() {
           "--token-file)";
     } else if (auth.size() < prefix.size() || ToLower(auth.substr(0, prefix.size())) != prefix) {
       refused = "missing bearer token (Authorization: Bearer <token>)";
+      // kube-scheduler cannot send one: say where its verbs are served.
+      if (req.path.rfind("/extender/", 0) == 0 && req.path != "/extender/pod-deleted") {
+        refused +=
+            "; kube-scheduler calls the extender listener instead (serve --extender-listen, "
+            "client certificates: docs/kubernetes.md)";
+      }
     } else if (!TokenMatches(auth.substr(prefix.size()), token)) {
       refused = "wrong bearer token";
     } else {

@@ -270,6 +270,14 @@ int RunServe(const ServeArgs& a) {
       o.evictor = evictor.get();
     }
     spdlog::info("msg=extender binder={}", binder ? server : std::string("none"));
+    if (a.extender_listen.empty()) {
+      // Earlier builds served kube-scheduler's verbs without a token on loopback; now they need
+      // a credential, and kube-scheduler can only present a client certificate.
+      spdlog::warn(
+          "msg=\"extender verbs only with the bearer token: kube-scheduler, which cannot send "
+          "one, needs --extender-listen with client certificates (docs/kubernetes.md, The "
+          "extender listener)\"");
+    }
   }
   StatusOr<std::unique_ptr<api::Service>> svc = api::Service::Open(*cluster, o);
   if (!svc.ok()) return Fail(svc.status());

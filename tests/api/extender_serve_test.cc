@@ -701,6 +701,10 @@ TEST_F(ExtenderServeTest, EveryExtenderVerbNeedsTheTokenOnTheMainListener) {
         client_->Post(std::string("/extender/") + verb, "{\"PodName\": \"x\"}", "application/json");
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 401) << verb;
+    // kube-scheduler's verbs say where kube-scheduler is served.
+    EXPECT_EQ(r->body.find("--extender-listen") != std::string::npos,
+              std::string(verb) != "pod-deleted")
+        << verb << ": " << r->body;
   }
   EXPECT_TRUE(service_->extender()->GangKeys().empty());
   json f = Filter(GangPod(0));
