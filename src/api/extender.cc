@@ -316,6 +316,12 @@ sched::Verdict Extender::PlaceOpenSlots(GangState& g, const std::vector<uint8_t>
   return v;
 }
 
+std::string Extender::Who(const GangState& g, const PodInfo& info) {
+  return g.lone ? "pod " + info.pod.FullName()
+                : "gang " + g.key + " (" + std::to_string(g.slots.size()) + " pods x " +
+                      std::to_string(g.gpus_per_pod) + " GPUs)";
+}
+
 Extender::Assignment Extender::Assign(const PodInfo& info, const Candidates& cand, int64_t now_us) {
   Assignment a;
   auto gang = GangFor(info, now_us);
@@ -336,9 +342,7 @@ Extender::Assignment Extender::Assign(const PodInfo& info, const Candidates& can
   for (const Slot& x : g.slots) holds = holds || x.alloc_id != 0;
   if (ledger_->queues_gangs() && !holds) return AssignQueued(g, *slot, info, cand);
   Slot& s = g.slots[*slot];
-  const std::string who = g.lone ? "pod " + info.pod.FullName()
-                                 : "gang " + g.key + " (" + std::to_string(g.slots.size()) +
-                                       " pods x " + std::to_string(g.gpus_per_pod) + " GPUs)";
+  const std::string who = Who(g, info);
   if (!s.bound && s.alloc_id == 0) {
     sched::Verdict v = PlaceOpenSlots(g, nullptr);
     if (!v.fit()) {

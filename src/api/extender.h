@@ -97,7 +97,7 @@ struct GangJobState {
   Phase phase = Phase::kEnded;
   const sched::Placement* placement = nullptr;  // kRunning: valid inside the ledger's Run only
   int64_t started_us = -1;                      // kRunning: when this run started
-  std::string why;  // kPending: its place in the queue and the reason; kEnded: the final state
+  std::string why;  // kEnded: the final state (kPending: ExtenderLedger::PendingReason)
 };
 
 // Where the extender's GPUs live. Every pod reservation and binding is a *hold*: an allocation
@@ -135,8 +135,11 @@ class ExtenderLedger {
   // Inside Run only (queues_gangs): submits the gang's job (sched::SubmitPodGroup, stored like
   // any input), runs a scheduling pass, and returns the job id.
   virtual StatusOr<int64_t> SubmitGang(const std::string& group, const job::JobSpec& spec);
-  // Inside Run only (queues_gangs): the job's phase.
+  // Inside Run only (queues_gangs): the job's phase. Cheap: every pass asks it of every gang.
   virtual GangJobState GangJob(int64_t job) const;
+  // Inside Run only (queues_gangs): a PENDING job's place in the queue and the scheduler's reason
+  // (O(pending jobs): asked only where it is shown).
+  virtual std::string PendingReason(int64_t job) const;
   // Inside Run only (queues_gangs): the gang is over; its job completes (`completed`, its pods
   // ran and are gone) or is cancelled. A job already ended is left as it is.
   virtual Status EndGang(int64_t job, bool completed);
@@ -279,6 +282,10 @@ class Extender {
   // The node and start of the run that slot `slot` of a queued gang belongs to now (-1: the job
   // does not run).
   int QueuedNode(const GangState& gang, int slot, int64_t* started_us) const;
+  // The same from a phase already read: the node of rank `slot`'s first GPU (-1: not running).
+  static int RankNode(const GangState& gang, int slot, const GangJobState& js);
+  // "pod NS/NAME" for a lone pod, "gang KEY (N pods x G GPUs)" otherwise: how reasons name it.
+  static std::string Who(const GangState& gang, const PodInfo& pod);
   // The reservation timeout for a queued gang (SweepExpired): a job that runs with none of its
   // pods bound for that long is cancelled and the gang forgotten.
   Status ExpireQueued(GangState& gang, int64_t now_us);

@@ -30,6 +30,8 @@ GangJobState ExtenderLedger::GangJob(int64_t) const {
   return s;
 }
 
+std::string ExtenderLedger::PendingReason(int64_t) const { return "not queued here"; }
+
 Status ExtenderLedger::EndGang(int64_t, bool) {
   return Status(StatusCode::kUnimplemented, "this ledger does not queue gangs");
 }
@@ -66,21 +68,24 @@ StatusOr<job::JobSpec> QueueSpec(const job::JobSpec& gang, const std::string& ke
 
 }  // namespace extender_internal
 
-int Extender::QueuedNode(const GangState& g, int slot, int64_t* started_us) const {
-  const GangJobState js = ledger_->GangJob(g.job);
+int Extender::RankNode(const GangState& g, int slot, const GangJobState& js) {
   if (js.phase != GangJobState::Phase::kRunning || js.placement == nullptr) return -1;
   const size_t first = static_cast<size_t>(slot) * g.gpus_per_pod;
   if (first >= js.placement->ranks.size()) return -1;
-  if (started_us != nullptr) *started_us = js.started_us;
   return js.placement->ranks[first].node;
+}
+
+int Extender::QueuedNode(const GangState& g, int slot, int64_t* started_us) const {
+  const GangJobState js = ledger_->GangJob(g.job);
+  const int node = RankNode(g, slot, js);
+  if (node >= 0 && started_us != nullptr) *started_us = js.started_us;
+  return node;
 }
 
 Extender::Assignment Extender::AssignQueued(GangState& g, int slot, const PodInfo& info,
                                             const Candidates& cand) {
   Assignment a;
-  const std::string who = g.lone ? "pod " + info.pod.FullName()
-                                 : "gang " + g.key + " (" + std::to_string(g.slots.size()) +
-                                       " pods x " + std::to_string(g.gpus_per_pod) + " GPUs)";
+  const std::string who = Who(g, info);
   GangJobState js;
   if (g.job != 0) js = ledger_->GangJob(g.job);
   if (g.job == 0 || js.phase == GangJobState::Phase::kEnded) {
@@ -111,8 +116,9 @@ Extender::Assignment Extender::AssignQueued(GangState& g, int slot, const PodInf
   }
   const std::string job_name = "job-" + std::to_string(g.job);
   if (js.phase == GangJobState::Phase::kPending) {
-    g.last_decision = "pending: " + js.why;
-    a.reason = kPrefix + who + " (" + job_name + "): pending, " + js.why;
+    const std::string why = ledger_->PendingReason(g.job);
+    g.last_decision = "pending: " + why;
+    a.reason = kPrefix + who + " (" + job_name + "): pending, " + why;
     return a;
   }
   if (js.phase != GangJobState::Phase::kRunning) {
@@ -122,10 +128,9 @@ Extender::Assignment Extender::AssignQueued(GangState& g, int slot, const PodInf
   g.domain = js.placement->domain;
   g.predicted_ms = js.placement->predicted_ms;
   g.last_decision = "running: " + js.placement->domain;
-  int64_t started = -1;
-  const int node = QueuedNode(g, slot, &started);
+  const int node = RankNode(g, slot, js);
   const Slot& s = g.slots[slot];
-  if (s.bound && s.bound_start_us != started) {
+  if (s.bound && s.bound_start_us != js.started_us) {
     a.reason = kPrefix + who + ": rank " + std::to_string(slot) + " was bound for an earlier run " +
                "of " + job_name + " and is being evicted";
     return a;
@@ -203,11 +208,12 @@ StatusOr<int> Extender::Reconcile() {
         const size_t slash = s.pod_name.find('/');
         PodRef ref{s.pod_name.substr(0, slash),
                    slash == std::string::npos ? s.pod_name : s.pod_name.substr(slash + 1), s.uid};
-        const std::string why = "job-" + std::to_string(g.job) + " " +
-                                (js.phase == GangJobState::Phase::kRunning ? "runs again elsewhere"
-                                 : js.phase == GangJobState::Phase::kPending
-                                     ? "was stopped and waits in the queue (" + js.why + ")"
-                                     : "is over (" + js.why + ")");
+        const std::string why =
+            "job-" + std::to_string(g.job) + " " +
+            (js.phase == GangJobState::Phase::kRunning ? "runs again elsewhere"
+             : js.phase == GangJobState::Phase::kPending
+                 ? "was stopped and waits in the queue (" + ledger_->PendingReason(g.job) + ")"
+                 : "is over (" + js.why + ")");
         stale.push_back({key, static_cast<int>(i), s.bound_start_us, std::move(ref), why});
       }
       if (!any_bound && js.phase == GangJobState::Phase::kEnded) over.push_back(key);

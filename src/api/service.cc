@@ -83,6 +83,7 @@ class Service::Ledger : public ExtenderLedger {
     return s_.SubmitGangLocked(group, spec);
   }
   GangJobState GangJob(int64_t job) const override { return s_.GangJobLocked(job); }
+  std::string PendingReason(int64_t job) const override { return s_.PendingReasonLocked(job); }
   Status EndGang(int64_t job, bool completed) override { return s_.EndGangLocked(job, completed); }
 
  private:
@@ -609,6 +610,19 @@ Status Service::CancelOrphanPodGroups() {
   return OkStatus();
 }
 
+std::string Service::PendingReasonLocked(int64_t id) const {
+  const auto pos = sched_->QueuePosition(id);
+  const job::JobSpec* spec = sched_->Spec(id);
+  StatusOr<std::string> ex = sched_->Explain(id);
+  std::string reason = ex.ok() ? *ex : std::string();
+  const std::string head = "job-" + std::to_string(id) + " PENDING: ";
+  if (reason.rfind(head, 0) == 0) reason = reason.substr(head.size());
+  return "position " + std::to_string(pos ? pos->first : 0) + " of " +
+         std::to_string(pos ? pos->second : 0) + " in the queue (queue " +
+         (spec ? spec->queue : std::string("?")) + ", priority " +
+         std::to_string(spec ? spec->priority : 0) + "): " + reason;
+}
+
 GangJobState Service::GangJobLocked(int64_t id) const {
   GangJobState out;
   const std::optional<JobState> st = sched_->State(id);
@@ -618,16 +632,6 @@ GangJobState Service::GangJobLocked(int64_t id) const {
   }
   if (*st == JobState::kPending) {
     out.phase = GangJobState::Phase::kPending;
-    const auto pos = sched_->QueuePosition(id);
-    const job::JobSpec* spec = sched_->Spec(id);
-    StatusOr<std::string> ex = sched_->Explain(id);
-    std::string reason = ex.ok() ? *ex : std::string();
-    const std::string head = "job-" + std::to_string(id) + " PENDING: ";
-    if (reason.rfind(head, 0) == 0) reason = reason.substr(head.size());
-    out.why = "position " + std::to_string(pos ? pos->first : 0) + " of " +
-              std::to_string(pos ? pos->second : 0) + " in the queue (queue " +
-              (spec ? spec->queue : std::string("?")) + ", priority " +
-              std::to_string(spec ? spec->priority : 0) + "): " + reason;
     return out;
   }
   const sched::Placement* p = sched_->PlacementOf(id);

@@ -166,6 +166,7 @@ class Service {
   // pass; a gang's job phase; end it.
   StatusOr<int64_t> SubmitGangLocked(const std::string& group, const job::JobSpec& spec);
   GangJobState GangJobLocked(int64_t id) const;
+  std::string PendingReasonLocked(int64_t id) const;
   // At open, after Extender::Restore: a live pod group job the extender has no gang for (a crash
   // between its submit and the extender's record) is cancelled, since no pod can reach it.
   Status CancelOrphanPodGroups();
