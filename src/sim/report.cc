@@ -172,6 +172,61 @@ std::vector<double> SortedJctS(const SimResult& r) {
   return v;
 }
 
+// The empirical CDF of `sorted` (ascending) at its `quantiles` (≥ 2) nearest-rank quantiles
+// 0, 1/(quantiles − 1), …, 1: per distinct value x reached, [x, share of the values ≤ x]. So at
+// most `quantiles` points, both coordinates strictly increasing, the last [max, 1]; none for no
+// values. A share counts every value tied with x, so that a point lies on the CDF's step.
+std::vector<std::pair<double, double>> CdfPoints(const std::vector<double>& sorted, int quantiles) {
+  std::vector<std::pair<double, double>> pts;
+  const size_t n = sorted.size(), q = static_cast<size_t>(std::max(2, quantiles)) - 1;
+  for (size_t i = 0; i <= q && n > 0; ++i) {
+    // Rank ⌈i · n / q⌉ in integers (no rounding at the quantiles), at least 1.
+    const size_t k = std::clamp<size_t>((i * n + q - 1) / q, 1, n);
+    const double x = sorted[k - 1];
+    if (!pts.empty() && pts.back().first == x) continue;
+    const auto le = std::upper_bound(sorted.begin(), sorted.end(), x) - sorted.begin();
+    pts.emplace_back(x, static_cast<double>(le) / static_cast<double>(n));
+  }
+  return pts;
+}
+
+// The series utilization.svg draws: [midpoint of the bin, busy fraction] per bin of
+// r.utilization_series, in seconds since the first submission, bins whose midpoint lies past the
+// makespan left out.
+std::vector<std::pair<double, double>> UtilizationPoints(const SimResult& r) {
+  std::vector<std::pair<double, double>> pts;
+  for (size_t b = 0; b < r.utilization_series.size(); ++b) {
+    const double mid = (static_cast<double>(b) + 0.5) * static_cast<double>(r.bin_us) / kUsPerS;
+    if (mid > static_cast<double>(r.makespan_us) / kUsPerS) break;
+    pts.emplace_back(mid, r.utilization_series[b]);
+  }
+  return pts;
+}
+
+// At most `max_points` (≥ 3) of `pts`, in order. More are bucketed: the first and the last point
+// stay as they are; the ones between are split, in order, into max_points − 2 contiguous buckets
+// of near-equal count (bucket j holds interior points [j · m / B, (j + 1) · m / B) of m, B
+// buckets), each replaced by the mean of its times and the mean of its values — over bins of
+// equal width, the busy fraction averaged over the bucket's time.
+std::vector<std::pair<double, double>> Downsample(const std::vector<std::pair<double, double>>& pts,
+                                                  size_t max_points) {
+  if (pts.size() <= max_points) return pts;
+  const size_t m = pts.size() - 2, buckets = max_points - 2;
+  std::vector<std::pair<double, double>> out = {pts.front()};
+  for (size_t j = 0; j < buckets; ++j) {
+    const size_t lo = 1 + j * m / buckets, hi = 1 + (j + 1) * m / buckets;
+    double t = 0, v = 0;
+    for (size_t k = lo; k < hi; ++k) {
+      t += pts[k].first;
+      v += pts[k].second;
+    }
+    const double n = static_cast<double>(hi - lo);
+    out.emplace_back(t / n, v / n);
+  }
+  out.push_back(pts.back());
+  return out;
+}
+
 std::string DurationLabel(double s) {
   if (s < 60) return Fixed(s, 0) + " s";
   if (s < 3600) return Fixed(s / 60, 0) + " min";
@@ -302,6 +357,24 @@ PolicySummary MeanOverSeeds(const std::vector<PolicySummary>& runs) {
   return m;
 }
 
+// Points a dashboard draws jct_cdf.svg and utilization.svg from: report.json's `"jct_cdf"` (the
+// CDF at the quantiles 0%, 1%, …, 100%) and `"utilization_series"` (at most 200 points), each
+// on a line of its own. `r`: the policy's first run (its first seed), the run whose summary
+// MeanOverSeeds keeps.
+void WritePlotSeries(std::ostringstream& o, const SimResult& r) {
+  auto write = [&o](const char* key, const std::vector<std::pair<double, double>>& pts,
+                    int x_digits) {
+    o << ",\n      \"" << key << "\": [";
+    for (size_t i = 0; i < pts.size(); ++i) {
+      o << (i ? ", " : "") << "[" << Fixed(pts[i].first, x_digits) << ", "
+        << Fixed(pts[i].second, 6) << "]";
+    }
+    o << "]";
+  };
+  write("jct_cdf", CdfPoints(SortedJctS(r), 101), 3);
+  write("utilization_series", Downsample(UtilizationPoints(r), 200), 6);
+}
+
 // `"<name>_ci95[_s]": half-width` per SeededFigures figure.
 void WriteCi(std::ostringstream& o, const std::vector<PolicySummary>& runs) {
   for (const SeededFigure& f : SeededFigures()) {
@@ -420,7 +493,10 @@ std::string ReportJson(const ReportInfo& info, const std::vector<SimResult>& res
         << ", \"mean_queue_s\": " << Fixed(b.mean_queue_s, 3)
         << ", \"mean_comm_slowdown\": " << Fixed(b.mean_comm_slowdown, 6) << "}";
     }
-    o << "}}";
+    o << "}";
+    WritePlotSeries(o, *std::find_if(results.begin(), results.end(),
+                                     [&](const SimResult& r) { return r.policy == s.policy; }));
+    o << "}";
   }
   o << "\n  }\n}\n";
   return o.str();
@@ -501,14 +577,11 @@ std::string JctCdfSvg(const std::vector<SimResult>& results) {
   std::string s = SvgOpen(f, "Job completion time (CDF)") +
                   Axes(f, xt, yt, "job completion time (log scale)", "jobs completed");
   for (size_t i = 0; i < results.size(); ++i) {
-    const auto v = SortedJctS(results[i]);
+    // At most 401 points: the CDF at the quantiles 0, 0.25%, …, 100% (report.json: 101).
     std::vector<std::pair<double, double>> pts;
-    // At most ~400 points: the CDF at evenly spaced ranks.
-    const size_t step = std::max<size_t>(1, v.size() / 400);
-    for (size_t k = 0; k < v.size(); k += step) {
-      pts.emplace_back(f.X(v[k]), f.Y(static_cast<double>(k + 1) / static_cast<double>(v.size())));
+    for (const auto& [x, y] : CdfPoints(SortedJctS(results[i]), 401)) {
+      pts.emplace_back(f.X(x), f.Y(y));
     }
-    if (!v.empty()) pts.emplace_back(f.X(v.back()), f.Y(1.0));
     s += Polyline(pts, Color(i));
   }
   return s + Legend(f, results) + "</svg>\n";
@@ -538,12 +611,9 @@ std::string UtilizationSvg(const std::vector<SimResult>& results) {
   std::string s = SvgOpen(f, "GPU utilisation over time") +
                   Axes(f, xt, yt, days ? "time (days)" : "time (hours)", "GPUs busy");
   for (size_t i = 0; i < results.size(); ++i) {
-    const SimResult& r = results[i];
     std::vector<std::pair<double, double>> pts;
-    for (size_t b = 0; b < r.utilization_series.size(); ++b) {
-      const double mid = (static_cast<double>(b) + 0.5) * static_cast<double>(r.bin_us) / kUsPerS;
-      if (mid > static_cast<double>(r.makespan_us) / kUsPerS) break;
-      pts.emplace_back(f.X(mid / unit), f.Y(r.utilization_series[b]));
+    for (const auto& [t, busy] : UtilizationPoints(results[i])) {
+      pts.emplace_back(f.X(t / unit), f.Y(busy));
     }
     s += Polyline(pts, Color(i));
   }

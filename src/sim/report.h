@@ -83,6 +83,8 @@ const std::vector<SeededFigure>& SeededFigures();
 // submit; makespan = last end − first submit.
 PolicySummary Summarize(const SimResult& r);
 
+// Per policy also the data of the JCT CDF and utilisation plots ("jct_cdf",
+// "utilization_series"; docs/simulator.md, "Output"), from the policy's first run in `results`.
 std::string ReportJson(const ReportInfo& info, const std::vector<SimResult>& results);
 std::string ReportMarkdown(const ReportInfo& info, const std::vector<SimResult>& results);
 std::string JctCdfSvg(const std::vector<SimResult>& results);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
@@ -491,6 +492,147 @@ TEST(ReportTest, MarkdownRowsHaveAsManyCellsAsTheHeader) {
   }
   ASSERT_EQ(bars.size(), 4u);  // header, rule, two policies
   for (size_t b : bars) EXPECT_EQ(b, bars[0]);
+}
+
+// report.json's object for `policy`, parsed.
+nlohmann::json PolicyJson(const std::vector<SimResult>& rs, const std::string& policy) {
+  const nlohmann::json j = nlohmann::json::parse(ReportJson(ReportInfo{}, rs));
+  return j.at("policies").at(policy);
+}
+
+// JCTs of the completed jobs in seconds, ascending.
+std::vector<double> JctsS(const SimResult& r) {
+  std::vector<double> v;
+  for (const JobOutcome& j : r.jobs) {
+    if (j.end_us >= 0) v.push_back(static_cast<double>(j.end_us - j.submit_us) / 1e6);
+  }
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+TEST(ReportTest, JctCdfAndUtilizationSeriesOfAHandCheckedRun) {
+  const topo::Cluster& c = testing::H100Cluster();
+  // Four 1-GPU jobs at 0 s on an empty cluster: JCTs 10, 10, 10, 20 s exactly.
+  auto t = ParseTrace("name,submit_s,duration_s,gpus\na,0,10,1\nb,0,10,1\nc,0,10,1\nd,0,20,1\n",
+                      "ties.csv", TraceFormat::kCsv);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  SimOptions o;
+  o.runtime_model = RuntimeModel::kCommFraction;
+  o.comm_fraction = 0;
+  const nlohmann::json p = PolicyJson({RunPolicy(c, *t, "toposched", o)}, "toposched");
+  // One point per distinct JCT, its share counting the ties: F(10) = 3/4, F(20) = 1.
+  EXPECT_EQ(p.at("jct_cdf"), nlohmann::json::parse("[[10.0, 0.75], [20.0, 1.0]]"));
+  // 200 bins of 0.1 s over the 20 s makespan, all kept: 4 of 256 GPUs busy, then 1.
+  const nlohmann::json& u = p.at("utilization_series");
+  ASSERT_EQ(u.size(), 200u);
+  EXPECT_NEAR(u[0][0].get<double>(), 0.05, 1e-9);
+  EXPECT_NEAR(u[0][1].get<double>(), 4.0 / 256, 1e-6);
+  EXPECT_NEAR(u[99][1].get<double>(), 4.0 / 256, 1e-6);
+  EXPECT_NEAR(u[100][1].get<double>(), 1.0 / 256, 1e-6);
+  EXPECT_NEAR(u[199][0].get<double>(), 19.95, 1e-9);
+  EXPECT_NEAR(u[199][1].get<double>(), 1.0 / 256, 1e-6);
+}
+
+TEST(ReportTest, JctCdfAndUtilizationSeriesAreBoundedAndMonotone) {
+  const topo::Cluster& c = testing::H100Cluster();
+  auto t = ReadTraceFile(TracePath("tiresias-60_job.csv"), TraceFormat::kTiresias);
+  ASSERT_TRUE(t.ok());
+  SimOptions fine;
+  fine.utilization_bins = 1000;  // more bins than report.json keeps
+  const std::vector<SimResult> rs = {RunPolicy(c, *t, "toposched", fine),
+                                     RunPolicy(c, *t, "first-fit")};
+  for (const SimResult& r : rs) {
+    SCOPED_TRACE(r.policy);
+    const nlohmann::json p = PolicyJson(rs, r.policy);
+    const std::vector<double> jct = JctsS(r);
+    ASSERT_FALSE(jct.empty());
+    const nlohmann::json& cdf = p.at("jct_cdf");
+    ASSERT_FALSE(cdf.empty());
+    EXPECT_LE(cdf.size(), 101u);
+    for (size_t i = 0; i < cdf.size(); ++i) {
+      const double x = cdf[i][0].get<double>(), f = cdf[i][1].get<double>();
+      EXPECT_GT(f, 0.0);
+      EXPECT_LE(f, 1.0);
+      if (i > 0) {
+        EXPECT_GE(x, cdf[i - 1][0].get<double>()) << i;
+        EXPECT_GE(f, cdf[i - 1][1].get<double>()) << i;
+      }
+    }
+    EXPECT_NEAR(cdf.front()[0].get<double>(), jct.front(), 5e-4);  // p0: the shortest
+    EXPECT_NEAR(cdf.back()[0].get<double>(), jct.back(), 5e-4);    // p100: the longest
+    EXPECT_EQ(cdf.back()[1].get<double>(), 1.0);
+    // The nearest-rank p50 and p99 are the first points whose share reaches 50% and 99%.
+    for (const std::pair<double, const char*>& q :
+         {std::pair{0.5, "p50_jct_s"}, std::pair{0.99, "p99_jct_s"}}) {
+      auto it = std::find_if(cdf.begin(), cdf.end(), [&q](const nlohmann::json& pt) {
+        return pt[1].get<double>() >= q.first;
+      });
+      ASSERT_NE(it, cdf.end()) << q.second;
+      EXPECT_EQ((*it)[0].get<double>(), p.at(q.second).get<double>()) << q.second;
+    }
+
+    const nlohmann::json& u = p.at("utilization_series");
+    // The bins utilization.svg draws: those whose midpoint lies within the makespan.
+    size_t drawn = 0;
+    while (drawn < r.utilization_series.size() &&
+           (static_cast<double>(drawn) + 0.5) * static_cast<double>(r.bin_us) <=
+               static_cast<double>(r.makespan_us)) {
+      ++drawn;
+    }
+    ASSERT_GE(drawn, 2u);
+    EXPECT_EQ(u.size(), std::min<size_t>(drawn, 200));
+    for (size_t i = 0; i < u.size(); ++i) {
+      const double busy = u[i][1].get<double>();
+      EXPECT_GE(busy, 0.0) << i;
+      EXPECT_LE(busy, 1.0) << i;
+      if (i > 0) {
+        EXPECT_GT(u[i][0].get<double>(), u[i - 1][0].get<double>()) << i;
+      }
+    }
+    EXPECT_LE(u.back()[0].get<double>(), p.at("makespan_s").get<double>());
+    // First and last drawn bins kept as they are, downsampled or not.
+    EXPECT_NEAR(u.front()[0].get<double>(), 0.5 * static_cast<double>(r.bin_us) / 1e6, 1e-6);
+    EXPECT_NEAR(u.front()[1].get<double>(), r.utilization_series.front(), 1e-6);
+    EXPECT_NEAR(u.back()[0].get<double>(),
+                (static_cast<double>(drawn) - 0.5) * static_cast<double>(r.bin_us) / 1e6, 1e-6);
+    EXPECT_NEAR(u.back()[1].get<double>(), r.utilization_series[drawn - 1], 1e-6);
+  }
+  EXPECT_GT(rs[0].utilization_series.size(), 200u);  // toposched's series was downsampled
+}
+
+TEST(ReportTest, NoCompletedJobGivesAnEmptyJctCdf) {
+  const topo::Cluster& c = testing::H100Cluster();
+  // Larger than the 256-GPU cluster: it never fits, so nothing completes.
+  auto t =
+      ParseTrace("name,submit_s,duration_s,gpus\nhuge,0,100,1024\n", "huge.csv", TraceFormat::kCsv);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  const SimResult r = RunPolicy(c, *t, "toposched");
+  ASSERT_EQ(r.unfinished, 1);
+  const nlohmann::json p = PolicyJson({r}, "toposched");
+  EXPECT_EQ(p.at("jobs"), 0);
+  EXPECT_EQ(p.at("jct_cdf"), nlohmann::json::array());
+  EXPECT_EQ(p.at("makespan_s"), 0.0);
+  EXPECT_EQ(p.at("utilization_series"), nlohmann::json::array());  // nothing ran
+}
+
+TEST(ReportTest, PlotSeriesComeFromThePolicysFirstRun) {
+  const topo::Cluster& c = testing::H100Cluster();
+  auto t = ReadTraceFile(TracePath("example-generic.csv"), TraceFormat::kCsv);
+  ASSERT_TRUE(t.ok());
+  SimOptions o;
+  o.failures = true;  // seeded failure draws: the two seeds give different runs
+  o.failures_per_gpu_day = 0.2;
+  o.repair_mean_s = 600;
+  o.seed = 7;
+  const SimResult a = RunPolicy(c, *t, "toposched", o);
+  o.seed = 8;
+  const SimResult b = RunPolicy(c, *t, "toposched", o);
+  const nlohmann::json pa = PolicyJson({a}, "toposched"), pb = PolicyJson({b}, "toposched");
+  ASSERT_NE(pa.at("jct_cdf"), pb.at("jct_cdf"));
+  const nlohmann::json seeded = PolicyJson({a, b}, "toposched");
+  EXPECT_EQ(seeded.at("seeds"), 2);
+  EXPECT_EQ(seeded.at("jct_cdf"), pa.at("jct_cdf"));
+  EXPECT_EQ(seeded.at("utilization_series"), pa.at("utilization_series"));
 }
 
 TEST(PolicyTest, ListParsing) {
