@@ -13,6 +13,8 @@ PACKAGES=(
   slurmctld slurmd slurm-client munge
   # Packaging (scripts/package-deb.sh, build-image.sh, test-package.sh).
   dpkg-dev lintian systemd buildah debootstrap python3-yaml psmisc
+  # The dashboard's browser test (tests/dashboard): headless Chromium driven over WebDriver.
+  chromium chromium-driver
 )
 # `kubectl kustomize` renders deploy/kubernetes: Debian's kubectl is in kubernetes-client; a
 # kubectl installed otherwise is used as it is.

@@ -6,6 +6,15 @@
 # the same database, and the queue printed again from what the store kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# --keep-running: leave the restarted daemon running at the end, for a person to open the
+# dashboard it serves (its URL is printed); stop it with the printed kill command.
+KEEP_RUNNING=0
+for arg in "$@"; do
+  case "$arg" in
+    --keep-running) KEEP_RUNNING=1 ;;
+    *) echo "run-demo: unknown argument $arg (usage: run-demo.sh [--keep-running])" >&2; exit 2 ;;
+  esac
+done
 BIN=build/toposched
 CLUSTER=data/clusters/h100-2rack.yaml
 JOBS=data/jobs/example-jobs.yaml
@@ -30,7 +39,7 @@ trap stop_daemon EXIT
 start_daemon() {
   rm -f "$RUN_DIR/port"
   $BIN serve --cluster "$CLUSTER" --db "$DB" --listen 127.0.0.1:0 --port-file "$RUN_DIR/port" \
-    --pass-interval-ms 200 --quiet 2>>"$RUN_DIR/serve.log" &
+    --pass-interval-ms 200 --quiet >>"$RUN_DIR/serve.log" 2>&1 &
   SERVE_PID=$!
   for _ in $(seq 1 100); do
     [ -s "$RUN_DIR/port" ] && break
@@ -85,6 +94,16 @@ SERVE_PID=""
 start_daemon
 echo "== toposched queue (after the restart, from the SQLite store)"
 $BIN queue
+echo
+echo "== the dashboard: $TOPOSCHED_SERVER/ (cluster, nodes, queue, jobs; docs/dashboard.md)"
+if [ "$KEEP_RUNNING" = 1 ]; then
+  trap - EXIT
+  echo "the daemon keeps running (pid $SERVE_PID): open $TOPOSCHED_SERVER/ in a browser;"
+  echo "changes from the page need the token in $DB.token; stop it with: kill $SERVE_PID"
+  echo "demo files: $RUN_DIR"
+  exit 0
+fi
 stop_daemon
+echo "(run scripts/run-demo.sh --keep-running to leave the daemon running for the dashboard)"
 echo
 echo "demo files: $RUN_DIR"

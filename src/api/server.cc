@@ -12,6 +12,7 @@
 #include <set>
 #include <utility>
 
+#include "api/dashboard.h"
 #include "core/strings.h"
 
 namespace toposched::api {
@@ -164,6 +165,31 @@ StatusOr<int64_t> IntParam(const httplib::Request& req, const std::string& name,
 }
 
 int64_t JobIdOf(const httplib::Request& req) { return std::stoll(req.matches[1].str()); }
+
+// Debian's cpp-httplib (0.11) compresses a response with Brotli whenever the client accepts it,
+// at Brotli's slowest setting: measured here, the 386 KB topology of a 4,096-node cluster took
+// 0.80 s to serve with `br` against 0.027 s with gzip and 0.022 s plain, and every browser asks
+// for `br`. So "br" is taken out of Accept-Encoding before the library sees it; gzip stays. The
+// library keeps the request as a non-const object and hands it on by const reference.
+void DropBrotli(const httplib::Request& creq) {
+  auto& headers = const_cast<httplib::Request&>(creq).headers;
+  auto it = headers.find("Accept-Encoding");
+  if (it == headers.end() || it->second.find("br") == std::string::npos) return;
+  std::string kept;
+  size_t start = 0;
+  while (start <= it->second.size()) {
+    size_t end = it->second.find(',', start);
+    if (end == std::string::npos) end = it->second.size();
+    const std::string item = it->second.substr(start, end - start);
+    const size_t b = item.find_first_not_of(' ');
+    if (b != std::string::npos) {
+      const std::string name = item.substr(b, item.find(';', b) - b);
+      if (name != "br") kept += (kept.empty() ? "" : ", ") + item.substr(b);
+    }
+    start = end + 1;
+  }
+  it->second = kept;
+}
 
 }  // namespace
 
@@ -357,10 +383,16 @@ void Server::Routes() {
   h.set_pre_routing_handler([loopback, token](const httplib::Request& req, httplib::Response& res) {
     t_request_start = std::chrono::steady_clock::now();
     t_refused.clear();
+    DropBrotli(req);
     const bool mutating = req.method != "GET" && req.method != "HEAD";
     // Every change needs the token here, the extender verbs included (kube-scheduler, which
     // cannot send one, uses the extender listener with its client certificate).
     if (!mutating && loopback) return httplib::Server::HandlerResponse::Unhandled;
+    // The dashboard's page and scripts hold no cluster data: a browser loads them without a
+    // token, and the page then reads the API with the token it is given.
+    if (!mutating && FindWebAsset(req.path) != nullptr) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
     const std::string auth = req.get_header_value("Authorization");
     const std::string prefix = "bearer ";  // the scheme is case-insensitive (RFC 7235, 2.1)
     std::string refused;
@@ -435,6 +467,23 @@ void Server::Routes() {
           "resp_bytes={} duration_us={}",
           req.method, req.path, res.status, req.remote_addr, req.remote_port, req.body.size(),
           res.body.size(), us);
+    });
+  }
+
+  // The dashboard: fixed paths, each an asset compiled into the binary (src/api/dashboard.h).
+  for (const WebAsset& asset : WebAssets()) {
+    std::string pattern;
+    for (char c : asset.path) {
+      if (c == '.') pattern += '\\';
+      pattern += c;
+    }
+    h.Get(pattern, [&asset](const httplib::Request&, httplib::Response& res) {
+      res.status = 200;
+      res.set_header("Cache-Control", "no-cache");
+      res.set_header("X-Content-Type-Options", "nosniff");
+      res.set_header("Content-Security-Policy", std::string(kWebCsp));
+      res.set_header("Referrer-Policy", "no-referrer");
+      res.set_content(asset.body.data(), asset.body.size(), std::string(asset.content_type));
     });
   }
 

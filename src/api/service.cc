@@ -726,6 +726,18 @@ StatusOr<int64_t> Service::RunPassLocked(std::vector<int64_t>* started) {
   return seq;
 }
 
+json Service::RanksJsonLocked(const sched::Placement& p) const {
+  json ranks = json::array();
+  for (const sched::RankSlot& r : p.ranks) {
+    const topo::ClusterNode& cn = cluster_->nodes[r.node];
+    const topo::NodeTopology& t = cluster_->profiles[cn.profile].topology;
+    json nic = nullptr;
+    if (r.nic >= 0 && static_cast<size_t>(r.nic) < t.nics.size()) nic = t.nics[r.nic].name;
+    ranks.push_back({{"rank", r.rank}, {"node", cn.name}, {"gpu", r.gpu}, {"nic", nic}});
+  }
+  return ranks;
+}
+
 std::string Service::JobJsonLocked(int64_t id, bool with_events) const {
   const JobInfo& ji = jobs_.at(id);
   const std::optional<JobState> st = sched_->State(id);
@@ -758,8 +770,13 @@ std::string Service::JobJsonLocked(int64_t id, bool with_events) const {
     j["placement"] = {{"domain", p->domain},
                       {"predicted_ms", p->predicted_ms},
                       {"best_possible_ms", p->best_possible_ms},
+                      {"tp_ms", p->tp_ms},
+                      {"pp_ms", p->pp_ms},
+                      {"dp_ms", p->dp_ms},
                       {"decision_us", p->decision_us},
                       {"nodes", nodes}};
+    // One job's view also gives each rank's node, GPU and NIC (a list grows with the job).
+    if (with_events) j["placement"]["ranks"] = RanksJsonLocked(*p);
   } else {
     j["placement"] = nullptr;
   }
@@ -835,6 +852,42 @@ StatusOr<std::string> Service::ExplainJson(int64_t id) const {
   return Dump(j);
 }
 
+// One GPU as the dashboard colours it. state: "unhealthy" (the GPU or its node), else
+// "kubernetes" (held for pods: an extender hold or a pod group's job), "job" (a REST job),
+// "reserved" (another holder), "drained" (free on a drained node) or "free". health is the
+// GPU's own, nvlink_health its NVLinks' as reported; holders are the allocations' names.
+json Service::GpuStateJsonLocked(int node, int gpu) const {
+  const sched::ClusterState& cs = sched_->cluster_state();
+  json holders = json::array();
+  std::string state;
+  for (int64_t h : cs.Holders(node, gpu)) {
+    const sched::AllocId id = sched::AllocId::FromKey(h);
+    if (id.owner == sched::AllocId::Owner::kJob) {
+      holders.push_back("job-" + std::to_string(id.number));
+      auto ji = jobs_.find(id.number);
+      const bool pods = ji != jobs_.end() && !ji->second.pod_group.empty();
+      if (state.empty() || pods) state = pods ? "kubernetes" : "job";
+    } else if (id.owner == sched::AllocId::Owner::kHold) {
+      auto it = hold_gang_.find(id.number);
+      holders.push_back(it != hold_gang_.end() ? it->second : "hold-" + std::to_string(id.number));
+      state = "kubernetes";
+    } else if (state.empty()) {
+      state = "reserved";
+    }
+  }
+  const topo::Health health = cs.GpuHealth(node, gpu);
+  if (health == topo::Health::kUnhealthy || cs.NodeHealth(node) == topo::Health::kUnhealthy) {
+    state = "unhealthy";
+  } else if (state.empty()) {
+    state = cs.NodeDrained(node) ? "drained" : "free";
+  }
+  return json{{"gpu", gpu},
+              {"state", state},
+              {"health", topo::HealthName(health)},
+              {"nvlink_health", topo::HealthName(sched_->NvlinkHealth(node, gpu))},
+              {"holders", holders}};
+}
+
 std::string Service::NodesJson() const {
   json nodes = json::array();
   int64_t seq = 0;
@@ -844,12 +897,14 @@ std::string Service::NodesJson() const {
     for (size_t n = 0; n < cluster_->nodes.size(); ++n) {
       const int node = static_cast<int>(n);
       json bad = json::array();
+      json states = json::array();
       std::set<int64_t> holders;
       for (int g = 0; g < cs.GpuCount(node); ++g) {
         if (cs.GpuHealth(node, g) != topo::Health::kHealthy) {
           bad.push_back({{"gpu", g}, {"health", topo::HealthName(cs.GpuHealth(node, g))}});
         }
         for (int64_t h : cs.Holders(node, g)) holders.insert(h);
+        states.push_back(GpuStateJsonLocked(node, g));
       }
       json jobs = json::array();
       std::set<std::string> gangs;
@@ -878,6 +933,7 @@ std::string Service::NodesJson() const {
                        {"health", topo::HealthName(cs.NodeHealth(node))},
                        {"drained", cs.NodeDrained(node)},
                        {"gpu_health", bad},
+                       {"gpu_states", states},
                        {"jobs", jobs},
                        {"pod_gangs", gangs}});
     }

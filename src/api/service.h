@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -191,6 +192,8 @@ class Service {
   void PassLoop();
   void TriggerPass();
   std::string JobJsonLocked(int64_t id, bool with_events) const;
+  nlohmann::ordered_json RanksJsonLocked(const sched::Placement& p) const;
+  nlohmann::ordered_json GpuStateJsonLocked(int node, int gpu) const;
   // The extender's ledger: runs fn under mu_, then waits for what it stored.
   Status RunLedger(const std::function<void()>& fn);
   // Applies a hold change to the scheduler, all or nothing; `gang` names the holds' owner.

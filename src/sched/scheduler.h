@@ -247,6 +247,15 @@ class Scheduler {
   std::optional<job::JobState> State(int64_t id) const;
   const Placement* PlacementOf(int64_t id) const;  // nullptr unless holding GPUs
   const ClusterState& cluster_state() const { return state_; }
+  // A GPU's NVLink health and a NIC's health as reported (kHealthy when never reported).
+  topo::Health NvlinkHealth(int node, int gpu) const {
+    auto it = nvlink_health_.find({node, gpu});
+    return it == nvlink_health_.end() ? topo::Health::kHealthy : it->second;
+  }
+  topo::Health NicHealth(int node, int nic) const {
+    auto it = nic_health_.find({node, nic});
+    return it == nic_health_.end() ? topo::Health::kHealthy : it->second;
+  }
 
   // ClusterState::CheckInvariants, plus: a job holds an allocation iff HoldsResources(state),
   // with exactly its placement's GPUs, every hold has its allocation, nothing else is

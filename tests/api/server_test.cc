@@ -10,6 +10,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -440,6 +441,135 @@ TEST_F(ServerTest, PriorityDrainAndHealthReportsAreAppliedAndSurviveRestart) {
   EXPECT_EQ(Get("/api/v1/nodes").dump(), node_view);
   ASSERT_EQ(Post("/api/v1/nodes/gpu001/resume", "")->status, 200);
   EXPECT_EQ(Get("/api/v1/nodes")["nodes"][0]["drained"], false);
+}
+
+TEST_F(ServerTest, DashboardAssetsAtFixedPathsOnlyWithTheirHeaders) {
+  for (const char* path : {"/", "/ui/app.js", "/ui/app.css"}) {
+    auto r = client_->Get(path);
+    ASSERT_TRUE(r) << path;
+    EXPECT_EQ(r->status, 200) << path;
+    EXPECT_FALSE(r->body.empty()) << path;
+    EXPECT_NE(r->get_header_value("Content-Security-Policy").find("script-src 'self'"),
+              std::string::npos)
+        << path;
+    EXPECT_EQ(r->get_header_value("X-Content-Type-Options"), "nosniff") << path;
+  }
+  EXPECT_NE(client_->Get("/")->body.find("/ui/app.js"), std::string::npos);
+  EXPECT_EQ(client_->Get("/ui/app.js")->get_header_value("Content-Type"),
+            "text/javascript; charset=utf-8");
+  for (const char* path : {"/index.html", "/ui/", "/ui/app.js.map", "/ui/../CMakeLists.txt",
+                           "/ui/app.css/..", "/web/app.js"}) {
+    auto r = client_->Get(path);
+    ASSERT_TRUE(r) << path;
+    EXPECT_EQ(r->status, 404) << path << ": " << r->body;
+  }
+}
+
+TEST(ServerDashboardTest, AssetsNeedNoTokenBeyondLoopbackButTheApiDoes) {
+  const std::string dir = testing_api::MakeTempDir("toposched-dash");
+  ServiceOptions o;
+  o.db_path = dir + "/state.db";
+  o.background_passes = false;
+  auto svc = Service::Open(toposched::testing::H100Cluster(), o);
+  ASSERT_TRUE(svc.ok()) << svc.status().ToString();
+  ServerOptions so;
+  so.host = "0.0.0.0";  // not loopback: every API call needs the token
+  so.token = kToken;
+  so.log_requests = false;
+  auto srv = Server::Start(**svc, so);
+  ASSERT_TRUE(srv.ok()) << srv.status().ToString();
+  httplib::Client cli("127.0.0.1", (*srv)->port());
+  EXPECT_EQ(cli.Get("/")->status, 200);
+  EXPECT_EQ(cli.Get("/ui/app.js")->status, 200);
+  EXPECT_EQ(cli.Get("/api/v1/nodes")->status, 401);
+  EXPECT_EQ(cli.Get("/api/v1/topology")->status, 401);
+  httplib::Headers auth = {{"Authorization", std::string("Bearer ") + kToken}};
+  EXPECT_EQ(cli.Get("/api/v1/nodes", auth)->status, 200);
+  srv->reset();
+  svc->reset();
+  testing_api::RemoveDir(dir);
+}
+
+TEST_F(ServerTest, NodesGiveEachGpusStateAndAJobGivesItsRanks) {
+  ASSERT_EQ(Post("/api/v1/jobs", R"({"name": "big", "replicas": 2, "gpus_per_replica": 8,
+                                       "layout": {"tp": 8, "dp": 2}, "model_params": "8B"})")
+                ->status,
+            201);
+  ASSERT_EQ(Post("/api/v1/nodes/gpu032/drain", "")->status, 200);
+  ASSERT_EQ(Post("/api/v1/health", R"({"node": "gpu031", "component": "gpu", "index": 2,
+                                         "health": "unhealthy"})")
+                ->status,
+            200);
+  ASSERT_EQ(Post("/api/v1/health", R"({"node": "gpu031", "component": "nvlink", "index": 5,
+                                         "health": "degraded"})")
+                ->status,
+            200);
+  ASSERT_EQ(Post("/api/v1/schedule", "")->status, 200);
+  json job = Get("/api/v1/jobs/1");
+  ASSERT_EQ(job["state"], "RUNNING") << job.dump();
+  const json& p = job["placement"];
+  ASSERT_EQ(p["ranks"].size(), 16u);
+  EXPECT_NEAR(p["predicted_ms"].get<double>(),
+              p["tp_ms"].get<double>() + p["pp_ms"].get<double>() + p["dp_ms"].get<double>(), 1e-9);
+  // Each rank's node and GPU is one of the placement's; its NIC is a NIC of the node.
+  std::set<std::string> slots;
+  for (const json& part : p["nodes"]) {
+    for (const json& g : part["gpus"])
+      slots.insert(part["node"].get<std::string>() + "/" + g.dump());
+  }
+  std::set<std::string> seen;
+  for (size_t i = 0; i < p["ranks"].size(); ++i) {
+    const json& r = p["ranks"][i];
+    EXPECT_EQ(r["rank"], static_cast<int>(i));
+    const std::string slot = r["node"].get<std::string>() + "/" + r["gpu"].dump();
+    EXPECT_TRUE(slots.count(slot)) << slot;
+    seen.insert(slot);
+    ASSERT_TRUE(r["nic"].is_string()) << r.dump();
+    EXPECT_EQ(r["nic"].get<std::string>().rfind("mlx5_", 0), 0u) << r.dump();
+  }
+  EXPECT_EQ(seen, slots);
+  // The list view leaves the ranks out (its size grows with every job).
+  EXPECT_FALSE(Get("/api/v1/jobs")["jobs"][0]["placement"].contains("ranks"));
+
+  std::map<std::string, json> nodes;
+  const json listed = Get("/api/v1/nodes");
+  for (const json& n : listed["nodes"]) nodes[n["name"]] = n;
+  const std::string held = p["nodes"][0]["node"];
+  for (const json& g : nodes[held]["gpu_states"]) {
+    EXPECT_EQ(g["state"], "job");
+    EXPECT_EQ(g["holders"], json::array({"job-1"}));
+  }
+  for (const json& g : nodes["gpu032"]["gpu_states"]) EXPECT_EQ(g["state"], "drained");
+  const json& sick = nodes["gpu031"]["gpu_states"];
+  ASSERT_EQ(sick.size(), 8u);
+  EXPECT_EQ(sick[2]["state"], "unhealthy");
+  EXPECT_EQ(sick[5]["state"], "free");
+  EXPECT_EQ(sick[5]["nvlink_health"], "degraded");
+  EXPECT_EQ(sick[0]["state"], "free");
+  EXPECT_EQ(sick[0]["health"], "healthy");
+  EXPECT_EQ(sick[0]["nvlink_health"], "healthy");
+  // The per-GPU states add up to the node's counts.
+  for (const auto& [name, n] : nodes) {
+    int free = 0;
+    for (const json& g : n["gpu_states"]) free += g["state"] == "free" ? 1 : 0;
+    EXPECT_EQ(free, n["free"].get<int>()) << name;
+  }
+}
+
+TEST_F(ServerTest, ResponsesAreNeverBrotliCompressed) {
+  // Debian's library compresses with Brotli at its slowest setting (docs/api.md): a browser's
+  // Accept-Encoding gets gzip instead; a client that asks for br alone gets the plain body.
+  httplib::Headers browser = {{"Accept-Encoding", "gzip, deflate, br"}};
+  auto r = client_->Get("/api/v1/topology", browser);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_NE(r->get_header_value("Content-Encoding"), "br");
+  httplib::Headers br_only = {{"Accept-Encoding", "br;q=1.0"}};
+  auto plain = client_->Get("/api/v1/topology", br_only);
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->status, 200);
+  EXPECT_EQ(plain->get_header_value("Content-Encoding"), "");
+  EXPECT_TRUE(json::parse(plain->body, nullptr, false).is_object());
 }
 
 TEST(ServerExtenderRoutesTest, VerbsReachTheExtenderOnlyWithTheToken) {
