@@ -5,7 +5,9 @@ Each src/<module>/ file may include only headers of the modules listed for it be
 own). `topo` may include `core`; `cost` may include topo and core; and so on. `slurm` (toposched
 beside Slurm: scontrol readers, held-job placement, rank-local exec setup) sits beside `store`:
 it may include core, topo, cost, job and sched; only `cli` includes it. `diag` (diagnosis of
-interrupted jobs from their logs) sits beside the scheduler: core, topo, cost, job.
+interrupted jobs from their logs) sits beside the scheduler: core, topo, cost, job; `api` may
+include it (DESIGN.md: api may depend on every module above it but sim), to classify a job's
+exit report and its interruptions in the daemon.
 """
 import os
 import re
@@ -20,7 +22,7 @@ ALLOWED = {
     "slurm": {"core", "topo", "cost", "job", "sched"},
     "diag": {"core", "topo", "cost", "job"},
     "store": {"core", "job"},
-    "api": {"core", "topo", "cost", "job", "sched", "store"},
+    "api": {"core", "topo", "cost", "job", "sched", "store", "diag"},
     "sim": {"core", "topo", "cost", "job", "sched", "store"},
     "cli": {"core", "topo", "cost", "job", "sched", "store", "api", "sim", "slurm", "diag"},
 }

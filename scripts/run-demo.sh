@@ -3,7 +3,9 @@
 # one placement pass of the example jobs; then the daemon on its embedded default — a real
 # SQLite file, the example cluster — with the example jobs submitted through its REST API by the
 # command-line client, the queue and an explanation printed, the daemon killed and restarted on
-# the same database, and the queue printed again from what the store kept.
+# the same database, and the queue printed again from what the store kept; then a job's exit
+# report with a real NCCL socket-fallback log, classified by the daemon, and its diagnosis on
+# the demo cluster's topology; last, the dashboard's URL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # --keep-running: leave the restarted daemon running at the end, for a person to open the
@@ -94,6 +96,19 @@ SERVE_PID=""
 start_daemon
 echo "== toposched queue (after the restart, from the SQLite store)"
 $BIN queue
+# A job that ends with an exit report: its log is a real NCCL log where libibverbs could not be
+# opened and NCCL fell back to TCP sockets (data/interruption-logs, PROVENANCE in the file).
+FALLBACK_LOG=data/interruption-logs/1-socket-fallback-libibverbs-missing-detectron2-4730.log
+NODE=$($BIN show "$first_id" --json |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["placement"]["nodes"][0]["node"])')
+echo
+echo "== toposched complete $first_id --exit-code 1 --log $FALLBACK_LOG --node $NODE (an exit report)"
+$BIN complete "$first_id" --exit-code 1 --log "$FALLBACK_LOG" --node "$NODE"
+echo "== toposched events --job $first_id (the daemon classified the report: its cause)"
+$BIN events --job "$first_id" | tail -1
+echo
+echo "== toposched diagnose $first_id --server \$TOPOSCHED_SERVER --node $NODE --log $FALLBACK_LOG"
+$BIN diagnose "$first_id" --server "$TOPOSCHED_SERVER" --node "$NODE" --log "$FALLBACK_LOG"
 echo
 echo "== the dashboard: $TOPOSCHED_SERVER/ (cluster, nodes, queue, jobs; docs/dashboard.md)"
 if [ "$KEEP_RUNNING" = 1 ]; then

@@ -104,7 +104,8 @@
   function descendants(d, memo) {
     if (memo.has(d)) return memo.get(d);
     const dom = S.topo.domains[d];
-    let out = (dom.children || []).length ? [] : dom.nodes.slice();
+    // A domain's `nodes` are its direct nodes; a domain may have children and nodes both.
+    let out = dom.nodes.slice();
     for (const c of dom.children || []) out = out.concat(descendants(c, memo));
     memo.set(d, out);
     return out;
@@ -155,8 +156,15 @@
     bar.addEventListener('click', () => { S.expanded.add(d.name); refresh(); });
     return el('div', {}, bar, el('div', {
       class: 'aggline',
-      text: idx.length + ' nodes · ' + c.free + ' GPUs free · ' + (c.job + c.kubernetes) + ' busy',
+      text: idx.length + ' nodes · ' + c.free + ' GPUs free · ' + (c.job + c.kubernetes + c.reserved) + ' busy',
     }));
+  }
+  // Nodes of one domain: each drawn, or (above AGGREGATE_ABOVE nodes, until opened, unless the
+  // highlighted job is there) one bar of their GPU states.
+  function nodeGroup(d, idx, byName, hl, many) {
+    const touched = hl && idx.some((i) => hl.nodes.has(S.topo.nodes[i].name));
+    if (many && !S.expanded.has(d.name) && !touched) return aggregateBar(d, idx, byName);
+    return el('div', { class: 'nodes' }, idx.map((i) => nodeBox(S.topo.nodes[i].name, byName, hl)));
   }
   function renderDomain(di, byName, hl, memo, many) {
     const d = S.topo.domains[di];
@@ -170,14 +178,8 @@
     if ((d.children || []).length) {
       box.append(el('div', { class: 'children' },
         d.children.map((ci) => renderDomain(ci, byName, hl, memo, many))));
-      return box;
     }
-    const touched = hl && idx.some((i) => hl.nodes.has(S.topo.nodes[i].name));
-    if (many && !S.expanded.has(d.name) && !touched) {
-      box.append(aggregateBar(d, idx, byName));
-    } else {
-      box.append(el('div', { class: 'nodes' }, idx.map((i) => nodeBox(S.topo.nodes[i].name, byName, hl))));
-    }
+    if (d.nodes.length) box.append(nodeGroup(d, d.nodes, byName, hl, many));
     return box;
   }
   function renderTree(nodes, hl) {
@@ -190,6 +192,13 @@
       tree.append(el('div', { class: 'nodes' }, S.topo.nodes.map((n) => nodeBox(n.name, byName, hl))));
     } else {
       for (const r of roots) tree.append(renderDomain(r, byName, hl, memo, many));
+      // Nodes in no domain (a cluster may leave some out of the network tree).
+      const loose = S.topo.nodes.map((n, i) => [n, i]).filter(([n]) => n.domain < 0).map(([, i]) => i);
+      if (loose.length) {
+        const d = { name: '(no network domain)' };
+        tree.append(el('div', { class: 'domain lvl-top', 'data-domain-box': d.name },
+          el('div', { class: 'dlabel', text: d.name + ' · ' + loose.length + ' nodes' }), nodeGroup(d, loose, byName, hl, many)));
+      }
     }
     return tree;
   }
@@ -230,8 +239,10 @@
   // nics: Set(NIC names its ranks use)}; the node's other GPUs are dimmed.
   function nodeGraph(t, states, job) {
     const devs = [];
-    for (const g of t.gpus) devs.push({ kind: 'gpu', name: g.name, idx: g.index, pcie: g.pcie, numa: g.numa });
-    for (const n of t.nics) devs.push({ kind: 'nic', name: n.name, idx: n.index, pcie: n.pcie, numa: n.numa, nic: n });
+    // idx: the device's position on the node, which the API's GPU numbers are (gpu_states, ranks,
+    // placements); its name (GPU<index>) is the topology's own number.
+    t.gpus.forEach((g, pos) => devs.push({ kind: 'gpu', name: g.name, idx: pos, pcie: g.pcie, numa: g.numa }));
+    t.nics.forEach((n, pos) => devs.push({ kind: 'nic', name: n.name, idx: pos, pcie: n.pcie, numa: n.numa, nic: n }));
     // Where the topology gives no PCIe tree (nvidia-smi topo -m), devices hang off their NUMA
     // node, and each NIC sits beside the GPU it shares a PCIe switch with (PIX, else PXB).
     const chainOf = (d) => {
@@ -247,7 +258,7 @@
         if (l.path !== cls) continue;
         const g = t.gpus.find((x) => x.name === l.a || x.name === l.b);
         const n = t.nics.find((x) => x.name === l.a || x.name === l.b);
-        if (g && n && (!near.has(n.name) || cls === 'PIX')) near.set(n.name, [g.name, g.index, cls]);
+        if (g && n && (!near.has(n.name) || cls === 'PIX')) near.set(n.name, [g.name, t.gpus.indexOf(g), cls]);
       }
     }
     const key = (d) => chainOf(d).join('.');
@@ -375,17 +386,18 @@
         return;
       }
       const t = S.topo.profiles[tn.profile].topology;
-      const gpuRows = t.gpus.map((g) => {
-        const st = n.gpu_states.find((s) => s.gpu === g.index) || { state: '?', holders: [], health: g.health };
-        return el('tr', { 'data-gpu': g.index }, el('td', { text: g.name }), el('td', { text: g.model }),
+      const gpuRows = t.gpus.map((g, pos) => {
+        const st = n.gpu_states.find((s) => s.gpu === pos) || { state: '?', holders: [], health: g.health };
+        return el('tr', { 'data-gpu': pos }, el('td', { text: g.name }), el('td', { text: g.model }),
           el('td', {}, el('i', { class: 'sw st-' + st.state }), ' ' + st.state), el('td', { text: st.health + (st.nvlink_health && st.nvlink_health !== 'healthy' ? ', NVLink ' + st.nvlink_health : '') }),
           el('td', {}, st.holders.map((h, i) => [i ? ', ' : '', h.startsWith('job-') ? jobLink(h) : h])),
           el('td', { text: g.numa === null ? '—' : g.numa }), el('td', { text: (g.pcie.switches || []).join(' → ') || '—' }),
           el('td', { class: 'num', text: g.nvlink_ports }));
       });
-      const nicRows = t.nics.map((c) => el('tr', {}, el('td', { text: c.name }),
+      const nicHealth = (pos, c) => ((n.nic_states || []).find((s) => s.nic === pos) || { health: c.health }).health;
+      const nicRows = t.nics.map((c, pos) => el('tr', { 'data-nic-row': c.name }, el('td', { text: c.name }),
         el('td', { class: 'num', text: c.rate_gbps === null ? '—' : c.rate_gbps }), el('td', { text: c.link_layer }),
-        el('td', { text: c.numa === null ? '—' : c.numa }), el('td', { text: c.health }),
+        el('td', { text: c.numa === null ? '—' : c.numa }), el('td', { class: 'c-health', text: nicHealth(pos, c) }),
         el('td', { text: (c.pcie.switches || []).join(' → ') || '—' })));
       const nvd = tn.nvlink_domain >= 0 ? S.topo.nvlink_domains[tn.nvlink_domain].name : 'none';
       content.replaceChildren(
@@ -471,6 +483,12 @@
     },
   };
 
+  // The topology's name of the GPU at `pos` on node `name` (the API numbers GPUs by position).
+  function gpuName(name, pos) {
+    const tn = S.topo.nodes[topoIndex().get(name)];
+    const g = tn && S.topo.profiles[tn.profile].topology.gpus[pos];
+    return g ? g.name : 'GPU position ' + pos;
+  }
   const isoTime = (us) => new Date(us / 1000).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
   // The last time the job left RUNNING for anything but its normal end.
   function interruption(events) {
@@ -548,7 +566,7 @@
           el('table', { id: 'job-ranks' }, el('tr', {}, ['rank', 'node', 'GPU', 'NIC'].map((h) => el('th', { text: h }))),
             ranks.slice(0, 2048).map((r) => el('tr', {}, el('td', { class: 'num', text: r.rank }),
               el('td', {}, el('a', { href: '#/node/' + encodeURIComponent(r.node), text: r.node })),
-              el('td', { text: 'GPU' + r.gpu }), el('td', { text: r.nic === null ? '—' : r.nic })))),
+              el('td', { text: gpuName(r.node, r.gpu) }), el('td', { text: r.nic === null ? '—' : r.nic })))),
           ranks.length > 2048 ? el('p', { class: 'muted', text: (ranks.length - 2048) + ' more ranks not shown' }) : null);
       }
       const stop = interruption(j.events || []);
@@ -641,8 +659,10 @@
   // ---- routing and the live loop ----
   function parseRoute() {
     const parts = location.hash.replace(/^#\/?/, '').split('/');
-    const name = VIEWS[parts[0]] ? parts[0] : 'cluster';
-    return { name, arg: decodeURIComponent(parts.slice(1).join('/')) };
+    const name = Object.prototype.hasOwnProperty.call(VIEWS, parts[0]) ? parts[0] : 'cluster';
+    let arg = parts.slice(1).join('/');
+    try { arg = decodeURIComponent(arg); } catch (e) { /* a malformed escape: taken as written */ }
+    return { name, arg };
   }
   function setLive(ok, text) {
     const l = document.getElementById('live');
@@ -672,6 +692,7 @@
       if (!main.dataset.firstRenderMs) main.dataset.firstRenderMs = performance.now().toFixed(1);
       main.dataset.lastUpdateMs = (performance.now() - t0).toFixed(1);
       main.dataset.ready = String(++S.renders);
+      delete main.dataset.error;
       setLive(true, (VIEWS[r.name].live === false ? 'static' : 'live') + ' · updated ' + new Date().toLocaleTimeString());
     } catch (e) {
       setLive(false, 'error: ' + e.message);

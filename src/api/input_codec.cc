@@ -28,12 +28,18 @@ StatusOr<sched::Input> DecodePayload(const store::InputRecord& rec, const topo::
     return sched::Input{sched::SubmitJob{std::move(spec)}};
   }
   if (rec.kind == "cancel") return sched::Input{sched::CancelJob{job}};
-  if (rec.kind == "complete") return sched::Input{sched::CompleteJob{job}};
   if (rec.kind == "tick") return sched::Input{sched::Tick{}};
   if (rec.kind == "schedule") return sched::Input{sched::SchedulePass{}};
   if (rec.kind == "pass") return sched::Input{sched::Pass{}};
   const json p = json::parse(rec.payload, nullptr, false);
   if (!p.is_object()) return InvalidArgumentError("malformed payload");
+  if (rec.kind == "complete") {
+    // Earlier builds wrote "{}"; a failed job's exit report adds its reason.
+    if (p.contains("failure") && !p["failure"].is_string()) {
+      return InvalidArgumentError("failure: expected a string");
+    }
+    return sched::Input{sched::CompleteJob{job, p.value("failure", std::string())}};
+  }
   if (rec.kind == "submit_pod_group") {
     const json& spec = p.at("spec");
     if (!spec.is_object()) return InvalidArgumentError("spec: expected an object");
@@ -81,7 +87,10 @@ store::InputRecord EncodeInput(const sched::Input& in, const topo::Cluster& clus
                                            {"spec", json::parse(job::JobSpecToJson(s.spec, -1))}});
                  },
                  [&](const sched::CancelJob& c) { rec.job_id = c.job.value; },
-                 [&](const sched::CompleteJob& c) { rec.job_id = c.job.value; },
+                 [&](const sched::CompleteJob& c) {
+                   rec.job_id = c.job.value;
+                   if (!c.failure.empty()) rec.payload = Dump(json{{"failure", c.failure}});
+                 },
                  [&](const sched::SetJobPriority& p) {
                    rec.job_id = p.job.value;
                    rec.payload = Dump(json{{"priority", p.priority}});

@@ -127,6 +127,34 @@ StatusOr<json> ParseObject(const std::string& body, const std::set<std::string>&
   return j;
 }
 
+// An exit report from a complete body: {"exit_code": int, "signal": 1..64, "log": string,
+// "node": string}, every field optional. True when any is there (an empty object is a plain
+// completion, as before exit reports).
+StatusOr<bool> ParseExitReport(const json& b, ExitReport* r) {
+  if (b.contains("exit_code")) {
+    if (!b["exit_code"].is_number_integer() || b["exit_code"].get<int64_t>() < -1000000 ||
+        b["exit_code"].get<int64_t>() > 1000000) {
+      return InvalidArgumentError("request body: exit_code: expected an integer");
+    }
+    r->exit_code = b["exit_code"].get<int>();
+  }
+  if (b.contains("signal")) {
+    if (!b["signal"].is_number_integer() || b["signal"].get<int64_t>() < 1 ||
+        b["signal"].get<int64_t>() > 64) {
+      return InvalidArgumentError("request body: signal: expected an integer in [1, 64]");
+    }
+    r->signal = b["signal"].get<int>();
+  }
+  for (const char* k : {"log", "node"}) {
+    if (b.contains(k) && !b[k].is_string()) {
+      return InvalidArgumentError(std::string("request body: ") + k + ": expected a string");
+    }
+  }
+  r->log = b.value("log", std::string());
+  r->node = b.value("node", std::string());
+  return !b.empty();
+}
+
 // Query parameters must all be in `allowed`. A body sent as a form (curl -d without a
 // Content-Type) is parsed into parameters by the HTTP library: say that, not "unknown query
 // parameter".
@@ -175,20 +203,9 @@ void DropBrotli(const httplib::Request& creq) {
   auto& headers = const_cast<httplib::Request&>(creq).headers;
   auto it = headers.find("Accept-Encoding");
   if (it == headers.end() || it->second.find("br") == std::string::npos) return;
-  std::string kept;
-  size_t start = 0;
-  while (start <= it->second.size()) {
-    size_t end = it->second.find(',', start);
-    if (end == std::string::npos) end = it->second.size();
-    const std::string item = it->second.substr(start, end - start);
-    const size_t b = item.find_first_not_of(' ');
-    if (b != std::string::npos) {
-      const std::string name = item.substr(b, item.find(';', b) - b);
-      if (name != "br") kept += (kept.empty() ? "" : ", ") + item.substr(b);
-    }
-    start = end + 1;
-  }
-  it->second = kept;
+  // The library picks Brotli on any "br" in the value and gzip on any "gzip" (substring
+  // matches): so the value becomes "gzip" when gzip is accepted at all, else nothing.
+  it->second = it->second.find("gzip") != std::string::npos ? "gzip" : "";
 }
 
 }  // namespace
@@ -562,17 +579,24 @@ void Server::Routes() {
                    StatusOr<std::string> j = svc.JobJson(JobIdOf(req), false);
                    SetJson(res, 200, j.ok() ? *j : "{}");
                  })));
-  h.Post(job_re + "/complete",
-         Bounded(max_body, Guarded([&svc](const httplib::Request& req, httplib::Response& res) {
-                   if (!req.body.empty()) {
-                     if (auto b = ParseObject(req.body, {}); !b.ok())
-                       return SetStatusError(res, b.status());
-                   }
-                   Status st = svc.Complete(JobIdOf(req));
-                   if (!st.ok()) return SetStatusError(res, st);
-                   StatusOr<std::string> j = svc.JobJson(JobIdOf(req), false);
-                   SetJson(res, 200, j.ok() ? *j : "{}");
-                 })));
+  h.Post(
+      job_re + "/complete",
+      Bounded(max_body, Guarded([&svc](const httplib::Request& req, httplib::Response& res) {
+                ExitReport report;
+                bool with_report = false;
+                if (!req.body.empty()) {
+                  StatusOr<json> b = ParseObject(req.body, {"exit_code", "signal", "log", "node"});
+                  if (!b.ok()) return SetStatusError(res, b.status());
+                  StatusOr<bool> r = ParseExitReport(*b, &report);
+                  if (!r.ok()) return SetStatusError(res, r.status());
+                  with_report = *r;
+                }
+                Status st =
+                    with_report ? svc.Complete(JobIdOf(req), report) : svc.Complete(JobIdOf(req));
+                if (!st.ok()) return SetStatusError(res, st);
+                StatusOr<std::string> j = svc.JobJson(JobIdOf(req), false);
+                SetJson(res, 200, j.ok() ? *j : "{}");
+              })));
 
   h.Post(job_re + "/priority",
          Bounded(max_body, Guarded([&svc](const httplib::Request& req, httplib::Response& res) {

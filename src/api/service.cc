@@ -38,13 +38,15 @@ int64_t IdOfName(const std::string& name) {
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-json EventJson(const job::JobEvent& e, int64_t seq) {
+// `category`: the interruption's cause category (docs/diagnose.md), "" for other events.
+json EventJson(const job::JobEvent& e, int64_t seq, const std::string& category) {
   return json{{"seq", seq},
               {"time_us", e.time_us},
               {"job", e.job_id},
               {"from", job::JobStateName(e.from)},
               {"to", job::JobStateName(e.to)},
-              {"reason", e.reason}};
+              {"reason", e.reason},
+              {"category", category.empty() ? json(nullptr) : json(category)}};
 }
 
 }  // namespace
@@ -649,14 +651,14 @@ Status Service::EndGangLocked(int64_t id, bool completed) {
   const std::optional<JobState> st = sched_->State(id);
   if (!st || job::IsFinal(*st)) return OkStatus();
   if (completed && *st == JobState::kRunning) {
-    return ApplyRecordLocked(sched::CompleteJob{{id}}).status();
+    return ApplyRecordLocked(sched::CompleteJob{{id}, {}}).status();
   }
   return ApplyRecordLocked(sched::CancelJob{{id}}).status();
 }
 
 Status Service::Cancel(int64_t id) { return Mutate(sched::CancelJob{{id}}); }
 
-Status Service::Complete(int64_t id) { return Mutate(sched::CompleteJob{{id}}); }
+Status Service::Complete(int64_t id) { return Mutate(sched::CompleteJob{{id}, {}}); }
 
 Status Service::SetPriority(int64_t id, int priority) {
   return Mutate(sched::SetJobPriority{{id}, priority});
@@ -788,7 +790,9 @@ std::string Service::JobJsonLocked(int64_t id, bool with_events) const {
     const std::string name = "job-" + std::to_string(id);
     const auto& log = sched_->Events();
     for (size_t i = 0; i < log.size(); ++i) {
-      if (log[i].job_id == name) evs.push_back(EventJson(log[i], static_cast<int64_t>(i)));
+      if (log[i].job_id == name) {
+        evs.push_back(EventJson(log[i], static_cast<int64_t>(i), EventCategoryLocked(i)));
+      }
     }
     j["events"] = evs;
   }
@@ -871,8 +875,9 @@ json Service::GpuStateJsonLocked(int node, int gpu) const {
       auto it = hold_gang_.find(id.number);
       holders.push_back(it != hold_gang_.end() ? it->second : "hold-" + std::to_string(id.number));
       state = "kubernetes";
-    } else if (state.empty()) {
-      state = "reserved";
+    } else {
+      holders.push_back("block-" + std::to_string(id.number));
+      if (state.empty()) state = "reserved";
     }
   }
   const topo::Health health = cs.GpuHealth(node, gpu);
@@ -886,6 +891,19 @@ json Service::GpuStateJsonLocked(int node, int gpu) const {
               {"health", topo::HealthName(health)},
               {"nvlink_health", topo::HealthName(sched_->NvlinkHealth(node, gpu))},
               {"holders", holders}};
+}
+
+// Each NIC of the node by position: its name and health as reported (a "nic" health report),
+// else as the topology gives it.
+json Service::NicStatesJsonLocked(int node) const {
+  const topo::NodeTopology& t = cluster_->profiles[cluster_->nodes[node].profile].topology;
+  json out = json::array();
+  for (size_t i = 0; i < t.nics.size(); ++i) {
+    const topo::Health reported = sched_->NicHealth(node, static_cast<int>(i));
+    const topo::Health h = reported != topo::Health::kHealthy ? reported : t.nics[i].health;
+    out.push_back({{"nic", i}, {"name", t.nics[i].name}, {"health", topo::HealthName(h)}});
+  }
+  return out;
 }
 
 std::string Service::NodesJson() const {
@@ -934,6 +952,7 @@ std::string Service::NodesJson() const {
                        {"drained", cs.NodeDrained(node)},
                        {"gpu_health", bad},
                        {"gpu_states", states},
+                       {"nic_states", NicStatesJsonLocked(node)},
                        {"jobs", jobs},
                        {"pod_gangs", gangs}});
     }
@@ -957,7 +976,7 @@ std::string Service::EventsJson(int64_t after, int limit, const std::string& job
          ++i) {
       next = static_cast<int64_t>(i) + 1;
       if (!job.empty() && log[i].job_id != job) continue;
-      evs.push_back(EventJson(log[i], static_cast<int64_t>(i)));
+      evs.push_back(EventJson(log[i], static_cast<int64_t>(i), EventCategoryLocked(i)));
       ++n;
     }
     seq = applied_seq_;

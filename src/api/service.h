@@ -58,6 +58,15 @@ struct ServiceOptions {
   Status Validate() const;
 };
 
+// What a finished job's processes left: how they exited and the end of their log. The daemon
+// classifies the log (src/diag) into the job's end (Service::Complete).
+struct ExitReport {
+  std::optional<int> exit_code;  // the launcher's exit status
+  std::optional<int> signal;     // the signal that killed it, 1..64
+  std::string log;               // the log's end: NCCL, driver, launcher, framework lines
+  std::string node;              // the node the log came from; "" = the job's only node
+};
+
 struct ListFilter {
   std::optional<job::JobState> state;
   std::optional<std::string> user, queue, name;
@@ -87,6 +96,13 @@ class Service {
   // NotFound / FailedPrecondition as the scheduler says.
   Status Cancel(int64_t id);
   Status Complete(int64_t id);
+  // With an exit report: a zero exit without a signal completes the job; anything else ends it
+  // FAILED, its reason "exit code N: cause <category>: <summary> (...); fix: ..." from the
+  // diagnosis of the log on the node's topology (docs/api.md). A fatal GPU fault in the log
+  // (a Xid that calls for a reset or service, a GPU off the bus, an uncorrectable ECC error)
+  // first drains the node with that reason. NotFound for an unknown job or node;
+  // FailedPrecondition unless the job is running; InvalidArgument for a signal outside 1..64.
+  Status Complete(int64_t id, const ExitReport& report);
   // NotFound for an unknown job; FailedPrecondition for a finished one.
   Status SetPriority(int64_t id, int priority);
   // NotFound for an unknown node name.
@@ -194,6 +210,12 @@ class Service {
   std::string JobJsonLocked(int64_t id, bool with_events) const;
   nlohmann::ordered_json RanksJsonLocked(const sched::Placement& p) const;
   nlohmann::ordered_json GpuStateJsonLocked(int node, int gpu) const;
+  nlohmann::ordered_json NicStatesJsonLocked(int node) const;
+  // Classifies the events the scheduler appended since the last call (diag's
+  // InterruptionCategory) into event_category_ and interruptions_.
+  void SyncCategoriesLocked() const;
+  // The category name of event `i` of the scheduler's log, "" when it is no interruption.
+  std::string EventCategoryLocked(size_t i) const;
   // The extender's ledger: runs fn under mu_, then waits for what it stored.
   Status RunLedger(const std::function<void()>& fn);
   // Applies a hold change to the scheduler, all or nothing; `gang` names the holds' owner.
@@ -216,6 +238,10 @@ class Service {
   int64_t last_now_us_ = 0;
   int64_t applied_seq_ = 0;
   Metrics metrics_;
+  // Per event of the scheduler's log: its interruption category (diag::Category), -1 for none;
+  // and the count per category. Derived from the log (so rebuilt by replay), filled lazily.
+  mutable std::vector<int8_t> event_category_;
+  mutable std::vector<int64_t> interruptions_;
   std::map<int64_t, std::string> hold_gang_;  // live hold id → gang key ("<ns>/<group>")
   // Extender records met in replay (time_us, payload), for Extender::Restore.
   std::vector<std::pair<int64_t, std::string>> k8s_records_;

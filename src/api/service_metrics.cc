@@ -6,6 +6,7 @@
 #include <string>
 
 #include "api/service.h"
+#include "diag/cause.h"
 
 namespace toposched::api {
 
@@ -56,6 +57,18 @@ std::string Service::MetricsText() const {
   line("# TYPE toposched_jobs gauge");
   for (const auto& [s, n] : by_state) {
     line("toposched_jobs{state=\"" + s + "\"} " + std::to_string(n));
+  }
+  // Every interruption in the event log (the whole history, replay included), by the cause
+  // category its event gives (docs/diagnose.md); every category is listed, 0 included.
+  SyncCategoriesLocked();
+  line(
+      "# HELP toposched_job_interruptions_total Running jobs stopped short of their normal end, "
+      "by cause category.");
+  line("# TYPE toposched_job_interruptions_total counter");
+  for (int c = 0; c < diag::kCategoryCount; ++c) {
+    line(std::string("toposched_job_interruptions_total{category=\"") +
+         diag::CategoryName(static_cast<diag::Category>(c)) + "\"} " +
+         std::to_string(interruptions_[static_cast<size_t>(c)]));
   }
   line("# HELP toposched_placements_total Jobs started by scheduling passes (the whole history).");
   line("# TYPE toposched_placements_total counter");

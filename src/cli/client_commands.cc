@@ -10,6 +10,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -130,6 +131,12 @@ struct JobArgs : ClientArgs {
   std::string job;
 };
 
+// " [cause: gpu_fault]" for an interruption (its category, docs/diagnose.md), else "".
+std::string CauseSuffix(const json& e) {
+  if (!e.contains("category") || !e["category"].is_string()) return "";
+  return " [cause: " + e["category"].get<std::string>() + "]";
+}
+
 int RunShow(const JobArgs& a) {
   StatusOr<Reply> r = Call(a, "GET", JobPath(a.job));
   if (!r.ok()) return Fail(r.status());
@@ -155,8 +162,9 @@ int RunShow(const JobArgs& a) {
   std::printf("%-17s %s\n", "explanation:", Str(j, "explanation").c_str());
   std::printf("events:\n");
   for (const json& e : j["events"]) {
-    std::printf("  %lld %s -> %s: %s\n", static_cast<long long>(e.value("time_us", int64_t{0})),
-                Str(e, "from").c_str(), Str(e, "to").c_str(), Str(e, "reason").c_str());
+    std::printf("  %lld %s -> %s: %s%s\n", static_cast<long long>(e.value("time_us", int64_t{0})),
+                Str(e, "from").c_str(), Str(e, "to").c_str(), Str(e, "reason").c_str(),
+                CauseSuffix(e).c_str());
   }
   return 0;
 }
@@ -169,6 +177,56 @@ int RunJobAction(const JobArgs& a, const std::string& action) {
   } else {
     std::printf("%s %s\n", Str(r->body, "job_id").c_str(), Str(r->body, "state").c_str());
   }
+  return 0;
+}
+
+struct CompleteArgs : JobArgs {
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+  std::string log;
+  std::string node;
+};
+
+// The last `max` bytes of a log (where a failure's lines are), from its first whole line; never
+// more than `max` read, whatever the file is (a pipe, a device).
+StatusOr<std::string> ReadLogTail(const std::string& path, size_t max) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return NotFoundError(path + ": cannot open the log");
+  f.seekg(0, std::ios::end);
+  const std::streamoff size = f.tellg();
+  const bool cut = size > static_cast<std::streamoff>(max);
+  f.seekg(cut ? size - static_cast<std::streamoff>(max) : 0, std::ios::beg);
+  if (!f) f.clear();
+  std::string text(max, '\0');
+  f.read(text.data(), static_cast<std::streamsize>(max));
+  text.resize(static_cast<size_t>(f.gcount()));
+  if (cut) {
+    const size_t nl = text.find('\n');
+    text.erase(0, nl == std::string::npos ? 0 : nl + 1);
+  }
+  return text;
+}
+
+int RunComplete(const CompleteArgs& a) {
+  json body = json::object();
+  if (a.exit_code) body["exit_code"] = *a.exit_code;
+  if (a.signal) body["signal"] = *a.signal;
+  if (!a.node.empty()) body["node"] = a.node;
+  if (!a.log.empty()) {
+    // 256 KiB: well under the daemon's default body limit (1 MiB) once JSON-escaped.
+    StatusOr<std::string> log = ReadLogTail(a.log, 256 * 1024);
+    if (!log.ok()) return Fail(log.status());
+    body["log"] = *log;
+  }
+  StatusOr<Reply> r =
+      Call(a, "POST", JobPath(a.job) + "/complete",
+           body.empty() ? "" : body.dump(-1, ' ', false, json::error_handler_t::replace));
+  if (!r.ok()) return Fail(r.status());
+  if (a.json) {
+    PrintJson(r->body);
+    return 0;
+  }
+  std::printf("%s %s\n", Str(r->body, "job_id").c_str(), Str(r->body, "state").c_str());
   return 0;
 }
 
@@ -240,9 +298,9 @@ int RunEvents(const EventsArgs& a) {
     return 0;
   }
   for (const json& e : r->body["events"]) {
-    std::printf("%lld %s %s -> %s: %s\n", static_cast<long long>(e.value("time_us", int64_t{0})),
+    std::printf("%lld %s %s -> %s: %s%s\n", static_cast<long long>(e.value("time_us", int64_t{0})),
                 Str(e, "job").c_str(), Str(e, "from").c_str(), Str(e, "to").c_str(),
-                Str(e, "reason").c_str());
+                Str(e, "reason").c_str(), CauseSuffix(e).c_str());
   }
   return 0;
 }
@@ -277,8 +335,23 @@ void RegisterClientCommands(CLI::App& app, int& rc) {
   };
   job_cmd("show", "a job's state, placement, explanation and events", RunShow);
   job_cmd("cancel", "cancel a job", [](const JobArgs& a) { return RunJobAction(a, "cancel"); });
-  job_cmd("complete", "report that a running job's processes finished",
-          [](const JobArgs& a) { return RunJobAction(a, "complete"); });
+  {
+    auto a = std::make_shared<CompleteArgs>();
+    CLI::App* c = app.add_subcommand(
+        "complete",
+        "report that a running job's processes finished (with an exit report: how, and the "
+        "log's end, which the daemon diagnoses into the job's end)");
+    c->add_option("JOB", a->job, "job id (17 or job-17)")->required();
+    c->add_option("--exit-code", a->exit_code, "the launcher's exit status (non-zero: FAILED)");
+    c->add_option("--signal", a->signal, "the signal that killed it (1..64)")
+        ->check(CLI::Range(1, 64));
+    c->add_option("--log", a->log,
+                  "a log of the job (its last 256 KiB are sent): NCCL, driver/Xid, launcher")
+        ->check(CLI::ExistingFile);
+    c->add_option("--node", a->node, "the node the log comes from (default: the job's only node)");
+    AddCommon(c, *a);
+    c->callback([a, &rc] { rc = RunComplete(*a); });
+  }
   job_cmd("explain", "why a job waits, or why it runs where it does", RunExplain);
   {
     auto a = std::make_shared<ClientArgs>();

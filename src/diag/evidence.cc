@@ -70,6 +70,7 @@ constexpr KindInfo kKinds[] = {
     {"sched_degraded", Source::kScheduler},
     {"sched_cancelled", Source::kScheduler},
     {"sched_pending", Source::kScheduler},
+    {"sched_exit_cause", Source::kScheduler},
 };
 static_assert(sizeof(kKinds) / sizeof(kKinds[0]) == kKindCount, "kKinds out of step with Kind");
 

@@ -3,6 +3,7 @@
 #include "diag/rules.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "diag/rules_internal.h"
@@ -164,6 +165,20 @@ void OwnEventRules(const EvidenceSet& ev, std::vector<Cause>& out) {
     out.push_back(MakeCause(Category::kCancelled, 0.95, "the job was cancelled by a user",
                             "nothing failed: ask who cancelled it (the daemon's audit log)", ev,
                             {Kind::kSchedCancelled}));
+  }
+  if (const Evidence* e = ev.first(Kind::kSchedExitCause)) {
+    // Classified by the daemon from the job's exit report when it ended ("<exit>: cause <c>:
+    // <summary>; fix: <fix>"). Below the log rules' confidences: the log itself, when it is
+    // given too, is read again here with the node's topology, and its cause says more.
+    const std::optional<Category> c = ParseCategory(e->Field("category"));
+    const std::string_view reason = e->Field("reason");
+    const size_t fix = reason.find("; fix: ");
+    out.push_back(MakeCause(c.value_or(Category::kUnknown), 0.8,
+                            "the job's exit report: " + std::string(reason.substr(0, fix)),
+                            fix == std::string_view::npos
+                                ? std::string("read the job's log (toposched diagnose --log)")
+                                : std::string(reason.substr(fix + 7)),
+                            ev, {Kind::kSchedExitCause}));
   }
   if (ev.has(Kind::kSchedPending)) {
     out.push_back(MakeCause(

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "diag/cause.h"
 #include "diag/readers.h"
 #include "diag/text.h"
 
@@ -66,6 +67,16 @@ bool ReadSchedulerLine(const LineRef& line, EvidenceSet& out) {
   }
   if (Has(t, "-> COMPLETING: cancelled by user") || Has(t, "-> CANCELLED: cancelled by user")) {
     Add(Kind::kSchedCancelled, line, out);
+  }
+  // The daemon's classification of an exit report (Service::Complete): "cause <category>: ".
+  if (auto failed = After(t, "-> FAILED: "); failed && Has(*failed, ": cause ")) {
+    const std::string name(TokenAfter(*failed, ": cause ", ":"));
+    if (ParseCategory(name)) {
+      if (Evidence* e = out.Add(Kind::kSchedExitCause, line)) {
+        e->fields.emplace_back("category", name);
+        e->fields.emplace_back("reason", std::string(*failed));
+      }
+    }
   }
   return true;
 }

@@ -36,8 +36,12 @@ struct SubmitPodGroup {
 struct CancelJob {
   JobId job;
 };
+// The job's processes finished. `failure` empty: they succeeded (COMPLETING, then COMPLETED);
+// else they failed and the job ends FAILED with `failure` as the reason (an exit report, its
+// cause classified by the daemon: "exit code 1: cause gpu_fault: ...").
 struct CompleteJob {
   JobId job;
+  std::string failure;
 };
 struct SetJobPriority {
   JobId job;

@@ -289,12 +289,14 @@ Status Scheduler::Cancel(int64_t id, int64_t now_us) {
   return ReleaseIfStopped(*j);
 }
 
-Status Scheduler::Complete(int64_t id, int64_t now_us) {
+Status Scheduler::Complete(int64_t id, int64_t now_us, const std::string& failure) {
   Job* j = Find(id);
   if (j == nullptr) return NotFoundError("no job " + JobName(id));
   Accrue(now_us);
   Status st = OkStatus();
-  if (j->record.state() == JobState::kRunning) {
+  if (j->record.state() == JobState::kRunning && !failure.empty()) {
+    st = j->record.Transition(now_us, JobState::kFailed, failure);
+  } else if (j->record.state() == JobState::kRunning) {
     st = j->record.Transition(now_us, JobState::kCompleting, "job finished: running epilog");
     if (st.ok()) st = j->record.Transition(now_us, JobState::kCompleted, "epilog done");
   } else if (j->record.state() == JobState::kCompleting) {

@@ -190,7 +190,8 @@ class Scheduler {
   Status Cancel(int64_t id, int64_t now_us);
   // The job's processes finished: RUNNING -> COMPLETING -> COMPLETED, allocation released.
   // For a job already terminating (COMPLETING), its processes exited: the pending final state.
-  Status Complete(int64_t id, int64_t now_us);
+  // `failure` non-empty: a running job's processes failed; it ends FAILED with that reason.
+  Status Complete(int64_t id, int64_t now_us, const std::string& failure = "");
   // RUNNING jobs at or past start + time limit go to TIMEOUT (JobRecord::Timeout with
   // kill_grace_us); due SIGKILLs fire. Releases the allocations of jobs that stopped.
   Status Tick(int64_t now_us);

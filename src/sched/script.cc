@@ -313,7 +313,7 @@ StatusOr<Input> Runner::ParseInput(const Line& l) {
   if (cmd == "tick") return Input{Tick{}};
   if (cmd == "complete" || cmd == "cancel") {
     ASSIGN_OR_RETURN(int64_t id, IdOf(l, 2));
-    if (cmd == "complete") return Input{CompleteJob{{id}}};
+    if (cmd == "complete") return Input{CompleteJob{{id}, {}}};
     return Input{CancelJob{{id}}};
   }
   if (cmd == "priority") {

@@ -10,6 +10,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -504,6 +506,10 @@ TEST_F(ServerTest, NodesGiveEachGpusStateAndAJobGivesItsRanks) {
                                          "health": "degraded"})")
                 ->status,
             200);
+  ASSERT_EQ(Post("/api/v1/health", R"({"node": "gpu031", "component": "nic", "index": 3,
+                                         "health": "unhealthy"})")
+                ->status,
+            200);
   ASSERT_EQ(Post("/api/v1/schedule", "")->status, 200);
   json job = Get("/api/v1/jobs/1");
   ASSERT_EQ(job["state"], "RUNNING") << job.dump();
@@ -548,6 +554,11 @@ TEST_F(ServerTest, NodesGiveEachGpusStateAndAJobGivesItsRanks) {
   EXPECT_EQ(sick[0]["state"], "free");
   EXPECT_EQ(sick[0]["health"], "healthy");
   EXPECT_EQ(sick[0]["nvlink_health"], "healthy");
+  const json& nics = nodes["gpu031"]["nic_states"];
+  ASSERT_EQ(nics.size(), 8u);
+  EXPECT_EQ(nics[3]["health"], "unhealthy");
+  EXPECT_EQ(nics[3]["name"], "mlx5_3");
+  EXPECT_EQ(nics[2]["health"], "healthy");
   // The per-GPU states add up to the node's counts.
   for (const auto& [name, n] : nodes) {
     int free = 0;
@@ -556,20 +567,116 @@ TEST_F(ServerTest, NodesGiveEachGpusStateAndAJobGivesItsRanks) {
   }
 }
 
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+std::string MetricLine(const std::string& text, const std::string& prefix) {
+  const size_t at = text.find(prefix);
+  if (at == std::string::npos) return "";
+  return text.substr(at, text.find('\n', at) - at);
+}
+
+TEST_F(ServerTest, AnExitReportEndsTheJobWithItsCauseAndAFatalXidDrainsTheNode) {
+  for (const char* name : {"faulty", "fine", "stopped"}) {
+    ASSERT_EQ(Post("/api/v1/jobs", testing_api::JobJson(name, 8))->status, 201);
+  }
+  ASSERT_EQ(Post("/api/v1/schedule", "")->status, 200);
+  const json faulty = Get("/api/v1/jobs/1");
+  ASSERT_EQ(faulty["state"], "RUNNING");
+  const std::string node = faulty["placement"]["nodes"][0]["node"];
+
+  // Refused, and nothing changes: bad fields, an unknown node, a job that is not running.
+  seq_before_ = service_->applied_seq();
+  ExpectRejected(Post("/api/v1/jobs/1/complete", R"({"signal": 99})"), 400, "invalid_argument",
+                 "signal");
+  ExpectRejected(Post("/api/v1/jobs/1/complete", R"({"exit_code": "1"})"), 400, "invalid_argument",
+                 "exit_code");
+  ExpectRejected(Post("/api/v1/jobs/1/complete", R"({"exit_code": 1, "node": "gpu999"})"), 404,
+                 "not_found", "gpu999");
+  ExpectRejected(Post("/api/v1/jobs/1/complete", R"({"exit_code": 1, "pid": 4})"), 400,
+                 "invalid_argument", "pid");
+
+  // A real dmesg with Xid 119 (GSP RPC timeout: the GPU needs a reset), exit code 1.
+  const std::string log = ReadFile(std::string(TS_SOURCE_DIR) +
+                                   "/data/interruption-logs/3-xid119-gsp-rpc-timeout-xe9680-"
+                                   "gpud-fixture.log");
+  ASSERT_NE(log.find("Xid"), std::string::npos);
+  auto r = Post("/api/v1/jobs/1/complete", json{{"exit_code", 1}, {"log", log}}.dump());
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["state"], "FAILED");
+  const json events = Get("/api/v1/events?job=job-1");
+  const json& last = events["events"].back();
+  EXPECT_EQ(last["to"], "FAILED");
+  EXPECT_EQ(last["category"], "gpu_fault");
+  const std::string reason = last["reason"];
+  EXPECT_EQ(reason.rfind("exit code 1: cause gpu_fault: ", 0), 0u) << reason;
+  EXPECT_NE(reason.find("; fix: "), std::string::npos) << reason;
+  // The node is drained: its GPU needs a reset before the next job.
+  const json nodes = Get("/api/v1/nodes");
+  for (const json& n : nodes["nodes"]) {
+    EXPECT_EQ(n["drained"], n["name"] == node) << n["name"];
+  }
+
+  // A zero exit completes; a cancel is an interruption of category "cancelled".
+  ASSERT_EQ(Post("/api/v1/jobs/2/complete", R"({"exit_code": 0})")->status, 200);
+  EXPECT_EQ(Get("/api/v1/jobs/2")["state"], "COMPLETED");
+  ASSERT_EQ(Post("/api/v1/jobs/3/cancel", "")->status, 200);
+  const json all = Get("/api/v1/events");
+  int interruptions = 0;
+  for (const json& e : all["events"]) {
+    if (e["category"].is_null()) continue;
+    ++interruptions;
+    EXPECT_TRUE(e["job"] == "job-1" || e["job"] == "job-3") << e.dump();
+  }
+  EXPECT_EQ(interruptions, 2);
+  const std::string metrics = client_->Get("/metrics")->body;
+  EXPECT_EQ(MetricLine(metrics, "toposched_job_interruptions_total{category=\"gpu_fault\"}"),
+            "toposched_job_interruptions_total{category=\"gpu_fault\"} 1");
+  EXPECT_EQ(MetricLine(metrics, "toposched_job_interruptions_total{category=\"cancelled\"}"),
+            "toposched_job_interruptions_total{category=\"cancelled\"} 1");
+  EXPECT_EQ(MetricLine(metrics, "toposched_job_interruptions_total{category=\"timeout\"}"),
+            "toposched_job_interruptions_total{category=\"timeout\"} 0");
+
+  // Completing it again: refused, nothing changes.
+  seq_before_ = service_->applied_seq();
+  ExpectRejected(Post("/api/v1/jobs/1/complete", R"({"exit_code": 1})"), 409, "failed_precondition",
+                 "FAILED");
+
+  // A restart replays the same ends, causes and drain.
+  const std::string before = Get("/api/v1/events").dump();
+  const std::string node_view = Get("/api/v1/nodes").dump();
+  server_.reset();
+  service_.reset();
+  Boot();
+  EXPECT_EQ(Get("/api/v1/events").dump(), before);
+  EXPECT_EQ(Get("/api/v1/nodes").dump(), node_view);
+  EXPECT_EQ(MetricLine(client_->Get("/metrics")->body,
+                       "toposched_job_interruptions_total{category=\"gpu_fault\"}"),
+            "toposched_job_interruptions_total{category=\"gpu_fault\"} 1");
+}
+
 TEST_F(ServerTest, ResponsesAreNeverBrotliCompressed) {
   // Debian's library compresses with Brotli at its slowest setting (docs/api.md): a browser's
   // Accept-Encoding gets gzip instead; a client that asks for br alone gets the plain body.
-  httplib::Headers browser = {{"Accept-Encoding", "gzip, deflate, br"}};
-  auto r = client_->Get("/api/v1/topology", browser);
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 200);
-  EXPECT_NE(r->get_header_value("Content-Encoding"), "br");
-  httplib::Headers br_only = {{"Accept-Encoding", "br;q=1.0"}};
-  auto plain = client_->Get("/api/v1/topology", br_only);
-  ASSERT_TRUE(plain);
-  EXPECT_EQ(plain->status, 200);
-  EXPECT_EQ(plain->get_header_value("Content-Encoding"), "");
-  EXPECT_TRUE(json::parse(plain->body, nullptr, false).is_object());
+  for (const char* accept : {"gzip, deflate, br", "gzip, deflate, br, zstd", "  br ,gzip",
+                             "gzip,\tbr", "br;q=1, gzip;q=0.5"}) {
+    httplib::Headers h = {{"Accept-Encoding", accept}};
+    auto r = client_->Get("/api/v1/topology", h);
+    ASSERT_TRUE(r) << accept;
+    EXPECT_EQ(r->status, 200) << accept;
+    EXPECT_EQ(r->get_header_value("Content-Encoding"), "gzip") << accept;
+  }
+  for (const char* accept : {"br;q=1.0", "br ;q=1", "brotli"}) {
+    httplib::Headers h = {{"Accept-Encoding", accept}};
+    auto plain = client_->Get("/api/v1/topology", h);
+    ASSERT_TRUE(plain) << accept;
+    EXPECT_EQ(plain->status, 200) << accept;
+    EXPECT_EQ(plain->get_header_value("Content-Encoding"), "") << accept;
+    EXPECT_TRUE(json::parse(plain->body, nullptr, false).is_object()) << accept;
+  }
 }
 
 TEST(ServerExtenderRoutesTest, VerbsReachTheExtenderOnlyWithTheToken) {

@@ -28,8 +28,6 @@ import time
 import urllib.error
 import urllib.request
 
-import yaml
-
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLUSTER = os.path.join(ROOT, "data/clusters/h100-2rack.yaml")
 JOBS = os.path.join(ROOT, "data/jobs/example-jobs.yaml")
@@ -196,6 +194,7 @@ class Browser:
 
 
 def submit_jobs(d):
+    import yaml  # python3-yaml (scripts/install-deps.sh); imported after the skip check
     ids = []
     for spec in yaml.safe_load(open(JOBS))["jobs"]:
         status, body, _ = d.call("POST", "/api/v1/jobs", spec)
@@ -232,9 +231,17 @@ def check_cluster(d, b, shots):
 
 
 def check_node(d, b, nodes, shots):
-    node = next(n for n in nodes if n["jobs"])
+    name = next(n for n in nodes if n["jobs"])["name"]
+    # A NIC reported degraded: the page shows the reported health, not the topology's.
+    status, _, _ = d.call("POST", "/api/v1/health", {"node": name, "component": "nic", "index": 2,
+                                                     "health": "degraded", "reason": "test"})
+    fact(status == 200, "health report: NIC 2 of %s degraded: HTTP %d" % (name, status))
+    node = next(n for n in d.call("GET", "/api/v1/nodes")[1]["nodes"] if n["name"] == name)
     b.go(d.url + "/#/node/" + node["name"])
     b.wait_view("node")
+    nic = node["nic_states"][2]["name"]
+    cell = b.text('#node-nics tr[data-nic-row="%s"] .c-health' % nic)
+    fact(cell == "degraded", "node view: NIC %s shows health %s (reported degraded)" % (nic, cell))
     fact(b.text("#node-free") == str(node["free"]), "node view %s: free GPUs %s = API %d"
          % (node["name"], b.text("#node-free"), node["free"]))
     gpus = b.js("return document.querySelectorAll('#node-graph [data-gpu]').length;")
@@ -272,10 +279,17 @@ def check_queue(d, b, shots):
     b.screenshot(os.path.join(shots, "queue.png"))
     # Filtering by user keeps that user's jobs only.
     b.type("#queue-filter", "alice")
-    time.sleep(0.5)
-    b.wait_view("queue", b.js("return Number(document.getElementById('view').dataset.ready);"))
+    want = sorted(j["id"] for j in jobs if "alice" in (j["job_id"] + j["name"] + j["user"] + j["queue"]).lower())
+    end = time.time() + 10
+    while time.time() < end:
+        rows = b.js("return Array.from(document.querySelectorAll('#queue-table tr[data-job]'))"
+                    ".map(r => Number(r.dataset.job));")
+        if sorted(rows) == want:
+            break
+        time.sleep(0.1)
     users = b.js("return Array.from(document.querySelectorAll('#queue-table tr[data-job]')).map(r => r.children[2].textContent);")
-    fact(users and all(u == "alice" for u in users), "queue view: filter 'alice' shows %d rows, all alice's" % len(users))
+    fact(sorted(rows) == want and users and all(u == "alice" for u in users),
+         "queue view: filter 'alice' shows %d rows, all alice's" % len(users))
     b.type("#queue-filter", "")
     return jobs
 

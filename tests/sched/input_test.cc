@@ -43,12 +43,34 @@ TEST(SchedulerApply, SubmitPassCompleteThroughOneEntry) {
   EXPECT_EQ(pass->started, (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(sc.State(1), job::JobState::kRunning);
   ASSERT_TRUE(sc.Apply(SetJobPriority{{2}, 9}, 2 * kSec).ok());
-  ASSERT_TRUE(sc.Apply(CompleteJob{{1}}, 3 * kSec).ok());
+  ASSERT_TRUE(sc.Apply(CompleteJob{{1}, {}}, 3 * kSec).ok());
   ASSERT_TRUE(sc.Apply(Tick{}, 3 * kSec).ok());
   EXPECT_EQ(sc.State(1), job::JobState::kCompleted);
   ASSERT_TRUE(sc.Apply(CancelJob{{2}}, 4 * kSec).ok());
   ASSERT_TRUE(sc.Apply(Tick{}, 4 * kSec).ok());
   EXPECT_EQ(sc.State(2), job::JobState::kCancelled);
+  EXPECT_TRUE(sc.CheckInvariants().ok());
+}
+
+// A failed completion (an exit report) ends the job FAILED with the report's reason, and frees
+// its GPUs for the next pass.
+TEST(SchedulerApply, AFailedCompletionEndsTheJobFailedAndFreesItsGpus) {
+  auto s = Scheduler::Create(Placer());
+  ASSERT_TRUE(s.ok());
+  Scheduler& sc = **s;
+  const int all = sc.cluster_state().ClusterCapacity().total_gpus;
+  ASSERT_TRUE(sc.Apply(SubmitJob{Job("a", 8)}, 0).ok());
+  ASSERT_TRUE(sc.Apply(Pass{}, kSec).ok());
+  ASSERT_EQ(sc.State(1), job::JobState::kRunning);
+  EXPECT_EQ(sc.cluster_state().ClusterCapacity().free_gpus, all - 8);
+  const std::string why = "exit code 1: cause gpu_oom: CUDA out of memory";
+  ASSERT_TRUE(sc.Apply(CompleteJob{{1}, why}, 2 * kSec).ok());
+  EXPECT_EQ(sc.State(1), job::JobState::kFailed);
+  EXPECT_EQ(sc.Events().back().reason, why);
+  EXPECT_EQ(sc.Events().back().from, job::JobState::kRunning);
+  EXPECT_EQ(sc.cluster_state().ClusterCapacity().free_gpus, all);
+  // Once ended, it cannot complete again.
+  EXPECT_FALSE(sc.Apply(CompleteJob{{1}, why}, 3 * kSec).ok());
   EXPECT_TRUE(sc.CheckInvariants().ok());
 }
 
@@ -84,7 +106,7 @@ TEST(SchedulerApply, PodGroupQueuesInTheOneOrderAndKnowsItsPlace) {
   EXPECT_EQ(sc.StartedUs(2), std::nullopt);
   EXPECT_NE(sc.Events()[2].reason.find("pod group ml/g"), std::string::npos)
       << sc.Events()[2].reason;
-  ASSERT_TRUE(sc.Apply(CompleteJob{{1}}, 4 * kSec).ok());
+  ASSERT_TRUE(sc.Apply(CompleteJob{{1}, {}}, 4 * kSec).ok());
   auto pass = sc.Apply(Pass{}, 4 * kSec);
   ASSERT_TRUE(pass.ok());
   EXPECT_EQ(pass->started, (std::vector<int64_t>{3, 2, 4}));
