@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -119,6 +120,32 @@ INSTANTIATE_TEST_SUITE_P(AllSamples, DiagnoseLogFile, ::testing::ValuesIn(ReadEx
                            }
                            return name + "_" + std::to_string(info.index);
                          });
+
+}  // namespace
+}  // namespace toposched::diag
+
+namespace toposched::diag {
+namespace {
+
+// Our own capture on the lent H200 VM (data/samples/measured): NCCL 2.28.9 finds no IB device
+// and uses NET/Socket on eth0.
+TEST(DiagnoseMeasured, NcclWithoutIbDeviceInAVmIsASocketFallback) {
+  const Diagnosis d = DiagnoseText(
+      [] {
+        std::ifstream f(std::string(TS_SOURCE_DIR) +
+                        "/data/samples/measured/h200-1gpu-vm-nccl-2.28.9-socket.log");
+        return std::string(std::istreambuf_iterator<char>(f), {});
+      }(),
+      "h200-1gpu-vm-nccl-2.28.9-socket.log", nullptr);
+  ASSERT_FALSE(d.causes.empty());
+  EXPECT_EQ(d.causes[0].category, Category::kNcclTransportFallback);
+  EXPECT_NE(d.causes[0].summary.find("eth0"), std::string::npos) << d.causes[0].summary;
+  bool cites_no_device = false;
+  for (const Evidence& e : d.causes[0].evidence) {
+    cites_no_device |= e.text.find("NET/IB : No device found.") != std::string::npos;
+  }
+  EXPECT_TRUE(cites_no_device);
+}
 
 }  // namespace
 }  // namespace toposched::diag

@@ -397,3 +397,35 @@ TEST(NcclXmlSniff, LooksLikeNcclXml) {
 
 }  // namespace
 }  // namespace toposched::topo::io
+
+namespace toposched::topo::io {
+namespace {
+
+// Our own capture on the lent H200 VM (data/samples/measured): NCCL writes numaid="-1" when it
+// cannot read the NUMA node, and link_width="0"; the file must read, with the NUMA node unknown.
+TEST(NcclXmlMeasured, SingleH200VmWithUnknownNumaReads) {
+  const std::string file =
+      std::string(TS_SOURCE_DIR) + "/data/samples/measured/h200-1gpu-vm-nccl-topo.xml";
+  auto r = ParseNcclXml(testing::ReadFileText(file), "h200-1gpu-vm-nccl-topo.xml");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const NodeTopology& t = *r;
+  ASSERT_EQ(t.gpus.size(), 1u);
+  EXPECT_EQ(t.gpus[0].model, "H200");  // PCI device 0x2335
+  EXPECT_EQ(t.gpus[0].pci_bus_id, "0000:00:06.0");
+  EXPECT_FALSE(t.gpus[0].numa.has_value());
+  EXPECT_TRUE(t.numa_nodes.empty());
+  ASSERT_EQ(t.nics.size(), 1u);
+  EXPECT_EQ(t.nics[0].name, "eth0");
+  EXPECT_EQ(t.nics[0].rate_gbps, 10.0);  // speed="10000" Mb/s
+  EXPECT_EQ(t.nics[0].link_layer, LinkLayer::kEthernet);
+  EXPECT_EQ(P(t, "GPU0", "eth0"), "PHB");
+  // Any other negative id is still refused.
+  std::string bad = testing::ReadFileText(file);
+  bad.replace(bad.find("numaid=\"-1\""), 11, "numaid=\"-2\"");
+  auto refused = ParseNcclXml(bad, "bad.xml");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("bad numaid"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace toposched::topo::io

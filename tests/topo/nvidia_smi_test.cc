@@ -519,3 +519,25 @@ TEST(NvidiaSmiTopo, ProseMentioningGpusBeforeTheMatrixIsSkipped) {
 
 }  // namespace
 }  // namespace toposched::topo::io
+
+namespace toposched::topo::io {
+namespace {
+
+// Our own capture on the lent H200 VM (data/samples/measured): one GPU, a header underlined by
+// ANSI escapes as nvidia-smi writes it to a terminal, GPU NUMA ID N/A.
+TEST(NvidiaSmiMeasured, SingleH200VmWithAnsiHeaderReads) {
+  const std::string file =
+      std::string(TS_SOURCE_DIR) + "/data/samples/measured/h200-1gpu-vm-topo-m.txt";
+  const std::string text = testing::ReadFileText(file);
+  ASSERT_NE(text.find("\x1b[4m"), std::string::npos);  // the escapes are really there
+  auto t = ParseNvidiaSmiTopo(text, "h200-1gpu-vm-topo-m.txt");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->gpus.size(), 1u);
+  EXPECT_TRUE(t->nics.empty());
+  EXPECT_EQ(t->gpus[0].numa, 0);
+  ASSERT_TRUE(t->gpus[0].cpus.has_value());
+  EXPECT_EQ(t->gpus[0].cpus->size(), 16u);  // CPU Affinity 0-15
+}
+
+}  // namespace
+}  // namespace toposched::topo::io

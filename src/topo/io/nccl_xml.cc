@@ -1,7 +1,8 @@
 // NCCL / RCCL topology XML reader (tinyxml2).
 //
 // Decisions:
-//  - Host bridges: one HostBridge per <cpu> element (its numaid is the NUMA node). NCCL writes
+//  - Host bridges: one HostBridge per <cpu> element (its numaid is the NUMA node; -1, written
+//    when NCCL could not read it, is an unknown NUMA node). NCCL writes
 //    one <pci> element per physical switch (it skips downstream ports and root ports when it
 //    dumps sysfs), so every <pci> element that is a bridge (class 0x0604xx, or any <pci> that
 //    has <pci> children, e.g. the class-less p5 file) is one PcieSwitch, nested as in the file.
@@ -73,6 +74,9 @@ constexpr GpuIdModel kGpuIds[] = {
     {0x10de, 0x2237, "A10G"},
     {0x10de, 0x2330, "H100 80GB HBM3"},
     {0x10de, 0x2331, "H100 PCIe"},
+    // Not in the sources above: measured, nvidia-smi -q on an H200 (pci_device_id 0x233510DE,
+    // product_name "NVIDIA H200"; data/samples/measured/README.md).
+    {0x10de, 0x2335, "H200"},
     {0x10de, 0x2324, "H800"},
     {0x10de, 0x26b5, "L40"},
     {0x10de, 0x26b9, "L40S"},
@@ -227,7 +231,9 @@ class Parser {
 Status Parser::ParseCpu(const XMLElement* cpu) {
   CpuCtx ctx;
   ASSIGN_OR_RETURN(std::optional<long long> numaid, IntAttr(source_, cpu, "numaid"));
-  if (numaid) {
+  // -1: NCCL could not read the node's NUMA id (it does so in VMs without NUMA in sysfs, e.g.
+  // data/samples/nccl-xml's single-H200 VM file): the NUMA node is unknown, as when absent.
+  if (numaid && *numaid != -1) {
     if (*numaid < 0 || *numaid > 1 << 16) return ElementError(source_, cpu, "bad numaid");
     ctx.numa = static_cast<int>(*numaid);
   }
