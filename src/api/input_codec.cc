@@ -40,6 +40,14 @@ StatusOr<sched::Input> DecodePayload(const store::InputRecord& rec, const topo::
     }
     return sched::Input{sched::CompleteJob{job, p.value("failure", std::string())}};
   }
+  if (rec.kind == "job_degraded") {
+    sched::Input in{std::in_place_type<sched::JobDegraded>};
+    auto& d = std::get<sched::JobDegraded>(in);
+    d.job = job;
+    d.reason = p.at("reason").get<std::string>();
+    d.after_ms = p.at("after_ms").get<double>();
+    return in;
+  }
   if (rec.kind == "submit_pod_group") {
     const json& spec = p.at("spec");
     if (!spec.is_object()) return InvalidArgumentError("spec: expected an object");
@@ -110,6 +118,10 @@ store::InputRecord EncodeInput(const sched::Input& in, const topo::Cluster& clus
                  [](const sched::Tick&) {},
                  [](const sched::SchedulePass&) {},
                  [](const sched::Pass&) {},
+                 [&](const sched::JobDegraded& d) {
+                   rec.job_id = d.job.value;
+                   rec.payload = Dump(json{{"reason", d.reason}, {"after_ms", d.after_ms}});
+                 },
              },
              in);
   return rec;

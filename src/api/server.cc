@@ -598,6 +598,19 @@ void Server::Routes() {
                 SetJson(res, 200, j.ok() ? *j : "{}");
               })));
 
+  // A running job's log, diagnosed now (Service::ReportLog).
+  h.Post(job_re + "/report",
+         Bounded(max_body, Guarded([&svc](const httplib::Request& req, httplib::Response& res) {
+                   StatusOr<json> b = ParseObject(req.body, {"log", "node"});
+                   if (!b.ok()) return SetStatusError(res, b.status());
+                   ExitReport report;
+                   StatusOr<bool> r = ParseExitReport(*b, &report);
+                   if (!r.ok()) return SetStatusError(res, r.status());
+                   StatusOr<std::string> out = svc.ReportLog(JobIdOf(req), report);
+                   if (!out.ok()) return SetStatusError(res, out.status());
+                   SetJson(res, 200, *out);
+                 })));
+
   h.Post(job_re + "/priority",
          Bounded(max_body, Guarded([&svc](const httplib::Request& req, httplib::Response& res) {
                    StatusOr<json> b = ParseObject(req.body, {"priority"});

@@ -23,6 +23,7 @@
 
 #include "api/extender.h"
 #include "core/status.h"
+#include "diag/diagnose.h"
 #include "job/job_spec.h"
 #include "sched/gang.h"
 #include "sched/input.h"
@@ -103,6 +104,12 @@ class Service {
   // first drains the node with that reason. NotFound for an unknown job or node;
   // FailedPrecondition unless the job is running; InvalidArgument for a signal outside 1..64.
   Status Complete(int64_t id, const ExitReport& report);
+  // A running job's log, reported while it runs (`report.log`, `report.node`; the exit fields
+  // are ignored). Its diagnosis decides: an NCCL transport fallback or a degraded NCCL set-up
+  // marks the job degraded and follows its on_degraded (sched::JobDegraded); a fatal GPU fault
+  // drains the node. Returns the strongest fault found and what was done, as JSON
+  // (docs/api.md). NotFound / FailedPrecondition as Complete.
+  StatusOr<std::string> ReportLog(int64_t id, const ExitReport& report);
   // NotFound for an unknown job; FailedPrecondition for a finished one.
   Status SetPriority(int64_t id, int priority);
   // NotFound for an unknown node name.
@@ -214,6 +221,11 @@ class Service {
   // Classifies the events the scheduler appended since the last call (diag's
   // InterruptionCategory) into event_category_ and interruptions_.
   void SyncCategoriesLocked() const;
+  // Complete and ReportLog: the running job's log diagnosed, tied to its node (the one named,
+  // else its only node; *drain_node: that node, -1 when not known).
+  double DegradedMsLocked(int64_t id, const diag::Cause& cause, int node) const;
+  StatusOr<std::pair<diag::Diagnosis, int>> DiagnoseReportLocked(int64_t id,
+                                                                 const ExitReport& r) const;
   // The category name of event `i` of the scheduler's log, "" when it is no interruption.
   std::string EventCategoryLocked(size_t i) const;
   // The extender's ledger: runs fn under mu_, then waits for what it stored.

@@ -3,11 +3,15 @@
 // interruption in the event log, for the events API and /metrics. The classification itself is
 // src/diag's; this file only ties it to the service's inputs.
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "api/service.h"
 #include "diag/diagnose.h"
 #include "diag/event_category.h"
+#include "diag/topology.h"
 #include "diag/xid.h"
 
 namespace toposched::api {
@@ -121,6 +125,40 @@ std::string FailureReason(const ExitReport& r, const diag::Cause* cause) {
 
 }  // namespace
 
+StatusOr<std::pair<diag::Diagnosis, int>> Service::DiagnoseReportLocked(int64_t id,
+                                                                        const ExitReport& r) const {
+  const std::optional<job::JobState> st = sched_->State(id);
+  if (!st) return NotFoundError("no job job-" + std::to_string(id));
+  if (*st != job::JobState::kRunning && *st != job::JobState::kCompleting) {
+    return FailedPreconditionError("job-" + std::to_string(id) + ": not running (" +
+                                   job::JobStateName(*st) + ")");
+  }
+  // The node the log comes from: the one named, else the job's only node (-1: unknown, so no
+  // drain). Its topology (the first node's when unknown: a job's nodes share a profile as a
+  // rule) is what the diagnosis ties network causes to.
+  int node = -1;
+  const sched::Placement* p = sched_->PlacementOf(id);
+  if (!r.node.empty()) {
+    node = cluster_->FindNode(r.node);
+    if (node < 0) return NotFoundError("node: no node \"" + r.node + "\"");
+  } else if (p != nullptr && p->parts.size() == 1) {
+    node = p->parts.front().node;
+  }
+  const int context = node >= 0                           ? node
+                      : p != nullptr && !p->parts.empty() ? p->parts.front().node
+                                                          : -1;
+  diag::Diagnosis d;
+  if (!r.log.empty()) {
+    std::optional<diag::NodeContext> ctx;
+    if (context >= 0) {
+      const topo::ClusterNode& cn = cluster_->nodes[context];
+      ctx = diag::NodeContext{cn.name, cluster_->profiles[cn.profile].topology};
+    }
+    d = diag::DiagnoseText(r.log, "report of job-" + std::to_string(id), ctx ? &*ctx : nullptr);
+  }
+  return std::make_pair(std::move(d), node);
+}
+
 Status Service::Complete(int64_t id, const ExitReport& r) {
   RETURN_IF_ERROR(health());
   if (r.signal && (*r.signal < 1 || *r.signal > 64)) {
@@ -129,34 +167,9 @@ Status Service::Complete(int64_t id, const ExitReport& r) {
   int64_t seq = 0;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    const std::optional<job::JobState> st = sched_->State(id);
-    if (!st) return NotFoundError("no job job-" + std::to_string(id));
-    if (*st != job::JobState::kRunning && *st != job::JobState::kCompleting) {
-      return FailedPreconditionError("job-" + std::to_string(id) +
-                                     ": cannot complete a job in state " + job::JobStateName(*st));
-    }
-    // The node the log comes from: the one named, else the job's only node (-1: unknown, so no
-    // drain). Its topology (the first node's when unknown: a job's nodes share a profile as a
-    // rule) is what the diagnosis ties network causes to.
-    int node = -1, context = -1;
-    const sched::Placement* p = sched_->PlacementOf(id);
-    if (!r.node.empty()) {
-      node = cluster_->FindNode(r.node);
-      if (node < 0) return NotFoundError("node: no node \"" + r.node + "\"");
-    } else if (p != nullptr && p->parts.size() == 1) {
-      node = p->parts.front().node;
-    }
-    context = node >= 0 ? node : p != nullptr && !p->parts.empty() ? p->parts.front().node : -1;
+    ASSIGN_OR_RETURN(auto diagnosed, DiagnoseReportLocked(id, r));
+    const auto& [d, node] = diagnosed;
     const std::string job = "job-" + std::to_string(id);
-    diag::Diagnosis d;
-    if (!r.log.empty()) {
-      std::optional<diag::NodeContext> ctx;
-      if (context >= 0) {
-        const topo::ClusterNode& cn = cluster_->nodes[context];
-        ctx = diag::NodeContext{cn.name, cluster_->profiles[cn.profile].topology};
-      }
-      d = diag::DiagnoseText(r.log, "exit report of " + job, ctx ? &*ctx : nullptr);
-    }
     // A GPU the next job must not get: drain its node first, recorded as its own input.
     if (const std::string fatal = FatalGpuFault(d);
         !fatal.empty() && node >= 0 && !sched_->cluster_state().NodeDrained(node)) {
@@ -173,6 +186,70 @@ Status Service::Complete(int64_t id, const ExitReport& r) {
   }
   TriggerPass();
   return WaitDurable(seq);
+}
+
+StatusOr<std::string> Service::ReportLog(int64_t id, const ExitReport& r) {
+  RETURN_IF_ERROR(health());
+  if (r.log.empty()) return InvalidArgumentError("log: required, the job's log (its end)");
+  int64_t seq = 0;
+  nlohmann::ordered_json out;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    ASSIGN_OR_RETURN(auto diagnosed, DiagnoseReportLocked(id, r));
+    const auto& [d, node] = diagnosed;
+    const std::string job = "job-" + std::to_string(id);
+    const diag::Cause* cause = TopFault(d);
+    std::vector<std::string> actions;
+    if (const std::string fatal = FatalGpuFault(d);
+        !fatal.empty() && node >= 0 && !sched_->cluster_state().NodeDrained(node)) {
+      ASSIGN_OR_RETURN(seq, ApplyRecordLocked(sched::DrainNode{
+                                node, true, fatal + " (" + job + "'s log report)"}));
+      actions.push_back("drained " + cluster_->nodes[node].name);
+    }
+    if (cause != nullptr && (cause->category == diag::Category::kNcclTransportFallback ||
+                             cause->category == diag::Category::kNcclDegraded)) {
+      sched::Input in{std::in_place_type<sched::JobDegraded>};
+      auto& g = std::get<sched::JobDegraded>(in);
+      g.job = sched::JobId{id};
+      g.reason = "log report: cause " + std::string(diag::CategoryName(cause->category)) + ": " +
+                 OneLine(cause->summary, 300);
+      g.after_ms = DegradedMsLocked(id, *cause, node);
+      if (sched_->State(id) == job::JobState::kRunning) {
+        ASSIGN_OR_RETURN(int64_t s, ApplyRecordLocked(in));
+        if (s != 0) seq = s;
+        actions.push_back("job degraded, on_degraded followed");
+      }
+    }
+    out["job_id"] = job;
+    out["state"] = job::JobStateName(*sched_->State(id));
+    out["cause"] = cause == nullptr
+                       ? nlohmann::ordered_json(nullptr)
+                       : nlohmann::ordered_json{{"category", diag::CategoryName(cause->category)},
+                                                {"confidence", cause->confidence},
+                                                {"summary", cause->summary},
+                                                {"topology", cause->topology},
+                                                {"fix", cause->fix}};
+    out["actions"] = actions;
+  }
+  TriggerPass();
+  RETURN_IF_ERROR(WaitDurable(seq));
+  return out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+// A transport fallback's predicted time: the job's inter-node share (its PP and DP parts) as the
+// cost model prices NET/Socket against NET/IB for the node (src/diag AdviseNetwork, a 1 GiB
+// AllReduce over two such nodes); a job on one node does not use the network, so unchanged.
+// 0 (unknown) for other causes and where the node's NICs give no ratio.
+double Service::DegradedMsLocked(int64_t id, const diag::Cause& cause, int node) const {
+  const sched::Placement* p = sched_->PlacementOf(id);
+  if (p == nullptr || cause.category != diag::Category::kNcclTransportFallback) return 0;
+  if (p->parts.size() <= 1) return p->predicted_ms;
+  const int n = node >= 0 ? node : p->parts.front().node;
+  const topo::ClusterNode& cn = cluster_->nodes[n];
+  const diag::NetworkAdvice a =
+      diag::AdviseNetwork(diag::NodeContext{cn.name, cluster_->profiles[cn.profile].topology});
+  if (!a.ib_ms || !a.socket_ms || *a.ib_ms <= 0) return 0;
+  return p->tp_ms + (p->pp_ms + p->dp_ms) * (*a.socket_ms / *a.ib_ms);
 }
 
 void Service::SyncCategoriesLocked() const {

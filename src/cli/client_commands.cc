@@ -230,6 +230,34 @@ int RunComplete(const CompleteArgs& a) {
   return 0;
 }
 
+int RunReport(const CompleteArgs& a) {
+  StatusOr<std::string> log = ReadLogTail(a.log, 256 * 1024);
+  if (!log.ok()) return Fail(log.status());
+  json body = {{"log", *log}};
+  if (!a.node.empty()) body["node"] = a.node;
+  StatusOr<Reply> r = Call(a, "POST", JobPath(a.job) + "/report",
+                           body.dump(-1, ' ', false, json::error_handler_t::replace));
+  if (!r.ok()) return Fail(r.status());
+  if (a.json) {
+    PrintJson(r->body);
+    return 0;
+  }
+  const json& c = r->body["cause"];
+  std::printf("%s %s\n", Str(r->body, "job_id").c_str(), Str(r->body, "state").c_str());
+  if (c.is_object()) {
+    std::printf("cause: %s (confidence %.2f): %s\n", Str(c, "category").c_str(),
+                c.value("confidence", 0.0), Str(c, "summary").c_str());
+    if (!Str(c, "topology").empty()) std::printf("topology: %s\n", Str(c, "topology").c_str());
+    if (!Str(c, "fix").empty()) std::printf("fix: %s\n", Str(c, "fix").c_str());
+  } else {
+    std::printf("cause: no known fault in the log\n");
+  }
+  for (const json& action : r->body["actions"]) {
+    std::printf("done: %s\n", action.get<std::string>().c_str());
+  }
+  return 0;
+}
+
 int RunExplain(const JobArgs& a) {
   StatusOr<Reply> r = Call(a, "GET", JobPath(a.job) + "/explain");
   if (!r.ok()) return Fail(r.status());
@@ -351,6 +379,20 @@ void RegisterClientCommands(CLI::App& app, int& rc) {
     c->add_option("--node", a->node, "the node the log comes from (default: the job's only node)");
     AddCommon(c, *a);
     c->callback([a, &rc] { rc = RunComplete(*a); });
+  }
+  {
+    auto a = std::make_shared<CompleteArgs>();
+    CLI::App* c = app.add_subcommand(
+        "report",
+        "send a running job's log to the daemon: a transport fallback marks the job degraded "
+        "(its on_degraded follows), a fatal GPU fault drains the node");
+    c->add_option("JOB", a->job, "job id (17 or job-17)")->required();
+    c->add_option("--log", a->log, "the job's log (its last 256 KiB are sent)")
+        ->required()
+        ->check(CLI::ExistingFile);
+    c->add_option("--node", a->node, "the node the log comes from (default: the job's only node)");
+    AddCommon(c, *a);
+    c->callback([a, &rc] { rc = RunReport(*a); });
   }
   job_cmd("explain", "why a job waits, or why it runs where it does", RunExplain);
   {

@@ -87,8 +87,8 @@ enum class Kind {
   kSchedDegraded,   // "NVLinks of GPU 5 on gpu006 degraded, predicted 0.259 -> 0.505 ms"
   kSchedCancelled,  // "cancelled by user"
   kSchedPending,    // "job-7 PENDING: <explanation>" (fields: reason)
-  // "-> FAILED: exit code 1: cause gpu_fault: ..." — an exit report the daemon classified when
-  // the job ended (fields: category, reason)
+  // "-> FAILED: exit code 1: cause gpu_fault: ..." — a report of the job's that the daemon
+  // classified: an exit report, or a log report while it ran (fields: category, reason)
   kSchedExitCause,
   kCount,
 };

@@ -173,12 +173,12 @@ void OwnEventRules(const EvidenceSet& ev, std::vector<Cause>& out) {
     const std::optional<Category> c = ParseCategory(e->Field("category"));
     const std::string_view reason = e->Field("reason");
     const size_t fix = reason.find("; fix: ");
-    out.push_back(MakeCause(c.value_or(Category::kUnknown), 0.8,
-                            "the job's exit report: " + std::string(reason.substr(0, fix)),
-                            fix == std::string_view::npos
-                                ? std::string("read the job's log (toposched diagnose --log)")
-                                : std::string(reason.substr(fix + 7)),
-                            ev, {Kind::kSchedExitCause}));
+    out.push_back(MakeCause(
+        c.value_or(Category::kUnknown), 0.8,
+        "the job's report, as the daemon classified it: " + std::string(reason.substr(0, fix)),
+        fix == std::string_view::npos ? std::string("read the job's log (toposched diagnose --log)")
+                                      : std::string(reason.substr(fix + 7)),
+        ev, {Kind::kSchedExitCause}));
   }
   if (ev.has(Kind::kSchedPending)) {
     out.push_back(MakeCause(

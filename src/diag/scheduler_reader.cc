@@ -68,13 +68,16 @@ bool ReadSchedulerLine(const LineRef& line, EvidenceSet& out) {
   if (Has(t, "-> COMPLETING: cancelled by user") || Has(t, "-> CANCELLED: cancelled by user")) {
     Add(Kind::kSchedCancelled, line, out);
   }
-  // The daemon's classification of an exit report (Service::Complete): "cause <category>: ".
-  if (auto failed = After(t, "-> FAILED: "); failed && Has(*failed, ": cause ")) {
-    const std::string name(TokenAfter(*failed, ": cause ", ":"));
-    if (ParseCategory(name)) {
+  // The daemon's classification of a report of the job's (an exit report ending it, a log
+  // report while it runs: Service::Complete, Service::ReportLog): ": cause <category>: ".
+  if (Has(t, ": cause ")) {
+    const std::string name(TokenAfter(t, ": cause ", ":"));
+    const size_t job = t.find("job-");
+    const size_t colon = t.find(": ", job == std::string_view::npos ? 0 : job);
+    if (ParseCategory(name) && colon != std::string_view::npos) {
       if (Evidence* e = out.Add(Kind::kSchedExitCause, line)) {
         e->fields.emplace_back("category", name);
-        e->fields.emplace_back("reason", std::string(*failed));
+        e->fields.emplace_back("reason", std::string(t.substr(colon + 2)));
       }
     }
   }

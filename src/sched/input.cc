@@ -41,6 +41,7 @@ const char* InputKind(const Input& in) {
                         [](const sched::Tick&) { return "tick"; },
                         [](const SchedulePass&) { return "schedule"; },
                         [](const Pass&) { return "pass"; },
+                        [](const JobDegraded&) { return "job_degraded"; },
                     },
                     in);
 }
@@ -91,6 +92,9 @@ StatusOr<Applied> Scheduler::Apply(const Input& in, int64_t now_us) {
             return done(InvalidArgumentError("health report: unknown target"));
           },
           [&](const sched::Tick&) { return done(Tick(now_us)); },
+          [&](const JobDegraded& d) {
+            return done(ReportDegraded(d.job.value, d.reason, d.after_ms, now_us));
+          },
           [&](const SchedulePass&) -> StatusOr<Applied> {
             ASSIGN_OR_RETURN(out.started, Schedule(now_us));
             return std::move(out);

@@ -68,6 +68,16 @@ struct HealthReport {
   std::string reason;  // empty: "<target> health report: <health>"
 };
 
+// A running job is found degraded by a report of its own (the daemon's diagnosis of its log:
+// an NCCL transport fallback, say): it follows its on_degraded, as for degraded links.
+// `reason` says what was found; `after_ms` is the predicted communication time as it now runs
+// (0: unknown, taken as unchanged).
+struct JobDegraded {
+  JobId job;
+  std::string reason;
+  double after_ms = 0;
+};
+
 // Time limits and due kills (Scheduler::Tick).
 struct Tick {};
 // One scheduling pass (Scheduler::Schedule).
@@ -76,7 +86,7 @@ struct SchedulePass {};
 struct Pass {};
 
 using Input = std::variant<SubmitJob, SubmitPodGroup, CancelJob, CompleteJob, SetJobPriority,
-                           DrainNode, HealthReport, Tick, SchedulePass, Pass>;
+                           DrainNode, HealthReport, Tick, SchedulePass, Pass, JobDegraded>;
 
 // A visitor made of lambdas, one per alternative: std::visit(Overload{...}, input).
 template <class... F>

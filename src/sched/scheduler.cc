@@ -310,6 +310,21 @@ Status Scheduler::Complete(int64_t id, int64_t now_us, const std::string& failur
   return ReleaseIfStopped(*j);
 }
 
+Status Scheduler::ReportDegraded(int64_t id, const std::string& reason, double after_ms,
+                                 int64_t now_us) {
+  Job* j = Find(id);
+  if (j == nullptr) return NotFoundError("no job " + JobName(id));
+  if (j->record.state() != JobState::kRunning || !j->placement) {
+    return FailedPreconditionError(JobName(id) + ": only a running job can be reported degraded (" +
+                                   job::JobStateName(j->record.state()) + ")");
+  }
+  if (reason.empty())
+    return InvalidArgumentError(JobName(id) + ": a degraded report needs a reason");
+  Accrue(now_us);
+  const double before = j->placement->predicted_ms;
+  return HandleDegraded(*j, reason, before, after_ms > 0 ? after_ms : before, now_us);
+}
+
 Status Scheduler::Tick(int64_t now_us) {
   Accrue(now_us);
   // Only a job past its limit or terminating can change here: those are collected (in id order,

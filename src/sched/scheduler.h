@@ -190,6 +190,9 @@ class Scheduler {
   Status Cancel(int64_t id, int64_t now_us);
   // The job's processes finished: RUNNING -> COMPLETING -> COMPLETED, allocation released.
   // For a job already terminating (COMPLETING), its processes exited: the pending final state.
+  // A running job reported degraded (sched::JobDegraded): its on_degraded decides, as for a
+  // degraded link. FailedPrecondition unless it runs.
+  Status ReportDegraded(int64_t id, const std::string& reason, double after_ms, int64_t now_us);
   // `failure` non-empty: a running job's processes failed; it ends FAILED with that reason.
   Status Complete(int64_t id, int64_t now_us, const std::string& failure = "");
   // RUNNING jobs at or past start + time limit go to TIMEOUT (JobRecord::Timeout with

@@ -42,7 +42,8 @@ std::vector<sched::Input> AllKinds() {
                               "xid 74"},
           sched::Tick{},
           sched::SchedulePass{},
-          sched::Pass{}};
+          sched::Pass{},
+          sched::JobDegraded{{6}, "NET/Socket", 12.5}};
 }
 
 TEST(InputCodec, EveryKindRoundTrips) {

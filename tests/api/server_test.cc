@@ -10,6 +10,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -656,6 +657,87 @@ TEST_F(ServerTest, AnExitReportEndsTheJobWithItsCauseAndAFatalXidDrainsTheNode) 
   EXPECT_EQ(MetricLine(client_->Get("/metrics")->body,
                        "toposched_job_interruptions_total{category=\"gpu_fault\"}"),
             "toposched_job_interruptions_total{category=\"gpu_fault\"} 1");
+}
+
+TEST_F(ServerTest, ALogReportOfATransportFallbackFollowsTheJobsOnDegraded) {
+  // Two 16-GPU jobs across two nodes each (DP over the network), one waiting on degradation.
+  for (const char* policy : {"continue", "wait"}) {
+    ASSERT_EQ(Post("/api/v1/jobs", std::string(R"({"name": "dp-)") + policy +
+                                       R"(", "replicas": 2, "gpus_per_replica": 8,
+                                       "layout": {"tp": 8, "dp": 2}, "model_params": "8B",
+                                       "on_degraded": ")" +
+                                       policy + R"("})")
+                  ->status,
+              201);
+  }
+  ASSERT_EQ(Post("/api/v1/schedule", "")->status, 200);
+  // A third that cannot start while they run.
+  ASSERT_EQ(Post("/api/v1/jobs", testing_api::JobJson("waiting", 256))->status, 201);
+  const json before = Get("/api/v1/jobs/1");
+  ASSERT_EQ(before["state"], "RUNNING");
+  ASSERT_EQ(before["placement"]["nodes"].size(), 2u);
+  ASSERT_EQ(Get("/api/v1/jobs/2")["state"], "RUNNING") << Get("/api/v1/jobs/2").dump();
+  const double predicted = before["placement"]["predicted_ms"];
+  const std::string log = ReadFile(std::string(TS_SOURCE_DIR) +
+                                   "/data/interruption-logs/1-socket-fallback-libibverbs-"
+                                   "missing-detectron2-4730.log");
+
+  // Refused, nothing changes: no log, an unknown field, a job that does not run.
+  seq_before_ = service_->applied_seq();
+  ExpectRejected(Post("/api/v1/jobs/1/report", "{}"), 400, "invalid_argument", "log");
+  ExpectRejected(Post("/api/v1/jobs/1/report", R"({"log": "x", "exit_code": 1})"), 400,
+                 "invalid_argument", "exit_code");
+  ExpectRejected(Post("/api/v1/jobs/3/report", json{{"log", log}}.dump()), 409,
+                 "failed_precondition", "PENDING");
+
+  // A log with no fault: nothing done.
+  auto fine = Post("/api/v1/jobs/1/report", R"({"log": "step 100 loss 2.31\nstep 200 loss 2.11"})");
+  ASSERT_TRUE(fine);
+  ASSERT_EQ(fine->status, 200) << fine->body;
+  EXPECT_TRUE(json::parse(fine->body)["cause"].is_null());
+  EXPECT_EQ(json::parse(fine->body)["actions"], json::array());
+  EXPECT_EQ(service_->applied_seq(), seq_before_);
+
+  // on_degraded: continue — the job runs on, the event says how much slower it now is.
+  auto r = Post("/api/v1/jobs/1/report", json{{"log", log}}.dump());
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json rep = json::parse(r->body);
+  EXPECT_EQ(rep["cause"]["category"], "nccl_transport_fallback");
+  EXPECT_NE(rep["cause"]["topology"].get<std::string>().find("NET/Socket"), std::string::npos);
+  EXPECT_EQ(rep["state"], "RUNNING");
+  const json ev1 = Get("/api/v1/events?job=job-1")["events"].back();
+  EXPECT_EQ(ev1["from"], "RUNNING");
+  EXPECT_EQ(ev1["to"], "RUNNING");
+  const std::string why = ev1["reason"];
+  EXPECT_EQ(why.rfind("log report: cause nccl_transport_fallback: ", 0), 0u) << why;
+  EXPECT_NE(why.find("on_degraded: continue"), std::string::npos) << why;
+  // "predicted A -> B ms": slower over sockets.
+  const size_t at = why.find("predicted ");
+  ASSERT_NE(at, std::string::npos) << why;
+  double a = 0, b = 0;
+  ASSERT_EQ(std::sscanf(why.c_str() + at, "predicted %lf -> %lf ms", &a, &b), 2) << why;
+  EXPECT_NEAR(a, predicted, 1e-3);
+  EXPECT_GT(b, 2 * a);
+
+  // on_degraded: wait — stopped to wait for a better placement; the stop is an interruption of
+  // that category.
+  auto w = Post("/api/v1/jobs/2/report", json{{"log", log}}.dump());
+  ASSERT_TRUE(w);
+  ASSERT_EQ(w->status, 200) << w->body;
+  bool stopped = false;
+  const json ev2 = Get("/api/v1/events?job=job-2");
+  for (const json& e : ev2["events"]) {
+    if (e["to"] == "PREEMPTED") {
+      stopped = true;
+      EXPECT_EQ(e["category"], "nccl_transport_fallback") << e.dump();
+      EXPECT_NE(e["reason"].get<std::string>().find("on_degraded: wait"), std::string::npos);
+    }
+  }
+  EXPECT_TRUE(stopped) << ev2.dump();
+  EXPECT_EQ(MetricLine(client_->Get("/metrics")->body,
+                       "toposched_job_interruptions_total{category=\"nccl_transport_fallback\"}"),
+            "toposched_job_interruptions_total{category=\"nccl_transport_fallback\"} 1");
 }
 
 TEST_F(ServerTest, ResponsesAreNeverBrotliCompressed) {
