@@ -504,6 +504,17 @@
     const scope = lvl ? lvl.name + ' switch ' + d.name + (lvl.oversubscription > 1 ? ', ' + lvl.oversubscription + ':1 oversubscribed below it' : '') : p.domain;
     return 'across ' + p.nodes.length + ' nodes: NICs and the network up to the ' + scope;
   }
+  // NCCL's predicted transport per hop of rank 0's groups, the warnings and the environment.
+  function transportTable(ex) {
+    if (!ex.transports || !ex.transports.length) return [];
+    const env = Object.entries(ex.nccl_env || {}).map(([k, v]) => k + '=' + v).join(' ');
+    return [el('h3', { text: 'Predicted NCCL transport per hop (rank 0\'s groups)' }),
+      el('table', { id: 'job-transports' }, el('tr', {}, ['dimension', 'transport', 'hops', 'e.g.', 'via'].map((h) => el('th', { text: h }))),
+        ex.transports.map((h) => el('tr', { 'data-dim': h.dimension }, el('td', { text: h.dimension }), el('td', { class: 'c-transport', text: h.transport }),
+          el('td', { class: 'num', text: h.hops }), el('td', { text: h.example }), el('td', { text: h.via || '—' })))),
+      ...(ex.transport_warnings || []).map((w) => el('p', { class: 'error', text: 'warning: ' + w })),
+      env ? el('p', { id: 'job-nccl-env' }, 'environment: ', el('code', { text: env })) : null];
+  }
   // Each node's topology with the job's ranks on its GPUs and the NICs they use (first 4 nodes).
   function rankDrawings(p, ranks, nodes) {
     if (!ranks.length) return [];
@@ -555,6 +566,7 @@
             dims.map(([k, v]) => el('tr', { 'data-dim': k }, el('td', { text: k + (k === worst[0] && v > 0 ? ' (bottleneck)' : '') }), el('td', { class: 'num', text: fmtMs(v) })))),
           el('p', { id: 'job-bottleneck', text: worst[1] > 0 ? 'Bottleneck: ' + worst[0] + ' (' + fmtMs(worst[1]) + ' ms) ' + hopOf(worst[0], p) : 'No communication predicted.' }),
           el('p', { class: 'explain', id: 'job-placement-explanation', text: ex.placement_explanation || '' }),
+          ...transportTable(ex),
           el('h3', { text: 'Placement on the network (' + p.domain + ')' }), legend(),
           renderTree(nodes, {
             gpus: new Set(p.nodes.flatMap((n) => n.gpus.map((g) => n.node + '/' + g))),

@@ -20,6 +20,22 @@ StatusOr<int> NodeNamed(const topo::Cluster& cluster, const json& p) {
   return node;
 }
 
+// A report's drain: {"drain_node": name, "drain_reason"}, absent when none.
+Status DecodeDrain(const topo::Cluster& cluster, const json& p, int* node, std::string* reason) {
+  if (!p.contains("drain_node")) return OkStatus();
+  const std::string name = p.at("drain_node").get<std::string>();
+  *node = cluster.FindNode(name);
+  if (*node < 0) return NotFoundError("drain_node: no node \"" + name + "\" in the cluster");
+  *reason = p.at("drain_reason").get<std::string>();
+  return OkStatus();
+}
+
+void EncodeDrain(const topo::Cluster& cluster, int node, const std::string& reason, json& p) {
+  if (node < 0) return;
+  p["drain_node"] = cluster.nodes.at(node).name;
+  p["drain_reason"] = reason;
+}
+
 StatusOr<sched::Input> DecodePayload(const store::InputRecord& rec, const topo::Cluster& cluster,
                                      const std::string& where) {
   const sched::JobId job{rec.job_id};
@@ -34,11 +50,14 @@ StatusOr<sched::Input> DecodePayload(const store::InputRecord& rec, const topo::
   const json p = json::parse(rec.payload, nullptr, false);
   if (!p.is_object()) return InvalidArgumentError("malformed payload");
   if (rec.kind == "complete") {
-    // Earlier builds wrote "{}"; a failed job's exit report adds its reason.
-    if (p.contains("failure") && !p["failure"].is_string()) {
-      return InvalidArgumentError("failure: expected a string");
-    }
-    return sched::Input{sched::CompleteJob{job, p.value("failure", std::string())}};
+    // Earlier builds wrote "{}"; a failed job's exit report adds its reason, a fatal GPU fault
+    // in it the node drained with it.
+    sched::Input in{std::in_place_type<sched::CompleteJob>};
+    auto& c = std::get<sched::CompleteJob>(in);
+    c.job = job;
+    if (p.contains("failure")) c.failure = p.at("failure").get<std::string>();
+    RETURN_IF_ERROR(DecodeDrain(cluster, p, &c.drain_node, &c.drain_reason));
+    return in;
   }
   if (rec.kind == "job_degraded") {
     sched::Input in{std::in_place_type<sched::JobDegraded>};
@@ -46,6 +65,7 @@ StatusOr<sched::Input> DecodePayload(const store::InputRecord& rec, const topo::
     d.job = job;
     d.reason = p.at("reason").get<std::string>();
     d.after_ms = p.at("after_ms").get<double>();
+    RETURN_IF_ERROR(DecodeDrain(cluster, p, &d.drain_node, &d.drain_reason));
     return in;
   }
   if (rec.kind == "submit_pod_group") {
@@ -97,7 +117,10 @@ store::InputRecord EncodeInput(const sched::Input& in, const topo::Cluster& clus
                  [&](const sched::CancelJob& c) { rec.job_id = c.job.value; },
                  [&](const sched::CompleteJob& c) {
                    rec.job_id = c.job.value;
-                   if (!c.failure.empty()) rec.payload = Dump(json{{"failure", c.failure}});
+                   json p = json::object();
+                   if (!c.failure.empty()) p["failure"] = c.failure;
+                   EncodeDrain(cluster, c.drain_node, c.drain_reason, p);
+                   if (!p.empty()) rec.payload = Dump(p);
                  },
                  [&](const sched::SetJobPriority& p) {
                    rec.job_id = p.job.value;
@@ -120,7 +143,9 @@ store::InputRecord EncodeInput(const sched::Input& in, const topo::Cluster& clus
                  [](const sched::Pass&) {},
                  [&](const sched::JobDegraded& d) {
                    rec.job_id = d.job.value;
-                   rec.payload = Dump(json{{"reason", d.reason}, {"after_ms", d.after_ms}});
+                   json p{{"reason", d.reason}, {"after_ms", d.after_ms}};
+                   EncodeDrain(cluster, d.drain_node, d.drain_reason, p);
+                   rec.payload = Dump(p);
                  },
              },
              in);

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "api/input_codec.h"
+#include "sched/transports.h"
 #include "topo/io/json_io.h"
 
 namespace toposched::api {
@@ -849,6 +850,24 @@ StatusOr<std::string> Service::ExplainJson(int64_t id) const {
       j["tp_ms"] = p->tp_ms;
       j["pp_ms"] = p->pp_ms;
       j["placement_explanation"] = p->explanation;
+      // Before it runs long: NCCL's predicted transport per hop and the environment that keeps
+      // it on the ranks' NICs (docs/diagnose.md, "Before the job runs").
+      if (const job::JobSpec* spec = sched_->Spec(id)) {
+        const sched::TransportPlan plan =
+            sched::PredictTransports(placer_->cost_model(), *p, spec->layout);
+        json hops = json::array();
+        for (const sched::HopTransport& h : plan.hops) {
+          hops.push_back({{"dimension", h.dimension},
+                          {"transport", h.transport},
+                          {"hops", h.hops},
+                          {"example", h.example},
+                          {"via", h.via}});
+        }
+        j["transports"] = hops;
+        j["nccl_env"] =
+            plan.nccl_ib_hca.empty() ? json::object() : json{{"NCCL_IB_HCA", plan.nccl_ib_hca}};
+        j["transport_warnings"] = plan.warnings;
+      }
     }
     seq = applied_seq_;
   }
@@ -950,6 +969,7 @@ std::string Service::NodesJson() const {
                         cs.GpuCount(node) - cs.FreeMask(node).count() - cs.HeldMask(node).count()},
                        {"health", topo::HealthName(cs.NodeHealth(node))},
                        {"drained", cs.NodeDrained(node)},
+                       {"drain_reason", sched_->NodeDrainReason(node)},
                        {"gpu_health", bad},
                        {"gpu_states", states},
                        {"nic_states", NicStatesJsonLocked(node)},

@@ -221,11 +221,25 @@ class Service {
   // Classifies the events the scheduler appended since the last call (diag's
   // InterruptionCategory) into event_category_ and interruptions_.
   void SyncCategoriesLocked() const;
-  // Complete and ReportLog: the running job's log diagnosed, tied to its node (the one named,
-  // else its only node; *drain_node: that node, -1 when not known).
+  // Complete and ReportLog: where a running job's report comes from. `node`: the node named
+  // (it must be one of the job's), else the job's only node, else -1 (so nothing is drained);
+  // `context`: the topology the diagnosis ties network causes to (that node, else the job's
+  // first node). NotFound / FailedPrecondition / InvalidArgument as Complete.
+  struct ReportSite {
+    int node = -1;
+    std::optional<diag::NodeContext> context;
+  };
+  StatusOr<ReportSite> ReportSiteLocked(int64_t id, const ExitReport& r) const;
+  // Diagnoses the report's log outside mu_ (a log of up to the body limit takes a while), then
+  // takes mu_ again and checks that the job still runs. `lock` must not hold mu_ on entry and
+  // holds it on return.
+  StatusOr<std::pair<diag::Diagnosis, int>> DiagnoseReport(int64_t id, const ExitReport& r,
+                                                           std::unique_lock<std::mutex>& lock);
+  // A fallback's predicted communication time (DegradedMs in service_exit.cc).
   double DegradedMsLocked(int64_t id, const diag::Cause& cause, int node) const;
-  StatusOr<std::pair<diag::Diagnosis, int>> DiagnoseReportLocked(int64_t id,
-                                                                 const ExitReport& r) const;
+  // Applies `in` as replay will see it (encoded, then decoded: text such as a log's cut
+  // multi-byte character reaches the scheduler exactly as the store gives it back).
+  StatusOr<int64_t> ApplyStoredFormLocked(const sched::Input& in);
   // The category name of event `i` of the scheduler's log, "" when it is no interruption.
   std::string EventCategoryLocked(size_t i) const;
   // The extender's ledger: runs fn under mu_, then waits for what it stored.

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/input_codec.h"
 #include "api/service.h"
 #include "diag/diagnose.h"
 #include "diag/event_category.h"
@@ -18,12 +19,17 @@ namespace toposched::api {
 
 namespace {
 
-// One line, at most `max` bytes (a reason is one line of the event log).
+// One line, at most `max` bytes (a reason is one line of the event log), never cut inside a
+// UTF-8 character.
 std::string OneLine(std::string s, size_t max) {
   for (char& c : s) {
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
   }
-  if (s.size() > max) s = s.substr(0, max - 3) + "...";
+  if (s.size() > max) {
+    size_t cut = max - 3;
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+    s = s.substr(0, cut) + "...";
+  }
   return s;
 }
 
@@ -47,7 +53,8 @@ const char* SignalName(int sig) {
   return "";
 }
 
-// "exit code 1", "killed by signal 9 (SIGKILL)", "exit code 137, signal 9 (SIGKILL)".
+// "exit code 1", "killed by signal 9 (SIGKILL)", "exit code 137, signal 9 (SIGKILL)"; only for
+// a report with an exit code or a signal.
 std::string ExitText(const ExitReport& r) {
   std::string out;
   if (r.exit_code) out = "exit code " + std::to_string(*r.exit_code);
@@ -56,7 +63,7 @@ std::string ExitText(const ExitReport& r) {
     out += (out.empty() ? "killed by signal " : ", signal ") + std::to_string(*r.signal) +
            (name.empty() ? "" : " (" + name + ")");
   }
-  return out.empty() ? "no exit status" : out;
+  return out;
 }
 
 // The strongest cause that is a fault (a "healthy" log is not one), or null.
@@ -125,38 +132,62 @@ std::string FailureReason(const ExitReport& r, const diag::Cause* cause) {
 
 }  // namespace
 
-StatusOr<std::pair<diag::Diagnosis, int>> Service::DiagnoseReportLocked(int64_t id,
-                                                                        const ExitReport& r) const {
+StatusOr<Service::ReportSite> Service::ReportSiteLocked(int64_t id, const ExitReport& r) const {
   const std::optional<job::JobState> st = sched_->State(id);
   if (!st) return NotFoundError("no job job-" + std::to_string(id));
   if (*st != job::JobState::kRunning && *st != job::JobState::kCompleting) {
     return FailedPreconditionError("job-" + std::to_string(id) + ": not running (" +
                                    job::JobStateName(*st) + ")");
   }
-  // The node the log comes from: the one named, else the job's only node (-1: unknown, so no
-  // drain). Its topology (the first node's when unknown: a job's nodes share a profile as a
-  // rule) is what the diagnosis ties network causes to.
-  int node = -1;
+  ReportSite site;
   const sched::Placement* p = sched_->PlacementOf(id);
   if (!r.node.empty()) {
-    node = cluster_->FindNode(r.node);
-    if (node < 0) return NotFoundError("node: no node \"" + r.node + "\"");
+    site.node = cluster_->FindNode(r.node);
+    if (site.node < 0) return NotFoundError("node: no node \"" + r.node + "\"");
+    const bool ours =
+        p != nullptr && std::any_of(p->parts.begin(), p->parts.end(),
+                                    [&](const sched::NodeGpus& g) { return g.node == site.node; });
+    if (!ours) {
+      return InvalidArgumentError("node: job-" + std::to_string(id) + " does not run on " + r.node);
+    }
   } else if (p != nullptr && p->parts.size() == 1) {
-    node = p->parts.front().node;
+    site.node = p->parts.front().node;
   }
-  const int context = node >= 0                           ? node
+  // A job's nodes share a profile as a rule: the first one's topology stands for them.
+  const int context = site.node >= 0                      ? site.node
                       : p != nullptr && !p->parts.empty() ? p->parts.front().node
                                                           : -1;
+  if (context >= 0) {
+    const topo::ClusterNode& cn = cluster_->nodes[context];
+    site.context = diag::NodeContext{cn.name, cluster_->profiles[cn.profile].topology};
+  }
+  return site;
+}
+
+StatusOr<std::pair<diag::Diagnosis, int>> Service::DiagnoseReport(
+    int64_t id, const ExitReport& r, std::unique_lock<std::mutex>& lock) {
+  lock.lock();
+  ASSIGN_OR_RETURN(ReportSite site, ReportSiteLocked(id, r));
+  lock.unlock();
   diag::Diagnosis d;
   if (!r.log.empty()) {
-    std::optional<diag::NodeContext> ctx;
-    if (context >= 0) {
-      const topo::ClusterNode& cn = cluster_->nodes[context];
-      ctx = diag::NodeContext{cn.name, cluster_->profiles[cn.profile].topology};
-    }
-    d = diag::DiagnoseText(r.log, "report of job-" + std::to_string(id), ctx ? &*ctx : nullptr);
+    d = diag::DiagnoseText(r.log, "report of job-" + std::to_string(id),
+                           site.context ? &*site.context : nullptr);
   }
-  return std::make_pair(std::move(d), node);
+  lock.lock();
+  // It may have ended, or moved, meanwhile.
+  ASSIGN_OR_RETURN(ReportSite again, ReportSiteLocked(id, r));
+  if (again.node != site.node) {
+    return FailedPreconditionError("job-" + std::to_string(id) +
+                                   " moved while its report was read; send it again");
+  }
+  return std::make_pair(std::move(d), site.node);
+}
+
+StatusOr<int64_t> Service::ApplyStoredFormLocked(const sched::Input& in) {
+  store::InputRecord rec = EncodeInput(in, *cluster_);
+  ASSIGN_OR_RETURN(sched::Input stored, DecodeInput(rec, *cluster_));
+  return ApplyRecordLocked(stored);
 }
 
 Status Service::Complete(int64_t id, const ExitReport& r) {
@@ -166,23 +197,22 @@ Status Service::Complete(int64_t id, const ExitReport& r) {
   }
   int64_t seq = 0;
   {
-    std::lock_guard<std::mutex> lk(mu_);
-    ASSIGN_OR_RETURN(auto diagnosed, DiagnoseReportLocked(id, r));
+    std::unique_lock<std::mutex> lk(mu_, std::defer_lock);
+    ASSIGN_OR_RETURN(auto diagnosed, DiagnoseReport(id, r, lk));
     const auto& [d, node] = diagnosed;
     const std::string job = "job-" + std::to_string(id);
-    // A GPU the next job must not get: drain its node first, recorded as its own input.
-    if (const std::string fatal = FatalGpuFault(d);
-        !fatal.empty() && node >= 0 && !sched_->cluster_state().NodeDrained(node)) {
-      ASSIGN_OR_RETURN(seq, ApplyRecordLocked(sched::DrainNode{
-                                node, true, fatal + " (" + job + "'s exit report)"}));
-    }
-    const bool failed = (r.exit_code && *r.exit_code != 0) || r.signal.has_value();
     sched::Input in{std::in_place_type<sched::CompleteJob>};
     auto& c = std::get<sched::CompleteJob>(in);
     c.job = sched::JobId{id};
+    const bool failed = (r.exit_code && *r.exit_code != 0) || r.signal.has_value();
     if (failed) c.failure = FailureReason(r, TopFault(d));
-    ASSIGN_OR_RETURN(int64_t done, ApplyRecordLocked(in));
-    if (done != 0) seq = done;
+    // A GPU the next job must not get: its node is drained in the same input.
+    if (const std::string fatal = FatalGpuFault(d);
+        !fatal.empty() && node >= 0 && !sched_->cluster_state().NodeDrained(node)) {
+      c.drain_node = node;
+      c.drain_reason = OneLine(fatal, 300) + " (" + job + "'s exit report)";
+    }
+    ASSIGN_OR_RETURN(seq, ApplyStoredFormLocked(in));
   }
   TriggerPass();
   return WaitDurable(seq);
@@ -194,31 +224,43 @@ StatusOr<std::string> Service::ReportLog(int64_t id, const ExitReport& r) {
   int64_t seq = 0;
   nlohmann::ordered_json out;
   {
-    std::lock_guard<std::mutex> lk(mu_);
-    ASSIGN_OR_RETURN(auto diagnosed, DiagnoseReportLocked(id, r));
+    std::unique_lock<std::mutex> lk(mu_, std::defer_lock);
+    ASSIGN_OR_RETURN(auto diagnosed, DiagnoseReport(id, r, lk));
     const auto& [d, node] = diagnosed;
     const std::string job = "job-" + std::to_string(id);
     const diag::Cause* cause = TopFault(d);
     std::vector<std::string> actions;
-    if (const std::string fatal = FatalGpuFault(d);
-        !fatal.empty() && node >= 0 && !sched_->cluster_state().NodeDrained(node)) {
-      ASSIGN_OR_RETURN(seq, ApplyRecordLocked(sched::DrainNode{
-                                node, true, fatal + " (" + job + "'s log report)"}));
-      actions.push_back("drained " + cluster_->nodes[node].name);
-    }
-    if (cause != nullptr && (cause->category == diag::Category::kNcclTransportFallback ||
-                             cause->category == diag::Category::kNcclDegraded)) {
+    std::string fatal = FatalGpuFault(d);
+    if (fatal.empty() || node < 0 || sched_->cluster_state().NodeDrained(node)) fatal.clear();
+    const sched::Placement* p = sched_->PlacementOf(id);
+    // NCCL uses the network only between nodes: on one node a fallback costs nothing.
+    const bool network = p != nullptr && p->parts.size() > 1;
+    const bool degraded = cause != nullptr && network &&
+                          sched_->State(id) == job::JobState::kRunning &&
+                          (cause->category == diag::Category::kNcclTransportFallback ||
+                           cause->category == diag::Category::kNcclDegraded);
+    if (degraded) {
       sched::Input in{std::in_place_type<sched::JobDegraded>};
       auto& g = std::get<sched::JobDegraded>(in);
       g.job = sched::JobId{id};
       g.reason = "log report: cause " + std::string(diag::CategoryName(cause->category)) + ": " +
                  OneLine(cause->summary, 300);
       g.after_ms = DegradedMsLocked(id, *cause, node);
-      if (sched_->State(id) == job::JobState::kRunning) {
-        ASSIGN_OR_RETURN(int64_t s, ApplyRecordLocked(in));
-        if (s != 0) seq = s;
-        actions.push_back("job degraded, on_degraded followed");
+      if (!fatal.empty()) {
+        g.drain_node = node;
+        g.drain_reason = OneLine(fatal, 300) + " (" + job + "'s log report)";
       }
+      ASSIGN_OR_RETURN(seq, ApplyStoredFormLocked(in));
+      actions.push_back("job degraded, on_degraded followed");
+    } else if (!fatal.empty()) {
+      ASSIGN_OR_RETURN(seq, ApplyStoredFormLocked(sched::DrainNode{
+                                node, true, OneLine(fatal, 300) + " (" + job + "'s log report)"}));
+    }
+    if (!fatal.empty()) actions.push_back("drained " + cluster_->nodes[node].name);
+    if (cause != nullptr && !network &&
+        (cause->category == diag::Category::kNcclTransportFallback ||
+         cause->category == diag::Category::kNcclDegraded)) {
+      actions.push_back("none: the job runs on one node, where NCCL does not use the network");
     }
     out["job_id"] = job;
     out["state"] = job::JobStateName(*sched_->State(id));

@@ -187,19 +187,45 @@ struct CompleteArgs : JobArgs {
   std::string node;
 };
 
-// The last `max` bytes of a log (where a failure's lines are), from its first whole line; never
-// more than `max` read, whatever the file is (a pipe, a device).
+// The last `max` bytes of a log (where a failure's lines are), from its first whole line. A
+// regular file is read from its last `max` bytes; a stream that cannot seek (a pipe) is read
+// through, keeping the last `max` bytes, up to kMaxStreamBytes (then refused: give a file).
 StatusOr<std::string> ReadLogTail(const std::string& path, size_t max) {
+  constexpr std::streamoff kMaxStreamBytes = 256LL << 20;
   std::ifstream f(path, std::ios::binary);
   if (!f) return NotFoundError(path + ": cannot open the log");
   f.seekg(0, std::ios::end);
   const std::streamoff size = f.tellg();
-  const bool cut = size > static_cast<std::streamoff>(max);
-  f.seekg(cut ? size - static_cast<std::streamoff>(max) : 0, std::ios::beg);
-  if (!f) f.clear();
-  std::string text(max, '\0');
-  f.read(text.data(), static_cast<std::streamsize>(max));
-  text.resize(static_cast<size_t>(f.gcount()));
+  bool cut = false;
+  std::string text;
+  if (size > 0) {  // seekable
+    cut = size > static_cast<std::streamoff>(max);
+    f.seekg(cut ? size - static_cast<std::streamoff>(max) : 0, std::ios::beg);
+    text.resize(max);
+    f.read(text.data(), static_cast<std::streamsize>(max));
+    text.resize(static_cast<size_t>(f.gcount()));
+  } else {
+    f.clear();
+    std::ifstream s(path, std::ios::binary);
+    std::string chunk(64 * 1024, '\0');
+    std::streamoff total = 0;
+    while (s.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || s.gcount() > 0) {
+      total += s.gcount();
+      if (total > kMaxStreamBytes) {
+        return InvalidArgumentError(path +
+                                    ": a stream of more than 256 MiB; give the log as a file");
+      }
+      text.append(chunk.data(), static_cast<size_t>(s.gcount()));
+      if (text.size() > 2 * max) {
+        text.erase(0, text.size() - max);
+        cut = true;
+      }
+    }
+    if (text.size() > max) {
+      text.erase(0, text.size() - max);
+      cut = true;
+    }
+  }
   if (cut) {
     const size_t nl = text.find('\n');
     text.erase(0, nl == std::string::npos ? 0 : nl + 1);
@@ -213,8 +239,9 @@ int RunComplete(const CompleteArgs& a) {
   if (a.signal) body["signal"] = *a.signal;
   if (!a.node.empty()) body["node"] = a.node;
   if (!a.log.empty()) {
-    // 256 KiB: well under the daemon's default body limit (1 MiB) once JSON-escaped.
-    StatusOr<std::string> log = ReadLogTail(a.log, 256 * 1024);
+    // 128 KiB: under the daemon's default body limit (1 MiB) even if every byte is a control
+    // character that JSON escapes to 6.
+    StatusOr<std::string> log = ReadLogTail(a.log, 128 * 1024);
     if (!log.ok()) return Fail(log.status());
     body["log"] = *log;
   }
@@ -231,7 +258,7 @@ int RunComplete(const CompleteArgs& a) {
 }
 
 int RunReport(const CompleteArgs& a) {
-  StatusOr<std::string> log = ReadLogTail(a.log, 256 * 1024);
+  StatusOr<std::string> log = ReadLogTail(a.log, 128 * 1024);  // as RunComplete
   if (!log.ok()) return Fail(log.status());
   json body = {{"log", *log}};
   if (!a.node.empty()) body["node"] = a.node;
@@ -267,6 +294,20 @@ int RunExplain(const JobArgs& a) {
     std::printf("%s\n", Str(r->body, "explanation").c_str());
     if (r->body.contains("placement_explanation")) {
       std::printf("%s\n", Str(r->body, "placement_explanation").c_str());
+    }
+    // The predicted NCCL transport per hop, and the environment for the ranks' NICs.
+    if (r->body.contains("transports")) {
+      for (const json& h : r->body["transports"]) {
+        std::printf("transport %s: %s (%d hops, e.g. %s%s)\n", Str(h, "dimension").c_str(),
+                    Str(h, "transport").c_str(), h.value("hops", 0), Str(h, "example").c_str(),
+                    Str(h, "via").empty() ? "" : (" via " + Str(h, "via")).c_str());
+      }
+      for (const json& w : r->body["transport_warnings"]) {
+        std::printf("warning: %s\n", w.get<std::string>().c_str());
+      }
+      for (auto it = r->body["nccl_env"].begin(); it != r->body["nccl_env"].end(); ++it) {
+        std::printf("env: %s=%s\n", it.key().c_str(), it.value().get<std::string>().c_str());
+      }
     }
   }
   return 0;
@@ -374,7 +415,7 @@ void RegisterClientCommands(CLI::App& app, int& rc) {
     c->add_option("--signal", a->signal, "the signal that killed it (1..64)")
         ->check(CLI::Range(1, 64));
     c->add_option("--log", a->log,
-                  "a log of the job (its last 256 KiB are sent): NCCL, driver/Xid, launcher")
+                  "a log of the job (its last 128 KiB are sent): NCCL, driver/Xid, launcher")
         ->check(CLI::ExistingFile);
     c->add_option("--node", a->node, "the node the log comes from (default: the job's only node)");
     AddCommon(c, *a);
@@ -387,7 +428,7 @@ void RegisterClientCommands(CLI::App& app, int& rc) {
         "send a running job's log to the daemon: a transport fallback marks the job degraded "
         "(its on_degraded follows), a fatal GPU fault drains the node");
     c->add_option("JOB", a->job, "job id (17 or job-17)")->required();
-    c->add_option("--log", a->log, "the job's log (its last 256 KiB are sent)")
+    c->add_option("--log", a->log, "the job's log (its last 128 KiB are sent)")
         ->required()
         ->check(CLI::ExistingFile);
     c->add_option("--node", a->node, "the node the log comes from (default: the job's only node)");

@@ -12,6 +12,7 @@
 #include "sched/cluster_state.h"
 #include "sched/gang.h"
 #include "sched/policy.h"
+#include "sched/transports.h"
 #include "topo/io/cluster_yaml.h"
 
 namespace toposched::cli {
@@ -30,6 +31,7 @@ struct JobResult {
   std::string name;
   sched::Verdict verdict;
   int64_t decision_us = 0;
+  sched::TransportPlan transports;  // placed jobs: NCCL's predicted transport per hop
 };
 
 nlohmann::json ResultJson(const topo::Cluster& c, const JobResult& r) {
@@ -58,6 +60,19 @@ nlohmann::json ResultJson(const topo::Cluster& c, const JobResult& r) {
       placed ? r.verdict.Explain()
              : std::string(sched::VerdictKindName(r.verdict.kind)) + ": " + r.verdict.Explain();
   j["decision_us"] = r.decision_us;
+  nlohmann::json hops = nlohmann::json::array();
+  for (const sched::HopTransport& h : r.transports.hops) {
+    hops.push_back({{"dimension", h.dimension},
+                    {"transport", h.transport},
+                    {"hops", h.hops},
+                    {"example", h.example},
+                    {"via", h.via}});
+  }
+  j["transports"] = hops;
+  j["nccl_env"] = r.transports.nccl_ib_hca.empty()
+                      ? nlohmann::json::object()
+                      : nlohmann::json{{"NCCL_IB_HCA", r.transports.nccl_ib_hca}};
+  j["transport_warnings"] = r.transports.warnings;
   return j;
 }
 
@@ -77,6 +92,15 @@ void PrintText(const topo::Cluster& c, const JobResult& r) {
   std::printf("  nodes: %s\n", nodes.c_str());
   std::printf("  predicted %.3f ms, best possible %.3f ms\n", p.predicted_ms, p.best_possible_ms);
   std::printf("  %s\n", p.explanation.c_str());
+  for (const sched::HopTransport& h : r.transports.hops) {
+    std::printf("  transport %s: %s (%d hops, e.g. %s%s%s)\n", h.dimension.c_str(),
+                h.transport.c_str(), h.hops, h.example.c_str(), h.via.empty() ? "" : " via ",
+                h.via.c_str());
+  }
+  for (const std::string& w : r.transports.warnings) std::printf("  warning: %s\n", w.c_str());
+  if (!r.transports.nccl_ib_hca.empty()) {
+    std::printf("  env: NCCL_IB_HCA=%s\n", r.transports.nccl_ib_hca.c_str());
+  }
   std::printf("  %-5s %-12s %-4s %s\n", "rank", "node", "gpu", "nic");
   for (const sched::RankSlot& s : p.ranks) {
     const topo::NodeTopology& t = c.topology(s.node);
@@ -118,6 +142,8 @@ int RunPlace(const PlaceArgs& a) {
     r.decision_us = std::chrono::duration_cast<std::chrono::microseconds>(t1 - t0).count();
     if (r.verdict.fit()) {
       r.verdict.placement->decision_us = r.decision_us;
+      r.transports =
+          sched::PredictTransports((*placer)->cost_model(), *r.verdict.placement, j.layout);
       Status s = state->Allocate(next_id++, r.verdict.placement->parts);
       if (!s.ok()) return Fail(s.WithPrefix("job \"" + j.name + "\": allocate"));
     }

@@ -69,15 +69,21 @@ bool ReadSchedulerLine(const LineRef& line, EvidenceSet& out) {
     Add(Kind::kSchedCancelled, line, out);
   }
   // The daemon's classification of a report of the job's (an exit report ending it, a log
-  // report while it runs: Service::Complete, Service::ReportLog): ": cause <category>: ".
-  if (Has(t, ": cause ")) {
-    const std::string name(TokenAfter(t, ": cause ", ":"));
-    const size_t job = t.find("job-");
-    const size_t colon = t.find(": ", job == std::string_view::npos ? 0 : job);
-    if (ParseCategory(name) && colon != std::string_view::npos) {
+  // report while it runs: Service::Complete, Service::ReportLog). Only a reason that starts as
+  // the daemon writes one counts: text from elsewhere (a health report's or a node's message)
+  // inside a reason cannot pass for a classification.
+  const size_t job = t.find("job-");
+  const size_t colon = t.find(": ", job == std::string_view::npos ? 0 : job);
+  if (colon != std::string_view::npos) {
+    const std::string_view reason = t.substr(colon + 2);
+    const bool ours = reason.rfind("exit code ", 0) == 0 ||
+                      reason.rfind("killed by signal ", 0) == 0 ||
+                      reason.rfind("log report: cause ", 0) == 0;
+    const std::string name(TokenAfter(reason, "cause ", ":"));
+    if (ours && ParseCategory(name)) {
       if (Evidence* e = out.Add(Kind::kSchedExitCause, line)) {
         e->fields.emplace_back("category", name);
-        e->fields.emplace_back("reason", std::string(t.substr(colon + 2)));
+        e->fields.emplace_back("reason", std::string(reason));
       }
     }
   }

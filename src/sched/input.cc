@@ -65,7 +65,9 @@ StatusOr<Applied> Scheduler::Apply(const Input& in, int64_t now_us) {
             return std::move(out);
           },
           [&](const CancelJob& c) { return done(Cancel(c.job.value, now_us)); },
-          [&](const CompleteJob& c) { return done(Complete(c.job.value, now_us, c.failure)); },
+          [&](const CompleteJob& c) {
+            return done(Complete(c.job.value, now_us, c.failure, c.drain_node, c.drain_reason));
+          },
           [&](const SetJobPriority& p) {
             return done(SetPriority(p.job.value, p.priority, now_us));
           },
@@ -93,7 +95,8 @@ StatusOr<Applied> Scheduler::Apply(const Input& in, int64_t now_us) {
           },
           [&](const sched::Tick&) { return done(Tick(now_us)); },
           [&](const JobDegraded& d) {
-            return done(ReportDegraded(d.job.value, d.reason, d.after_ms, now_us));
+            return done(ReportDegraded(d.job.value, d.reason, d.after_ms, now_us, d.drain_node,
+                                       d.drain_reason));
           },
           [&](const SchedulePass&) -> StatusOr<Applied> {
             ASSIGN_OR_RETURN(out.started, Schedule(now_us));

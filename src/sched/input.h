@@ -39,9 +39,13 @@ struct CancelJob {
 // The job's processes finished. `failure` empty: they succeeded (COMPLETING, then COMPLETED);
 // else they failed and the job ends FAILED with `failure` as the reason (an exit report, its
 // cause classified by the daemon: "exit code 1: cause gpu_fault: ...").
+// `drain_node` >= 0: a fatal GPU fault in the report drains that node (with `drain_reason`)
+// in the same input, so the drain and the job's end are stored and replayed together.
 struct CompleteJob {
   JobId job;
   std::string failure;
+  int drain_node = -1;
+  std::string drain_reason = {};
 };
 struct SetJobPriority {
   JobId job;
@@ -76,6 +80,8 @@ struct JobDegraded {
   JobId job;
   std::string reason;
   double after_ms = 0;
+  int drain_node = -1;  // as CompleteJob's
+  std::string drain_reason = {};
 };
 
 // Time limits and due kills (Scheduler::Tick).

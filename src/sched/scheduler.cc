@@ -289,10 +289,16 @@ Status Scheduler::Cancel(int64_t id, int64_t now_us) {
   return ReleaseIfStopped(*j);
 }
 
-Status Scheduler::Complete(int64_t id, int64_t now_us, const std::string& failure) {
+Status Scheduler::Complete(int64_t id, int64_t now_us, const std::string& failure, int drain_node,
+                           const std::string& drain_reason) {
   Job* j = Find(id);
   if (j == nullptr) return NotFoundError("no job " + JobName(id));
+  if (j->record.state() != JobState::kRunning && j->record.state() != JobState::kCompleting) {
+    return FailedPreconditionError(JobName(id) + ": cannot complete a job in state " +
+                                   job::JobStateName(j->record.state()));
+  }
   Accrue(now_us);
+  if (drain_node >= 0) RETURN_IF_ERROR(SetNodeDrained(drain_node, true, now_us, drain_reason));
   Status st = OkStatus();
   if (j->record.state() == JobState::kRunning && !failure.empty()) {
     st = j->record.Transition(now_us, JobState::kFailed, failure);
@@ -311,7 +317,7 @@ Status Scheduler::Complete(int64_t id, int64_t now_us, const std::string& failur
 }
 
 Status Scheduler::ReportDegraded(int64_t id, const std::string& reason, double after_ms,
-                                 int64_t now_us) {
+                                 int64_t now_us, int drain_node, const std::string& drain_reason) {
   Job* j = Find(id);
   if (j == nullptr) return NotFoundError("no job " + JobName(id));
   if (j->record.state() != JobState::kRunning || !j->placement) {
@@ -320,7 +326,11 @@ Status Scheduler::ReportDegraded(int64_t id, const std::string& reason, double a
   }
   if (reason.empty())
     return InvalidArgumentError(JobName(id) + ": a degraded report needs a reason");
+  if (!std::isfinite(after_ms) || after_ms < 0) {
+    return InvalidArgumentError(JobName(id) + ": after_ms must be finite and >= 0");
+  }
   Accrue(now_us);
+  if (drain_node >= 0) RETURN_IF_ERROR(SetNodeDrained(drain_node, true, now_us, drain_reason));
   const double before = j->placement->predicted_ms;
   return HandleDegraded(*j, reason, before, after_ms > 0 ? after_ms : before, now_us);
 }

@@ -190,11 +190,22 @@ class Scheduler {
   Status Cancel(int64_t id, int64_t now_us);
   // The job's processes finished: RUNNING -> COMPLETING -> COMPLETED, allocation released.
   // For a job already terminating (COMPLETING), its processes exited: the pending final state.
+  // `failure` non-empty: a running job's processes failed; it ends FAILED with that reason (a
+  // job already terminating ends as its termination says). `drain_node` >= 0: that node is
+  // drained first, with `drain_reason` (a fatal GPU fault in the job's report).
+  // FailedPrecondition unless the job is RUNNING or COMPLETING; nothing changes then.
+  Status Complete(int64_t id, int64_t now_us, const std::string& failure = "", int drain_node = -1,
+                  const std::string& drain_reason = "");
   // A running job reported degraded (sched::JobDegraded): its on_degraded decides, as for a
-  // degraded link. FailedPrecondition unless it runs.
-  Status ReportDegraded(int64_t id, const std::string& reason, double after_ms, int64_t now_us);
-  // `failure` non-empty: a running job's processes failed; it ends FAILED with that reason.
-  Status Complete(int64_t id, int64_t now_us, const std::string& failure = "");
+  // degraded link; `after_ms` (> 0, finite) its predicted time now, else unchanged.
+  // `drain_node` as Complete's. FailedPrecondition unless it runs; nothing changes then.
+  Status ReportDegraded(int64_t id, const std::string& reason, double after_ms, int64_t now_us,
+                        int drain_node = -1, const std::string& drain_reason = "");
+  // Why a drained node was drained ("" when not drained or no reason was given).
+  std::string NodeDrainReason(int node) const {
+    auto it = drain_reasons_.find(node);
+    return it == drain_reasons_.end() ? std::string() : it->second;
+  }
   // RUNNING jobs at or past start + time limit go to TIMEOUT (JobRecord::Timeout with
   // kill_grace_us); due SIGKILLs fire. Releases the allocations of jobs that stopped.
   Status Tick(int64_t now_us);
@@ -391,6 +402,7 @@ class Scheduler {
   std::unique_ptr<GangPlacer> overlay_placer_;
   std::map<std::pair<int, int>, topo::Health> nic_health_;     // (node, nic) not healthy
   std::map<std::pair<int, int>, topo::Health> nvlink_health_;  // (node, gpu) not healthy
+  std::map<int, std::string> drain_reasons_;                   // drained node -> why
   std::map<std::string, double> user_usage_, queue_usage_;     // decayed GPU-seconds
   int64_t accrued_us_ = 0;
   std::unordered_map<std::string, int> shape_ids_;

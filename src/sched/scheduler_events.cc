@@ -416,9 +416,14 @@ Status Scheduler::SetGpuHealth(int node, int gpu, topo::Health health, int64_t n
 
 Status Scheduler::SetNodeDrained(int node, bool drained, int64_t now_us,
                                  const std::string& reason) {
-  (void)reason;
   Accrue(now_us);
-  return state_.SetNodeDrained(node, drained);
+  RETURN_IF_ERROR(state_.SetNodeDrained(node, drained));
+  if (drained) {
+    drain_reasons_[node] = reason;
+  } else {
+    drain_reasons_.erase(node);
+  }
+  return OkStatus();
 }
 
 Status Scheduler::SetNicHealth(int node, int nic, topo::Health health, int64_t now_us,

@@ -32,6 +32,7 @@ std::vector<sched::Input> AllKinds() {
           sched::CancelJob{{3}},
           sched::CompleteJob{{4}, {}},
           sched::CompleteJob{{4}, "exit code 1: cause gpu_fault: Xid 79"},
+          sched::CompleteJob{{4}, "exit code 1: cause gpu_fault: Xid 79", node, "Xid 79"},
           sched::SetJobPriority{{5}, -2},
           sched::DrainNode{node, true, "cabling"},
           sched::DrainNode{node, false, ""},
@@ -43,7 +44,8 @@ std::vector<sched::Input> AllKinds() {
           sched::Tick{},
           sched::SchedulePass{},
           sched::Pass{},
-          sched::JobDegraded{{6}, "NET/Socket", 12.5}};
+          sched::JobDegraded{{6}, "NET/Socket", 12.5},
+          sched::JobDegraded{{6}, "NET/Socket", 0, node, "Xid 48"}};
 }
 
 TEST(InputCodec, EveryKindRoundTrips) {

@@ -598,6 +598,11 @@ TEST_F(ServerTest, AnExitReportEndsTheJobWithItsCauseAndAFatalXidDrainsTheNode) 
                  "not_found", "gpu999");
   ExpectRejected(Post("/api/v1/jobs/1/complete", R"({"exit_code": 1, "pid": 4})"), 400,
                  "invalid_argument", "pid");
+  // A node the job does not run on: its log cannot drain that node.
+  const std::string other = node == "gpu032" ? "gpu031" : "gpu032";
+  ExpectRejected(
+      Post("/api/v1/jobs/1/complete", json{{"exit_code", 1}, {"log", "x"}, {"node", other}}.dump()),
+      400, "invalid_argument", "does not run on");
 
   // A real dmesg with Xid 119 (GSP RPC timeout: the GPU needs a reset), exit code 1.
   const std::string log = ReadFile(std::string(TS_SOURCE_DIR) +
@@ -615,10 +620,14 @@ TEST_F(ServerTest, AnExitReportEndsTheJobWithItsCauseAndAFatalXidDrainsTheNode) 
   const std::string reason = last["reason"];
   EXPECT_EQ(reason.rfind("exit code 1: cause gpu_fault: ", 0), 0u) << reason;
   EXPECT_NE(reason.find("; fix: "), std::string::npos) << reason;
-  // The node is drained: its GPU needs a reset before the next job.
+  // The node is drained, with the reason: its GPU needs a reset before the next job.
   const json nodes = Get("/api/v1/nodes");
   for (const json& n : nodes["nodes"]) {
     EXPECT_EQ(n["drained"], n["name"] == node) << n["name"];
+    if (n["name"] != node) continue;
+    const std::string why = n["drain_reason"];
+    EXPECT_EQ(why.rfind("Xid 119", 0), 0u) << why;
+    EXPECT_NE(why.find("job-1's exit report"), std::string::npos) << why;
   }
 
   // A zero exit completes; a cancel is an interruption of category "cancelled".
@@ -735,9 +744,52 @@ TEST_F(ServerTest, ALogReportOfATransportFallbackFollowsTheJobsOnDegraded) {
     }
   }
   EXPECT_TRUE(stopped) << ev2.dump();
+
+  // A job on one node: NCCL does not use the network there, so nothing is done. (The waiting
+  // 256-GPU job goes first, or it would hold the room.)
+  ASSERT_EQ(Post("/api/v1/jobs/3/cancel", "")->status, 200);
+  ASSERT_EQ(Post("/api/v1/jobs", testing_api::JobJson("solo", 8))->status, 201);
+  ASSERT_EQ(Post("/api/v1/schedule", "")->status, 200);
+  const json solo = Get("/api/v1/jobs?name=solo");
+  ASSERT_EQ(solo["jobs"][0]["state"], "RUNNING");
+  const int64_t solo_id = solo["jobs"][0]["id"];
+  seq_before_ = service_->applied_seq();
+  auto one = Post("/api/v1/jobs/" + std::to_string(solo_id) + "/report", json{{"log", log}}.dump());
+  ASSERT_TRUE(one);
+  ASSERT_EQ(one->status, 200) << one->body;
+  EXPECT_EQ(json::parse(one->body)["actions"][0].get<std::string>().rfind("none:", 0), 0u)
+      << one->body;
+  EXPECT_EQ(service_->applied_seq(), seq_before_);
+
+  // A restart replays the degraded reports to the same events.
+  const std::string events = Get("/api/v1/events").dump();
+  server_.reset();
+  service_.reset();
+  Boot();
+  EXPECT_EQ(Get("/api/v1/events").dump(), events);
   EXPECT_EQ(MetricLine(client_->Get("/metrics")->body,
                        "toposched_job_interruptions_total{category=\"nccl_transport_fallback\"}"),
             "toposched_job_interruptions_total{category=\"nccl_transport_fallback\"} 1");
+}
+
+// A cause summary cut at its limit inside a multi-byte character: what the scheduler recorded
+// must be what the store gives back, or the restart would refuse the database.
+TEST_F(ServerTest, AReasonCutInsideAMultiByteCharacterReplays) {
+  ASSERT_EQ(Post("/api/v1/jobs", testing_api::JobJson("utf8", 8))->status, 201);
+  ASSERT_EQ(Post("/api/v1/schedule", "")->status, 200);
+  std::string ifname;
+  for (int i = 0; i < 200; ++i) ifname += "\xc3\xa9";  // é
+  const std::string log = "h:1:1 [0] NCCL INFO NET/Socket : Using [0]" + ifname +
+                          ":10.0.0.1<0>\nh:1:1 [0] NCCL INFO Using network Socket\n";
+  auto r = Post("/api/v1/jobs/1/complete", json{{"exit_code", 1}, {"log", log}}.dump());
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const std::string events = Get("/api/v1/events").dump();
+  EXPECT_NE(events.find("cause nccl_transport_fallback"), std::string::npos) << events;
+  server_.reset();
+  service_.reset();
+  Boot();
+  EXPECT_EQ(Get("/api/v1/events").dump(), events);
 }
 
 TEST_F(ServerTest, ResponsesAreNeverBrotliCompressed) {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
@@ -251,6 +252,18 @@ TEST(CliPlace, OnePassOverTheExampleJobs) {
   // The 128-GPU TP8 job sits in one leaf, each TP group (8 consecutive ranks) on one node.
   const auto& big = j["jobs"][0];
   ASSERT_EQ(big["ranks"].size(), 128u);
+  // Its predicted NCCL transports: TP on NVLink (NVSwitch), DP across nodes on NET/IB with
+  // GPUDirect RDMA (a NIC per GPU at PIX), and NCCL_IB_HCA naming the ranks' NICs.
+  std::map<std::string, std::string> by_dim;
+  for (const auto& h : big["transports"]) {
+    by_dim[h["dimension"]] += std::string(h["transport"]) + ";";
+  }
+  EXPECT_EQ(by_dim["TP"], "NVLink;");
+  EXPECT_EQ(by_dim["DP"], "NET/IB;");
+  EXPECT_EQ(by_dim["PP"], "NET/IB;");
+  EXPECT_TRUE(big["transport_warnings"].empty());
+  EXPECT_EQ(big["nccl_env"]["NCCL_IB_HCA"],
+            "mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7");
   for (int g = 0; g < 16; ++g) {
     for (int i = 1; i < 8; ++i) {
       EXPECT_EQ(big["ranks"][g * 8 + i]["node"], big["ranks"][g * 8]["node"]);

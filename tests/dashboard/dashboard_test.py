@@ -329,6 +329,13 @@ def check_job(d, b, jobs, shots):
         fact(ranks == per_node[name][0] and nics == len(per_node[name][1]),
              "job view: %s shows %d ranks and %d NICs in use = API %d, %d"
              % (name, ranks, nics, per_node[name][0], len(per_node[name][1])))
+    ex = d.call("GET", "/api/v1/jobs/%d/explain" % j["id"])[1]
+    shown = b.js("return Array.from(document.querySelectorAll('#job-transports tr[data-dim]'))"
+                 ".map(r => [r.dataset.dim, r.querySelector('.c-transport').textContent]);")
+    want = [[h["dimension"], h["transport"]] for h in ex["transports"]]
+    fact(shown == want and want, "job view: predicted transports %s = API %s" % (shown, want))
+    env = b.text("#job-nccl-env") or ""
+    fact(ex["nccl_env"]["NCCL_IB_HCA"] in env, "job view: %s" % env)
     hl = b.js("return document.querySelectorAll('#tree .gpu.st-hl').length;")
     fact(hl == j["gpus"], "job view: %d GPUs highlighted on the tree = %d" % (hl, j["gpus"]))
     events = b.js("return document.querySelectorAll('#job-events tr').length - 1;")

@@ -54,6 +54,15 @@ TEST(InterruptionCategoryTest, AnExitReportsClassifiedCauseIsReadBack) {
                                        "killed by signal 9 (SIGKILL): cause host_oom: the "
                                        "container was OOM-killed")),
             Category::kHostOom);
+  // Only a reason the daemon wrote counts: text from elsewhere (a node's or a health report's
+  // message inside the reason) cannot pass for a classification.
+  EXPECT_EQ(InterruptionCategory(Event(JobState::kRunning, JobState::kFailed,
+                                       "went away (operator: cause host_oom: forged)")),
+            Category::kUnknown);
+  EXPECT_EQ(InterruptionCategory(Event(JobState::kRunning, JobState::kPreempted,
+                                       "log report: cause nccl_transport_fallback: NET/Socket, "
+                                       "predicted 1.000 -> 9.000 ms; on_degraded: wait")),
+            Category::kNcclTransportFallback);
   // A name outside the vocabulary is not taken for one.
   EXPECT_EQ(InterruptionCategory(
                 Event(JobState::kRunning, JobState::kFailed, "exit code 1: cause gremlins: ?")),

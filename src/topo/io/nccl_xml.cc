@@ -232,7 +232,7 @@ Status Parser::ParseCpu(const XMLElement* cpu) {
   CpuCtx ctx;
   ASSIGN_OR_RETURN(std::optional<long long> numaid, IntAttr(source_, cpu, "numaid"));
   // -1: NCCL could not read the node's NUMA id (it does so in VMs without NUMA in sysfs, e.g.
-  // data/samples/nccl-xml's single-H200 VM file): the NUMA node is unknown, as when absent.
+  // data/samples/measured's single-H200 VM file): the NUMA node is unknown, as when absent.
   if (numaid && *numaid != -1) {
     if (*numaid < 0 || *numaid > 1 << 16) return ElementError(source_, cpu, "bad numaid");
     ctx.numa = static_cast<int>(*numaid);
