@@ -96,6 +96,9 @@ SERVE_PID=""
 start_daemon
 echo "== toposched queue (after the restart, from the SQLite store)"
 $BIN queue
+echo
+echo "== the dashboard: $TOPOSCHED_SERVER/ (cluster, nodes, queue, jobs; docs/dashboard.md;"
+echo "   scripts/run-demo.sh --keep-running leaves the daemon running for it)"
 # A job that ends with an exit report: its log is a real NCCL log where libibverbs could not be
 # opened and NCCL fell back to TCP sockets (data/interruption-logs, PROVENANCE in the file).
 FALLBACK_LOG=data/interruption-logs/1-socket-fallback-libibverbs-missing-detectron2-4730.log
@@ -109,16 +112,14 @@ $BIN events --job "$first_id" | tail -1
 echo
 echo "== toposched diagnose $first_id --server \$TOPOSCHED_SERVER --node $NODE --log $FALLBACK_LOG"
 $BIN diagnose "$first_id" --server "$TOPOSCHED_SERVER" --node "$NODE" --log "$FALLBACK_LOG"
-echo
-echo "== the dashboard: $TOPOSCHED_SERVER/ (cluster, nodes, queue, jobs; docs/dashboard.md)"
 if [ "$KEEP_RUNNING" = 1 ]; then
   trap - EXIT
+  echo
   echo "the daemon keeps running (pid $SERVE_PID): open $TOPOSCHED_SERVER/ in a browser;"
   echo "changes from the page need the token in $DB.token; stop it with: kill $SERVE_PID"
   echo "demo files: $RUN_DIR"
   exit 0
 fi
 stop_daemon
-echo "(run scripts/run-demo.sh --keep-running to leave the daemon running for the dashboard)"
 echo
 echo "demo files: $RUN_DIR"

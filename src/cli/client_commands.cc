@@ -298,8 +298,10 @@ int RunExplain(const JobArgs& a) {
     // The predicted NCCL transport per hop, and the environment for the ranks' NICs.
     if (r->body.contains("transports")) {
       for (const json& h : r->body["transports"]) {
-        std::printf("transport %s: %s (%d hops, e.g. %s%s)\n", Str(h, "dimension").c_str(),
-                    Str(h, "transport").c_str(), h.value("hops", 0), Str(h, "example").c_str(),
+        const int hops = h.value("hops", 0);
+        std::printf("transport %s: %s (%d hop%s, e.g. %s%s)\n", Str(h, "dimension").c_str(),
+                    Str(h, "transport").c_str(), hops, hops == 1 ? "" : "s",
+                    Str(h, "example").c_str(),
                     Str(h, "via").empty() ? "" : (" via " + Str(h, "via")).c_str());
       }
       for (const json& w : r->body["transport_warnings"]) {

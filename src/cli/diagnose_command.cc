@@ -1,5 +1,6 @@
-// `toposched diagnose [JOB] --log FILE ... [--cluster FILE --node NAME | --topo FILE] [--json]`:
-// why a job was interrupted or slow, from its logs, tied to its node's topology (src/diag).
+// `toposched diagnose [JOB] --log FILE ... [--cluster FILE (--node NAME | --state FILE) | --topo
+// FILE] [--json]`: why a job was interrupted or slow, from its logs, tied to its node's topology
+// (src/diag).
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -11,6 +12,7 @@
 #include "cli/client.h"
 #include "cli/commands.h"
 #include "diag/diagnose.h"
+#include "sched/cluster_state.h"
 #include "topo/io/cluster_yaml.h"
 #include "topo/io/import.h"
 #include "topo/io/json_io.h"
@@ -26,8 +28,32 @@ struct DiagnoseArgs {
   std::string cluster_file;
   std::string node;
   std::string topo_file;
+  std::string state_file;  // offline placement: a cluster state (JSON) holding JOB's allocation
   bool json = false;
 };
+
+// Offline, the node JOB ran on: its allocation's first node in --state (with --cluster), as the
+// daemon's placement is with --server.
+Status NodeFromState(DiagnoseArgs& a) {
+  if (a.state_file.empty()) return OkStatus();
+  if (a.cluster_file.empty()) return InvalidArgumentError("--state needs --cluster FILE");
+  std::string id = a.job;
+  if (id.rfind("job-", 0) == 0) id = id.substr(4);
+  if (id.empty() || id.size() > 18 || id.find_first_not_of("0123456789") != std::string::npos) {
+    return InvalidArgumentError("--state needs the JOB as its allocation id (17 or job-17)");
+  }
+  auto c = topo::io::ReadClusterYamlFile(a.cluster_file);
+  if (!c.ok()) return c.status();
+  c->Finalize();
+  auto st = sched::ReadClusterStateJsonFile(a.state_file, *c);
+  if (!st.ok()) return st.status();
+  const std::vector<sched::NodeGpus>* parts = st->Allocation(std::stoll(id));
+  if (parts == nullptr || parts->empty()) {
+    return NotFoundError(a.state_file + ": no allocation " + id + " (the job's id)");
+  }
+  if (a.node.empty()) a.node = c->nodes[parts->front().node].name;
+  return OkStatus();
+}
 
 int Usage(const std::string& message) {
   std::fprintf(stderr, "toposched diagnose: %s\n", message.c_str());
@@ -135,6 +161,12 @@ int RunDiagnose(DiagnoseArgs a) {
   const bool server = !a.client.server.empty();
   if (a.logs.empty() && !server) return Usage("give at least one --log FILE, or --server URL JOB");
   if (server && a.job.empty()) return Usage("--server needs the JOB (17 or job-17)");
+  if (!a.state_file.empty() && server) return Usage("give --server or --state, not both");
+  if (Status st = NodeFromState(a); !st.ok()) {
+    return st.code() == StatusCode::kInvalidArgument && st.message().rfind("--state needs", 0) == 0
+               ? Usage(st.message())
+               : Fail(st);
+  }
   if (!a.node.empty() && a.cluster_file.empty() && !server) {
     return Usage("--node needs --cluster FILE");
   }
@@ -189,6 +221,9 @@ void RegisterDiagnoseCommand(CLI::App& app, int& rc) {
   cmd->add_option("--cluster", args->cluster_file, "cluster spec (YAML), with --node");
   cmd->add_option("--node", args->node, "the node of --cluster the job ran on");
   cmd->add_option("--topo", args->topo_file, "the node's topology file, instead of --cluster");
+  cmd->add_option("--state", args->state_file,
+                  "offline placement: a cluster state (JSON, as `cluster generate` or the "
+                  "simulator save it); JOB's allocation gives the node (with --cluster)");
   cmd->add_option("--server", args->client.server,
                   "daemon URL: read the job's events, placement and the cluster from it");
   cmd->add_option("--token-file", args->client.token_file,

@@ -93,9 +93,9 @@ void PrintText(const topo::Cluster& c, const JobResult& r) {
   std::printf("  predicted %.3f ms, best possible %.3f ms\n", p.predicted_ms, p.best_possible_ms);
   std::printf("  %s\n", p.explanation.c_str());
   for (const sched::HopTransport& h : r.transports.hops) {
-    std::printf("  transport %s: %s (%d hops, e.g. %s%s%s)\n", h.dimension.c_str(),
-                h.transport.c_str(), h.hops, h.example.c_str(), h.via.empty() ? "" : " via ",
-                h.via.c_str());
+    std::printf("  transport %s: %s (%d hop%s, e.g. %s%s%s)\n", h.dimension.c_str(),
+                h.transport.c_str(), h.hops, h.hops == 1 ? "" : "s", h.example.c_str(),
+                h.via.empty() ? "" : " via ", h.via.c_str());
   }
   for (const std::string& w : r.transports.warnings) std::printf("  warning: %s\n", w.c_str());
   if (!r.transports.nccl_ib_hca.empty()) {

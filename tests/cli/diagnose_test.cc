@@ -31,6 +31,31 @@ TEST(CliDiagnose, JsonReportTiesASocketFallbackToTheNode) {
   EXPECT_NE(top["fix"].get<std::string>().find("NCCL_IB_HCA="), std::string::npos);
 }
 
+// Offline placement: the job's allocation in a saved cluster state gives the node.
+TEST(CliDiagnose, StateGivesTheJobsNodeOffline) {
+  const std::string state = WriteTemp(
+      "diag-state.json",
+      R"({"version": 1, "cluster": "h100-2rack", "allocations": [{"id": 7, "nodes": [)"
+      R"({"node": "gpu021", "gpus": [0, 1, 2, 3, 4, 5, 6, 7]}, {"node": "gpu022", "gpus": [0, 1]}]}]})");
+  const std::string args = " --log " + kLogs +
+                           "1-socket-fallback-libibverbs-missing-detectron2-4730.log --cluster " +
+                           TS_SOURCE_DIR + "/data/clusters/h100-2rack.yaml --state " + state;
+  Result r = RunCli("diagnose job-7 --json" + args);
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_FALSE(j["causes"].empty());
+  EXPECT_NE(j["causes"][0]["topology"].get<std::string>().find("node gpu021's"), std::string::npos)
+      << j["causes"][0]["topology"];
+  // No such allocation: exit 1, named; --state without --cluster: usage.
+  Result missing = RunCli("diagnose job-8" + args);
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.err.find("no allocation 8"), std::string::npos) << missing.err;
+  EXPECT_EQ(RunCli("diagnose job-7 --log " + kLogs +
+                   "1-socket-fallback-libibverbs-missing-detectron2-4730.log --state " + state)
+                .code,
+            2);
+}
+
 TEST(CliDiagnose, TextReportListsCausesWithEvidence) {
   Result r = RunCli("diagnose --log " + kLogs +
                     "2-connection-closed-by-remote-peer-masking-gpu-oom-narval-nccl-1235.log");
