@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "api/input_codec.h"
-#include "sched/transports.h"
+#include "api/transport_json.h"
 #include "topo/io/json_io.h"
 
 namespace toposched::api {
@@ -853,20 +853,7 @@ StatusOr<std::string> Service::ExplainJson(int64_t id) const {
       // Before it runs long: NCCL's predicted transport per hop and the environment that keeps
       // it on the ranks' NICs (docs/diagnose.md, "Before the job runs").
       if (const job::JobSpec* spec = sched_->Spec(id)) {
-        const sched::TransportPlan plan =
-            sched::PredictTransports(placer_->cost_model(), *p, spec->layout);
-        json hops = json::array();
-        for (const sched::HopTransport& h : plan.hops) {
-          hops.push_back({{"dimension", h.dimension},
-                          {"transport", h.transport},
-                          {"hops", h.hops},
-                          {"example", h.example},
-                          {"via", h.via}});
-        }
-        j["transports"] = hops;
-        j["nccl_env"] =
-            plan.nccl_ib_hca.empty() ? json::object() : json{{"NCCL_IB_HCA", plan.nccl_ib_hca}};
-        j["transport_warnings"] = plan.warnings;
+        AddTransportPlan(sched::PredictTransports(placer_->cost_model(), *p, spec->layout), j);
       }
     }
     seq = applied_seq_;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "api/transport_json.h"
 #include "cli/commands.h"
 #include "job/job_spec.h"
 #include "sched/cluster_state.h"
@@ -60,19 +61,7 @@ nlohmann::json ResultJson(const topo::Cluster& c, const JobResult& r) {
       placed ? r.verdict.Explain()
              : std::string(sched::VerdictKindName(r.verdict.kind)) + ": " + r.verdict.Explain();
   j["decision_us"] = r.decision_us;
-  nlohmann::json hops = nlohmann::json::array();
-  for (const sched::HopTransport& h : r.transports.hops) {
-    hops.push_back({{"dimension", h.dimension},
-                    {"transport", h.transport},
-                    {"hops", h.hops},
-                    {"example", h.example},
-                    {"via", h.via}});
-  }
-  j["transports"] = hops;
-  j["nccl_env"] = r.transports.nccl_ib_hca.empty()
-                      ? nlohmann::json::object()
-                      : nlohmann::json{{"NCCL_IB_HCA", r.transports.nccl_ib_hca}};
-  j["transport_warnings"] = r.transports.warnings;
+  api::AddTransportPlan(r.transports, j);
   return j;
 }
 
