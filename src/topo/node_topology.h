@@ -120,6 +120,11 @@ class NodeTopology {
   // fabric and are shared by all its peers), false for direct per-pair links (DGX-1 cube-mesh,
   // NVLink bridges). Set by readers or by InferNvSwitch().
   bool nvswitch = false;
+  // True when the input cannot say whether GPUs have NVLinks: an NCCL topology file with two or
+  // more GPUs and no <nvlink>/<xgmi> element at all (NCCL_TOPO_FILE templates leave the links
+  // out; NCCL finds them at run time). The model then has no NVLink (PCIe paths), and the
+  // summary says "unknown", not "none".
+  bool nvlink_unknown = false;
 
   int num_devices() const { return static_cast<int>(gpus.size() + nics.size()); }
   // Resizes the pair matrix to num_devices()^2, every pair SYS. Call after filling gpus/nics.

@@ -30,7 +30,12 @@ std::string FormatTopologySummary(const NodeTopology& t) {
   out += fmt::format("GPUs: {}{}   NICs: {}   NUMA nodes: {}   PCIe switches: {}\n", t.gpus.size(),
                      t.gpu_model.empty() ? "" : " x " + t.gpu_model, t.nics.size(),
                      t.numa_nodes.size(), t.pcie_switches.size());
-  if (gen > 0) {
+  if (t.nvlink_unknown) {
+    out +=
+        "NVLink: unknown (the input lists the GPUs without their links, as an NCCL_TOPO_FILE "
+        "template does; taken as none)";
+    out += gen > 0 ? fmt::format("; the GPU model has NVLink generation {}\n", gen) : "\n";
+  } else if (gen > 0) {
     out += fmt::format(
         "NVLink: generation {} ({}), {}\n", gen,
         t.gpu_model.empty() && (t.gpus.empty() || t.gpus[0].model.empty())

@@ -12,6 +12,8 @@
 
 #include "core/strings.h"
 #include "testing/samples.h"
+#include "topo/io/json_io.h"
+#include "topo/summary.h"
 
 namespace toposched::topo::io {
 namespace {
@@ -425,6 +427,43 @@ TEST(NcclXmlMeasured, SingleH200VmWithUnknownNumaReads) {
   auto refused = ParseNcclXml(bad, "bad.xml");
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("bad numaid"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace toposched::topo::io
+
+namespace toposched::topo::io {
+namespace {
+
+// An NCCL_TOPO_FILE template lists GPUs without their links: whether they have NVLink is
+// unknown (issue: "NVLink unknown", never "none"), in the model, its JSON and the summary.
+TEST(NcclXmlTemplates, GpusWithoutAnyLinkMeanNvlinkUnknown) {
+  auto ndv4 = ParseSample("azhpc-ndv4-topo.xml");  // 8 A100 as bare <pci>, NVSwitch in reality
+  ASSERT_TRUE(ndv4.ok()) << ndv4.status().ToString();
+  EXPECT_TRUE(ndv4->nvlink_unknown);
+  EXPECT_NE(FormatTopologySummary(*ndv4).find("NVLink: unknown"), std::string::npos)
+      << FormatTopologySummary(*ndv4);
+  EXPECT_EQ(FormatTopologySummary(*ndv4).find("NVLink: none"), std::string::npos);
+  // The JSON model keeps it.
+  auto back = TopologyFromJson(TopologyToJson(*ndv4), "ndv4.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(back->nvlink_unknown);
+  // A template of A100s: unknown too, and the summary adds what the model says.
+  auto p4d = ParseSample("aws-ofi-nccl-p4d-24xl-topo.xml");
+  ASSERT_TRUE(p4d.ok());
+  EXPECT_TRUE(p4d->nvlink_unknown);
+  EXPECT_NE(FormatTopologySummary(*p4d).find("; the GPU model has NVLink generation 3"),
+            std::string::npos);
+  // A file with links (RCCL's xGMI), and a one-GPU dump, know.
+  auto mi300 = ParseSample("rccl-topo_8p_940.xml");
+  ASSERT_TRUE(mi300.ok());
+  EXPECT_FALSE(mi300->nvlink_unknown);
+  auto one =
+      ParseNcclXml(testing::ReadFileText(std::string(TS_SOURCE_DIR) +
+                                         "/data/samples/measured/h200-1gpu-vm-nccl-topo.xml"),
+                   "h200.xml");
+  ASSERT_TRUE(one.ok());
+  EXPECT_FALSE(one->nvlink_unknown);
 }
 
 }  // namespace

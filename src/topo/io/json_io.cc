@@ -70,6 +70,7 @@ json TopologyJsonValue(const NodeTopology& t) {
   j["gpu_model"] = t.gpu_model;
   j["nvswitch"] = t.nvswitch;
   j["nvswitch_count"] = t.nvswitch_count;
+  j["nvlink_known"] = !t.nvlink_unknown;
   json gpus = json::array();
   for (const Gpu& g : t.gpus) {
     json e{{"index", g.index},
@@ -141,6 +142,9 @@ StatusOr<NodeTopology> TopologyFromJsonValue(const json& j, const Reader& r,
   RETURN_IF_ERROR(r.Get(j, "gpu_model", path, t.gpu_model, false));
   RETURN_IF_ERROR(r.Get(j, "nvswitch", path, t.nvswitch, false));
   RETURN_IF_ERROR(r.Get(j, "nvswitch_count", path, t.nvswitch_count, false));
+  bool nvlink_known = true;
+  RETURN_IF_ERROR(r.Get(j, "nvlink_known", path, nvlink_known, false));
+  t.nvlink_unknown = !nvlink_known;
   auto list = [&](const char* key) -> StatusOr<json> {
     auto it = j.find(key);
     if (it == j.end()) return json::array();

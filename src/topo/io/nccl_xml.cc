@@ -480,6 +480,7 @@ StatusOr<NodeTopology> Parser::Run(const XMLElement* system) {
   t_.ResetPaths();
   t_.DerivePathsFromStructure(nvlinks);
   if (!any_link) t_.InferNvSwitch();
+  t_.nvlink_unknown = !any_link && t_.gpus.size() >= 2;
   t_.CompleteNumaNodes();
   Status s = t_.Validate();
   if (!s.ok()) return s.WithPrefix(source_);
