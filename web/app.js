@@ -394,7 +394,7 @@
           el('td', { text: g.numa === null ? '—' : g.numa }), el('td', { text: (g.pcie.switches || []).join(' → ') || '—' }),
           el('td', { class: 'num', text: g.nvlink_ports }));
       });
-      const nicHealth = (pos, c) => ((n.nic_states || []).find((s) => s.nic === pos) || { health: c.health }).health;
+      const nicHealth = (pos, c) => ((n.nic_health || []).find((s) => s.nic === pos) || { health: c.health }).health;
       const nicRows = t.nics.map((c, pos) => el('tr', { 'data-nic-row': c.name }, el('td', { text: c.name }),
         el('td', { class: 'num', text: c.rate_gbps === null ? '—' : c.rate_gbps }), el('td', { text: c.link_layer }),
         el('td', { text: c.numa === null ? '—' : c.numa }), el('td', { class: 'c-health', text: nicHealth(pos, c) }),

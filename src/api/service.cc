@@ -899,14 +899,16 @@ json Service::GpuStateJsonLocked(int node, int gpu) const {
               {"holders", holders}};
 }
 
-// Each NIC of the node by position: its name and health as reported (a "nic" health report),
-// else as the topology gives it.
-json Service::NicStatesJsonLocked(int node) const {
+// The node's NICs that are not healthy, by position: name and health as reported (a "nic"
+// health report), else as the topology gives it. Only those, as gpu_health: at 4,096 nodes a
+// line per NIC doubled the node list (2.6 -> 5.1 MB, 0.125 -> 0.23 s to build).
+json Service::NicHealthJsonLocked(int node) const {
   const topo::NodeTopology& t = cluster_->profiles[cluster_->nodes[node].profile].topology;
   json out = json::array();
   for (size_t i = 0; i < t.nics.size(); ++i) {
     const topo::Health reported = sched_->NicHealth(node, static_cast<int>(i));
     const topo::Health h = reported != topo::Health::kHealthy ? reported : t.nics[i].health;
+    if (h == topo::Health::kHealthy) continue;
     out.push_back({{"nic", i}, {"name", t.nics[i].name}, {"health", topo::HealthName(h)}});
   }
   return out;
@@ -959,7 +961,7 @@ std::string Service::NodesJson() const {
                        {"drain_reason", sched_->NodeDrainReason(node)},
                        {"gpu_health", bad},
                        {"gpu_states", states},
-                       {"nic_states", NicStatesJsonLocked(node)},
+                       {"nic_health", NicHealthJsonLocked(node)},
                        {"jobs", jobs},
                        {"pod_gangs", gangs}});
     }

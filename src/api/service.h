@@ -217,7 +217,7 @@ class Service {
   std::string JobJsonLocked(int64_t id, bool with_events) const;
   nlohmann::ordered_json RanksJsonLocked(const sched::Placement& p) const;
   nlohmann::ordered_json GpuStateJsonLocked(int node, int gpu) const;
-  nlohmann::ordered_json NicStatesJsonLocked(int node) const;
+  nlohmann::ordered_json NicHealthJsonLocked(int node) const;
   // Classifies the events the scheduler appended since the last call (diag's
   // InterruptionCategory) into event_category_ and interruptions_.
   void SyncCategoriesLocked() const;

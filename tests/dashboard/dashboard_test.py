@@ -239,7 +239,7 @@ def check_node(d, b, nodes, shots):
     node = next(n for n in d.call("GET", "/api/v1/nodes")[1]["nodes"] if n["name"] == name)
     b.go(d.url + "/#/node/" + node["name"])
     b.wait_view("node")
-    nic = node["nic_states"][2]["name"]
+    nic = next(x["name"] for x in node["nic_health"] if x["nic"] == 2)
     cell = b.text('#node-nics tr[data-nic-row="%s"] .c-health' % nic)
     fact(cell == "degraded", "node view: NIC %s shows health %s (reported degraded)" % (nic, cell))
     fact(b.text("#node-free") == str(node["free"]), "node view %s: free GPUs %s = API %d"
