@@ -224,7 +224,11 @@
         c.gpus += n.gpus; c.free += n.free; c.alloc += n.allocated; c.unavail += n.unavailable;
       }
       const levels = S.topo.levels.map((l) => l.name + ' (' + l.oversubscription + ':1)').join(' → ');
-      const rails = S.topo.rails.count > 0 ? S.topo.rails.count + ' rails' : 'no rails';
+      const r = S.topo.rails;
+      const rails = r.count > 0
+        ? r.count + ' rails: NIC i of every node goes to rail switch i, one set of rail switches ' +
+          (r.scope_level ? 'per ' + r.scope_level : 'for the whole cluster')
+        : 'no rails';
       content.replaceChildren(
         el('div', { class: 'cards', id: 'cluster-cards' },
           card('nodes', nodes.length, 'cluster-nodes'), card('GPUs', c.gpus, 'cluster-gpus'),
@@ -367,6 +371,17 @@
       }))));
   }
 
+  // The rail NIC `pos` of node `tn` is on: rail i for NIC i (i < rails.count), within the
+  // node's domain at the rails' scope level when there is one.
+  function railOf(tn, pos) {
+    const r = S.topo.rails;
+    if (!r.count || pos >= r.count) return 'none';
+    let d = tn.domain;
+    while (r.scope_level && d >= 0 && S.topo.levels[S.topo.domains[d].level].name !== r.scope_level) {
+      d = S.topo.domains[d].parent;
+    }
+    return 'rail ' + pos + (r.scope_level && d >= 0 ? ' of ' + S.topo.domains[d].name : '');
+  }
   VIEWS.node = {
     setup(name) {
       const out = el('span', { id: 'node-action' });
@@ -395,7 +410,7 @@
           el('td', { class: 'num', text: g.nvlink_ports }));
       });
       const nicHealth = (pos, c) => ((n.nic_health || []).find((s) => s.nic === pos) || { health: c.health }).health;
-      const nicRows = t.nics.map((c, pos) => el('tr', { 'data-nic-row': c.name }, el('td', { text: c.name }),
+      const nicRows = t.nics.map((c, pos) => el('tr', { 'data-nic-row': c.name }, el('td', { text: c.name }), el('td', { class: 'c-rail', text: railOf(tn, pos) }),
         el('td', { class: 'num', text: c.rate_gbps === null ? '—' : c.rate_gbps }), el('td', { text: c.link_layer }),
         el('td', { text: c.numa === null ? '—' : c.numa }), el('td', { class: 'c-health', text: nicHealth(pos, c) }),
         el('td', { text: (c.pcie.switches || []).join(' → ') || '—' })));
@@ -411,7 +426,7 @@
         el('h3', { text: 'GPUs' }),
         el('table', { id: 'node-gpus' }, el('tr', {}, ['GPU', 'model', 'state', 'health', 'held by', 'NUMA', 'PCIe switches', 'NVLink ports'].map((h) => el('th', { text: h }))), gpuRows),
         el('h3', { text: 'NICs' }),
-        el('table', { id: 'node-nics' }, el('tr', {}, ['NIC', 'Gbit/s', 'link layer', 'NUMA', 'health', 'PCIe switches'].map((h) => el('th', { text: h }))), nicRows),
+        el('table', { id: 'node-nics' }, el('tr', {}, ['NIC', 'rail', 'Gbit/s', 'link layer', 'NUMA', 'health', 'PCIe switches'].map((h) => el('th', { text: h }))), nicRows),
         el('h3', { text: 'Path matrix (as nvidia-smi topo -m names them)' }), pathMatrix(t));
     },
   };

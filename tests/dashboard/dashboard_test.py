@@ -242,6 +242,8 @@ def check_node(d, b, nodes, shots):
     nic = next(x["name"] for x in node["nic_health"] if x["nic"] == 2)
     cell = b.text('#node-nics tr[data-nic-row="%s"] .c-health' % nic)
     fact(cell == "degraded", "node view: NIC %s shows health %s (reported degraded)" % (nic, cell))
+    rail = b.text('#node-nics tr[data-nic-row="%s"] .c-rail' % nic)
+    fact(rail.startswith("rail 2"), "node view: NIC %s is on %s (NIC i on rail i)" % (nic, rail))
     fact(b.text("#node-free") == str(node["free"]), "node view %s: free GPUs %s = API %d"
          % (node["name"], b.text("#node-free"), node["free"]))
     gpus = b.js("return document.querySelectorAll('#node-graph [data-gpu]').length;")
