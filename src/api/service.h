@@ -233,10 +233,12 @@ class Service {
   // Diagnoses the report's log outside mu_ (a log of up to the body limit takes a while), then
   // takes mu_ again and checks that the job still runs. `lock` must not hold mu_ on entry and
   // holds it on return.
-  StatusOr<std::pair<diag::Diagnosis, int>> DiagnoseReport(int64_t id, const ExitReport& r,
-                                                           std::unique_lock<std::mutex>& lock);
-  // A fallback's predicted communication time (DegradedMs in service_exit.cc).
-  double DegradedMsLocked(int64_t id, const diag::Cause& cause, int node) const;
+  struct DiagnosedReport {
+    diag::Diagnosis diagnosis;
+    ReportSite site;
+  };
+  StatusOr<DiagnosedReport> DiagnoseReport(int64_t id, const ExitReport& r,
+                                           std::unique_lock<std::mutex>& lock);
   // Applies `in` as replay will see it (encoded, then decoded: text such as a log's cut
   // multi-byte character reaches the scheduler exactly as the store gives it back).
   StatusOr<int64_t> ApplyStoredFormLocked(const sched::Input& in);

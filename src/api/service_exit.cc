@@ -3,6 +3,7 @@
 // interruption in the event log, for the events API and /metrics. The classification itself is
 // src/diag's; this file only ties it to the service's inputs.
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -84,12 +85,8 @@ std::string FatalGpuFault(const diag::Diagnosis& d) {
     for (const diag::Evidence& e : c.evidence) {
       switch (e.kind) {
         case Kind::kXid: {
-          int code = 0;
-          const std::string_view f = e.Field("code");
-          for (char ch : f) {
-            if (ch < '0' || ch > '9' || code > 100000) break;
-            code = code * 10 + (ch - '0');
-          }
+          // Read as the rule that made the cause reads it (src/diag/rules.cc, WorstXid).
+          const int code = std::atoi(std::string(e.Field("code")).c_str());
           const diag::XidInfo x = diag::LookupXid(code);
           if (x.action == diag::XidAction::kApplication) break;
           return "Xid " + std::to_string(code) +
@@ -130,6 +127,18 @@ std::string FailureReason(const ExitReport& r, const diag::Cause* cause) {
   return out;
 }
 
+// A transport fallback's predicted time for a multi-node job: its inter-node share (its PP and
+// DP parts) as the cost model prices NET/Socket against NET/IB for the report's node (src/diag
+// AdviseNetwork, a 1 GiB AllReduce over two such nodes). 0 (unknown) for other causes and where
+// the node's NICs give no ratio.
+double DegradedMs(const sched::Placement& p, const diag::Cause& cause,
+                  const std::optional<diag::NodeContext>& node) {
+  if (cause.category != diag::Category::kNcclTransportFallback || !node) return 0;
+  const diag::NetworkAdvice a = diag::AdviseNetwork(*node);
+  if (!a.ib_ms || !a.socket_ms || *a.ib_ms <= 0) return 0;
+  return p.tp_ms + (p.pp_ms + p.dp_ms) * (*a.socket_ms / *a.ib_ms);
+}
+
 }  // namespace
 
 StatusOr<Service::ReportSite> Service::ReportSiteLocked(int64_t id, const ExitReport& r) const {
@@ -164,24 +173,24 @@ StatusOr<Service::ReportSite> Service::ReportSiteLocked(int64_t id, const ExitRe
   return site;
 }
 
-StatusOr<std::pair<diag::Diagnosis, int>> Service::DiagnoseReport(
-    int64_t id, const ExitReport& r, std::unique_lock<std::mutex>& lock) {
+StatusOr<Service::DiagnosedReport> Service::DiagnoseReport(int64_t id, const ExitReport& r,
+                                                           std::unique_lock<std::mutex>& lock) {
   lock.lock();
-  ASSIGN_OR_RETURN(ReportSite site, ReportSiteLocked(id, r));
+  DiagnosedReport out;
+  ASSIGN_OR_RETURN(out.site, ReportSiteLocked(id, r));
   lock.unlock();
-  diag::Diagnosis d;
   if (!r.log.empty()) {
-    d = diag::DiagnoseText(r.log, "report of job-" + std::to_string(id),
-                           site.context ? &*site.context : nullptr);
+    out.diagnosis = diag::DiagnoseText(r.log, "report of job-" + std::to_string(id),
+                                       out.site.context ? &*out.site.context : nullptr);
   }
   lock.lock();
   // It may have ended, or moved, meanwhile.
   ASSIGN_OR_RETURN(ReportSite again, ReportSiteLocked(id, r));
-  if (again.node != site.node) {
+  if (again.node != out.site.node) {
     return FailedPreconditionError("job-" + std::to_string(id) +
                                    " moved while its report was read; send it again");
   }
-  return std::make_pair(std::move(d), site.node);
+  return out;
 }
 
 StatusOr<int64_t> Service::ApplyStoredFormLocked(const sched::Input& in) {
@@ -198,8 +207,9 @@ Status Service::Complete(int64_t id, const ExitReport& r) {
   int64_t seq = 0;
   {
     std::unique_lock<std::mutex> lk(mu_, std::defer_lock);
-    ASSIGN_OR_RETURN(auto diagnosed, DiagnoseReport(id, r, lk));
-    const auto& [d, node] = diagnosed;
+    ASSIGN_OR_RETURN(const DiagnosedReport report, DiagnoseReport(id, r, lk));
+    const diag::Diagnosis& d = report.diagnosis;
+    const int node = report.site.node;
     const std::string job = "job-" + std::to_string(id);
     sched::Input in{std::in_place_type<sched::CompleteJob>};
     auto& c = std::get<sched::CompleteJob>(in);
@@ -225,27 +235,26 @@ StatusOr<std::string> Service::ReportLog(int64_t id, const ExitReport& r) {
   nlohmann::ordered_json out;
   {
     std::unique_lock<std::mutex> lk(mu_, std::defer_lock);
-    ASSIGN_OR_RETURN(auto diagnosed, DiagnoseReport(id, r, lk));
-    const auto& [d, node] = diagnosed;
+    ASSIGN_OR_RETURN(const DiagnosedReport report, DiagnoseReport(id, r, lk));
+    const int node = report.site.node;
     const std::string job = "job-" + std::to_string(id);
-    const diag::Cause* cause = TopFault(d);
+    const diag::Cause* cause = TopFault(report.diagnosis);
     std::vector<std::string> actions;
-    std::string fatal = FatalGpuFault(d);
+    std::string fatal = FatalGpuFault(report.diagnosis);
     if (fatal.empty() || node < 0 || sched_->cluster_state().NodeDrained(node)) fatal.clear();
     const sched::Placement* p = sched_->PlacementOf(id);
     // NCCL uses the network only between nodes: on one node a fallback costs nothing.
     const bool network = p != nullptr && p->parts.size() > 1;
-    const bool degraded = cause != nullptr && network &&
-                          sched_->State(id) == job::JobState::kRunning &&
-                          (cause->category == diag::Category::kNcclTransportFallback ||
-                           cause->category == diag::Category::kNcclDegraded);
-    if (degraded) {
+    const bool network_cause =
+        cause != nullptr && (cause->category == diag::Category::kNcclTransportFallback ||
+                             cause->category == diag::Category::kNcclDegraded);
+    if (network_cause && network && sched_->State(id) == job::JobState::kRunning) {
       sched::Input in{std::in_place_type<sched::JobDegraded>};
       auto& g = std::get<sched::JobDegraded>(in);
       g.job = sched::JobId{id};
       g.reason = "log report: cause " + std::string(diag::CategoryName(cause->category)) + ": " +
                  OneLine(cause->summary, 300);
-      g.after_ms = DegradedMsLocked(id, *cause, node);
+      g.after_ms = DegradedMs(*p, *cause, report.site.context);
       if (!fatal.empty()) {
         g.drain_node = node;
         g.drain_reason = OneLine(fatal, 300) + " (" + job + "'s log report)";
@@ -257,9 +266,7 @@ StatusOr<std::string> Service::ReportLog(int64_t id, const ExitReport& r) {
                                 node, true, OneLine(fatal, 300) + " (" + job + "'s log report)"}));
     }
     if (!fatal.empty()) actions.push_back("drained " + cluster_->nodes[node].name);
-    if (cause != nullptr && !network &&
-        (cause->category == diag::Category::kNcclTransportFallback ||
-         cause->category == diag::Category::kNcclDegraded)) {
+    if (network_cause && !network) {
       actions.push_back("none: the job runs on one node, where NCCL does not use the network");
     }
     out["job_id"] = job;
@@ -276,22 +283,6 @@ StatusOr<std::string> Service::ReportLog(int64_t id, const ExitReport& r) {
   TriggerPass();
   RETURN_IF_ERROR(WaitDurable(seq));
   return out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-}
-
-// A transport fallback's predicted time: the job's inter-node share (its PP and DP parts) as the
-// cost model prices NET/Socket against NET/IB for the node (src/diag AdviseNetwork, a 1 GiB
-// AllReduce over two such nodes); a job on one node does not use the network, so unchanged.
-// 0 (unknown) for other causes and where the node's NICs give no ratio.
-double Service::DegradedMsLocked(int64_t id, const diag::Cause& cause, int node) const {
-  const sched::Placement* p = sched_->PlacementOf(id);
-  if (p == nullptr || cause.category != diag::Category::kNcclTransportFallback) return 0;
-  if (p->parts.size() <= 1) return p->predicted_ms;
-  const int n = node >= 0 ? node : p->parts.front().node;
-  const topo::ClusterNode& cn = cluster_->nodes[n];
-  const diag::NetworkAdvice a =
-      diag::AdviseNetwork(diag::NodeContext{cn.name, cluster_->profiles[cn.profile].topology});
-  if (!a.ib_ms || !a.socket_ms || *a.ib_ms <= 0) return 0;
-  return p->tp_ms + (p->pp_ms + p->dp_ms) * (*a.socket_ms / *a.ib_ms);
 }
 
 void Service::SyncCategoriesLocked() const {
