@@ -7,6 +7,8 @@ PACKAGES=(
   build-essential g++ cmake ninja-build pkg-config git
   nlohmann-json3-dev libyaml-cpp-dev libcpp-httplib-dev libcli11-dev libfmt-dev libspdlog-dev
   libsqlite3-dev sqlite3 libhwloc-dev libhwloc-plugins hwloc libtinyxml2-dev
+  # The daemon's HTTP listeners: Boost.Beast (header-only), OpenSSL, zlib.
+  libboost-dev libssl-dev zlib1g-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev libglpk-dev
   python3 clang-format
   prometheus

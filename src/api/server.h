@@ -7,15 +7,13 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <regex>
 #include <string>
-#include <thread>
+#include <vector>
 
+#include "api/http_listener.h"
 #include "api/service.h"
 #include "core/status.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace toposched::api {
 
@@ -26,9 +24,14 @@ struct ServerOptions {
   // a loopback address. Empty is allowed only on loopback, and then mutating calls are refused.
   std::string token;
   size_t max_body_bytes = 1 << 20;
+  // The whole request head must arrive within this of the connection's start, and the whole
+  // body within this of its head (api::http::ListenerOptions).
   int read_timeout_ms = 5000;
   int write_timeout_ms = 5000;
   int threads = 16;  // request worker threads
+  // Connections served at once; beyond it a connection is told 503 (GET /healthz is still
+  // answered). Each listener has its own.
+  int max_connections = 512;
   bool log_requests = true;
   // Kubernetes scheduler extender verbs: when set, POST /extender/{filter,prioritize,bind,preempt}
   // and POST /extender/pod-deleted pass (verb, request body) to it and answer its JSON (an error
@@ -59,7 +62,25 @@ std::string ErrorCodeName(StatusCode code);
 // True for 127.0.0.0/8, ::1 and "localhost".
 bool IsLoopback(const std::string& host);
 
-// Owns the listening thread. The service must outlive the server.
+// Routes by method and a regular expression matched against the whole path, in the order added.
+class Router {
+ public:
+  void Get(const std::string& pattern, http::Handler fn) { Add("GET", pattern, std::move(fn)); }
+  void Post(const std::string& pattern, http::Handler fn) { Add("POST", pattern, std::move(fn)); }
+  // Runs the first matching route (a HEAD request matches GET routes); false when none matches.
+  bool Dispatch(http::Request& req, http::Response& res) const;
+
+ private:
+  struct Route {
+    std::string method;
+    std::regex pattern;
+    http::Handler fn;
+  };
+  void Add(std::string method, const std::string& pattern, http::Handler fn);
+  std::vector<Route> routes_;
+};
+
+// Owns the listeners. The service must outlive the server.
 class Server {
  public:
   using Options = ServerOptions;
@@ -77,16 +98,19 @@ class Server {
  private:
   Server(Service& service, Options options);
   void Routes();
+  http::ListenerOptions ListenerOptionsFor(const std::string& name) const;
+  std::string Refusal(const http::Request& req) const;
+  void Handle(http::Request& req, http::Response& res) const;
+  std::string ListenerMetrics() const;
   // Starts the extender's HTTPS listener (ServerOptions::extender_tls).
   Status StartExtenderTls();
 
   Service* service_;
   Options options_;
-  std::unique_ptr<httplib::Server> http_;
-  std::thread thread_;
+  Router routes_;
+  std::unique_ptr<http::Listener> http_;
   int port_ = 0;
-  std::unique_ptr<httplib::Server> tls_;  // an httplib::SSLServer when the listener is on
-  std::thread tls_thread_;
+  std::unique_ptr<http::Listener> tls_;  // HTTPS, when the extender listener is on
   int extender_port_ = -1;
 };
 

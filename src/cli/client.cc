@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <thread>
@@ -50,6 +51,9 @@ StatusOr<Reply> Call(const ClientArgs& a, const std::string& method, const std::
                      const std::string& body, const httplib::Headers& extra) {
   const std::string url = ServerUrl(a);
   ASSIGN_OR_RETURN(std::string token, Token(a));
+  // The HTTP client writes without MSG_NOSIGNAL: a server that closes the connection while the
+  // request is still being sent (413) must fail the call, not kill the process.
+  std::signal(SIGPIPE, SIG_IGN);
   httplib::Client cli(url);
   if (!cli.is_valid()) return InvalidArgumentError("--server: bad URL \"" + url + "\"");
   cli.set_connection_timeout(std::chrono::seconds(5));

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
@@ -38,6 +39,7 @@ struct ServeArgs {
   std::string port_file;
   int pass_interval_ms = 1000;
   size_t max_body_bytes = 1 << 20;
+  int max_connections = 512;
   std::string sync = "full";
   bool quiet = false;
   // Kubernetes scheduler extender (docs/kubernetes.md).
@@ -148,9 +150,24 @@ StatusOr<std::string> TokenFromFile(const std::string& path, bool create) {
   return ReadToken(path);
 }
 
+// Every connection is a descriptor: the soft limit (often 1,024) would cap --max-connections
+// below what was asked. Raised to the hard limit, at most 65,536; a failure only logs.
+void RaiseOpenFilesLimit() {
+  rlimit r{};
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur >= r.rlim_max) return;
+  const rlim_t want = r.rlim_max == RLIM_INFINITY ? 65536 : std::min<rlim_t>(r.rlim_max, 65536);
+  if (want <= r.rlim_cur) return;
+  const rlim_t was = r.rlim_cur;
+  r.rlim_cur = want;
+  if (setrlimit(RLIMIT_NOFILE, &r) != 0) {
+    spdlog::warn("msg=\"cannot raise the open-files limit\" soft={}", was);
+  }
+}
+
 int RunServe(const ServeArgs& a) {
   if (a.quiet) spdlog::set_level(spdlog::level::warn);
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%fZ level=%l %v", spdlog::pattern_time_type::utc);
+  RaiseOpenFilesLimit();
   const size_t colon = a.listen.rfind(':');
   if (colon == std::string::npos) {
     return Fail(InvalidArgumentError("--listen: expected HOST:PORT, got \"" + a.listen + "\""));
@@ -163,6 +180,7 @@ int RunServe(const ServeArgs& a) {
     return Fail(InvalidArgumentError("--listen: bad port in \"" + a.listen + "\""));
   }
   so.max_body_bytes = a.max_body_bytes;
+  so.max_connections = a.max_connections;
   if (!a.extender_listen.empty()) {
     if (!a.extender) return Fail(InvalidArgumentError("--extender-listen with --no-extender"));
     const size_t ec = a.extender_listen.rfind(':');
@@ -356,6 +374,11 @@ void RegisterServeCommand(CLI::App& app, int& rc) {
       ->capture_default_str();
   cmd->add_option("--max-body-bytes", args->max_body_bytes, "largest request body accepted")
       ->capture_default_str();
+  cmd->add_option("--max-connections", args->max_connections,
+                  "connections served at once, per listener; beyond it a connection is told 503 "
+                  "(GET /healthz is still answered)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65536));
   cmd->add_option("--sync", args->sync,
                   "full: fsync every commit (power-loss safe); normal: crash safe only")
       ->capture_default_str();

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +19,15 @@
 #include <vector>
 
 namespace toposched::testing_api {
+
+// These tests are HTTP clients, and Debian's cpp-httplib client writes without MSG_NOSIGNAL: a
+// server that closes a connection on a refused request while the client is still sending (413)
+// would kill the test process with SIGPIPE instead of failing the write. Clients ignore it, as
+// the toposched CLI does (src/cli/client.cc).
+inline const bool kSigpipeIgnored = [] {
+  std::signal(SIGPIPE, SIG_IGN);
+  return true;
+}();
 
 inline std::string MakeTempDir(const std::string& prefix) {
   std::string tmpl = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
