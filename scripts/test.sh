@@ -22,6 +22,13 @@ ctest --test-dir build --output-on-failure -j "$JOBS" -LE slurm
 echo "== Slurm integration (a real slurmctld + 8 slurmd on loopback; skipped without Slurm)"
 ctest --test-dir build --output-on-failure -L slurm
 
+echo "== soak (scripts/soak.sh: concurrent REST and extender clients, >= 10 kill -9 cycles, 45 s)"
+bash scripts/soak.sh --out build/soak.json >build/soak.log 2>&1 || {
+  cat build/soak.log
+  exit 1
+}
+tail -1 build/soak.log
+
 echo "== parser tests (topology, cluster, Slurm, jobs) under ASan+UBSan"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTOPOSCHED_SANITIZE=ON \
   -DTOPOSCHED_ONLY_PARSER_TESTS=ON >/dev/null

@@ -29,6 +29,8 @@ constexpr size_t kMaxFileBytes = 64u << 20;
 
 std::string Quote(const std::string& s) { return "\"" + s + "\""; }
 
+struct Field;
+
 // One document, format-independent.
 struct Value {
   enum class Kind { kNull, kScalar, kList, kMap };
@@ -40,8 +42,13 @@ struct Value {
   std::string text;  // scalars; JSON numbers and booleans as their text
   int line = 0;      // 1-based; 0 when unknown
   std::vector<Value> items;
-  std::vector<std::pair<std::string, Value>> fields;
+  std::vector<Field> fields;  // a vector of an incomplete type is allowed; a pair of one is not
   std::vector<int> key_lines;
+};
+
+struct Field {
+  std::string first;  // the key
+  Value second;
 };
 
 const char* KindName(const Value& v) {
@@ -93,7 +100,7 @@ class YamlConverter {
           const YAML::Node value = it->second;
           const int key_line = key.Mark().is_null() ? out.line : key.Mark().line + 1;
           if (!key.IsScalar()) return Err(key_line, "map keys must be plain names");
-          out.fields.emplace_back(key.Scalar(), Value{});
+          out.fields.push_back(Field{key.Scalar(), Value{}});
           out.key_lines.push_back(key_line);
           RETURN_IF_ERROR(Convert(value, depth + 1, key_line, out.fields.back().second));
         }
@@ -201,7 +208,7 @@ class JsonBuilder {
     if (top.kind == Value::Kind::kList) {
       top.items.push_back(std::move(v));
     } else {
-      top.fields.emplace_back(keys_.back(), std::move(v));
+      top.fields.push_back(Field{keys_.back(), std::move(v)});
       top.key_lines.push_back(0);
     }
     return true;

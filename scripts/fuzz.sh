@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Runs every libFuzzer target (fuzz/fuzz_<target>.cc) for SECONDS each (default 10), seeded with
+# its corpora (fuzz/corpora.txt; read only: new inputs go to a scratch corpus under OUT), under
+# ASan+UBSan. Builds them first with clang in build-fuzz/ (TOPOSCHED_FUZZ). Prints one line per
+# target: executions, coverage (edges), features, corpus size; a crash stops with the input's
+# path, which then belongs in fuzz/regressions/<target>/ as a regression test (CTest runs those
+# in every build).
+#   scripts/fuzz.sh [SECONDS] [TARGET...]      e.g. scripts/fuzz.sh 600 nvidia_smi
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_EACH="${1:-10}"
+shift || true
+BUILD="${FUZZ_BUILD:-build-fuzz}"
+OUT="${FUZZ_OUT:-$BUILD/fuzz-out}"
+JOBS="${JOBS:-$(nproc)}"
+
+mapfile -t lines < <(grep -E '^[a-z_]+ ' fuzz/corpora.txt)
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+  for l in "${lines[@]}"; do targets+=("${l%% *}"); done
+fi
+
+if [ ! -f "$BUILD/build.ninja" ]; then
+  CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DTOPOSCHED_SANITIZE=ON -DTOPOSCHED_FUZZ=ON -DTOPOSCHED_ONLY_PARSER_TESTS=ON \
+    -DTOPOSCHED_BENCH=OFF >/dev/null
+fi
+ninja -C "$BUILD" -j "$JOBS" "${targets[@]/#/fuzz_}" >"$BUILD/fuzz-build.log" 2>&1 || {
+  cat "$BUILD/fuzz-build.log"
+  exit 1
+}
+
+export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+status=0
+for t in "${targets[@]}"; do
+  seeds=""
+  for l in "${lines[@]}"; do
+    if [ "${l%% *}" = "$t" ]; then seeds="${l#* }"; fi
+  done
+  corpus="$OUT/corpus-$t"
+  mkdir -p "$corpus"
+  log="$OUT/$t.log"
+  # shellcheck disable=SC2086
+  if "$BUILD/fuzz_$t" "$corpus" $seeds -max_total_time="$SECONDS_EACH" -max_len=65536 \
+    -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 -artifact_prefix="$OUT/crash-$t-" \
+    >"$log" 2>&1; then
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+    line=$(grep -E '^#[0-9]+.*(DONE|pulse|NEW|REDUCE)' "$log" | tail -1)
+    cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$line")
+    ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$line")
+    corp=$(sed -n 's/.* corp: \([0-9]*\).*/\1/p' <<<"$line")
+    echo "fuzz: $t: ${SECONDS_EACH} s, $execs executions, cov $cov edges, ft $ft, corpus $corp, 0 crashes"
+  else
+    echo "fuzz: $t: FAILED (log $log):"
+    grep -E 'ERROR|SUMMARY|Test unit written|==[0-9]+==' "$log" | head -20
+    status=1
+  fi
+done
+exit $status
