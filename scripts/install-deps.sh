@@ -11,6 +11,9 @@ PACKAGES=(
   libboost-dev libssl-dev zlib1g-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev libglpk-dev
   python3 clang-format
+  # The sanitizer and fuzzing build (scripts/test.sh, scripts/fuzz.sh): clang with its
+  # sanitizer and libFuzzer runtimes (a Recommends of clang, so named here).
+  clang libclang-rt-14-dev
   prometheus
   slurmctld slurmd slurm-client munge
   # Packaging (scripts/package-deb.sh, build-image.sh, test-package.sh).

@@ -24,6 +24,7 @@ import http.client
 import json
 import os
 import random
+import shutil
 import signal
 import ssl
 import subprocess
@@ -385,6 +386,10 @@ def main():
     if a.seconds <= 0 or a.seconds > 24 * 3600 or a.cycles < 1:
         p.error("--seconds in (0, 86400], --cycles >= 1")
     work = tempfile.mkdtemp(prefix="toposched-soak-")
+    # A copy of the binary: a rebuild while the soak runs must not change what it restarts.
+    binary = os.path.join(work, "toposched")
+    shutil.copy2(a.binary, binary)
+    a.binary = binary
     d = Daemon(a.binary, a.cluster, work)
     t0 = time.time()
     try:

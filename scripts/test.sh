@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: include-direction check, unit and integration tests (CTest), then the
-# parser tests again under ASan+UBSan, then the packaging stage (scripts/test-package.sh).
+# The whole test suite: include-direction check, unit and integration tests (CTest), the soak
+# test, the parser tests again under ASan+UBSan (clang), a short run of every fuzz target, then
+# the packaging stage (scripts/test-package.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS="${JOBS:-$(nproc)}"
@@ -29,9 +30,12 @@ bash scripts/soak.sh --out build/soak.json >build/soak.log 2>&1 || {
 }
 tail -1 build/soak.log
 
-echo "== parser tests (topology, cluster, Slurm, jobs) under ASan+UBSan"
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTOPOSCHED_SANITIZE=ON \
-  -DTOPOSCHED_ONLY_PARSER_TESTS=ON >/dev/null
+echo "== parser tests (topology, cluster, Slurm, jobs) under ASan+UBSan, built with clang"
+# The same build holds the libFuzzer targets (TOPOSCHED_FUZZ): every library is instrumented
+# for coverage once, and the fuzz stage below reuses it.
+CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+  -DTOPOSCHED_SANITIZE=ON -DTOPOSCHED_FUZZ=ON -DTOPOSCHED_ONLY_PARSER_TESTS=ON \
+  -DTOPOSCHED_BENCH=OFF >/dev/null
 ninja -C build-asan -j "$JOBS" topo_tests core_tests job_tests
 export UBSAN_OPTIONS=print_stacktrace=1
 ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$JOBS" \
@@ -40,6 +44,9 @@ ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "
 # plugin (no frames of ours, "<unknown module>" once unloaded), so leak checking is off there.
 ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build-asan --output-on-failure -j "$JOBS" \
   -R '^DiscoverLocal\.'
+
+echo "== every fuzz target for 10 s (scripts/fuzz.sh; seeds from data/, ASan+UBSan)"
+FUZZ_BUILD=build-asan bash scripts/fuzz.sh 10
 
 echo "== packaging (Debian package installed, run and purged; container image; Kubernetes manifests)"
 # Its own clone and build directory: it shares nothing with the stages above.

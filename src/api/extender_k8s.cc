@@ -322,7 +322,10 @@ StatusOr<job::JobSpec> GangSpec(const Pod& pod, const Membership& m, const Exten
   // Annotations and labels under the prefix; labels win (as in Pod::Get).
   std::map<std::string, std::string> values = pod.annotations;
   for (const auto& [k, v] : pod.labels) values[k] = v;
-  for (const auto& [key, value] : values) {
+  for (const auto& entry : values) {
+    // Named references, not structured bindings: a lambda below captures them.
+    const std::string& key = entry.first;
+    const std::string& value = entry.second;
     if (!StartsWith(key, o.annotation_prefix) || membership_keys.count(key)) continue;
     if (std::find(o.pod_index_keys.begin(), o.pod_index_keys.end(), key) !=
         o.pod_index_keys.end()) {

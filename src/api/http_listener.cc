@@ -96,6 +96,8 @@ constexpr int kRefusalSlots = 64;
 // connection is closed (closing with unread bytes resets it, and the client may lose the answer).
 constexpr int kLingerMs = 1000;
 constexpr size_t kLingerBodies = 16;  // × max_body_bytes
+// Bytes a connection's read buffer may hold beyond the largest head.
+constexpr size_t kReadAhead = 64 * 1024;
 
 std::string PercentDecode(std::string_view s, bool plus_is_space) {
   std::string out;
@@ -127,7 +129,7 @@ void SplitTarget(std::string_view target, Request* req) {
   while (!query.empty()) {
     const size_t amp = query.find('&');
     const std::string_view item = query.substr(0, amp);
-    if (!item.empty()) {
+    if (!item.empty() && item[0] != '=') {  // "=x" has no name: skipped
       const size_t eq = item.find('=');
       req->params.emplace(
           PercentDecode(item.substr(0, eq), true),
@@ -183,6 +185,19 @@ std::optional<std::string> Gzip(const std::string& in) {
   return out;
 }
 
+// The body gzip-compressed, when it is text or JSON of 1 KiB or more and not encoded already.
+void CompressBody(Response& r) {
+  if (r.body.size() < 1024 || !Compressible(r.get_header_value("Content-Type")) ||
+      !r.get_header_value("Content-Encoding").empty()) {
+    return;
+  }
+  if (std::optional<std::string> z = Gzip(r.body)) {
+    r.body = std::move(*z);
+    r.set_header("Content-Encoding", "gzip");
+    r.set_header("Vary", "Accept-Encoding");
+  }
+}
+
 bool IsHttpError(const beast::error_code& ec) {
   return ec.category() == bhttp::make_error_code(bhttp::error::bad_target).category();
 }
@@ -222,8 +237,13 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
 
  public:
+  // The read buffer is bounded too: the head is held to max_header_bytes by the parser, but a
+  // chunk's extensions and a chunked body's trailer are not, and would otherwise grow it.
   Session(Listener::Impl* l, Stream stream, bool over_limit)
-      : l_(l), stream_(std::move(stream)), over_limit_(over_limit) {
+      : l_(l),
+        stream_(std::move(stream)),
+        buffer_(l->o.max_header_bytes + kReadAhead),
+        over_limit_(over_limit) {
     ++l_->open;
   }
   ~Session() { --l_->open; }
@@ -231,7 +251,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   void Start() {
     net::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
       if constexpr (kTls) {
-        self->Lowest().expires_after(Ms(self->l_->o.read_timeout_ms));
+        self->Lowest().expires_after(Ms(self->over_limit_ ? 1000 : self->l_->o.read_timeout_ms));
         self->stream_.async_handshake(ssl::stream_base::server, [self](beast::error_code ec) {
           if (ec) return self->Close();  // no or a wrong certificate
           self->ReadHead();
@@ -360,7 +380,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     gzip_ = AcceptsGzip(req->get_header_value("Accept-Encoding"));
     const bool health = m.method() == bhttp::verb::get && req->path == "/healthz";
     net::thread_pool& pool = health ? *l_->fast : *l_->workers;
-    net::post(pool, [self = this->shared_from_this(), req] {
+    const bool gzip = gzip_ && !head_;
+    net::post(pool, [self = this->shared_from_this(), req, gzip] {
       auto res = std::make_shared<Response>();
       try {
         self->l_->handler(*req, *res);
@@ -368,13 +389,25 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
         *res = Response{};
         res->status = 500;
         res->set_content(ErrorBody("internal", e.what()), "application/json");
+      } catch (...) {
+        *res = Response{};
+        res->status = 500;
+        res->set_content(ErrorBody("internal", "unknown exception"), "application/json");
       }
+      // Compressed here, on the worker, not on the threads that serve every connection's I/O.
+      if (gzip) CompressBody(*res);
       net::post(self->stream_.get_executor(), [self, res] { self->Write(std::move(*res), false); });
     });
   }
 
   void Refuse(int status, const std::string& code, const std::string& message,
               bool retry_after = false) {
+    if (l_->o.log_refusals) {
+      beast::error_code ec;
+      const tcp::endpoint peer = Lowest().socket().remote_endpoint(ec);
+      spdlog::info("msg=refused listener={} status={} code={} remote={}:{}", l_->o.name, status,
+                   code, ec ? std::string("?") : peer.address().to_string(), ec ? 0 : peer.port());
+    }
     Response r;
     r.status = status;
     r.set_content(ErrorBody(code, message), "application/json");
@@ -389,15 +422,6 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     msg->version(version_);
     msg->result(static_cast<unsigned>(r.status));
     for (const auto& [k, v] : r.headers) msg->insert(k, v);
-    if (gzip_ && !head_ && r.body.size() >= 1024 &&
-        Compressible(r.get_header_value("Content-Type")) &&
-        r.get_header_value("Content-Encoding").empty()) {
-      if (std::optional<std::string> z = Gzip(r.body)) {
-        r.body = std::move(*z);
-        msg->set(bhttp::field::content_encoding, "gzip");
-        msg->set(bhttp::field::vary, "Accept-Encoding");
-      }
-    }
     ++served_;
     const bool keep = !refused && keep_alive_ && served_ < l_->o.keep_alive_max_requests;
     msg->keep_alive(keep);
@@ -560,8 +584,11 @@ StatusOr<std::unique_ptr<Listener>> Listener::Start(ListenerOptions options, Han
 void Listener::Stop() {
   Impl& p = *impl_;
   {
-    std::lock_guard<std::mutex> lk(p.mu);
-    if (p.stopped) return;
+    std::unique_lock<std::mutex> lk(p.mu);
+    if (p.stopped) {  // another thread is stopping it: return once it has
+      p.cv.wait(lk, [&] { return p.done; });
+      return;
+    }
     p.stopped = true;
   }
   p.ioc.stop();
@@ -572,11 +599,9 @@ void Listener::Stop() {
   p.workers->join();
   p.fast->stop();
   p.fast->join();
-  {
-    std::lock_guard<std::mutex> lk(p.mu);
-    p.done = true;
-  }
-  p.cv.notify_all();
+  std::lock_guard<std::mutex> lk(p.mu);
+  p.done = true;
+  p.cv.notify_all();  // under the lock: a waiter may destroy the listener once it returns
 }
 
 void Listener::Wait() {

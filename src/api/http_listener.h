@@ -75,7 +75,8 @@ struct ListenerOptions {
   int keep_alive_timeout_ms = 5000;
   int keep_alive_max_requests = 10000;
   int max_connections = 512;
-  int workers = 16;  // threads that run request handlers
+  int workers = 16;          // threads that run request handlers
+  bool log_refusals = true;  // a log line per refused request (413, 431, 400, 503)
   // HTTPS when `cert_file` is set: clients must present a certificate signed by
   // `client_ca_file`; the handshake fails otherwise, before any request is read.
   std::string cert_file, key_file, client_ca_file;

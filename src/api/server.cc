@@ -239,6 +239,7 @@ http::ListenerOptions Server::ListenerOptionsFor(const std::string& name) const 
   lo.write_timeout_ms = options_.write_timeout_ms;
   lo.max_connections = options_.max_connections;
   lo.workers = options_.threads;
+  lo.log_refusals = options_.log_requests;
   return lo;
 }
 
@@ -251,7 +252,10 @@ StatusOr<std::unique_ptr<Server>> Server::Start(Service& service, Options option
       s->ListenerOptionsFor("api"),
       [self](http::Request& req, http::Response& res) { self->Handle(req, res); });
   if (!l.ok()) return l.status();
-  s->http_ = std::move(l).value();
+  {
+    std::lock_guard<std::mutex> lk(s->listeners_mu_);
+    s->http_ = std::move(l).value();
+  }
   s->port_ = s->http_->port();
   spdlog::info("msg=listening host={} port={}", s->options_.host, s->port_);
   if (s->options_.extender_tls.enabled()) RETURN_IF_ERROR(s->StartExtenderTls());
@@ -319,8 +323,12 @@ void Server::Handle(http::Request& req, http::Response& res) const {
 // limits (the connection limit, the read timeout, the size limits).
 std::string Server::ListenerMetrics() const {
   std::vector<std::pair<std::string, http::Listener::Stats>> all;
-  if (http_) all.emplace_back("api", http_->stats());
-  if (tls_) all.emplace_back("extender", tls_->stats());
+  {
+    // /metrics can be served before Start has stored the listeners.
+    std::lock_guard<std::mutex> lk(listeners_mu_);
+    if (http_) all.emplace_back("api", http_->stats());
+    if (tls_) all.emplace_back("extender", tls_->stats());
+  }
   std::string out =
       "# HELP toposched_http_connections_open Connections open now, per listener.\n"
       "# TYPE toposched_http_connections_open gauge\n";
@@ -383,7 +391,10 @@ Status Server::StartExtenderTls() {
         }
       });
   if (!l.ok()) return l.status().WithPrefix("extender listener");
-  tls_ = std::move(l).value();
+  {
+    std::lock_guard<std::mutex> lk(listeners_mu_);
+    tls_ = std::move(l).value();
+  }
   extender_port_ = tls_->port();
   spdlog::info("msg=listening listener=extender tls=client-certificate host={} port={}", t.host,
                extender_port_);

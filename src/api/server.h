@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <regex>
 #include <string>
 #include <vector>
@@ -108,6 +109,7 @@ class Server {
   Service* service_;
   Options options_;
   Router routes_;
+  mutable std::mutex listeners_mu_;  // guards http_ and tls_ while Start stores them
   std::unique_ptr<http::Listener> http_;
   int port_ = 0;
   std::unique_ptr<http::Listener> tls_;  // HTTPS, when the extender listener is on

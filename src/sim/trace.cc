@@ -246,7 +246,8 @@ Status ReadGenericCsv(const Table& t, const std::string& source, Trace& out) {
   static const char* const kKnown[] = {"submit_s", "duration_s",   "gpus",      "name",
                                        "user",     "tp",           "pp",        "dp",
                                        "model",    "model_params", "gpu_model", "priority"};
-  for (const auto& [name, idx] : t.columns) {
+  for (const auto& column : t.columns) {
+    const std::string& name = column.first;
     if (std::find_if(std::begin(kKnown), std::end(kKnown),
                      [&](const char* k) { return name == k; }) == std::end(kKnown)) {
       return InvalidArgumentError(source + ":1: unknown column \"" + name +

@@ -276,6 +276,26 @@ TEST(HwlocXmlMalformed, SyntaxErrorsCarryTheLine) {
   EXPECT_TRUE(StartsWith(r.status().message(), "x.xml:3: ")) << r.status().message();
 }
 
+// Found by fuzzing (fuzz/regressions/hwloc_xml): an <info> whose `value` attribute was mangled
+// made hwloc fail the load and leak the objects it had built (LeakSanitizer). It is refused
+// before hwloc sees it, naming the line and the attribute.
+TEST(HwlocXmlMalformed, InfoWithAnUnknownAttributeIsRefusedAtItsLine) {
+  const std::string file =
+      testing::SourceDir() + "/fuzz/regressions/hwloc_xml/leak-info-attribute-e8fe6603";
+  auto t = ParseHwlocXml(testing::ReadFileText(file), "dgx2");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("dgx2:144: <info>: attribute \"ue\""), std::string::npos)
+      << t.status().message();
+  auto nameless = ParseHwlocXml(
+      "<topology version=\"2.0\"><object type=\"Machine\" cpuset=\"0x1\" "
+      "complete_cpuset=\"0x1\" nodeset=\"0x1\" complete_nodeset=\"0x1\">\n"
+      "<info value=\"x\"/></object></topology>",
+      "m");
+  ASSERT_FALSE(nameless.ok());
+  EXPECT_NE(nameless.status().message().find("m:2: <info>: info without name"), std::string::npos)
+      << nameless.status().message();
+}
+
 TEST(HwlocXmlFile, MissingFileNamesThePath) {
   auto r = ReadHwlocXmlFile(kTestData + "no-such-hwloc.xml");
   ASSERT_FALSE(r.ok());

@@ -636,6 +636,16 @@ Status ValidateObjects(const tinyxml2::XMLElement* e, const std::string& source,
         return fail("length=\"" + std::string(len) + "\"");
       }
     }
+    // hwloc fails the whole load on an <info> with another attribute or without its name (and
+    // leaks the objects it had built: found by fuzzing, fuzz/regressions/hwloc_xml).
+    if (std::strcmp(e->Name(), "info") == 0) {
+      for (const tinyxml2::XMLAttribute* a = e->FirstAttribute(); a != nullptr; a = a->Next()) {
+        if (std::strcmp(a->Name(), "name") != 0 && std::strcmp(a->Name(), "value") != 0) {
+          return fail(std::string("attribute \"") + a->Name() + "\" (expected name and value)");
+        }
+      }
+      if (e->Attribute("name") == nullptr) return fail("info without name");
+    }
     if (std::strcmp(e->Name(), "object") == 0) {
       const char* type = e->Attribute("type");
       if (type == nullptr) return fail("object without type");
