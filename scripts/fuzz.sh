@@ -6,6 +6,8 @@
 # path, which then belongs in fuzz/regressions/<target>/ as a regression test (CTest runs those
 # in every build).
 #   scripts/fuzz.sh [SECONDS] [TARGET...]      e.g. scripts/fuzz.sh 600 nvidia_smi
+# FUZZ_BUILD=DIR: the build directory (default build-fuzz); FUZZ_OUT=DIR: corpora, logs, crashes;
+# FUZZ_NO_BUILD=1: run the binaries already in FUZZ_BUILD (for runs in parallel).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH="${1:-10}"
@@ -20,18 +22,23 @@ if [ ${#targets[@]} -eq 0 ]; then
   for l in "${lines[@]}"; do targets+=("${l%% *}"); done
 fi
 
-if [ ! -f "$BUILD/build.ninja" ]; then
+if [ "${FUZZ_NO_BUILD:-0}" = 1 ]; then
+  :
+elif [ ! -f "$BUILD/build.ninja" ]; then
   CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DTOPOSCHED_SANITIZE=ON -DTOPOSCHED_FUZZ=ON -DTOPOSCHED_ONLY_PARSER_TESTS=ON \
     -DTOPOSCHED_BENCH=OFF >/dev/null
 fi
-ninja -C "$BUILD" -j "$JOBS" "${targets[@]/#/fuzz_}" >"$BUILD/fuzz-build.log" 2>&1 || {
-  cat "$BUILD/fuzz-build.log"
-  exit 1
-}
+if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
+  ninja -C "$BUILD" -j "$JOBS" "${targets[@]/#/fuzz_}" >"$BUILD/fuzz-build.log" 2>&1 || {
+    cat "$BUILD/fuzz-build.log"
+    exit 1
+  }
+fi
 
 export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export LSAN_OPTIONS="suppressions=$PWD/fuzz/lsan.supp"
 status=0
 for t in "${targets[@]}"; do
   seeds=""

@@ -395,8 +395,8 @@ void Service::PassLoop() {
     }
     lk.lock();
     // Coalesce triggered passes so that passes take at most about a third of the lock's time.
-    const int64_t gap_us =
-        std::max<int64_t>(int64_t{options_.min_pass_gap_ms} * 1000, 2 * last_pass_duration_us_);
+    const int64_t gap_us = std::max<int64_t>(int64_t{options_.min_pass_gap_ms} * 1000,
+                                             2 * last_pass_duration_us_.load());
     pcv_.wait_for(lk, std::chrono::microseconds(gap_us), [&] { return stop_passes_; });
   }
 }

@@ -8,6 +8,7 @@
 // checked against the stored one. Knows nothing of HTTP: the server maps its calls to routes.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -290,7 +291,8 @@ class Service {
   std::condition_variable pcv_;
   bool pass_requested_ = false;
   bool stop_passes_ = false;
-  int64_t last_pass_duration_us_ = 0;
+  // Written by a pass under mu_, read by the pass loop under its own lock (found by TSan).
+  std::atomic<int64_t> last_pass_duration_us_{0};
 
   size_t replayed_ = 0;
   std::thread committer_;

@@ -17,7 +17,12 @@ namespace toposched::topo::io {
 
 namespace {
 
-constexpr int kMaxHosts = 1 << 20;
+// Host names one host list may expand to (its bracket groups multiply), and all the host lists
+// of one file together: 10x the largest Slurm clusters (about 10,000 nodes: Frontier 9,408,
+// Aurora 10,624 on the TOP500 list). Fuzzing found a 643-byte block line whose product of
+// bracket groups expanded to a million names (0.6 s; 13 s under ASan).
+constexpr int kMaxHosts = 1 << 17;
+constexpr size_t kMaxHostsPerFile = 1 << 18;
 
 std::string Quote(const std::string& s) { return "\"" + s + "\""; }
 
@@ -159,7 +164,9 @@ Status CheckKeys(const std::string& source, const std::vector<KeyValue>& kvs,
   return OkStatus();
 }
 
-StatusOr<std::vector<std::string>> ExpandAt(const std::string& source, const KeyValue& kv) {
+// `expanded` counts the names of the file so far, against kMaxHostsPerFile.
+StatusOr<std::vector<std::string>> ExpandAt(const std::string& source, const KeyValue& kv,
+                                            size_t& expanded) {
   auto hosts = ExpandHostList(kv.value, kMaxHosts);
   if (!hosts.ok()) {
     return ErrorAt(source, kv.value_pos,
@@ -168,6 +175,12 @@ StatusOr<std::vector<std::string>> ExpandAt(const std::string& source, const Key
   }
   if (hosts->empty()) {
     return ErrorAt(source, kv.value_pos, kv.raw_key + "= is empty, expected a host list");
+  }
+  expanded += hosts->size();
+  if (expanded > kMaxHostsPerFile) {
+    return ErrorAt(source, kv.value_pos,
+                   kv.raw_key + "=: the host lists of this file expand to more than " +
+                       std::to_string(kMaxHostsPerFile) + " names in all");
   }
   return std::move(hosts).value();
 }
@@ -579,7 +592,7 @@ std::string GresLinesFor(const NodeTopology& t) {
 namespace {
 
 StatusOr<SwitchDecl> ParseSwitchLine(const std::string& source, const ConfLine& line,
-                                     const std::vector<KeyValue>& kvs) {
+                                     const std::vector<KeyValue>& kvs, size_t& expanded) {
   RETURN_IF_ERROR(CheckKeys(source, kvs, {"SwitchName", "Switches", "Nodes", "LinkSpeed"}));
   SwitchDecl s;
   s.name = kvs.front().value;
@@ -590,11 +603,11 @@ StatusOr<SwitchDecl> ParseSwitchLine(const std::string& source, const ConfLine& 
   }
   if (const KeyValue* kv = FindKey(kvs, "switches")) {
     s.switches_pos = kv->value_pos;
-    ASSIGN_OR_RETURN(s.switches, ExpandAt(source, *kv));
+    ASSIGN_OR_RETURN(s.switches, ExpandAt(source, *kv, expanded));
   }
   if (const KeyValue* kv = FindKey(kvs, "nodes")) {
     s.nodes_pos = kv->value_pos;
-    ASSIGN_OR_RETURN(s.nodes, ExpandAt(source, *kv));
+    ASSIGN_OR_RETURN(s.nodes, ExpandAt(source, *kv, expanded));
   }
   if (const KeyValue* kv = FindKey(kvs, "linkspeed")) {
     ASSIGN_OR_RETURN(s.link_speed, ParseLinkSpeed(source, *kv));
@@ -626,7 +639,7 @@ class BlockReader {
       return ErrorAt(source_, line.start,
                      "block " + Quote(name) + ": no Nodes=, expected the block's host list");
     }
-    ASSIGN_OR_RETURN(std::vector<std::string> names, ExpandAt(source_, *nodes));
+    ASSIGN_OR_RETURN(std::vector<std::string> names, ExpandAt(source_, *nodes, expanded_));
     NetworkDomain dom;
     dom.name = name;
     dom.level = 0;
@@ -690,6 +703,7 @@ class BlockReader {
   }
 
   const std::string& source_;
+  size_t expanded_ = 0;  // host names of the block lists so far (kMaxHostsPerFile)
   SlurmTopology topo_;
   std::unordered_map<std::string, int> block_id_, node_id_;
   std::vector<int> block_lines_;
@@ -701,6 +715,7 @@ class BlockReader {
 
 StatusOr<SlurmTopology> ParseTopologyConf(std::string_view text, const std::string& source) {
   std::vector<SwitchDecl> switches;
+  size_t expanded = 0;  // host names of the tree's lists (the block reader counts its own)
   BlockReader blocks(source);
   for (const ConfLine& line : LogicalLines(text)) {
     ASSIGN_OR_RETURN(std::vector<KeyValue> kvs, SplitKeyValues(source, line));
@@ -721,7 +736,7 @@ StatusOr<SlurmTopology> ParseTopologyConf(std::string_view text, const std::stri
                          std::string(is_switch ? "BlockName= or BlockSizes=" : "SwitchName="));
     }
     if (is_switch) {
-      ASSIGN_OR_RETURN(SwitchDecl s, ParseSwitchLine(source, line, kvs));
+      ASSIGN_OR_RETURN(SwitchDecl s, ParseSwitchLine(source, line, kvs, expanded));
       switches.push_back(std::move(s));
     } else if (head.key == "blockname") {
       RETURN_IF_ERROR(blocks.AddBlock(line, kvs));
@@ -767,6 +782,7 @@ Status ApplySlurmTopology(const SlurmTopology& topo, Cluster& cluster) {
 
 StatusOr<std::vector<GresGpu>> ParseGresConf(std::string_view text, const std::string& source) {
   std::vector<GresGpu> out;
+  size_t expanded = 0;  // host names of the file's lists so far
   for (const ConfLine& line : LogicalLines(text)) {
     ASSIGN_OR_RETURN(std::vector<KeyValue> kvs, SplitKeyValues(source, line));
     RETURN_IF_ERROR(CheckKeys(source, kvs,
@@ -781,7 +797,7 @@ StatusOr<std::vector<GresGpu>> ParseGresConf(std::string_view text, const std::s
           });
       if (only_global) {
         if (const KeyValue* kv = FindKey(kvs, "nodename")) {
-          RETURN_IF_ERROR(ExpandAt(source, *kv).status());
+          RETURN_IF_ERROR(ExpandAt(source, *kv, expanded).status());
         }
         continue;
       }
@@ -790,7 +806,7 @@ StatusOr<std::vector<GresGpu>> ParseGresConf(std::string_view text, const std::s
     if (name->value != "gpu") continue;
     std::vector<std::string> nodes = {""};
     if (const KeyValue* kv = FindKey(kvs, "nodename")) {
-      ASSIGN_OR_RETURN(nodes, ExpandAt(source, *kv));
+      ASSIGN_OR_RETURN(nodes, ExpandAt(source, *kv, expanded));
     }
     std::vector<std::string> files;
     const KeyValue* file = FindKey(kvs, "file");
@@ -799,7 +815,7 @@ StatusOr<std::vector<GresGpu>> ParseGresConf(std::string_view text, const std::s
       return ErrorAt(source, multiple->key_pos, "File= and MultipleFiles= are exclusive");
     }
     if (file) {
-      ASSIGN_OR_RETURN(files, ExpandAt(source, *file));
+      ASSIGN_OR_RETURN(files, ExpandAt(source, *file, expanded));
     } else if (multiple) {
       files = {multiple->value};  // several device files of one GPU (MIG)
     }
