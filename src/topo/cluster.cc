@@ -234,7 +234,15 @@ Status Cluster::Validate() const {
     }
   }
 
-  // Domains: level in range, parent exactly one level up, children mirror parents.
+  // Domains: level in range, parent exactly one level up, children mirror parents. How often
+  // each domain is listed among its parent's children is counted once, in one sweep: counting
+  // it per domain was quadratic in a parent's children (fuzzing: 0.9 s for a 1.3 KB spec).
+  std::vector<int> listed_by_parent(static_cast<size_t>(n_domains), 0);
+  for (int p = 0; p < n_domains; ++p) {
+    for (int c : domains[p].children) {
+      if (c >= 0 && c < n_domains && domains[c].parent == p) ++listed_by_parent[c];
+    }
+  }
   for (int d = 0; d < n_domains; ++d) {
     const NetworkDomain& dom = domains[d];
     const std::string who = "network domain " + Quote(dom.name);
@@ -255,7 +263,7 @@ Status Cluster::Validate() const {
             (par.level >= 0 && par.level < n_levels ? Quote(levels[par.level].name)
                                                     : std::to_string(par.level)));
       }
-      if (std::count(par.children.begin(), par.children.end(), d) != 1) {
+      if (listed_by_parent[d] != 1) {
         return InvalidArgumentError(who + ": parent " + Quote(par.name) +
                                     " does not list it exactly once among its children");
       }
