@@ -284,6 +284,31 @@ TEST(ClusterYaml, EmptyAndNonMapDocuments) {
   }
 }
 
+// Found by fuzzing (fuzz/regressions/cluster_yaml): a spec of a few hundred bytes made a
+// million nodes (2 s, 1 GB). A spec holds at most 131,072 nodes, and saying more is refused
+// naming the limit.
+TEST(ClusterYaml, MoreNodesThanTheLimitAreRefusedNamingIt) {
+  auto ok = ParseClusterYaml(
+      "profiles: [{name: s, synthetic: \"gpu:2 nvlink:4\"}]\n"
+      "nodes: [{hosts: \"w[000001-131072]\", profile: s}]\n",
+      "max.yaml", "");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->nodes.size(), 131072u);
+  auto over = ParseClusterYaml(
+      "profiles: [{name: s, synthetic: \"gpu:2 nvlink:4\"}]\n"
+      "nodes: [{hosts: \"w[000001-131072]\", profile: s}, {hosts: x1, profile: s}]\n",
+      "over.yaml", "");
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.status().message().find("131072"), std::string::npos) << over.status().message();
+  auto product = ParseClusterYaml(
+      "profiles: [{name: s, synthetic: \"gpu:2 nvlink:4\"}]\n"
+      "nodes: [{hosts: \"r[0-99]n[0-99]g[0-99]\", profile: s}]\n",
+      "product.yaml", "");
+  ASSERT_FALSE(product.ok());
+  EXPECT_NE(product.status().message().find("more than 131072"), std::string::npos)
+      << product.status().message();
+}
+
 TEST(ClusterYaml, MissingFileIsNotFound) {
   auto c = ReadClusterYamlFile("/nonexistent/cluster.yaml");
   ASSERT_FALSE(c.ok());
