@@ -806,7 +806,9 @@ TEST_F(ExtenderServeTest, ConcurrentRestAndPodsNeverShareAGpuAndReplayToTheSameS
 }
 
 // The `toposched serve` binary serves the verbs by default, and not with --no-extender; a
-// SIGKILL loses no acknowledged binding.
+// SIGKILL loses no acknowledged binding. (Not in the TSan build's tsan_tests, which has no
+// binary.)
+#ifdef TS_CLI
 TEST(ExtenderServeBinary, VerbsOnTheServedInstance) {
   const std::string dir = testing_api::MakeTempDir("toposched-ext-bin");
   testing_api::WriteFile(dir + "/token", std::string(kToken) + "\n");
@@ -927,6 +929,7 @@ TEST(ExtenderServeBinary, VerbsOnTheServedInstance) {
       << testing_api::ReadFile(dir + "/bad.log");
   testing_api::RemoveDir(dir);
 }
+#endif  // TS_CLI
 
 }  // namespace
 }  // namespace toposched::api
