@@ -47,16 +47,18 @@ ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build-san --output-on-failure -j "$
 stage "Slurm integration (a real slurmctld + 8 slurmd on loopback; skipped without Slurm)"
 ctest --test-dir build-san --output-on-failure -L slurm
 
-stage "soak (scripts/soak.sh: concurrent REST and extender clients, >= 10 kill -9 cycles, 45 s)"
+# The soak mostly waits on its daemon and clients, and a fuzz target uses one core: side by side.
+stage "soak (scripts/soak.sh: REST and extender clients, >= 10 kill -9 cycles, 45 s) beside" \
+  "every fuzz target for 10 s (scripts/fuzz.sh; seeds from data/, ASan+UBSan)"
 bash scripts/soak.sh --binary build-san/toposched --out build-san/soak.json \
-  >build-san/soak.log 2>&1 || {
+  >build-san/soak.log 2>&1 &
+soak_pid=$!
+FUZZ_BUILD=build-san FUZZ_NO_BUILD=1 bash scripts/fuzz.sh 10
+wait "$soak_pid" || {
   cat build-san/soak.log
   exit 1
 }
 tail -1 build-san/soak.log
-
-stage "every fuzz target for 10 s (scripts/fuzz.sh; seeds from data/, ASan+UBSan)"
-FUZZ_BUILD=build-san FUZZ_NO_BUILD=1 bash scripts/fuzz.sh 10
 
 stage "the daemon's concurrency tests under TSan (gcc; tsan_tests: listeners, service, extender, store; build-tsan/)"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
