@@ -37,6 +37,7 @@ struct SimulateArgs {
   int seeds = 1;
   double locality_wait_s = sched::kDefaultLocalityWaitS;
   bool no_wait_or_spread = false;
+  bool no_contention = false;
 };
 
 // The trace format from the header line when --trace-format is not given.
@@ -107,6 +108,10 @@ int RunSimulate(const SimulateArgs& a) {
       auto placer = sim::PlacerOptionsFor(p);
       if (!placer.ok()) return Fail(placer.status());
       placer->seed = a.seed + static_cast<uint64_t>(k);
+      if (a.no_contention) {
+        std::erase_if(placer->plugins.scores,
+                      [](const sched::ScoreWeight& s) { return s.name == "contention"; });
+      }
       sim::SimOptions seeded = opts;
       seeded.seed = a.seed + static_cast<uint64_t>(k);
       const auto t0 = std::chrono::steady_clock::now();
@@ -137,6 +142,7 @@ int RunSimulate(const SimulateArgs& a) {
   info.runtime_model = a.runtime_model;
   info.locality_wait_s = a.locality_wait_s;
   info.wait_or_spread = opts.wait_or_spread && opts.runtime_model == sim::RuntimeModel::kStep;
+  info.contention_score = !a.no_contention;
   info.policies_distinct = sim::PoliciesDistinct();
   info.failures = a.failures;
   info.fill_ratio = a.fill;
@@ -187,6 +193,9 @@ void RegisterSimCommands(CLI::App& app, int& rc) {
   cmd->add_flag("--no-wait-or-spread", a->no_wait_or_spread,
                 "policy toposched: start every job that fits at once instead of waiting for a "
                 "placement expected to finish it sooner (the ablation)");
+  cmd->add_flag("--no-contention", a->no_contention,
+                "policy toposched: score placements without the contention they add on links "
+                "shared with running jobs (the ablation)");
   cmd->add_option("--seeds", a->seeds,
                   "run each policy with seeds SEED..SEED+N-1; report.json gives means and 95% "
                   "half-widths (*_ci95)");

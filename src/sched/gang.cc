@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "sched/link_model.h"
 #include "sched/pair_score.h"
 #include "sched/rank_order.h"
 #include "sched/scatter.h"
@@ -209,7 +210,7 @@ class Search {
   Search(const topo::Cluster& cluster, const ClusterState& state, const job::JobSpec& job,
          const GangPlacerOptions& options, const cost::CostModel& cost,
          const std::vector<std::unique_ptr<NodeSelector>>& selectors,
-         const detail::GangIndex& index, detail::BaselineCache& baseline)
+         const detail::GangIndex& index, detail::BaselineCache& baseline, const LinkModel* links)
       : c_(cluster),
         state_(state),
         job_(job),
@@ -223,7 +224,9 @@ class Search {
         max_node_gpus_(index.max_node_gpus),
         strategy_(StrategyOf(options.plugins)),
         comm_w_(options.plugins.Weight("comm-time")),
-        frag_w_(options.plugins.Weight("fragmentation")) {}
+        frag_w_(options.plugins.Weight("fragmentation")),
+        cont_w_(links ? options.plugins.Weight("contention") : 0.0),
+        links_(cont_w_ > 0 ? links : nullptr) {}
 
   Verdict Run();
 
@@ -275,6 +278,39 @@ class Search {
     return rank % l.tp + l.tp * (rank / (l.tp * l.dp));
   }
   bool Score(Placement& p) const;
+  // The weighted score of a scored placement that leaves `frag` GPUs free on partly used
+  // nodes: comm-time, fragmentation and, with link loads, contention.
+  double Weighted(const Placement& p, int frag) const;
+  // What the placement adds through shared links (zero without link loads or on one node).
+  LinkModel::Contention ContentionOf(const Placement& p) const;
+  // When contention decided among the scored starts (another one, in another domain, scores at
+  // least as well without it and adds more through shared links): ", on quieter links than
+  // <domain> (+X ms per step there from shared links: its own +a, running jobs' +b)". Empty
+  // otherwise.
+  template <typename StartT>
+  std::string QuieterNote(const Placement& chosen, double chosen_score,
+                          const std::vector<StartT>& starts) const {
+    if (!links_) return "";
+    const double chosen_cont = ContentionOf(chosen).total();
+    const double chosen_base = chosen_score - cont_w_ * chosen_cont;
+    const StartT* rival = nullptr;
+    LinkModel::Contention rival_c;
+    double rival_base = chosen_base * (1 + 1e-9);
+    for (const StartT& st : starts) {
+      if (st.p.domain == chosen.domain) continue;
+      const LinkModel::Contention c = ContentionOf(st.p);
+      const double base = st.score - cont_w_ * c.total();
+      if (base <= rival_base && c.total() > chosen_cont) {
+        rival = &st;
+        rival_c = c;
+        rival_base = base;
+      }
+    }
+    if (!rival) return "";
+    return ", on quieter links than " + rival->p.domain + " (+" + Fmt("%.3f", rival_c.total()) +
+           " ms per step there from shared links: its own +" + Fmt("%.3f", rival_c.own_ms) +
+           ", running jobs' +" + Fmt("%.3f", rival_c.others_ms) + ")";
+  }
   // One node that holds the job whole. *slower: its predicted time exceeds the same request on
   // a whole free node of the fastest allowed profile (then several nodes may do better).
   std::optional<Verdict> TrySingleNode(double* score = nullptr, bool* slower = nullptr);
@@ -325,7 +361,8 @@ class Search {
   const int tp_;
   const int max_node_gpus_;
   const NodeStrategy strategy_;
-  const double comm_w_, frag_w_;
+  const double comm_w_, frag_w_, cont_w_;
+  const LinkModel* links_;  // null unless the contention score is on
   Mode mode_ = Mode::kFlat;
   bool filtered_ = false;
   std::vector<NodeView> nodes_;  // built by Filter only when the single-node path fails
@@ -746,6 +783,17 @@ bool Search::PreferredMet(const Placement& p) const {
   return true;
 }
 
+double Search::Weighted(const Placement& p, int frag) const {
+  double s = comm_w_ * p.predicted_ms + frag_w_ * frag;
+  if (links_ && p.parts.size() > 1) s += cont_w_ * ContentionOf(p).total();
+  return s;
+}
+
+LinkModel::Contention Search::ContentionOf(const Placement& p) const {
+  if (!links_ || p.parts.size() < 2) return {};
+  return links_->ContentionMs(links_->UsageOf(p.parts), NetworkMs(p));
+}
+
 Verdict Search::Fitted(Placement p, const std::string& where, int spare, int frag) const {
   const job::Layout& l = job_.layout;
   std::string e = std::to_string(world_) + " GPUs (tp=" + std::to_string(l.tp) +
@@ -764,6 +812,10 @@ Verdict Search::Fitted(Placement p, const std::string& where, int spare, int fra
   e += "; predicted " + Fmt("%.3f", p.predicted_ms) + " ms = dp " + Fmt("%.3f", p.dp_ms) +
        " + tp " + Fmt("%.3f", p.tp_ms) + " + pp " + Fmt("%.3f", p.pp_ms);
   e += RailNote(p);
+  if (const LinkModel::Contention c = ContentionOf(p); c.total() > 0) {
+    e += "; contention on shared links +" + Fmt("%.3f", c.total()) + " ms per step (its own +" +
+         Fmt("%.3f", c.own_ms) + ", running jobs' +" + Fmt("%.3f", c.others_ms) + ")";
+  }
   p.explanation = std::move(e);
   Verdict v;
   v.kind = VerdictKind::kFit;
@@ -1046,8 +1098,7 @@ void Search::Refine(const std::vector<int>& region, size_t home, Plan& plan, Pla
       away = away || outside[ids[i]];
     }
     std::optional<Placement> q = Materialize(pl);
-    const double sc =
-        q ? comm_w_ * q->predicted_ms + frag_w_ * pl.frag : std::numeric_limits<double>::infinity();
+    const double sc = q ? Weighted(*q, pl.frag) : std::numeric_limits<double>::infinity();
     memo.emplace(kv, sc);
     if (q && !away) home_ms = std::min(home_ms, q->predicted_ms);
     if (q && away && !(q->predicted_ms < home_ms * 0.99)) return;
@@ -1406,7 +1457,7 @@ std::optional<Verdict> Search::TryDomains(std::vector<std::string>& reasons, dou
         }
         if (!away) home_ms = std::min(home_ms, p->predicted_ms);
         p->domain = *cand.name;
-        const double score = comm_w_ * p->predicted_ms + frag_w_ * plan.frag;
+        const double score = Weighted(*p, plan.frag);
         starts.push_back(Start{score, &cand, std::move(plan), std::move(*p), away});
       }
     }
@@ -1433,6 +1484,8 @@ std::optional<Verdict> Search::TryDomains(std::vector<std::string>& reasons, dou
         if (starts[0].score < before * (1 - 1e-9)) how += ", refined by local search";
       }
       Start& best = starts[0];
+      best.p.contention_note = QuieterNote(best.p, best.score, starts);
+      how += best.p.contention_note;
       for (const auto& [n, k] : best.plan.chunks) {
         if (!std::binary_search(best.cand->nodes->begin(), best.cand->nodes->end(), n)) {
           best.p.domain = CommonDomainName(best.plan);
@@ -1862,7 +1915,7 @@ Status PlacementPlugins::Validate() const {
   RETURN_IF_ERROR(
       one_of("shares", shares, {"gpu-best-fit", "node-best-fit", "least-allocated", "in-order"}));
   for (const ScoreWeight& s : scores) {
-    RETURN_IF_ERROR(one_of("score", s.name, {"comm-time", "fragmentation"}));
+    RETURN_IF_ERROR(one_of("score", s.name, {"comm-time", "fragmentation", "contention"}));
     if (!std::isfinite(s.weight) || s.weight < 0) {
       return InvalidArgumentError("gang: weight of score \"" + s.name +
                                   "\" must be finite and >= 0");
@@ -1944,7 +1997,16 @@ Status GangPlacer::Rescore(const job::JobSpec& job, Placement& p) const {
   return ScorePlacement(*cost_, job.layout, p);
 }
 
-Verdict GangPlacer::PlaceOn(const ClusterState& state, const job::JobSpec& job) const {
+double NetworkMs(const Placement& p) { return p.parts.size() > 1 ? p.dp_ms + p.pp_ms : 0.0; }
+
+void AddToLinks(LinkModel& links, const Placement& p) {
+  const LinkModel::Usage u = links.UsageOf(p.parts);
+  if (u.links.empty()) return;
+  links.Add(u, NetworkMs(p) / links.AloneFactor(u));
+}
+
+Verdict GangPlacer::PlaceOn(const ClusterState& state, const job::JobSpec& job,
+                            const LinkModel* links) const {
   const bool one_pod = job.Fractional() ||
                        job.constraints.job.mode == job::ConstraintMode::kRequired ||
                        job.constraints.tp.mode == job::ConstraintMode::kRequired;
@@ -1963,14 +2025,16 @@ Verdict GangPlacer::PlaceOn(const ClusterState& state, const job::JobSpec& job) 
     return v;
   }
   if (scatter_ != 0) {
-    Search s(*cluster_, state, job, one_pod_options_, *cost_, selectors_, *index_, *baseline_);
+    Search s(*cluster_, state, job, one_pod_options_, *cost_, selectors_, *index_, *baseline_,
+             links);
     return s.Run();
   }
-  Search s(*cluster_, state, job, options_, *cost_, selectors_, *index_, *baseline_);
+  Search s(*cluster_, state, job, options_, *cost_, selectors_, *index_, *baseline_, links);
   return s.Run();
 }
 
-Verdict GangPlacer::Place(const ClusterState& state, const job::JobSpec& job) const {
+Verdict GangPlacer::Place(const ClusterState& state, const job::JobSpec& job,
+                          const LinkModel* links) const {
   Verdict bad;
   bad.kind = VerdictKind::kUnresolvable;
   if (Status st = job.Validate(); !st.ok()) {
@@ -1996,7 +2060,7 @@ Verdict GangPlacer::Place(const ClusterState& state, const job::JobSpec& job) co
     for (const std::string& r : best_reasons) bad.reasons.push_back(r);
     return bad;
   }
-  Verdict v = PlaceOn(state, job);
+  Verdict v = PlaceOn(state, job, links);
   if (v.fit()) {
     v.placement->best_possible_ms = best_ms;
     v.placement->explanation +=

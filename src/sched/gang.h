@@ -21,6 +21,8 @@
 
 namespace toposched::sched {
 
+class LinkModel;  // sched/link_model.h
+
 namespace detail {
 struct GangIndex;      // per-cluster lookups built once by GangPlacer::Create (gang.cc)
 struct BaselineCache;  // memoized baseline GPU choices (gang.cc)
@@ -61,6 +63,10 @@ struct Placement {
   // to be taken with ClusterState::AllocateShared. 0 = whole GPUs (ClusterState::Allocate).
   int gpu_milli = 0;
   std::string explanation;
+  // ", on quieter links than spine0 (+X ms per step there ...)" when the "contention" score
+  // decided between candidate domains (also in `explanation`); the scheduler adds it to the
+  // start reason. Empty otherwise.
+  std::string contention_note;
   int64_t decision_us = 0;  // filled by the caller, who owns the clock
 };
 
@@ -76,6 +82,11 @@ struct Verdict {
 // A score plugin and its weight. Scores are in milliseconds and summed; lower is better.
 //   "comm-time":     the placement's predicted communication time (Placement::predicted_ms)
 //   "fragmentation": GPUs the placement leaves free on partly used nodes (weight = ms per GPU)
+//   "contention":    the communication time per step the placement adds through the network
+//                    links it shares with running jobs (LinkModel::ContentionMs: the slowdown
+//                    it suffers plus the slowdown it causes them), when the caller passes the
+//                    running jobs' link loads to Place; 0 on one node, on links nobody
+//                    over-asks, and without link loads
 struct ScoreWeight {
   std::string name;
   double weight = 1.0;
@@ -129,7 +140,10 @@ struct PlacementPlugins {
   std::string shares = "gpu-best-fit";
   std::string gpus = "cost-model";
   std::string refine = "local-search";
-  std::vector<ScoreWeight> scores = {{"comm-time", 1.0}, {"fragmentation", 0.05}};
+  // "contention" weighs a ms of communication a placement adds through shared links like a ms
+  // of its own predicted time: both are communication time per step (no tuned factor).
+  std::vector<ScoreWeight> scores = {
+      {"comm-time", 1.0}, {"fragmentation", 0.05}, {"contention", 1.0}};
   // 0 when absent.
   double Weight(const std::string& score) const;
   Status Validate() const;
@@ -147,6 +161,15 @@ bool HasRdma(const topo::NodeTopology& t);
 // its next stage) and their sum predicted_ms, from the cost model on `p.ranks`. InvalidArgument
 // when the rank count differs from the layout; the cost model's errors otherwise.
 Status ScorePlacement(const cost::CostModel& cost, const job::Layout& layout, Placement& p);
+
+// The part of a placement's predicted time that crosses the network: dp_ms + pp_ms on several
+// nodes (TP groups are kept inside a node or an NVLink domain wherever one has room), 0 on one
+// node. What the "contention" score stretches.
+double NetworkMs(const Placement& p);
+
+// Adds a running job's placement to the link loads (LinkModel::Add with its network time on
+// the unloaded network, NetworkMs / AloneFactor).
+void AddToLinks(LinkModel& links, const Placement& p);
 
 // The node-selector request for `gpus` GPUs of a job with this layout, TP groups of `tp` (1 =
 // none) inside the node; negative byte counts count as 0.
@@ -201,7 +224,10 @@ class GangPlacer {
 
   // The job must be normalized (JobSpec::Normalize); a spec that fails Validate or names an
   // unknown level is unresolvable with the error as reason. Never a partial placement.
-  Verdict Place(const ClusterState& state, const job::JobSpec& job) const;
+  // `links`: the network links' load by the running jobs (the "contention" score; ignored
+  // when null or when the policy does not weigh contention).
+  Verdict Place(const ClusterState& state, const job::JobSpec& job,
+                const LinkModel* links = nullptr) const;
 
   // Recomputes dp_ms/tp_ms/pp_ms/predicted_ms of `p` (ranks set, Megatron order) for the job's
   // layout on this placer's cluster, e.g. after the topology degraded or the job was resized.
@@ -217,7 +243,8 @@ class GangPlacer {
 
  private:
   GangPlacer(const topo::Cluster& cluster, Options options);
-  Verdict PlaceOn(const ClusterState& state, const job::JobSpec& job) const;
+  Verdict PlaceOn(const ClusterState& state, const job::JobSpec& job,
+                  const LinkModel* links = nullptr) const;
   // The cached verdict on the empty cluster: fit with *ms, or not with *reasons.
   bool BestOnEmpty(const job::JobSpec& job, double* ms, std::vector<std::string>* reasons) const;
 

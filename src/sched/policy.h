@@ -19,7 +19,8 @@ const std::vector<std::string>& PolicyNames();
 
 // The placer options of a named policy:
 //   toposched   lowest-level domain, best-fit nodes, cost-model GPUs, scores comm-time 1 +
-//               fragmentation 0.05 ms/GPU over up to 4 candidate domains (the defaults);
+//               fragmentation 0.05 ms/GPU + contention 1 (where the scheduler passes the
+//               running jobs' link loads) over up to 4 candidate domains (the defaults);
 //               its scheduler also waits or spreads by expected finish time where run times
 //               can be estimated (PolicyWaitsOrSpreads)
 //   first-fit   topology-oblivious spread like kube-scheduler's LeastAllocated: cluster-wide,

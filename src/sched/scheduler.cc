@@ -199,6 +199,15 @@ std::vector<std::pair<int64_t, Scheduler::Job*>> Scheduler::Running() const {
   return {running_.begin(), running_.end()};
 }
 
+std::optional<LinkModel> Scheduler::RunningLinks() const {
+  if (!(placer_->options().plugins.Weight("contention") > 0)) return std::nullopt;
+  std::optional<LinkModel> links(std::in_place, placer_->cluster());
+  for (const auto& [id, j] : running_) {
+    if (j->placement) AddToLinks(*links, *j->placement);
+  }
+  return links;
+}
+
 int64_t Scheduler::EndUs(const Job& j) {
   if (auto kill = j.record.kill_deadline_us()) return *kill;
   if (j.spec.time_limit_s <= 0) return kNever;
@@ -747,6 +756,9 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
   // its user or queue only, and the heap is rebuilt over the buckets (few), not the jobs.
   // Cost per pass: O(P log P) for the sort plus O(B) per start, B = buckets.
   Usage usage = CurrentUsage();
+  // Link loads of the running jobs (contention score), kept up to date through the pass.
+  std::optional<LinkModel> links = RunningLinks();
+  const LinkModel* links_ptr = links ? &*links : nullptr;
   // Sort keys are copied out of the jobs so that sorting and heap moves touch contiguous
   // memory, not the job records.
   struct Queued {
@@ -838,7 +850,7 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
       now_v.kind = VerdictKind::kUnschedulable;
       if (!res) now_v.reasons = {no_fit[shape]};  // behind a reservation: behind_reason
     } else {
-      now_v = placer_->Place(state_, spec);
+      now_v = placer_->Place(state_, spec, links_ptr);
       if (held && now_v.kind == VerdictKind::kUnschedulable) {
         now_v.reasons.insert(
             now_v.reasons.begin(),
@@ -859,12 +871,17 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
       usage.user_gpus[s.spec.user] += s.spec.total_gpus;
       usage.queue_gpus[s.spec.queue] += s.spec.total_gpus;
       started.push_back(s.id);
+      if (links && s.placement) AddToLinks(*links, *s.placement);
       if (options_.fair_share_half_life_s <= 0) rekey(&s.spec.user, &s.spec.queue);
     };
     // After GPUs were freed by shrinking or preempting others: fresh usage, order and caches.
     auto after_release = [&] {
       started.push_back(j.id);
       usage = CurrentUsage();
+      if (links) {
+        links = RunningLinks();
+        links_ptr = &*links;
+      }
       rekey(nullptr, nullptr);
       std::fill(no_fit_known.begin(), no_fit_known.end(), 0);
     };
@@ -896,8 +913,9 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
           Block(*shadow, res->parts, AllocId::Block(kShadowBlock));
           continue;
         }
-        RETURN_IF_ERROR(
-            Start(j, std::move(*now_v.placement), now_us, "scheduled (" + gpus + note + ")"));
+        const std::string why =
+            "scheduled (" + gpus + now_v.placement->contention_note + note + ")";
+        RETURN_IF_ERROR(Start(j, std::move(*now_v.placement), now_us, why));
         count_start(j);
         continue;
       }
@@ -944,9 +962,10 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
                              now_us + j.spec.time_limit_s * 1000000 <= res->start_us;
     if (ends_before && waits(*now_v.placement, *shadow)) continue;
     if (ends_before) {
+      const std::string quiet = now_v.placement->contention_note;
       RETURN_IF_ERROR(
           Start(j, std::move(*now_v.placement), now_us,
-                "backfilled (" + gpus + ", ends by " +
+                "backfilled (" + gpus + quiet + ", ends by " +
                     Seconds(now_us + j.spec.time_limit_s * 1000000, options_.epoch_clock) +
                     " before the reservation of " + JobName(res->job_id) + " at " +
                     Seconds(res->start_us, options_.epoch_clock) + note + ")"));
@@ -955,12 +974,13 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
       continue;
     }
     Verdict side;
-    if (!no_fit_shadow[shape]) side = placer_->Place(*shadow, spec);
+    if (!no_fit_shadow[shape]) side = placer_->Place(*shadow, spec, links_ptr);
     if (!side.fit()) no_fit_shadow[shape] = 1;
     if (side.fit() && waits(*side.placement, *shadow)) continue;
     if (side.fit()) {
+      const std::string quiet = side.placement->contention_note;
       RETURN_IF_ERROR(Start(j, std::move(*side.placement), now_us,
-                            "backfilled (" + gpus + ", clear of the GPUs reserved for " +
+                            "backfilled (" + gpus + quiet + ", clear of the GPUs reserved for " +
                                 JobName(res->job_id) + note + ")"));
       Shadow(*shadow, *j.placement, j.id);
       count_start(j);

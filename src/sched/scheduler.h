@@ -99,6 +99,7 @@
 #include "sched/cluster_state.h"
 #include "sched/gang.h"
 #include "sched/input.h"
+#include "sched/link_model.h"
 
 namespace toposched::sched {
 
@@ -366,6 +367,9 @@ class Scheduler {
   void Sync(Job& j);  // copies new record events into log_, keeps active_ current
   // Jobs holding GPUs, by id (a snapshot: callers may change states).
   std::vector<std::pair<int64_t, Job*>> Running() const;
+  // The network links as the running jobs load them, for the placer's "contention" score;
+  // nullopt when the policy does not weigh contention.
+  std::optional<LinkModel> RunningLinks() const;
   Usage CurrentUsage() const;
   struct Shares {
     double user_weight_sum = 0, queue_weight_sum = 0;

@@ -6,7 +6,7 @@
 #include <tuple>
 
 #include "core/strings.h"
-#include "sim/link_model.h"
+#include "sched/link_model.h"
 
 namespace toposched::sim {
 
@@ -193,9 +193,9 @@ StatusOr<CruxResult> CheckCruxScenario(const topo::Cluster& cluster, int gpt_hos
       (k < gpt_hosts_per_tor ? gpt : bert).emplace_back(hosts[k], gpus);
     }
   }
-  LinkModel links(cluster);
-  const LinkModel::Usage g = links.UsageOf(gpt);
-  const LinkModel::Usage b = links.UsageOf(bert);
+  sched::LinkModel links(cluster);
+  const sched::LinkModel::Usage g = links.UsageOf(gpt);
+  const sched::LinkModel::Usage b = links.UsageOf(bert);
   CruxResult r;
   r.gpt_alone_factor = links.AloneFactor(g);
   links.Add(g);

@@ -22,13 +22,6 @@ int64_t ParseJobId(const std::string& s) {
   return v;
 }
 
-// (node id, GPU count) of each part of a placement, as LinkModel::UsageOf takes them.
-std::vector<std::pair<int, int>> GpusPerNode(const std::vector<sched::NodeGpus>& parts) {
-  std::vector<std::pair<int, int>> nodes;
-  for (const sched::NodeGpus& part : parts) nodes.emplace_back(part.node, part.gpus.count());
-  return nodes;
-}
-
 // Uniform in (0, 1] from the raw 64-bit output (the same on every standard library).
 double Uniform01(std::mt19937_64& rng) {
   return (static_cast<double>(rng() >> 11) + 1.0) * (1.0 / 9007199254740992.0);
@@ -70,7 +63,7 @@ Status Replay::Init(const std::string& policy) {
   for (topo::NetworkLevel& l : flat_cluster_->levels) l.oversubscription = 1.0;
   flat_cluster_->Finalize();
   flat_cost_ = std::make_unique<cost::CostModel>(*flat_cluster_);
-  links_ = std::make_unique<LinkModel>(cluster_);
+  links_ = std::make_unique<sched::LinkModel>(cluster_);
 
   const size_t n = trace_.jobs.size();
   r_.total_gpus = cluster_.TotalGpus();
@@ -275,7 +268,7 @@ StatusOr<double> Replay::IdealStepMs(size_t i, const StepParts& own) const {
     // Alone on the cluster: its own traffic still meets the tapering of the links it crosses.
     ASSIGN_OR_RETURN(StepParts ref,
                      StepPartsOn(*flat_cost_, spec, w, v.placement->ranks, catalog_));
-    const double alone = links_->AloneFactor(links_->UsageOf(GpusPerNode(v.placement->parts)));
+    const double alone = links_->AloneFactor(links_->UsageOf(v.placement->parts));
     ideal = StepMs(ref, alone, catalog_.dp_backward_overlap);
   }
   ideal_cache_.emplace(key, ideal);
@@ -290,7 +283,7 @@ std::optional<double> Replay::Estimator::RunSeconds(int64_t id, const sched::Pla
   if (!parts.ok()) return std::nullopt;
   double contention = 1;
   if (p.parts.size() > 1 && (parts->dp_net || parts->tp_net || parts->pp_net)) {
-    contention = r_.links_->FactorWith(r_.links_->UsageOf(GpusPerNode(p.parts)));
+    contention = r_.links_->FactorWith(r_.links_->UsageOf(p.parts));
   }
   StatusOr<double> ideal = r_.IdealStepMs(i, *parts);
   if (!ideal.ok() || !(*ideal > 0)) return std::nullopt;
@@ -327,7 +320,7 @@ Status Replay::StartJob(size_t i, int64_t t) {
   j.multi_node = p->parts.size() > 1;
   // A preempted or failed job restarts from the beginning (no checkpoint is modelled).
   j.remaining_us = static_cast<double>(trace_.jobs[i].duration_us);
-  j.usage = LinkModel::Usage{};
+  j.usage = sched::LinkModel::Usage{};
   if (options_.runtime_model == RuntimeModel::kCommFraction) {
     const double best = reference_->BestPossibleMs(specs_[i]).value_or(p->best_possible_ms);
     j.rate = 1.0 / CommSlowdown(options_.comm_fraction, p->predicted_ms, best);
@@ -336,7 +329,7 @@ Status Replay::StartJob(size_t i, int64_t t) {
     j.free_step_ms = StepMs(j.parts, 1.0, catalog_.dp_backward_overlap);
     ASSIGN_OR_RETURN(j.ideal_ms, IdealStepMs(i, j.parts));
     if (j.multi_node && (j.parts.dp_net || j.parts.tp_net || j.parts.pp_net)) {
-      j.usage = links_->UsageOf(GpusPerNode(p->parts));
+      j.usage = links_->UsageOf(p->parts);
       if (!j.usage.links.empty()) {
         links_->Add(j.usage);
         links_changed_ = true;

@@ -18,8 +18,8 @@
 #include "core/status.h"
 #include "cost/cost_model.h"
 #include "sched/gang.h"
+#include "sched/link_model.h"
 #include "sched/scheduler.h"
-#include "sim/link_model.h"
 #include "sim/simulator.h"
 #include "sim/step_model.h"
 
@@ -43,7 +43,7 @@ class Replay {
     double rate = 1;          // ideal step / current step
     double ideal_ms = 0;      // step on the reference placement, no contention
     StepParts parts;
-    LinkModel::Usage usage;
+    sched::LinkModel::Usage usage;
     bool multi_node = false;
     double contention = 1;    // current factor on its network links
     double free_step_ms = 0;  // step without contention on its own placement
@@ -99,7 +99,7 @@ class Replay {
   std::unique_ptr<sched::ClusterState> empty_;
   std::unique_ptr<topo::Cluster> flat_cluster_;  // the cluster with every tier untapered
   std::unique_ptr<cost::CostModel> flat_cost_;
-  std::unique_ptr<LinkModel> links_;
+  std::unique_ptr<sched::LinkModel> links_;
   mutable std::map<std::string, double> ideal_cache_;
   Estimator estimator_{*this};
   int64_t wait_wake_us_ = -1;  // the last planned start added to relax_

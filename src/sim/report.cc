@@ -454,6 +454,7 @@ std::string ReportJson(const ReportInfo& info, const std::vector<SimResult>& res
     << "  \"runtime_model\": " << JsonString(info.runtime_model) << ",\n"
     << "  \"locality_wait_s\": " << Fixed(info.locality_wait_s, 3) << ",\n"
     << "  \"wait_or_spread\": " << (info.wait_or_spread ? "true" : "false") << ",\n"
+    << "  \"contention_score\": " << (info.contention_score ? "true" : "false") << ",\n"
     << "  \"policies_distinct\": " << (info.policies_distinct ? "true" : "false") << ",\n"
     << "  \"failures_simulated\": " << (info.failures ? "true" : "false") << ",\n"
     << "  \"policies\": {";

@@ -30,7 +30,8 @@ struct ReportInfo {
   double comm_fraction = 0;
   std::string runtime_model = "step";  // "step" or "comm-fraction" (SimOptions::runtime_model)
   double locality_wait_s = sched::kDefaultLocalityWaitS;  // SimOptions::locality_wait_s
-  bool wait_or_spread = true;  // SimOptions::wait_or_spread, in effect (step model only)
+  bool wait_or_spread = true;    // SimOptions::wait_or_spread, in effect (step model only)
+  bool contention_score = true;  // toposched's "contention" score on (simulate --no-contention)
   bool policies_distinct = true;
   bool failures = false;
 };

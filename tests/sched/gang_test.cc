@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "job/job_spec.h"
+#include "sched/link_model.h"
+#include "sched/policy.h"
 #include "testing/clusters.h"
 #include "topo/io/cluster_yaml.h"
 
@@ -438,6 +440,69 @@ TEST(Gang, BestPossibleIsTheEmptyClusterTime) {
   EXPECT_EQ(v.placement->parts.size(), 2u);
   EXPECT_GT(v.placement->predicted_ms, v.placement->best_possible_ms);
   CheckPlacement(s, j, *v.placement);
+}
+
+// Contention (score "contention", sched/link_model.h), on the 2:1 three-tier evaluation fabric:
+// a running 48-GPU job crosses the uplinks of leaf0 and leaf1 with 3 nodes each; a 32-GPU job
+// that must span two leaves fits equally well (same spare GPUs, same predicted time) under
+// spine0 (2 free nodes in each of leaf0, leaf1) and spine1 (2 in each of leaf2, leaf3). Best
+// fit takes spine0, where it would over-ask those two uplinks (5 node-widths on 4); with the
+// running job's link loads toposched takes spine1 and names what spine0 would have cost.
+TEST(GangContention, QuietLinksWinOverBestFitWhenTheRunningJobsLoadsArePassed) {
+  const topo::Cluster& c = testing::LoadExampleCluster("eval-h100-3tier-2to1-512.yaml");
+  const GangPlacer& placer = Placer(c);
+  ClusterState s = NewState(c);
+  const std::set<std::string> bg_nodes = {"gpu001", "gpu002", "gpu003",
+                                          "gpu009", "gpu010", "gpu011"};
+  const std::set<std::string> open = {"gpu004", "gpu005", "gpu012", "gpu013",
+                                      "gpu017", "gpu018", "gpu025", "gpu026"};
+  std::vector<NodeGpus> bg;
+  for (size_t n = 0; n < c.nodes.size(); ++n) {
+    const int id = static_cast<int>(n);
+    if (bg_nodes.count(c.nodes[n].name)) {
+      bg.push_back(NodeGpus{id, GpuMask::FirstN(8)});
+    } else if (!open.count(c.nodes[n].name)) {
+      Hold(s, id, 8);
+    }
+  }
+  ASSERT_TRUE(s.Allocate(1, bg).ok());
+  Placement bg_p;
+  bg_p.parts = bg;
+  bg_p.dp_ms = 40.0;  // its predicted DP all-reduce across the two leaves
+  LinkModel links(c);
+  AddToLinks(links, bg_p);
+
+  const job::JobSpec x = MakeJob(1, 1, 32);
+  auto spine_of = [&](const Verdict& v) {
+    std::set<std::string> spines;
+    for (const NodeGpus& g : v.placement->parts) {
+      spines.insert(c.domains[LevelDomain(c, g.node, "spine")].name);
+    }
+    return spines;
+  };
+  const Verdict blind = placer.Place(s, x);
+  ASSERT_TRUE(blind.fit()) << blind.Explain();
+  EXPECT_EQ(spine_of(blind), std::set<std::string>{"spine0"});
+  EXPECT_EQ(blind.placement->explanation.find("contention"), std::string::npos);
+
+  const Verdict seen = placer.Place(s, x, &links);
+  ASSERT_TRUE(seen.fit()) << seen.Explain();
+  EXPECT_EQ(spine_of(seen), std::set<std::string>{"spine1"}) << seen.Explain();
+  EXPECT_DOUBLE_EQ(seen.placement->predicted_ms, blind.placement->predicted_ms);
+  EXPECT_NE(seen.placement->explanation.find("on quieter links than spine0"), std::string::npos)
+      << seen.Explain();
+  // On spine0, x's own slowdown and bg's: both links at 5/4 of their capacity.
+  const LinkModel::Contention there =
+      links.ContentionMs(links.UsageOf(blind.placement->parts), NetworkMs(*blind.placement));
+  EXPECT_NEAR(there.others_ms, 2 * 40.0 * 0.25, 1e-9);
+  EXPECT_NEAR(there.own_ms, NetworkMs(*blind.placement) * 0.25, 1e-9);
+  // A policy that does not weigh contention ignores the loads.
+  GangPlacerOptions kueue = PolicyOptions("kueue-tas").value();
+  auto kp = GangPlacer::Create(c, kueue);
+  ASSERT_TRUE(kp.ok());
+  const Verdict k = (*kp)->Place(s, x, &links);
+  ASSERT_TRUE(k.fit());
+  EXPECT_EQ(spine_of(k), std::set<std::string>{"spine0"});
 }
 
 }  // namespace

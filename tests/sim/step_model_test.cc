@@ -10,7 +10,7 @@
 
 #include "cost/cost_model.h"
 #include "sched/cluster_state.h"
-#include "sim/link_model.h"
+#include "sched/link_model.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"
 #include "testing/clusters.h"
@@ -147,7 +147,7 @@ TEST(StepPartsTest, EightGpusOnOneNodeBeatEightNodes) {
 }
 
 TEST(LinkModelTest, CapacityFollowsTheOversubscription) {
-  LinkModel links(TaperedH100());
+  sched::LinkModel links(TaperedH100());
   const topo::Cluster& c = TaperedH100();
   // 16 nodes × 8 NICs × 400 Gb/s under a 2:1 leaf.
   EXPECT_DOUBLE_EQ(links.Capacity(c.FindDomain("leaf0")), 16 * 8 * 400 / 2.0);
@@ -155,7 +155,7 @@ TEST(LinkModelTest, CapacityFollowsTheOversubscription) {
 }
 
 TEST(LinkModelTest, JobsCrossingOneUplinkShareIt) {
-  LinkModel links(TaperedH100());
+  sched::LinkModel links(TaperedH100());
   // 8 whole nodes of leaf0 with 8 of leaf1: 8 × 3,200 Gb/s on a 25,600 Gb/s uplink each way.
   std::vector<std::pair<int, int>> a, b, inside, thin;
   for (int n = 0; n < 8; ++n) {
@@ -170,7 +170,7 @@ TEST(LinkModelTest, JobsCrossingOneUplinkShareIt) {
   // One GPU per node drives one of its eight NICs.
   ASSERT_EQ(links.UsageOf(thin).links.size(), 2u);
   EXPECT_DOUBLE_EQ(links.UsageOf(thin).links[0].second, 8 * 400.0);
-  const LinkModel::Usage ua = links.UsageOf(a), ub = links.UsageOf(b);
+  const sched::LinkModel::Usage ua = links.UsageOf(a), ub = links.UsageOf(b);
   EXPECT_EQ(ua.links.size(), 2u);  // leaf0 and leaf1 uplinks
   EXPECT_TRUE(links.UsageOf(inside).links.empty());
   EXPECT_DOUBLE_EQ(links.AloneFactor(ua), 1.0);

@@ -1,15 +1,17 @@
 // Network links shared between jobs: the uplink of every domain of the network tree, with the
 // capacity its level's oversubscription gives it, and the load of the jobs whose traffic
 // crosses it. A job's contention factor is its worst link's load over capacity (≥ 1): the
-// simulator stretches the job's inter-node communication by it. Knows nothing of queues.
+// simulator stretches the job's inter-node communication by it, and the gang placer's
+// "contention" score prices a placement by it (ContentionMs). Knows nothing of queues.
 #pragma once
 
 #include <utility>
 #include <vector>
 
+#include "sched/cluster_state.h"
 #include "topo/cluster.h"
 
-namespace toposched::sim {
+namespace toposched::sched {
 
 // Sharing rule (docs/simulator.md, "Contention"): every node of a job under a domain sends
 // through that domain's uplink at the line rate of the NICs its GPUs there drive (each GPU one
@@ -32,8 +34,14 @@ class LinkModel {
   // The links loaded by a job with `gpus_on_node` GPUs on each of these nodes ((node id, GPU
   // count), distinct nodes, any order).
   Usage UsageOf(const std::vector<std::pair<int, int>>& gpus_on_node) const;
-  void Add(const Usage& u);
-  void Remove(const Usage& u);
+  // The same for the parts of a placement (node-id order, as ClusterState::Allocate takes them).
+  Usage UsageOf(const std::vector<NodeGpus>& parts) const;
+  // A job starts (or stops) loading its links. `network_ms`: its communication time per step
+  // on the unloaded network (the cost model's prediction divided by AloneFactor); it is summed
+  // per link so that ContentionMs can price what a newcomer costs the jobs already there. The
+  // simulator passes 0 (it tracks each job's own factor).
+  void Add(const Usage& u, double network_ms = 0);
+  void Remove(const Usage& u, double network_ms = 0);
   // max over the job's links of load / capacity, at least 1 (1 for a job on no link).
   double Factor(const Usage& u) const;
   // The factor the job would have alone on the network: max over its links of its own demand
@@ -42,6 +50,20 @@ class LinkModel {
   // The factor a job not yet added would have if it were: max over its links of (load + its
   // demand) / capacity, at least 1.
   double FactorWith(const Usage& u) const;
+  // What a job not yet added would add to the communication time per step, in ms, if it were
+  // placed on `u` (sched/gang.h, score "contention"):
+  //   own:    its unloaded time (own_ms / AloneFactor) × (FactorWith − AloneFactor), the slowdown
+  //           it suffers from the jobs already on its links;
+  //   others: Σ over its links of (Σ network_ms of the jobs there) × the rise of that link's
+  //           factor max(1, load / capacity), the slowdown it causes them. A job on several of
+  //           the links is counted on each, so this bounds the others' slowdown from above.
+  // Both 0 when no link it would cross is over-asked. O(links of the job).
+  struct Contention {
+    double own_ms = 0;
+    double others_ms = 0;
+    double total() const { return own_ms + others_ms; }
+  };
+  Contention ContentionMs(const Usage& u, double own_ms) const;
   // Uplink capacity of a domain in Gb/s: (NIC rate of the nodes attached to it + the uplink
   // capacity of its child domains) / its level's oversubscription. 0 for a root (no uplink).
   double Capacity(int domain) const { return capacity_gbps_[domain]; }
@@ -53,6 +75,7 @@ class LinkModel {
   std::vector<int> node_nics_;         // NICs per node
   std::vector<double> capacity_gbps_;  // per domain
   std::vector<double> load_gbps_;      // per domain
+  std::vector<double> network_ms_;     // per domain: Σ network_ms of the jobs crossing it
 };
 
-}  // namespace toposched::sim
+}  // namespace toposched::sched

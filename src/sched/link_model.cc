@@ -1,16 +1,17 @@
-#include "sim/link_model.h"
+#include "sched/link_model.h"
 
 #include <algorithm>
 #include <map>
 
-namespace toposched::sim {
+namespace toposched::sched {
 
 LinkModel::LinkModel(const topo::Cluster& cluster)
     : cluster_(&cluster),
       node_gbps_(cluster.nodes.size(), 0.0),
       node_nics_(cluster.nodes.size(), 0),
       capacity_gbps_(cluster.domains.size(), 0.0),
-      load_gbps_(cluster.domains.size(), 0.0) {
+      load_gbps_(cluster.domains.size(), 0.0),
+      network_ms_(cluster.domains.size(), 0.0) {
   for (size_t n = 0; n < cluster.nodes.size(); ++n) {
     for (const topo::Nic& nic : cluster.topology(static_cast<int>(n)).nics) {
       node_gbps_[n] += nic.rate_gbps.value_or(0.0);
@@ -61,12 +62,25 @@ LinkModel::Usage LinkModel::UsageOf(const std::vector<std::pair<int, int>>& gpus
   return u;
 }
 
-void LinkModel::Add(const Usage& u) {
-  for (const auto& [d, gbps] : u.links) load_gbps_[d] += gbps;
+LinkModel::Usage LinkModel::UsageOf(const std::vector<NodeGpus>& parts) const {
+  std::vector<std::pair<int, int>> nodes;
+  nodes.reserve(parts.size());
+  for (const NodeGpus& part : parts) nodes.emplace_back(part.node, part.gpus.count());
+  return UsageOf(nodes);
 }
 
-void LinkModel::Remove(const Usage& u) {
-  for (const auto& [d, gbps] : u.links) load_gbps_[d] = std::max(0.0, load_gbps_[d] - gbps);
+void LinkModel::Add(const Usage& u, double network_ms) {
+  for (const auto& [d, gbps] : u.links) {
+    load_gbps_[d] += gbps;
+    network_ms_[d] += network_ms;
+  }
+}
+
+void LinkModel::Remove(const Usage& u, double network_ms) {
+  for (const auto& [d, gbps] : u.links) {
+    load_gbps_[d] = std::max(0.0, load_gbps_[d] - gbps);
+    network_ms_[d] = std::max(0.0, network_ms_[d] - network_ms);
+  }
 }
 
 double LinkModel::Factor(const Usage& u) const {
@@ -77,9 +91,9 @@ double LinkModel::Factor(const Usage& u) const {
   return f;
 }
 
-}  // namespace toposched::sim
+}  // namespace toposched::sched
 
-namespace toposched::sim {
+namespace toposched::sched {
 
 double LinkModel::FactorWith(const Usage& u) const {
   double f = 1.0;
@@ -97,4 +111,18 @@ double LinkModel::AloneFactor(const Usage& u) const {
   return f;
 }
 
-}  // namespace toposched::sim
+LinkModel::Contention LinkModel::ContentionMs(const Usage& u, double own_ms) const {
+  Contention c;
+  if (u.links.empty()) return c;
+  const double alone = AloneFactor(u);
+  c.own_ms = own_ms / alone * (FactorWith(u) - alone);
+  for (const auto& [d, gbps] : u.links) {
+    if (capacity_gbps_[d] <= 0 || network_ms_[d] <= 0) continue;
+    const double before = std::max(1.0, load_gbps_[d] / capacity_gbps_[d]);
+    const double after = std::max(1.0, (load_gbps_[d] + gbps) / capacity_gbps_[d]);
+    c.others_ms += network_ms_[d] * (after - before);
+  }
+  return c;
+}
+
+}  // namespace toposched::sched
