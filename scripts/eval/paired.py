@@ -8,25 +8,16 @@ and DIR-no-contention (`--no-contention`), each a row "toposched --no-...".
 Usage: paired.py "load 0.9=eval/llm/load0.9-s1,...,eval/llm/load0.9-s5" ...
 Prints one Markdown table per argument; it only divides what the simulator wrote."""
 import json
-import math
 import os
 import sys
 
-T975 = [0, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from aggregate import mean_ci  # noqa: E402  (the same 95% half-width as the tables)
+
 FIGURES = [("mean_jct_s", "mean JCT"), ("gpu_time_weighted_jct_s", "GPU-time-weighted JCT"),
            ("useful_utilization", "useful util.")]
 ABLATIONS = [("-no-wait", "toposched --no-wait-or-spread"),
              ("-no-contention", "toposched --no-contention")]
-
-
-def mean_ci(values):
-    n = len(values)
-    m = sum(values) / n
-    if n < 2:
-        return m, 0.0
-    sd = math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1))
-    t = T975[n - 1] if n - 1 < len(T975) else 1.96
-    return m, t * sd / math.sqrt(n)
 
 
 def rows_of(d):

@@ -17,7 +17,7 @@ PHILLY="${PHILLY:-../shared/traces/philly-pollux-derived/philly.csv}"
 CLUSTER=data/clusters/eval-h100-3tier-2to1-512.yaml
 mkdir -p "$OUT"
 sorted="$OUT/philly-sorted.csv"
-[ -f "$sorted" ] || { head -1 "$PHILLY"; tail -n +2 "$PHILLY" | sort -t, -k1,1; } >"$sorted"
+[ -f "$sorted" ] || { sed -n 1p "$PHILLY"; sed 1d "$PHILLY" | sort -t, -k1,1; } >"$sorted"
 rows=$(($(wc -l <"$sorted") - 1))
 tables=()
 paired=()
@@ -26,7 +26,7 @@ for load in 0.5 0.7 0.9; do
   for w in $(seq 1 "$WINDOWS"); do
     trace="$OUT/philly-$JOBS-w$w.csv"
     start=$((rows * w / (WINDOWS + 1)))
-    [ -f "$trace" ] || { head -1 "$sorted"; tail -n +$((start + 2)) "$sorted" | head -n "$JOBS"; } >"$trace"
+    [ -f "$trace" ] || sed -n "1p;$((start + 2)),$((start + JOBS + 1))p" "$sorted" >"$trace"
     dir="$OUT/load$load-w$w"
     "$BIN" simulate --cluster "$CLUSTER" --trace "$trace" --trace-format philly --policy all \
       --load "$load" --out "$dir" >"$dir.log"

@@ -13,6 +13,7 @@
 #include "api/api_testing.h"
 #include "api/server.h"
 #include "api/service.h"
+#include "api/service_testing.h"
 #include "testing/clusters.h"
 
 namespace toposched::api {
@@ -39,11 +40,7 @@ class ExtenderTlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = testing_api::MakeTempDir("toposched-ext-tls");
-    ServiceOptions o;
-    o.db_path = dir_ + "/state.db";
-    o.background_passes = false;
-    o.extender = true;
-    auto s = Service::Open(toposched::testing::H100Cluster(), o);
+    auto s = testing_api::OpenTestService(dir_);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     service_ = std::move(s).value();
     auto srv = Server::Start(*service_, Options());
@@ -57,17 +54,7 @@ class ExtenderTlsTest : public ::testing::Test {
     testing_api::RemoveDir(dir_);
   }
   ServerOptions Options() {
-    ServerOptions so;
-    so.token = kToken;
-    so.log_requests = false;
-    Service* svc = service_.get();
-    so.extender = [svc](const std::string& verb, const std::string& body) {
-      return svc->ExtenderCall(verb, body);
-    };
-    so.extender_tls.cert_file = kTls + "server.crt";
-    so.extender_tls.key_file = kTls + "server.key";
-    so.extender_tls.client_ca_file = kTls + "ca.crt";
-    return so;
+    return testing_api::ExtenderServerOptions(service_.get(), kToken, kTls);
   }
   // A client that trusts the test CA, with the client certificate `who` ("" for none).
   std::unique_ptr<httplib::SSLClient> Client(const std::string& who) {

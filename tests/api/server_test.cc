@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "api/api_testing.h"
+#include "api/service_testing.h"
 #include "testing/clusters.h"
 
 namespace toposched::api {
@@ -44,21 +45,10 @@ class ServerTest : public ::testing::Test {
   }
 
   void Boot() {
-    ServiceOptions o;
-    o.db_path = dir_ + "/state.db";
-    o.background_passes = false;
-    o.extender = true;
-    auto s = Service::Open(toposched::testing::H100Cluster(), o);
+    auto s = testing_api::OpenTestService(dir_);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     service_ = std::move(s).value();
-    ServerOptions so;
-    so.token = kToken;
-    so.log_requests = false;
-    Service* svc = service_.get();
-    so.extender = [svc](const std::string& verb, const std::string& body) {
-      return svc->ExtenderCall(verb, body);
-    };
-    auto srv = Server::Start(*service_, so);
+    auto srv = Server::Start(*service_, testing_api::ExtenderServerOptions(service_.get(), kToken));
     ASSERT_TRUE(srv.ok()) << srv.status().ToString();
     server_ = std::move(srv).value();
     client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());

@@ -22,6 +22,7 @@
 #include "api/api_testing.h"
 #include "api/server.h"
 #include "api/service.h"
+#include "api/service_testing.h"
 #include "testing/clusters.h"
 
 namespace toposched::api {
@@ -90,25 +91,12 @@ class SlowClientsTest : public ::testing::Test {
  protected:
   void Start(int read_timeout_ms, int max_connections) {
     dir_ = testing_api::MakeTempDir("toposched-slow");
-    ServiceOptions o;
-    o.db_path = dir_ + "/state.db";
-    o.background_passes = false;
-    o.extender = true;
-    auto s = Service::Open(toposched::testing::H100Cluster(), o);
+    auto s = testing_api::OpenTestService(dir_);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     service_ = std::move(s).value();
-    ServerOptions so;
-    so.token = kToken;
-    so.log_requests = false;
+    ServerOptions so = testing_api::ExtenderServerOptions(service_.get(), kToken, kTls);
     so.read_timeout_ms = read_timeout_ms;
     so.max_connections = max_connections;
-    Service* svc = service_.get();
-    so.extender = [svc](const std::string& verb, const std::string& body) {
-      return svc->ExtenderCall(verb, body);
-    };
-    so.extender_tls.cert_file = kTls + "server.crt";
-    so.extender_tls.key_file = kTls + "server.key";
-    so.extender_tls.client_ca_file = kTls + "ca.crt";
     auto srv = Server::Start(*service_, so);
     ASSERT_TRUE(srv.ok()) << srv.status().ToString();
     server_ = std::move(srv).value();
