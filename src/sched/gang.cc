@@ -785,7 +785,7 @@ bool Search::PreferredMet(const Placement& p) const {
 
 double Search::Weighted(const Placement& p, int frag) const {
   double s = comm_w_ * p.predicted_ms + frag_w_ * frag;
-  if (links_ && p.parts.size() > 1) s += cont_w_ * ContentionOf(p).total();
+  if (links_) s += cont_w_ * ContentionOf(p).total();  // 0 on one node
   return s;
 }
 
