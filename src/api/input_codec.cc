@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "job/job_spec.h"
+#include "topo/io/json_io.h"
 
 namespace toposched::api {
 
@@ -96,6 +97,15 @@ StatusOr<sched::Input> DecodePayload(const store::InputRecord& rec, const topo::
     return sched::Input{sched::HealthReport{target, node, p.value("index", 0), *h,
                                             p.value("reason", std::string())}};
   }
+  if (rec.kind == "node_topology") {
+    ASSIGN_OR_RETURN(int node, NodeNamed(cluster, p));
+    const json& t = p.at("topology");
+    if (!t.is_object()) return InvalidArgumentError("topology: expected an object");
+    ASSIGN_OR_RETURN(topo::NodeTopology topology,
+                     topo::io::TopologyFromJson(Dump(t), where + ": topology"));
+    return sched::Input{
+        sched::NodeTopologyReport{node, std::move(topology), p.at("source").get<std::string>()}};
+  }
   return InvalidArgumentError("unknown input kind (written by a newer build?)");
 }
 
@@ -141,6 +151,12 @@ store::InputRecord EncodeInput(const sched::Input& in, const topo::Cluster& clus
                  [](const sched::Tick&) {},
                  [](const sched::SchedulePass&) {},
                  [](const sched::Pass&) {},
+                 [&](const sched::NodeTopologyReport& r) {
+                   rec.payload = Dump(
+                       json{{"node", cluster.nodes.at(r.node).name},
+                            {"source", r.source},
+                            {"topology", json::parse(topo::io::TopologyToJson(r.topology, -1))}});
+                 },
                  [&](const sched::JobDegraded& d) {
                    rec.job_id = d.job.value;
                    json p{{"reason", d.reason}, {"after_ms", d.after_ms}};

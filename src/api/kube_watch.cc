@@ -36,6 +36,17 @@ StatusOr<KubeNode> NodeFromJson(const json& obj) {
     if (!u.is_boolean()) return InvalidArgumentError("spec.unschedulable: expected a boolean");
     n.unschedulable = u.get<bool>();
   }
+  if (meta->contains("labels") && (*meta)["labels"].is_object()) {
+    const json& labels = (*meta)["labels"];
+    auto it = labels.find("nvidia.com/gpu.count");
+    if (it != labels.end() && it->is_string()) {
+      const std::string& v = it->get_ref<const std::string&>();
+      const bool digits =
+          !v.empty() && v.size() <= 4 &&
+          std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (digits && std::stoi(v) <= 1024) n.gpu_count = std::stoi(v);
+    }
+  }
   if (obj.contains("status") && obj["status"].is_object() && obj["status"].contains("conditions")) {
     const json& conds = obj["status"]["conditions"];
     if (!conds.is_array()) return InvalidArgumentError("status.conditions: expected an array");
@@ -77,9 +88,9 @@ StatusOr<KubeNode> ReadKubeNode(std::string_view node_json) {
 // --- the sink over the service ---
 
 std::optional<NodeSink::View> ServiceNodeSink::Node(const std::string& name) {
-  std::optional<std::pair<topo::Health, bool>> c = service_.NodeCondition(name);
+  std::optional<Service::NodeStatus> c = service_.NodeStatusOf(name);
   if (!c) return std::nullopt;
-  return View{c->first, c->second};
+  return View{c->health, c->drained, c->gpus, c->drain_reason};
 }
 
 Status ServiceNodeSink::SetHealth(const std::string& name, topo::Health health,
@@ -110,11 +121,32 @@ Status NodeReconciler::Seen(const KubeNode& node) {
   auto [it, first] = cordoned_.try_emplace(node.name, false);
   const bool was = it->second;
   it->second = node.unschedulable;
-  if (node.unschedulable && (first || !was) && !ours->drained) {
+  const bool count_off = node.gpu_count && ours->gpus >= 0 && *node.gpu_count != ours->gpus;
+  const std::string count_why = "Kubernetes: node " + node.name + " has nvidia.com/gpu.count=";
+  bool drained = ours->drained;
+  if (node.unschedulable && (first || !was) && !drained) {
     Keep(st, sink_.SetDrained(node.name, true,
                               "Kubernetes: node " + node.name + " cordoned (spec.unschedulable)"));
-  } else if (!node.unschedulable && !first && was && ours->drained) {
-    Keep(st, sink_.SetDrained(node.name, false, "Kubernetes: node " + node.name + " uncordoned"));
+    drained = true;
+  } else if (!node.unschedulable && !first && was && drained) {
+    if (count_off) {
+      drained = false;  // stays drained below, for the count
+    } else {
+      Keep(st, sink_.SetDrained(node.name, false, "Kubernetes: node " + node.name + " uncordoned"));
+      drained = false;
+    }
+  }
+  if (count_off && !drained) {
+    Keep(st, sink_.SetDrained(node.name, true,
+                              count_why + std::to_string(*node.gpu_count) + ", the cluster model " +
+                                  std::to_string(ours->gpus) +
+                                  " GPUs (a GPU off the bus, or a cluster file that does not "
+                                  "describe the node)"));
+  } else if (!count_off && drained && !node.unschedulable &&
+             ours->drain_reason.rfind(count_why, 0) == 0) {
+    Keep(st, sink_.SetDrained(node.name, false,
+                              "Kubernetes: node " + node.name +
+                                  " nvidia.com/gpu.count agrees with the cluster model again"));
   }
   return st;
 }

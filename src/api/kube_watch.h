@@ -12,6 +12,11 @@
 //     operator drained through toposched's own API is not resumed by a Node that never was
 //     cordoned.
 //   - a Node deleted from the API (or missing from a relist) → unhealthy.
+//   - GPU Feature Discovery's nvidia.com/gpu.count label (the GPUs NVML sees) other than the
+//     cluster model's GPU count → drained, naming both (a GPU off the bus, or a cluster file
+//     that does not describe the node); the label agreeing again → resumed, only where that
+//     drain is the node's (an operator's or a cordon's drain stays). An uncordon while the
+//     count disagrees keeps the node drained for the count.
 // Nodes that the cluster model does not have are counted and otherwise ignored. Each Pod of
 // this scheduler that is deleted, or has finished (phase Succeeded or Failed), or is missing from
 // a new list while the extender still holds GPUs for it, is reported gone through a PodSink (the
@@ -50,6 +55,9 @@ struct KubeNode {
   std::string ready = "Unknown";
   std::string ready_reason, ready_message;
   bool unschedulable = false;
+  // metadata.labels["nvidia.com/gpu.count"]; nullopt when absent or not a whole number in
+  // [0, 1024].
+  std::optional<int> gpu_count;
 };
 // InvalidArgument naming the field for an object that is not a Node of this shape.
 StatusOr<KubeNode> ReadKubeNode(std::string_view node_json);
@@ -61,6 +69,8 @@ class NodeSink {
   struct View {
     topo::Health health = topo::Health::kHealthy;
     bool drained = false;
+    int gpus = -1;             // the cluster model's GPU count for the node (-1: not known)
+    std::string drain_reason;  // while drained
   };
   // nullopt: the cluster model has no node of that name.
   virtual std::optional<View> Node(const std::string& name) = 0;

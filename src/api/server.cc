@@ -176,6 +176,9 @@ Status ServerOptions::Validate() const {
     return InvalidArgumentError("listening on " + host +
                                 " (beyond loopback) needs a bearer token (--token-file)");
   }
+  if (!agent_token.empty() && agent_token == token) {
+    return InvalidArgumentError("the agents' token must differ from the bearer token");
+  }
   if (max_body_bytes < 1024) return InvalidArgumentError("max_body_bytes must be >= 1024");
   if (read_timeout_ms < 1 || write_timeout_ms < 1) {
     return InvalidArgumentError("timeouts must be >= 1 ms");
@@ -288,7 +291,14 @@ std::string Server::Refusal(const http::Request& req) const {
     }
     return refused;
   }
-  if (!TokenMatches(auth.substr(prefix.size()), token)) return "wrong bearer token";
+  const std::string presented = auth.substr(prefix.size());
+  if (!options_.agent_token.empty() && TokenMatches(presented, options_.agent_token)) {
+    static const std::regex kAgentRoute(R"(/api/v1/nodes/[A-Za-z0-9_.\-]{1,128}/topology)");
+    if (req.method == "POST" && std::regex_match(req.path, kAgentRoute)) return "";
+    return "the node agents' token may only send a node's topology (POST "
+           "/api/v1/nodes/<name>/topology)";
+  }
+  if (!TokenMatches(presented, token)) return "wrong bearer token";
   return "";
 }
 
@@ -585,6 +595,38 @@ void Server::Routes() {
                                  index, j["health"].get<std::string>(), j.value("reason", ""));
     if (!st.ok()) return SetStatusError(res, st);
     SetJson(res, 200, json{{"status", "recorded"}}.dump());
+  });
+
+  // A node's own topology, as `toposched agent` sends it; and the topology the scheduler uses.
+  const std::string node_topology = R"(/api/v1/nodes/([A-Za-z0-9_.\-]{1,128})/topology)";
+  h.Post(node_topology, [&svc](const http::Request& req, http::Response& res) {
+    StatusOr<json> b = ParseObject(req.body, {"topology", "source"});
+    if (!b.ok()) return SetStatusError(res, b.status());
+    const json& j = *b;
+    if (!j.contains("topology") || !j["topology"].is_object()) {
+      return SetStatusError(
+          res, InvalidArgumentError("request body: topology: required, an object (what "
+                                    "`toposched topo discover --to json` writes)"));
+    }
+    std::string source;
+    if (j.contains("source")) {
+      if (!j["source"].is_string() || j["source"].get_ref<const std::string&>().size() > 256) {
+        return SetStatusError(
+            res, InvalidArgumentError("request body: source: expected a string of at most 256 "
+                                      "bytes"));
+      }
+      source = j["source"].get<std::string>();
+    }
+    const std::string node = req.matches[1].str();
+    Status st = svc.ReportTopology(node, j["topology"].dump(), source);
+    if (!st.ok()) return SetStatusError(res, st);
+    SetJson(res, 200, json{{"node", node}, {"status", "recorded"}}.dump());
+  });
+  h.Get(node_topology, [&svc](const http::Request& req, http::Response& res) {
+    if (Status p = CheckParams(req, {}); !p.ok()) return SetStatusError(res, p);
+    StatusOr<std::string> r = svc.NodeTopologyJson(req.matches[1].str());
+    if (!r.ok()) return SetStatusError(res, r.status());
+    SetJson(res, 200, std::move(r).value());
   });
 
   h.Post("/api/v1/schedule", [&svc](const http::Request& req, http::Response& res) {

@@ -24,6 +24,10 @@ struct ServerOptions {
   // Bearer token. Required for every mutating call; required for every call when `host` is not
   // a loopback address. Empty is allowed only on loopback, and then mutating calls are refused.
   std::string token;
+  // The node agents' bearer token (`toposched agent`), optional: it may only send a node's
+  // topology (POST /api/v1/nodes/<name>/topology), so that the token on every GPU node cannot
+  // submit, cancel, drain or read. Must differ from `token`.
+  std::string agent_token;
   size_t max_body_bytes = 1 << 20;
   // The whole request head must arrive within this of the connection's start, and the whole
   // body within this of its head (api::http::ListenerOptions).

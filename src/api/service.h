@@ -120,6 +120,20 @@ class Service {
   // "degraded" or "unhealthy". InvalidArgument / NotFound naming the bad field.
   Status ReportHealth(const std::string& component, const std::string& node, int index,
                       const std::string& health, const std::string& reason);
+  // The node's own topology (`toposched agent`), `topology_json` as `topo discover --to json`
+  // writes it: replaces the node's profile topology in the scheduler's model
+  // (sched::NodeTopologyReport). NotFound for an unknown node; InvalidArgument naming the JSON
+  // path of a bad field, or a GPU count that is not the node's.
+  Status ReportTopology(const std::string& node, const std::string& topology_json,
+                        const std::string& source);
+  // A node's health, drain (and why) and GPU count; nullopt when the cluster has no such node.
+  struct NodeStatus {
+    topo::Health health = topo::Health::kHealthy;
+    bool drained = false;
+    int gpus = 0;
+    std::string drain_reason;
+  };
+  std::optional<NodeStatus> NodeStatusOf(const std::string& node) const;
   // A node's health and whether it is drained; nullopt when the cluster has no such node.
   std::optional<std::pair<topo::Health, bool>> NodeCondition(const std::string& node) const;
   // Tick + one scheduling pass now. Returns the ids started.
@@ -138,6 +152,9 @@ class Service {
   StatusOr<std::string> ExplainJson(int64_t id) const;
   std::string NodesJson() const;
   std::string TopologyJson() const;
+  // One node's topology as the scheduler uses it, before link health: {"node", "profile",
+  // "source" ("" = the profile's, else who reported it), "topology"}. NotFound for an unknown node.
+  StatusOr<std::string> NodeTopologyJson(const std::string& node) const;
   // Events after position `after` (0-based count of earlier events); job: "job-7" or empty.
   std::string EventsJson(int64_t after, int limit, const std::string& job) const;
   // Prometheus text exposition format 0.0.4.

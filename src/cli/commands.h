@@ -26,6 +26,7 @@ void RegisterTraceCommands(CLI::App& app, int& rc);    // trace generate
 void RegisterSlurmCommands(CLI::App& app, int& rc);    // slurm import|place|watch|cost, exec
 void RegisterServeCommand(CLI::App& app, int& rc);     // serve (the daemon)
 void RegisterDiagnoseCommand(CLI::App& app, int& rc);  // diagnose (logs -> causes)
+void RegisterAgentCommand(CLI::App& app, int& rc);     // agent (a node's topology -> daemon)
 // submit, queue, show, cancel, complete, explain, nodes, drain, resume, events
 void RegisterClientCommands(CLI::App& app, int& rc);
 // completion bash|zsh, man (hidden): generated from the commands registered before it.

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   toposched::cli::RegisterTraceCommands(app, rc);
   toposched::cli::RegisterSlurmCommands(app, rc);
   toposched::cli::RegisterDiagnoseCommand(app, rc);
+  toposched::cli::RegisterAgentCommand(app, rc);
   // Last: it documents the commands registered above.
   toposched::cli::RegisterDocsCommands(app, rc, TS_VERSION);
   try {

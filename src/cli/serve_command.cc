@@ -35,6 +35,7 @@ struct ServeArgs {
   std::string db;
   std::string listen = "127.0.0.1:8470";
   std::string token_file;
+  std::string agent_token_file;  // the node agents' token (ServerOptions::agent_token)
   bool create_token = false;
   std::string port_file;
   int pass_interval_ms = 1000;
@@ -240,6 +241,12 @@ int RunServe(const ServeArgs& a) {
     spdlog::warn("msg=\"no --token-file: generated a token\" token_file={}.token", a.db);
   }
 
+  if (!a.agent_token_file.empty()) {
+    StatusOr<std::string> agent = TokenFromFile(a.agent_token_file, false);
+    if (!agent.ok()) return Fail(agent.status().WithPrefix("--agent-token-file"));
+    so.agent_token = *agent;
+  }
+
   StatusOr<topo::Cluster> cluster = topo::io::ReadClusterYamlFile(a.cluster);
   if (!cluster.ok()) return Fail(cluster.status());
   cluster->Finalize();
@@ -367,6 +374,8 @@ void RegisterServeCommand(CLI::App& app, int& rc) {
       ->capture_default_str();
   cmd->add_option("--token-file", args->token_file,
                   "file holding the bearer token (default: a new one in DB.token)");
+  cmd->add_option("--agent-token-file", args->agent_token_file,
+                  "file holding the node agents' token: it may only send node topologies");
   cmd->add_flag("--create-token", args->create_token,
                 "create --token-file with a new random token (mode 0600) when it does not exist");
   cmd->add_option("--port-file", args->port_file, "write the port listened on to this file");

@@ -42,6 +42,7 @@ const char* InputKind(const Input& in) {
                         [](const SchedulePass&) { return "schedule"; },
                         [](const Pass&) { return "pass"; },
                         [](const JobDegraded&) { return "job_degraded"; },
+                        [](const NodeTopologyReport&) { return "node_topology"; },
                     },
                     in);
 }
@@ -97,6 +98,10 @@ StatusOr<Applied> Scheduler::Apply(const Input& in, int64_t now_us) {
           [&](const JobDegraded& d) {
             return done(ReportDegraded(d.job.value, d.reason, d.after_ms, now_us, d.drain_node,
                                        d.drain_reason));
+          },
+          [&](const NodeTopologyReport& r) {
+            return done(SetNodeTopology(r.node, r.topology, now_us,
+                                        r.source.empty() ? "node topology report" : r.source));
           },
           [&](const SchedulePass&) -> StatusOr<Applied> {
             ASSIGN_OR_RETURN(out.started, Schedule(now_us));

@@ -72,6 +72,18 @@ struct HealthReport {
   std::string reason;  // empty: "<target> health report: <health>"
 };
 
+// A node's own topology as found on the node (`toposched agent`: hwloc + sysfs there). It
+// replaces the topology of the node's hardware profile in the scheduler's model; what the report
+// leaves unknown (GPU model and memory, NIC rates and link layer) stays the profile's. The GPU
+// count must be the model's: GPUs cannot change under the allocations on the node (a node with
+// other GPUs needs the cluster file changed). The running jobs on the node are re-scored (NICs
+// assigned again) and follow their on_degraded where they got slower.
+struct NodeTopologyReport {
+  int node = 0;  // node id in the cluster
+  topo::NodeTopology topology;
+  std::string source;  // who found it ("toposched agent on gpu005 (hwloc + sysfs)"); may be empty
+};
+
 // A running job is found degraded by a report of its own (the daemon's diagnosis of its log:
 // an NCCL transport fallback, say): it follows its on_degraded, as for degraded links.
 // `reason` says what was found; `after_ms` is the predicted communication time as it now runs
@@ -91,8 +103,9 @@ struct SchedulePass {};
 // Tick, then a scheduling pass: what the daemon runs after inputs and on its timer.
 struct Pass {};
 
-using Input = std::variant<SubmitJob, SubmitPodGroup, CancelJob, CompleteJob, SetJobPriority,
-                           DrainNode, HealthReport, Tick, SchedulePass, Pass, JobDegraded>;
+using Input =
+    std::variant<SubmitJob, SubmitPodGroup, CancelJob, CompleteJob, SetJobPriority, DrainNode,
+                 HealthReport, Tick, SchedulePass, Pass, JobDegraded, NodeTopologyReport>;
 
 // A visitor made of lambdas, one per alternative: std::visit(Overload{...}, input).
 template <class... F>
@@ -103,7 +116,7 @@ template <class... F>
 Overload(F...) -> Overload<F...>;
 
 // The input's kind as stored and logged: "submit", "submit_pod_group", "cancel", "complete",
-// "priority", "drain", "health", "tick", "schedule", "pass".
+// "priority", "drain", "health", "tick", "schedule", "pass", "job_degraded", "node_topology".
 const char* InputKind(const Input& in);
 
 // What applying an input gave: the id of a submitted job; the jobs a pass started, in order.

@@ -234,6 +234,22 @@ class Scheduler {
   // Health of the NVLinks of one GPU (all its links): degraded halves them, unhealthy removes.
   Status SetNvlinkHealth(int node, int gpu, topo::Health health, int64_t now_us,
                          const std::string& reason);
+  // The node's own topology (sched::NodeTopologyReport): replaces its profile's in the model.
+  // InvalidArgument for a node out of range, a topology that fails Validate, or a GPU count that
+  // is not the node's (nothing changes). NIC health reports for NIC positions the new topology
+  // lacks are dropped. `reason` names who found it.
+  Status SetNodeTopology(int node, const topo::NodeTopology& topology, int64_t now_us,
+                         const std::string& reason);
+  // The topology a report gave the node (merged with its profile's), nullptr when none did.
+  const topo::NodeTopology* ReportedTopology(int node) const {
+    auto it = reported_topology_.find(node);
+    return it == reported_topology_.end() ? nullptr : &it->second.topology;
+  }
+  // Who reported it ("" when nothing was).
+  std::string ReportedTopologySource(int node) const {
+    auto it = reported_topology_.find(node);
+    return it == reported_topology_.end() ? std::string() : it->second.source;
+  }
   // A drained node takes no new work; its jobs run on.
   Status SetNodeDrained(int node, bool drained, int64_t now_us, const std::string& reason);
 
@@ -340,8 +356,10 @@ class Scheduler {
   // Stops a running job and puts it back in the queue: RUNNING -> via_state -> REQUEUED ->
   // PENDING.
   Status Requeue(Job& j, job::JobState via_state, const std::string& why, int64_t now_us);
-  // Rebuilds the degraded-topology copy from nic_health_/nvlink_health_, switches placer_ and
-  // rebinds state_, then re-scores running jobs on `node` and applies on_degraded.
+  // The node's topology before link health is applied: reported, else its profile's.
+  const topo::NodeTopology& OwnTopology(int node) const;
+  // Rebuilds the overlay copy from reported_topology_, nic_health_ and nvlink_health_, switches
+  // placer_ and rebinds state_, then re-scores running jobs on `node` and applies on_degraded.
   Status TopologyChanged(int node, const std::string& why, int64_t now_us);
   // Resizes a running job to `keep` of its DP indices (ascending) plus `extra` (a placement of
   // `extra_dp` more DP replicas, ranks in Megatron order of that sub-layout); reallocates,
@@ -404,7 +422,12 @@ class Scheduler {
   const GangPlacer* placer_;  // base_placer_, or overlay_placer_ while links are degraded
   std::unique_ptr<topo::Cluster> overlay_cluster_;
   std::unique_ptr<GangPlacer> overlay_placer_;
-  std::map<std::pair<int, int>, topo::Health> nic_health_;     // (node, nic) not healthy
+  struct Reported {
+    topo::NodeTopology topology;  // merged with the profile's
+    std::string source;
+  };
+  std::map<int, Reported> reported_topology_;               // node -> its own topology, as reported
+  std::map<std::pair<int, int>, topo::Health> nic_health_;  // (node, nic) not healthy
   std::map<std::pair<int, int>, topo::Health> nvlink_health_;  // (node, gpu) not healthy
   std::map<int, std::string> drain_reasons_;                   // drained node -> why
   std::map<std::string, double> user_usage_, queue_usage_;     // decayed GPU-seconds

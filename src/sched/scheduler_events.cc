@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <numeric>
 #include <set>
 
@@ -432,7 +433,7 @@ Status Scheduler::SetNicHealth(int node, int nic, topo::Health health, int64_t n
   if (node < 0 || node >= static_cast<int>(base.nodes.size())) {
     return InvalidArgumentError("node id " + std::to_string(node) + " out of range");
   }
-  const topo::NodeTopology& t = base.topology(node);
+  const topo::NodeTopology& t = OwnTopology(node);
   if (nic < 0 || nic >= static_cast<int>(t.nics.size())) {
     return InvalidArgumentError("node \"" + base.nodes[node].name + "\" has no NIC position " +
                                 std::to_string(nic) + " (" + std::to_string(t.nics.size()) +
@@ -457,7 +458,7 @@ Status Scheduler::SetNvlinkHealth(int node, int gpu, topo::Health health, int64_
   if (node < 0 || node >= static_cast<int>(base.nodes.size())) {
     return InvalidArgumentError("node id " + std::to_string(node) + " out of range");
   }
-  const topo::NodeTopology& t = base.topology(node);
+  const topo::NodeTopology& t = OwnTopology(node);
   if (gpu < 0 || gpu >= static_cast<int>(t.gpus.size())) {
     return InvalidArgumentError("node \"" + base.nodes[node].name + "\" has no GPU position " +
                                 std::to_string(gpu));
@@ -475,9 +476,68 @@ Status Scheduler::SetNvlinkHealth(int node, int gpu, topo::Health health, int64_
                          now_us);
 }
 
+namespace {
+
+// The reported topology, with what it leaves unknown taken from the profile's: the GPU model and
+// memory (hwloc and sysfs do not always name them), and, where the NIC counts agree, each NIC's
+// rate and link layer.
+topo::NodeTopology MergedWithProfile(const topo::NodeTopology& profile, topo::NodeTopology t) {
+  if (t.gpu_model.empty()) t.gpu_model = profile.gpu_model;
+  for (size_t g = 0; g < t.gpus.size() && g < profile.gpus.size(); ++g) {
+    if (t.gpus[g].model.empty()) t.gpus[g].model = profile.gpus[g].model;
+    if (!t.gpus[g].memory_mib) t.gpus[g].memory_mib = profile.gpus[g].memory_mib;
+  }
+  if (t.nics.size() == profile.nics.size()) {
+    for (size_t i = 0; i < t.nics.size(); ++i) {
+      if (!t.nics[i].rate_gbps) t.nics[i].rate_gbps = profile.nics[i].rate_gbps;
+      if (t.nics[i].link_layer == topo::LinkLayer::kUnknown) {
+        t.nics[i].link_layer = profile.nics[i].link_layer;
+      }
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+const topo::NodeTopology& Scheduler::OwnTopology(int node) const {
+  auto it = reported_topology_.find(node);
+  return it != reported_topology_.end() ? it->second.topology
+                                        : base_placer_->cluster().topology(node);
+}
+
+Status Scheduler::SetNodeTopology(int node, const topo::NodeTopology& topology, int64_t now_us,
+                                  const std::string& reason) {
+  const topo::Cluster& base = base_placer_->cluster();
+  if (node < 0 || node >= static_cast<int>(base.nodes.size())) {
+    return InvalidArgumentError("node id " + std::to_string(node) + " out of range");
+  }
+  const std::string& name = base.nodes[node].name;
+  if (Status st = topology.Validate(); !st.ok()) {
+    return InvalidArgumentError("topology of node \"" + name + "\": " + st.message());
+  }
+  const topo::NodeTopology& profile = base.topology(node);
+  if (topology.gpus.size() != profile.gpus.size()) {
+    return InvalidArgumentError(
+        "topology of node \"" + name + "\": " + std::to_string(topology.gpus.size()) +
+        " GPUs, the cluster model has " + std::to_string(profile.gpus.size()) +
+        " (a node's GPU count changes with the cluster file and a restart, not under the "
+        "allocations on it)");
+  }
+  Accrue(now_us);
+  topo::NodeTopology merged = MergedWithProfile(profile, topology);
+  const size_t nics = merged.nics.size();
+  reported_topology_[node] = Reported{std::move(merged), reason};
+  for (auto it = nic_health_.begin(); it != nic_health_.end();) {
+    const bool gone = it->first.first == node && it->first.second >= static_cast<int>(nics);
+    it = gone ? nic_health_.erase(it) : std::next(it);
+  }
+  return TopologyChanged(node, "topology of " + name + " from " + reason, now_us);
+}
+
 Status Scheduler::TopologyChanged(int node, const std::string& why, int64_t now_us) {
   const topo::Cluster& base = base_placer_->cluster();
-  if (nic_health_.empty() && nvlink_health_.empty()) {
+  if (nic_health_.empty() && nvlink_health_.empty() && reported_topology_.empty()) {
     RETURN_IF_ERROR(state_.Rebind(base));
     placer_ = base_placer_;
     overlay_placer_.reset();
@@ -492,6 +552,7 @@ Status Scheduler::TopologyChanged(int node, const std::string& why, int64_t now_
       p.name += "~" + base.nodes[n].name;
       return changed.emplace(n, std::move(p)).first->second;
     };
+    for (const auto& [n, r] : reported_topology_) profile_of(n).topology = r.topology;
     for (const auto& [key, h] : nic_health_) {
       profile_of(key.first).topology.nics[key.second].health = h;
     }

@@ -133,6 +133,57 @@ TEST_F(CliClientTest, DrainAndResumeANode) {
   EXPECT_NE(bad.err.find("HTTP 404"), std::string::npos) << bad.err;
 }
 
+// `toposched agent`: --once sends the node's topology; left running, it sends again when what it
+// finds changes (here: the file it reads) and exits 0 on SIGTERM; a topology of another GPU count
+// and a bad interval are clear errors.
+TEST_F(CliClientTest, AgentSendsTheNodesTopologyAndAgainWhenItChanges) {
+  const std::string samples = std::string(TS_SOURCE_DIR) + "/data/samples/nvidia-smi/";
+  const std::string pcie = samples + "09-8gpu-pcie-all-sys-2numa-mlsys-tutorial.txt";
+  const std::string dgx = samples + "24-h100-sxm-8gpu-nv18-8nic-pix-sglang30401.txt";
+  CliRun once = Cli("agent --once --node gpu032 --topo " + pcie);
+  ASSERT_EQ(once.code, 0) << once.err;
+  EXPECT_EQ(once.out, "sent the topology of gpu032: 8 GPUs, 0 NICs\n");
+  auto nics = [] {
+    httplib::Client c("127.0.0.1", serve_->port());
+    auto r = c.Get("/api/v1/nodes/gpu032/topology");
+    return r && r->status == 200 ? json::parse(r->body)["topology"]["nics"].size() : size_t{99};
+  };
+  EXPECT_EQ(nics(), 0u);
+
+  // Running: the file changes under it, and the change is sent at the next check.
+  const std::string file = dir_ + "/agent-topo.txt";
+  testing_api::WriteFile(file, testing_api::ReadFile(pcie));
+  const std::string out = dir_ + "/agent.out", pid = dir_ + "/agent.pid";
+  const std::string cmd = std::string(TS_CLI) + " agent --interval 1 --node gpu032 --topo " + file +
+                          " --server http://127.0.0.1:" + std::to_string(serve_->port()) +
+                          " --token-file " + dir_ + "/token >" + out + " 2>&1 & echo $! >" + pid;
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  for (int i = 0; i < 100 && testing_api::ReadFile(out).empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  testing_api::WriteFile(file, testing_api::ReadFile(dgx));
+  for (int i = 0; i < 100 && nics() != 8u; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(nics(), 8u);
+  ASSERT_EQ(std::system(("kill -TERM $(cat " + pid + ")").c_str()), 0);
+  for (int i = 0; i < 100 && std::system(("kill -0 $(cat " + pid + ") 2>/dev/null").c_str()) == 0;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(testing_api::ReadFile(out),
+            "sent the topology of gpu032: 8 GPUs, 0 NICs\n"
+            "sent the topology of gpu032: 8 GPUs, 8 NICs (changed)\n");
+
+  CliRun other =
+      Cli("agent --once --node gpu032 --topo " + samples + "07a-2gpu-nv2-workstation-stas00.txt");
+  EXPECT_EQ(other.code, 1);
+  EXPECT_NE(other.err.find("2 GPUs, the cluster model has 8"), std::string::npos) << other.err;
+  CliRun interval = Cli("agent --interval 0 --node gpu032");
+  EXPECT_EQ(interval.code, 1);
+  EXPECT_NE(interval.err.find("--interval"), std::string::npos) << interval.err;
+}
+
 TEST_F(CliClientTest, ErrorsAreClearAndExitNonZero) {
   const std::string spec = dir_ + "/ok.yaml";
   testing_api::WriteFile(spec, "name: tokenless\ntotal_gpus: 1\n");

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cstdio>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -139,6 +141,99 @@ TEST(DeployManifests, ExtenderListenerMatchesTheSchedulerConfiguration) {
   EXPECT_EQ(args.count("--extender-client-ca=" + e["tlsConfig"]["caFile"].as<std::string>()), 1u);
   EXPECT_EQ(args.count("--extender-tls-cert=/etc/toposched-tls/server.crt"), 1u);
   EXPECT_EQ(args.count("--extender-tls-key=/etc/toposched-tls/server.key"), 1u);
+}
+
+// The node agent's DaemonSet reaches the daemon where it listens, through the Service's port,
+// with the agents' token from the Secret the daemon reads it from; it names its node from the
+// downward API; every flag it passes is one `toposched agent` has; only its pods may reach the
+// API's port.
+TEST(DeployManifests, AgentReachesTheDaemonWithTheAgentsToken) {
+  const YAML::Node ds = Load("agent.yaml");
+  EXPECT_EQ(ds["kind"].as<std::string>(), "DaemonSet");
+  const YAML::Node pod = ds["spec"]["template"]["spec"];
+  const std::string agent_label =
+      ds["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"].as<std::string>();
+  const YAML::Node c = pod["containers"][0];
+  std::map<std::string, std::string> flags;
+  ASSERT_EQ(c["args"][0].as<std::string>(), "agent");
+  for (size_t i = 1; i < c["args"].size(); ++i) {
+    const std::string a = c["args"][i].as<std::string>();
+    const size_t eq = a.find('=');
+    ASSERT_NE(eq, std::string::npos) << a;
+    flags[a.substr(0, eq)] = a.substr(eq + 1);
+  }
+  EXPECT_EQ(c["env"][0]["name"].as<std::string>(), "NODE_NAME");
+  EXPECT_EQ(c["env"][0]["valueFrom"]["fieldRef"]["fieldPath"].as<std::string>(), "spec.nodeName");
+  EXPECT_EQ(pod["volumes"][0]["secret"]["secretName"].as<std::string>(), "toposched-api-tokens");
+  EXPECT_EQ(flags["--token-file"],
+            c["volumeMounts"][0]["mountPath"].as<std::string>() + "/agent-token");
+
+  // The daemon: listens on the port the Service forwards, reads the agents' token from the same
+  // Secret key.
+  std::string listen, agent_token_file, token_mount, secret;
+  for (const YAML::Node& doc : YAML::LoadAllFromFile(kDeploy + "deployment.yaml")) {
+    if (doc["kind"].as<std::string>() != "Deployment") continue;
+    const YAML::Node spec = doc["spec"]["template"]["spec"];
+    for (const YAML::Node& v : spec["volumes"]) {
+      if (v["name"].as<std::string>() == "api-tokens") {
+        secret = v["secret"]["secretName"].as<std::string>();
+      }
+    }
+    for (const YAML::Node& ct : spec["containers"]) {
+      if (ct["name"].as<std::string>() != "toposched") continue;
+      for (const YAML::Node& a : ct["args"]) {
+        const std::string s = a.as<std::string>();
+        if (s.rfind("--listen=", 0) == 0) listen = s.substr(9);
+        if (s.rfind("--agent-token-file=", 0) == 0) agent_token_file = s.substr(19);
+      }
+      for (const YAML::Node& m : ct["volumeMounts"]) {
+        if (m["name"].as<std::string>() == "api-tokens")
+          token_mount = m["mountPath"].as<std::string>();
+      }
+    }
+  }
+  EXPECT_EQ(secret, "toposched-api-tokens");
+  EXPECT_EQ(agent_token_file, token_mount + "/agent-token");
+  const std::string port = listen.substr(listen.rfind(':') + 1);
+  const YAML::Node svc = Load("service.yaml");
+  bool served = false;
+  for (const YAML::Node& p : svc["spec"]["ports"]) {
+    if (std::to_string(p["targetPort"].as<int>()) == port) {
+      served = flags["--server"] == "http://" + svc["metadata"]["name"].as<std::string>() + "." +
+                                        svc["metadata"]["namespace"].as<std::string>() +
+                                        ".svc:" + std::to_string(p["port"].as<int>());
+    }
+  }
+  EXPECT_TRUE(served) << flags["--server"] << " vs listen " << listen;
+
+  const YAML::Node np = Load("networkpolicy.yaml");
+  bool allowed = false;
+  for (const YAML::Node& rule : np["spec"]["ingress"]) {
+    if (!rule["from"]) continue;
+    for (const YAML::Node& p : rule["ports"]) {
+      if (std::to_string(p["port"].as<int>()) != port) continue;
+      allowed = rule["from"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/name"]
+                    .as<std::string>() == agent_label;
+    }
+  }
+  EXPECT_TRUE(allowed);
+  const YAML::Node kust = Load("kustomization.yaml");
+  std::set<std::string> resources;
+  for (const YAML::Node& r : kust["resources"]) resources.insert(r.as<std::string>());
+  EXPECT_EQ(resources.count("agent.yaml"), 1u);
+  EXPECT_EQ(resources.count("networkpolicy.yaml"), 1u);
+
+#ifdef TS_CLI
+  // Every flag is one `toposched agent` takes.
+  const std::string help = std::string(TS_CLI) + " agent --help";
+  FILE* p = popen(help.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  pclose(p);
+  for (const auto& [flag, value] : flags) EXPECT_NE(out.find(flag), std::string::npos) << flag;
+#endif
 }
 
 }  // namespace

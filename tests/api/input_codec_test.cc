@@ -45,7 +45,8 @@ std::vector<sched::Input> AllKinds() {
           sched::SchedulePass{},
           sched::Pass{},
           sched::JobDegraded{{6}, "NET/Socket", 12.5},
-          sched::JobDegraded{{6}, "NET/Socket", 0, node, "Xid 48"}};
+          sched::JobDegraded{{6}, "NET/Socket", 0, node, "Xid 48"},
+          sched::NodeTopologyReport{node, C().topology(node), "toposched agent on gpu006"}};
 }
 
 TEST(InputCodec, EveryKindRoundTrips) {

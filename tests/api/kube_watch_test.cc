@@ -43,6 +43,7 @@ class RecordingSink : public NodeSink {
   }
   Status SetDrained(const std::string& name, bool d, const std::string& reason) override {
     nodes[name].drained = d;
+    nodes[name].drain_reason = d ? reason : "";
     calls.push_back(name + (d ? " drained: " : " resumed: ") + reason);
     return OkStatus();
   }
@@ -112,6 +113,72 @@ TEST(NodeReconciler, CordonDrainsAndUncordonResumesOnlyOnAChange) {
   ASSERT_EQ(sink.calls.size(), 2u);
   EXPECT_EQ(sink.calls[1], "a resumed: Kubernetes: node a uncordoned");
   EXPECT_TRUE(sink.nodes["b"].drained);
+}
+
+KubeNode Counted(const std::string& name, int gpus, bool cordoned = false) {
+  KubeNode n = N(name, "True", cordoned);
+  n.gpu_count = gpus;
+  return n;
+}
+
+// GPU Feature Discovery's count against the model's: a node whose NVML sees 7 of its 8 GPUs is
+// drained, naming both; back to 8 it is resumed; without the label nothing happens; an
+// operator's drain is not resumed by an agreeing label.
+TEST(NodeReconciler, GpuCountLabelThatDisagreesDrainsAndAgreeingAgainResumes) {
+  RecordingSink sink;
+  sink.nodes["a"].gpus = 8;
+  sink.nodes["b"].gpus = 8;
+  sink.nodes["b"].drained = true;
+  sink.nodes["b"].drain_reason = "drained by operator";
+  NodeReconciler r(sink);
+  ASSERT_TRUE(r.Seen(N("a", "True")).ok());
+  ASSERT_TRUE(r.Seen(Counted("a", 8)).ok());
+  EXPECT_TRUE(sink.calls.empty());
+  ASSERT_TRUE(r.Seen(Counted("a", 7)).ok());
+  ASSERT_EQ(sink.calls.size(), 1u);
+  EXPECT_EQ(sink.calls[0],
+            "a drained: Kubernetes: node a has nvidia.com/gpu.count=7, the cluster model 8 GPUs (a "
+            "GPU off the bus, or a cluster file that does not describe the node)");
+  ASSERT_TRUE(r.Seen(Counted("a", 7)).ok());
+  EXPECT_EQ(sink.calls.size(), 1u);
+  ASSERT_TRUE(r.Seen(Counted("a", 8)).ok());
+  ASSERT_EQ(sink.calls.size(), 2u);
+  EXPECT_EQ(sink.calls[1],
+            "a resumed: Kubernetes: node a nvidia.com/gpu.count agrees with the cluster model "
+            "again");
+  ASSERT_TRUE(r.Seen(Counted("b", 8)).ok());
+  EXPECT_EQ(sink.calls.size(), 2u) << "an operator's drain stays";
+  EXPECT_TRUE(sink.nodes["b"].drained);
+}
+
+// Cordoned, then uncordoned while the count disagrees: drained for the count, resumed once the
+// count agrees.
+TEST(NodeReconciler, UncordonWhileTheGpuCountDisagreesKeepsTheNodeDrained) {
+  RecordingSink sink;
+  sink.nodes["a"].gpus = 8;
+  NodeReconciler r(sink);
+  ASSERT_TRUE(r.Seen(Counted("a", 8, true)).ok());
+  EXPECT_TRUE(sink.nodes["a"].drained);
+  ASSERT_TRUE(r.Seen(Counted("a", 4, false)).ok());
+  EXPECT_TRUE(sink.nodes["a"].drained);
+  EXPECT_NE(sink.nodes["a"].drain_reason.find("nvidia.com/gpu.count=4"), std::string::npos)
+      << sink.nodes["a"].drain_reason;
+  ASSERT_TRUE(r.Seen(Counted("a", 8, false)).ok());
+  EXPECT_FALSE(sink.nodes["a"].drained);
+}
+
+TEST(NodeReconciler, GpuCountLabelIsReadFromGpuFeatureDiscovery) {
+  auto n = ReadKubeNode(
+      R"({"kind": "Node", "metadata": {"name": "g", "labels": {"nvidia.com/gpu.count": "8"}}})");
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(n->gpu_count, 8);
+  for (const char* bad : {R"("eight")", R"("")", R"("99999")", "8"}) {
+    auto b = ReadKubeNode(
+        std::string(R"({"metadata": {"name": "g", "labels": {"nvidia.com/gpu.count": )") + bad +
+        "}}}");
+    ASSERT_TRUE(b.ok()) << bad;
+    EXPECT_FALSE(b->gpu_count.has_value()) << bad;
+  }
 }
 
 TEST(NodeReconciler, FirstSeenCordonedDrains) {
@@ -410,6 +477,16 @@ TEST_F(KubeWatchServiceTest, NotReadyRequeuesCordonDrainsBookmarkAndGoneRelist) 
     const std::string name = n["metadata"]["name"];
     ASSERT_TRUE(s->NodeCondition(name).has_value()) << name;
     EXPECT_EQ(s->NodeCondition(name)->first, topo::Health::kHealthy) << name;
+    // The recorded GFD labels count GPUs NVML sees; the model gives these nodes 8.
+    const nlohmann::json& labels = n["metadata"]["labels"];
+    if (!labels.contains("nvidia.com/gpu.count")) continue;
+    const std::string count = labels["nvidia.com/gpu.count"];
+    ASSERT_NE(count, "8") << name;
+    EXPECT_TRUE(s->NodeCondition(name)->second) << name;
+    EXPECT_EQ(s->NodeStatusOf(name)->drain_reason,
+              "Kubernetes: node " + name + " has nvidia.com/gpu.count=" + count +
+                  ", the cluster model 8 GPUs (a GPU off the bus, or a cluster file that does not "
+                  "describe the node)");
   }
 
   // The node goes NotReady: unhealthy, its job requeued (on_failure: requeue).

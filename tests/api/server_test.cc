@@ -24,6 +24,8 @@
 #include "api/api_testing.h"
 #include "api/service_testing.h"
 #include "testing/clusters.h"
+#include "topo/io/import.h"
+#include "topo/io/json_io.h"
 
 namespace toposched::api {
 namespace {
@@ -31,6 +33,7 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kToken = "test-token-0123456789abcdef";
+constexpr const char* kAgentToken = "agent-token-0123456789abcdef";
 
 class ServerTest : public ::testing::Test {
  protected:
@@ -48,7 +51,9 @@ class ServerTest : public ::testing::Test {
     auto s = testing_api::OpenTestService(dir_);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     service_ = std::move(s).value();
-    auto srv = Server::Start(*service_, testing_api::ExtenderServerOptions(service_.get(), kToken));
+    ServerOptions so = testing_api::ExtenderServerOptions(service_.get(), kToken);
+    so.agent_token = kAgentToken;
+    auto srv = Server::Start(*service_, so);
     ASSERT_TRUE(srv.ok()) << srv.status().ToString();
     server_ = std::move(srv).value();
     client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
@@ -68,6 +73,19 @@ class ServerTest : public ::testing::Test {
                  {{"containers",
                    {{{"name", "t"}, {"resources", {{"limits", {{"nvidia.com/gpu", "8"}}}}}}}}}}};
     return json{{"Pod", pod}, {"NodeNames", names}}.dump();
+  }
+
+  // What `toposched agent` sends for a real 8-GPU node whose GPUs reach each other only over
+  // PCIe and the CPUs (all SYS), no NICs.
+  static std::string AgentTopologyBody() {
+    auto t = topo::io::ImportTopologyFile(
+        std::string(TS_SOURCE_DIR) +
+            "/data/samples/nvidia-smi/09-8gpu-pcie-all-sys-2numa-mlsys-tutorial.txt",
+        topo::io::TopoFormat::kAuto);
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    return json{{"topology", json::parse(topo::io::TopologyToJson(*t, -1))},
+                {"source", "agent test"}}
+        .dump();
   }
 
   httplib::Result Post(const std::string& path, const std::string& body, httplib::Headers h = {}) {
@@ -335,6 +353,7 @@ TEST_F(ServerTest, NoRouteChangesStateWithoutACredential) {
       {"/api/v1/health",
        R"({"node": ")" + node + R"(", "component": "node", "health": "unhealthy"})"},
       {"/api/v1/schedule", "{}"},
+      {"/api/v1/nodes/" + node + "/topology", AgentTopologyBody()},
       {"/extender/pod-deleted", R"({"PodName": "x", "PodNamespace": "ml"})"},
       {"/extender/filter", FilterBody()},
       {"/extender/prioritize", FilterBody()},
@@ -349,6 +368,12 @@ TEST_F(ServerTest, NoRouteChangesStateWithoutACredential) {
       {{"Authorization", "Bearer"}},
       {{"Authorization", std::string("Basic ") + kToken}}};
   for (const auto& [path, body] : routes) {
+    // The node agents' token may send a node's topology and nothing else.
+    if (path.find("/topology") == std::string::npos) {
+      ExpectRejected(client_->Post(path, {{"Authorization", std::string("Bearer ") + kAgentToken}},
+                                   body, "application/json"),
+                     401, "unauthorized", "may only send a node's topology");
+    }
     for (const httplib::Headers& h : credentials) {
       for (const bool with_body : {true, false}) {
         SCOPED_TRACE(path + (with_body ? " with a body" : " without a body"));
@@ -358,6 +383,52 @@ TEST_F(ServerTest, NoRouteChangesStateWithoutACredential) {
     }
   }
   EXPECT_EQ(json::parse(service_->JobsJson({}))["jobs"].size(), 1u);
+}
+
+// A node's own topology from its agent: recorded with the agents' token, shown in the nodes API
+// and the node's topology, used by the next placement (an 8-GPU job leaves the all-SYS node
+// alone), and kept across a restart; a bad body or an unknown node is a clear 4xx.
+TEST_F(ServerTest, NodeTopologyFromTheAgentIsUsedAndKeptAcrossARestart) {
+  const std::string node = toposched::testing::H100Cluster().nodes[0].name;
+  const std::string path = "/api/v1/nodes/" + node + "/topology";
+  auto r = client_->Post(path, {{"Authorization", std::string("Bearer ") + kAgentToken}},
+                         AgentTopologyBody(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["status"], "recorded");
+  json nodes = Get("/api/v1/nodes");
+  EXPECT_EQ(nodes["nodes"][0]["topology_source"], "agent test");
+  EXPECT_EQ(nodes["nodes"][1]["topology_source"], "");
+  json nt = Get(path);
+  EXPECT_EQ(nt["source"], "agent test");
+  EXPECT_EQ(nt["topology"]["gpus"].size(), 8u);
+  EXPECT_EQ(nt["topology"]["nics"].size(), 0u);
+  EXPECT_EQ(nt["topology"]["gpu_model"], "H100-SXM5-80GB") << "the profile's, unknown to the agent";
+  EXPECT_EQ(Get("/api/v1/nodes/" + toposched::testing::H100Cluster().nodes[1].name +
+                "/topology")["topology"]["nics"]
+                .size(),
+            8u);
+
+  ASSERT_EQ(Post("/api/v1/jobs", testing_api::JobJson("a", 8))->status, 201);
+  ASSERT_EQ(Post("/api/v1/schedule", "")->status, 200);
+  json job = Get("/api/v1/jobs/1");
+  ASSERT_EQ(job["state"], "RUNNING");
+  EXPECT_NE(job["placement"]["nodes"][0]["node"], node);
+
+  seq_before_ = service_->applied_seq();
+  ExpectRejected(Post(path, R"({"topology": 3})"), 400, "invalid_argument", "topology: required");
+  ExpectRejected(Post(path, R"({"topology": {"gpus": "x"}})"), 400, "invalid_argument",
+                 "request body: topology");
+  ExpectRejected(Post(path, R"({"topology": {}, "colour": "red"})"), 400, "invalid_argument",
+                 "colour");
+  ExpectRejected(Post("/api/v1/nodes/nosuch/topology", AgentTopologyBody()), 404, "not_found",
+                 "nosuch");
+
+  server_.reset();
+  service_.reset();
+  Boot();
+  EXPECT_EQ(Get("/api/v1/nodes")["nodes"][0]["topology_source"], "agent test");
+  EXPECT_EQ(Get(path)["topology"]["nics"].size(), 0u);
 }
 
 TEST_F(ServerTest, RestartKeepsJobsAllocationsAndEvents) {

@@ -10,6 +10,8 @@
 #include "job/job_spec.h"
 #include "sched/scheduler.h"
 #include "testing/placers.h"
+#include "testing/samples.h"
+#include "topo/io/import.h"
 
 namespace toposched::sched {
 namespace {
@@ -175,11 +177,80 @@ TEST(SchedulerApply, ElasticGrowWhileHoldsLive) {
   EXPECT_TRUE(sc.CheckInvariants().ok());
 }
 
+topo::NodeTopology Sample(const std::string& file) {
+  auto t = topo::io::ImportTopologyFile(testing::SourceDir() + "/data/samples/nvidia-smi/" + file,
+                                        topo::io::TopoFormat::kAuto);
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  return t.ok() ? *t : topo::NodeTopology{};
+}
+
+// A node's own topology, as its agent found it, replaces its profile's: the 8-GPU job on a node
+// whose GPUs turn out to reach each other over PCIe and the CPUs (a real 8-GPU all-SYS node,
+// as when the NVSwitch fabric is down) is predicted slower and follows its on_degraded; the next
+// 8-GPU job avoids a free node with that topology; what the report leaves unknown stays the
+// profile's; a NIC health report for a NIC the new topology lacks is dropped; a report of
+// another GPU count is refused and changes nothing.
+TEST(NodeTopologyReport, ReplacesTheProfilesTopologyForRunningJobsAndPlacement) {
+  auto s = Scheduler::Create(testing::ExamplePlacer("h100-2rack.yaml"));
+  ASSERT_TRUE(s.ok());
+  Scheduler& sc = **s;
+  ASSERT_TRUE(sc.Apply(SubmitJob{Job("a", 8)}, 0).ok());
+  ASSERT_TRUE(sc.Apply(Pass{}, 0).ok());
+  const Placement* p = sc.PlacementOf(1);
+  ASSERT_NE(p, nullptr);
+  const int node = p->parts[0].node;
+  const double before = p->predicted_ms;
+  ASSERT_TRUE(
+      sc.Apply(HealthReport{HealthTarget::kNic, node, 7, topo::Health::kUnhealthy, "link down"}, 0)
+          .ok());
+
+  const topo::NodeTopology pcie = Sample("09-8gpu-pcie-all-sys-2numa-mlsys-tutorial.txt");
+  ASSERT_EQ(pcie.gpus.size(), 8u);
+  ASSERT_TRUE(pcie.nics.empty());
+  ASSERT_TRUE(sc.Apply(NodeTopologyReport{node, pcie, "agent test"}, kSec).ok());
+  ASSERT_NE(sc.PlacementOf(1), nullptr);
+  const double after = sc.PlacementOf(1)->predicted_ms;
+  EXPECT_GT(after, 2 * before) << before << " -> " << after;
+  const std::string& name = sc.placer().cluster().nodes[node].name;
+  bool noted = false;
+  for (const job::JobEvent& e : sc.Events()) {
+    if (e.reason.rfind("topology of " + name + " from agent test, predicted", 0) == 0) noted = true;
+  }
+  EXPECT_TRUE(noted);
+  EXPECT_EQ(sc.NicHealth(node, 7), topo::Health::kHealthy) << "NIC 7 is not in the new topology";
+  ASSERT_NE(sc.ReportedTopology(node), nullptr);
+  EXPECT_EQ(sc.ReportedTopologySource(node), "agent test");
+  EXPECT_EQ(sc.ReportedTopology(node)->gpu_model, "H100-SXM5-80GB") << "the profile's";
+  EXPECT_EQ(sc.placer().cluster().topology(node).gpu_gpu(0, 1).cls, topo::PathClass::kSYS);
+
+  // A free node with that topology is passed over by the next 8-GPU job.
+  const int free_node = node + 1;
+  ASSERT_TRUE(sc.Apply(NodeTopologyReport{free_node, pcie, "agent test"}, kSec).ok());
+  ASSERT_TRUE(sc.Apply(SubmitJob{Job("b", 8)}, kSec).ok());
+  ASSERT_TRUE(sc.Apply(Pass{}, kSec).ok());
+  ASSERT_NE(sc.PlacementOf(2), nullptr);
+  EXPECT_NE(sc.PlacementOf(2)->parts[0].node, free_node);
+  EXPECT_NEAR(sc.PlacementOf(2)->predicted_ms, before, 1e-9);
+
+  // Another GPU count: refused, nothing changes.
+  const size_t events = sc.Events().size();
+  auto refused = sc.Apply(
+      NodeTopologyReport{node + 2, Sample("07a-2gpu-nv2-workstation-stas00.txt"), "agent test"},
+      2 * kSec);
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("2 GPUs, the cluster model has 8"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_EQ(sc.ReportedTopology(node + 2), nullptr);
+  EXPECT_EQ(sc.Events().size(), events);
+  EXPECT_TRUE(sc.CheckInvariants().ok());
+}
+
 TEST(SchedulerApply, KindsAndTargetsHaveTheirNames) {
   EXPECT_STREQ(InputKind(Input{SubmitJob{}}), "submit");
   EXPECT_STREQ(InputKind(Input{SetJobPriority{}}), "priority");
   EXPECT_STREQ(InputKind(Input{Pass{}}), "pass");
   EXPECT_STREQ(InputKind(Input{SchedulePass{}}), "schedule");
+  EXPECT_STREQ(InputKind(Input{NodeTopologyReport{}}), "node_topology");
   for (const char* t : {"node", "gpu", "nic", "nvlink"}) {
     auto parsed = ParseHealthTarget(t);
     ASSERT_TRUE(parsed.ok());
