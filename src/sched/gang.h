@@ -18,6 +18,7 @@
 #include "job/job_spec.h"
 #include "sched/cluster_state.h"
 #include "sched/node_select.h"
+#include "sched/placement_plugins.h"
 
 namespace toposched::sched {
 
@@ -77,76 +78,6 @@ struct Verdict {
   bool fit() const { return kind == VerdictKind::kFit; }
   // Reasons joined with "; " (or the placement's explanation on fit).
   std::string Explain() const;
-};
-
-// A score plugin and its weight. Scores are in milliseconds and summed; lower is better.
-//   "comm-time":     the placement's predicted communication time (Placement::predicted_ms)
-//   "fragmentation": GPUs the placement leaves free on partly used nodes (weight = ms per GPU)
-//   "contention":    the communication time per step the placement adds through the network
-//                    links it shares with running jobs (LinkModel::ContentionMs: the slowdown
-//                    it suffers plus the slowdown it causes them), when the caller passes the
-//                    running jobs' link loads to Place; 0 on one node, on links nobody
-//                    over-asks, and without link loads
-struct ScoreWeight {
-  std::string name;
-  double weight = 1.0;
-};
-
-// The plugin set of one placement policy, in the style of the Kubernetes scheduler framework:
-// a filter stage, then a few choice points, then weighted scores over the candidates.
-//   Filter (always on, named in explanations): "node-health", "node-drain", "gpu-model",
-//     "rdma", "required-level".
-//   domain: "lowest-level" — the lowest network level with a domain that holds the job whole,
-//     best fit first (Slurm tree, Kueue TAS); "cluster" — the network tree is ignored.
-//   nodes: how GPUs are taken from the nodes of the chosen domain. "best-fit" — while the rest
-//     fits on one node take the fullest such node, else the emptiest node whole; "least-
-//     allocated" — emptiest nodes first (kube-scheduler's default spread); "in-order" — node
-//     order (Slurm's node list order), each node as far as it goes; "spread" / "random" — the
-//     job's GPUs one at a time, topology ignored (sched/scatter.h), with gpus "first-free" and
-//     refine "none" (a job with a required job or TP level, or a fractional one, is placed as
-//     "least-allocated" would: one pod cannot be split).
-//   gpus: which GPUs of a node. "cost-model" — NodeSelector's exact optimum under the cost
-//     model; on a cluster with rails, a multi-node job's ranks are then aligned node by node:
-//     among reorderings of the set and other free sets of the node that are no slower inside
-//     the node (and, for another set, use as many NICs), the one where the most ranks share a
-//     rail with their DP peers on earlier nodes; "pair-score" — NVIDIA device plugin's pair-score
-//     choice; "first-free" — the lowest-numbered free GPUs (what a device plugin without topology
-//     hands out).
-//   refine: what happens to a multi-node plan before it is scored. "local-search" — starting
-//     from the node plugin's plan, hill climbing over the GPU count per node (move one TP group
-//     or GPU between two nodes, move a node's share to another node, spread a node's share over
-//     the others), each step the best improving move by the weighted score; on a cluster of
-//     several hardware profiles the domains are also searched with each profile alone. Needs a
-//     "comm-time" score and the "cost-model" GPU choice; "none" — the plan as the node plugin
-//     made it.
-//   scores: weighted sum compared across candidate domains and single-node candidates; with no
-//     "comm-time" score only the first best-fit candidate is built.
-//   shares: where a fractional job (gpu_milli < 1000) goes; "room" = 1000 − used milli of a
-//     shared GPU, a node's free milli = 1000 · its free GPUs + the room of its shared GPUs.
-//     "gpu-best-fit" — the shared GPU with the least room left after the job, cluster-wide
-//       (ties: the node with fewest free GPUs, then node, then GPU); only when no shared GPU
-//       has room, one free GPU by the `nodes`/`gpus` rules of a 1-GPU job. Opens a new GPU
-//       last, so whole GPUs and whole nodes stay free for whole-GPU and multi-GPU jobs.
-//     "node-best-fit" — the node with the least free milli among those that can take the job
-//       (the fullest node; ties by node order), on it the shared GPU with the least room left
-//       after the job, else a free GPU by the `gpus` rule.
-//     "least-allocated" — the node with the most free milli (kube-scheduler's spread; ties by
-//       node order), on it a free GPU by the `gpus` rule, else the shared GPU with most room.
-//     "in-order" — the first node in node order that can take the job, on it the lowest-
-//       numbered GPU that can (free or shared).
-struct PlacementPlugins {
-  std::string domain = "lowest-level";
-  std::string nodes = "best-fit";
-  std::string shares = "gpu-best-fit";
-  std::string gpus = "cost-model";
-  std::string refine = "local-search";
-  // "contention" weighs a ms of communication a placement adds through shared links like a ms
-  // of its own predicted time: both are communication time per step (no tuned factor).
-  std::vector<ScoreWeight> scores = {
-      {"comm-time", 1.0}, {"fragmentation", 0.05}, {"contention", 1.0}};
-  // 0 when absent.
-  double Weight(const std::string& score) const;
-  Status Validate() const;
 };
 
 // The filters' views of a node: its GPU model (node-wide, else its first GPU's; "" when
@@ -240,6 +171,8 @@ class GangPlacer {
   const topo::Cluster& cluster() const { return *cluster_; }
   const cost::CostModel& cost_model() const { return *cost_; }
   const Options& options() const { return options_; }
+  // The plugins of options(), resolved (no name is compared while placing).
+  const TypedPlugins& plugins() const { return plugins_; }
 
  private:
   GangPlacer(const topo::Cluster& cluster, Options options);
@@ -258,8 +191,8 @@ class GangPlacer {
   std::shared_ptr<detail::BaselineCache> baseline_;
   mutable std::mutex mu_;
   mutable std::map<std::string, Verdict> best_;  // job shape → verdict on the empty cluster
-  int scatter_ = 0;          // plugins.nodes: 0 = a gang plugin, 1 = "spread", 2 = "random"
-  Options one_pod_options_;  // scatter_ != 0: the options for a job that is one pod
+  TypedPlugins plugins_;                         // options_.plugins resolved (Create)
+  TypedPlugins one_pod_plugins_;  // plugins_.scatters(): the plugins for a job that is one pod
 };
 
 }  // namespace toposched::sched

@@ -200,7 +200,7 @@ std::vector<std::pair<int64_t, Scheduler::Job*>> Scheduler::Running() const {
 }
 
 std::optional<LinkModel> Scheduler::RunningLinks() const {
-  if (!(placer_->options().plugins.Weight("contention") > 0)) return std::nullopt;
+  if (!(placer_->plugins().weight(ScoreTerm::kContention) > 0)) return std::nullopt;
   std::optional<LinkModel> links(std::in_place, placer_->cluster());
   for (const auto& [id, j] : running_) {
     if (j->placement) AddToLinks(*links, *j->placement);

@@ -139,6 +139,53 @@ TEST(GangOptions, Validate) {
   }
 }
 
+// The plugins as data resolve once to their typed form: every registered name to its own value
+// (the registry's order is the enums'), weights of a score listed twice summed, an unknown name
+// refused with the known ones listed; the placer keeps the typed form.
+TEST(GangOptions, PluginNamesResolveToTypedPlugins) {
+  for (const char* slot : {"domain", "nodes", "gpus", "refine", "shares", "score"}) {
+    EXPECT_FALSE(PluginNames(slot).empty()) << slot;
+  }
+  for (size_t i = 0; i < PluginNames("nodes").size(); ++i) {
+    PlacementPlugins p;
+    p.nodes = PluginNames("nodes")[i];
+    if (p.nodes == "spread" || p.nodes == "random") {
+      p.gpus = "first-free";
+      p.refine = "none";
+    }
+    auto t = ResolvePlugins(p);
+    ASSERT_TRUE(t.ok()) << p.nodes << ": " << t.status().ToString();
+    EXPECT_EQ(PluginName(t->nodes), p.nodes);
+    EXPECT_EQ(t->scatters(), p.nodes == "spread" || p.nodes == "random");
+  }
+  for (const std::string& name : PluginNames("shares")) {
+    PlacementPlugins p;
+    p.shares = name;
+    auto t = ResolvePlugins(p);
+    ASSERT_TRUE(t.ok()) << name;
+    EXPECT_EQ(PluginName(t->shares), name);
+  }
+  PlacementPlugins p;
+  p.domain = "cluster";
+  p.gpus = "pair-score";
+  p.refine = "none";
+  p.scores = {{"comm-time", 1}, {"fragmentation", 0.5}, {"comm-time", 2}};
+  auto t = ResolvePlugins(p);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->domain, DomainRule::kCluster);
+  EXPECT_EQ(t->gpus, GpuRule::kPairScore);
+  EXPECT_EQ(t->refine, RefineRule::kNone);
+  EXPECT_EQ(t->weight(ScoreTerm::kCommTime), 3);
+  EXPECT_EQ(t->weight(ScoreTerm::kFragmentation), 0.5);
+  EXPECT_EQ(t->weight(ScoreTerm::kContention), 0);
+  p.refine = "anneal";
+  auto bad = ResolvePlugins(p);
+  EXPECT_EQ(bad.status().message(),
+            "gang: unknown refine plugin \"anneal\" (known: local-search, none)");
+  EXPECT_EQ(Placer(H100()).plugins().weight(ScoreTerm::kContention),
+            GangPlacerOptions().plugins.Weight("contention"));
+}
+
 TEST(Gang, Tp8Pp2Dp2LandsOnWholeNodesInOneLeafInMegatronOrder) {
   const topo::Cluster& c = H100();
   ClusterState s = NewState(c);

@@ -1,0 +1,297 @@
+// The gang placer's local search over GPU counts per node, and the plans it starts from.
+#include "sched/gang_search.h"
+
+namespace toposched::sched::gang_internal {
+
+bool Search::RefineOn() const {
+  return plug_.refine == RefineRule::kLocalSearch && comm_w_ > 0 &&
+         plug_.gpus == GpuRule::kCostModel && mode_ != Mode::kNvdTp &&
+         opt_.max_refine_evaluations > 0;
+}
+
+bool Search::WholeNodesOfOneKind(const Plan& plan) const {
+  // Only large plans: on a few nodes, other count vectors (a roomier first node for rank 0's
+  // groups) can still win, and trying them is cheap there.
+  if (plan.chunks.size() <= 8) return false;
+  const int* prof = ix_.node_profile.data();
+  const int n0 = plan.chunks[0].first;
+  for (const auto& [n, k] : plan.chunks) {
+    if (k != nodes_[n].free || k != state_.GpuCount(n) || prof[n] != prof[n0] ||
+        c_.nodes[n].domain != c_.nodes[n0].domain) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void Search::Refine(const std::vector<int>& region, size_t home, Plan& plan, Placement& p,
+                    double& score) const {
+  if (plan.chunks.empty()) return;
+  if (plan.chunks.size() < 2 && nodes_[plan.chunks[0].first].free == plan.chunks[0].second) {
+    return;  // one whole node: nothing to move
+  }
+  if (static_cast<int>(plan.chunks.size()) > opt_.max_refine_nodes) return;
+  const int* prof = ix_.node_profile.data();
+  if (WholeNodesOfOneKind(plan)) return;
+  const int unit = mode_ == Mode::kNodeTp ? tp_ : 1;
+  // The plan's nodes, then nodes outside it with room for a unit, one per (profile, free GPUs,
+  // leaf): such nodes differ only in their id, which only orders the ranks.
+  std::vector<int> ids;
+  for (const auto& [n, k] : plan.chunks) ids.push_back(n);
+  struct Key {
+    int profile;
+    uint64_t lo, hi;
+    int domain;
+  };
+  std::vector<Key> seen;
+  std::vector<char> outside(nodes_.size(), 0);
+  for (size_t i = home; i < region.size(); ++i) outside[region[i]] = 1;
+  int others = 0;
+  for (int n : region) {
+    if (others >= opt_.max_refine_nodes) break;
+    if (nodes_[n].cap < unit) continue;
+    if (std::find(ids.begin(), ids.end(), n) != ids.end()) continue;
+    const GpuMask& m = state_.FreeMask(n);
+    bool dup = false;
+    for (const Key& x : seen) {
+      dup = dup || (x.profile == prof[n] && x.lo == m.lo() && x.hi == m.hi() &&
+                    x.domain == c_.nodes[n].domain);
+    }
+    if (dup) continue;
+    seen.push_back(Key{prof[n], m.lo(), m.hi(), c_.nodes[n].domain});
+    ids.push_back(n);
+    ++others;
+  }
+  std::sort(ids.begin(), ids.end());
+  const size_t m = ids.size();
+  std::vector<int> cap(m), k(m, 0);
+  for (size_t i = 0; i < m; ++i) cap[i] = nodes_[ids[i]].cap;
+  for (const auto& [n, kk] : plan.chunks) {
+    k[std::lower_bound(ids.begin(), ids.end(), n) - ids.begin()] = kk;
+  }
+  std::map<std::vector<int>, double> memo;
+  memo.emplace(k, score);
+  int evals = 0;
+  std::vector<int> best_k;
+  double best_score = score;
+  double home_ms = p.predicted_ms;  // best predicted time inside the domain so far
+  std::optional<Placement> best_p;
+  Plan best_plan;
+  auto consider = [&](const std::vector<int>& kv) {
+    if (memo.count(kv)) return;
+    ++evals;
+    Plan pl;
+    bool away = false;
+    for (size_t i = 0; i < m; ++i) {
+      if (kv[i] == 0) continue;
+      pl.chunks.emplace_back(ids[i], kv[i]);
+      if (nodes_[ids[i]].free > kv[i]) pl.frag += nodes_[ids[i]].free - kv[i];
+      away = away || outside[ids[i]];
+    }
+    std::optional<Placement> q = Materialize(pl);
+    const double sc = q ? Weighted(*q, pl.frag) : std::numeric_limits<double>::infinity();
+    memo.emplace(kv, sc);
+    if (q && !away) home_ms = std::min(home_ms, q->predicted_ms);
+    if (q && away && !(q->predicted_ms < home_ms * 0.99)) return;
+    if (q && sc < best_score * (1 - 1e-9)) {
+      best_score = sc;
+      best_k = kv;
+      best_p = std::move(q);
+      best_plan = std::move(pl);
+    }
+  };
+  std::vector<int> spare(m);
+  // The budget grows with the plan: a job over more nodes has more moves worth trying.
+  const int budget = opt_.max_refine_evaluations *
+                     std::max<int>(1, (static_cast<int>(plan.chunks.size()) + 1) / 2);
+  while (evals < budget) {
+    const double start = best_score;
+    for (size_t a = 0; a < m && evals < budget; ++a) {
+      if (k[a] == 0) continue;
+      // Spread node a's share over the others, best fit.
+      for (size_t b = 0; b < m; ++b) spare[b] = b == a ? 0 : cap[b] - k[b];
+      std::vector<int> take = PickBins(spare, k[a]);
+      if (!take.empty()) {
+        std::vector<int> kv = k;
+        kv[a] = 0;
+        for (size_t b = 0; b < m; ++b) kv[b] += take[b];
+        consider(kv);
+      }
+      for (size_t b = 0; b < m && evals < budget; ++b) {
+        if (b == a || cap[b] - k[b] < unit) continue;
+        std::vector<int> kv = k;
+        kv[a] -= unit;
+        kv[b] += unit;
+        consider(kv);  // one unit from a to b
+        if (k[b] == 0 && k[a] > unit && cap[b] >= k[a]) {
+          kv = k;
+          kv[b] = k[a];
+          kv[a] = 0;
+          consider(kv);  // a's whole share to b
+        }
+      }
+    }
+    if (!(best_score < start)) break;
+    k = best_k;
+  }
+  if (best_p) {
+    best_p->domain = p.domain;
+    p = std::move(*best_p);
+    plan = std::move(best_plan);
+    score = best_score;
+  }
+}
+
+std::vector<Plan> Search::BalancedPlans(const std::vector<int>& region) const {
+  std::vector<Plan> out;
+  if (mode_ == Mode::kNvdTp) return out;
+  const int unit = mode_ == Mode::kNodeTp ? tp_ : 1;
+  std::vector<int> nodes;
+  for (int n : region) {
+    if (nodes_[n].cap >= unit) nodes.push_back(n);
+  }
+  std::stable_sort(nodes.begin(), nodes.end(),
+                   [&](int a, int b) { return nodes_[a].cap > nodes_[b].cap; });
+  const int units = world_ / unit;
+  int sum = 0;
+  size_t m_min = 0;
+  while (m_min < nodes.size() && sum < world_) sum += nodes_[nodes[m_min++]].cap;
+  if (sum < world_) return out;
+  for (size_t m = std::max<size_t>(m_min, 2); m <= std::min(nodes.size(), m_min + 2); ++m) {
+    if (static_cast<int>(m) > units) break;
+    // Water filling in units: every node gets min(cap, level) units, the level as low as holds
+    // the job; the remainder goes one unit each to the nodes that still have room.
+    std::vector<int> capu(m), take(m, 0);
+    for (size_t i = 0; i < m; ++i) capu[i] = nodes_[nodes[i]].cap / unit;
+    int left = units;
+    std::vector<size_t> open(m);
+    std::iota(open.begin(), open.end(), 0);
+    while (left > 0 && !open.empty()) {
+      const int share = std::max(1, left / static_cast<int>(open.size()));
+      std::vector<size_t> still;
+      for (size_t i : open) {
+        const int t = std::min({share, capu[i] - take[i], left});
+        take[i] += t;
+        left -= t;
+        if (take[i] < capu[i]) still.push_back(i);
+      }
+      open = std::move(still);
+    }
+    if (left > 0) continue;
+    std::vector<std::pair<int, int>> chunks;
+    for (size_t i = 0; i < m; ++i) {
+      if (take[i] > 0) chunks.emplace_back(nodes[i], take[i] * unit);
+    }
+    std::sort(chunks.begin(), chunks.end());
+    Plan plan;
+    for (const auto& [n, k] : chunks) {
+      plan.chunks.emplace_back(n, k);
+      if (nodes_[n].free > k) plan.frag += nodes_[n].free - k;
+    }
+    out.push_back(std::move(plan));
+  }
+  return out;
+}
+
+std::vector<Plan> Search::AnchoredPlans(const std::vector<int>& region, size_t home) const {
+  std::vector<Plan> out;
+  if (mode_ == Mode::kNvdTp) return out;
+  // The roomiest nodes, one per distinct free count (among equals the lowest id leaves the most
+  // nodes after it): up to 4 from the domain, 2 more from the whole region.
+  auto roomiest = [&](size_t from, size_t to, size_t count, std::vector<int>& picked) {
+    std::vector<int> nodes;
+    for (size_t i = from; i < to && i < region.size(); ++i) {
+      if (nodes_[region[i]].cap > 0) nodes.push_back(region[i]);
+    }
+    std::stable_sort(nodes.begin(), nodes.end(), [&](int a, int b) {
+      return nodes_[a].cap != nodes_[b].cap ? nodes_[a].cap > nodes_[b].cap : a < b;
+    });
+    size_t added = 0;
+    for (int a : nodes) {
+      if (added >= count) break;
+      bool dup = false;
+      for (int p : picked) dup = dup || p == a || nodes_[p].cap == nodes_[a].cap;
+      if (!dup) {
+        picked.push_back(a);
+        ++added;
+      }
+    }
+  };
+  std::vector<int> picked;
+  roomiest(0, home, 4, picked);
+  const size_t from_home = picked.size();
+  roomiest(home, region.size(), 2, picked);
+  // Anchors in node order: `lead` first (each as far as it goes), the rest best fit on the
+  // nodes after the last of them.
+  auto plan_from = [&](const std::vector<int>& lead) {
+    Plan plan;
+    int left = world_;
+    for (int a : lead) {
+      const int k = std::min(nodes_[a].cap, left);
+      if (k <= 0) return;
+      plan.chunks.emplace_back(a, k);
+      if (nodes_[a].free > k) plan.frag += nodes_[a].free - k;
+      left -= k;
+    }
+    if (left > 0) {
+      std::vector<int> rest_nodes, caps;
+      for (int n : region) {
+        if (n > lead.back() && nodes_[n].cap > 0) {
+          rest_nodes.push_back(n);
+          caps.push_back(nodes_[n].cap);
+        }
+      }
+      std::vector<int> take = PickBins(caps, left);
+      if (take.empty()) return;
+      for (size_t i = 0; i < take.size(); ++i) {
+        if (take[i] == 0) continue;
+        plan.chunks.emplace_back(rest_nodes[i], take[i]);
+        if (nodes_[rest_nodes[i]].free > take[i]) plan.frag += nodes_[rest_nodes[i]].free - take[i];
+      }
+    }
+    std::sort(plan.chunks.begin(), plan.chunks.end());
+    out.push_back(std::move(plan));
+  };
+  int max_cap = 0;
+  for (int a : picked) {
+    plan_from({a});
+    max_cap = std::max(max_cap, nodes_[a].cap);
+  }
+  // When no node holds the first stage (rank 0's TP and DP groups), two anchors: the pairs of
+  // the three roomiest from the domain, in node order.
+  const int stage = job_.layout.tp * job_.layout.dp;
+  if (stage > max_cap) {
+    const size_t k = std::min<size_t>(from_home, 3);
+    for (size_t i = 0; i < k; ++i) {
+      for (size_t j = i + 1; j < k; ++j) {
+        plan_from({std::min(picked[i], picked[j]), std::max(picked[i], picked[j])});
+      }
+    }
+  }
+  return out;
+}
+
+std::string Search::CommonDomainName(const Plan& plan) const {
+  std::vector<int> nodes;
+  for (const auto& [n, k] : plan.chunks) nodes.push_back(n);
+  const int d = c_.LowestCommonDomain(nodes);
+  if (d >= 0) return c_.domains[d].name;
+  return c_.name.empty() ? "cluster" : c_.name;
+}
+
+std::vector<int> Search::RefineRegion(const std::vector<int>& domain_nodes) const {
+  // The domain's nodes come first (RefineRegion()[0 .. domain_nodes.size()) ).
+  if (job_.constraints.job.mode == ConstraintMode::kRequired ||
+      domain_nodes.size() == nodes_.size()) {
+    return domain_nodes;
+  }
+  std::vector<int> r = domain_nodes;
+  std::vector<char> in(nodes_.size(), 0);
+  for (int n : domain_nodes) in[n] = 1;
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    if (!in[n] && nodes_[n].cap > 0) r.push_back(static_cast<int>(n));
+  }
+  return r;
+}
+
+}  // namespace toposched::sched::gang_internal

@@ -1,0 +1,378 @@
+// The gang placer's search, inside the sched module only: the lookups built once per cluster
+// (detail::GangIndex, detail::BaselineCache), the plan helpers, and Search, the state of one
+// GangPlacer::Place call. Its methods live in files by responsibility:
+//   gang_search.cc     filters, plans, materializing and scoring a plan, whole-GPU search
+//   (RunWhole) gang_domains.cc    the single-node and per-domain candidates (TrySingleNode,
+//   TryDomains) gang_refine.cc     local search over GPU counts per node and its starting plans
+//   gang_rails.cc      rail alignment of ranks
+//   gang_score.cc      the weighted score terms (comm-time, fragmentation, contention), fits
+//   gang_fractional.cc fractional GPU shares
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "sched/gang.h"
+#include "sched/link_model.h"
+#include "sched/pair_score.h"
+#include "sched/rank_order.h"
+#include "sched/scatter.h"
+
+namespace toposched::sched {
+
+namespace detail {
+// Lookups that depend only on the cluster, built once in GangPlacer::Create so that Place does
+// not rebuild them per call.
+struct GangIndex {
+  int max_node_gpus = 0;                       // most GPUs on one node
+  std::vector<int> node_profile;               // per node: index in Cluster::profiles
+  std::vector<std::vector<int>> domain_nodes;  // per network domain: NodesUnder (sorted)
+  std::vector<std::vector<int>> nvd_nodes;     // per NVLink domain: its nodes, sorted
+  std::vector<int> all_nodes;                  // 0 .. nodes-1
+  // Runs of consecutive node ids with the same lowest network domain (-1: none), in node order.
+  // ClusterState::LargestFreeOnNode of that domain bounds every node's free count in the run.
+  struct Run {
+    int begin = 0, end = 0, domain = -1;
+  };
+  std::vector<Run> runs;
+};
+
+// Pair-score choices by (profile, free mask, k): the method enumerates partitions, up to ms per
+// call on 8 GPUs, so a policy that uses it in a simulation of many jobs must not repeat it.
+struct BaselineCache {
+  std::mutex mu;
+  std::map<std::tuple<int, uint64_t, uint64_t, int>, std::vector<int>> pair_score;
+  // Scores of placements on one node, by (profile, NVLink domain or -1, layout, GPU per rank):
+  // such a score depends on nothing else, and a scheduler pass prices the same few GPU sets of a
+  // profile over and over. Cleared when it grows past kMaxScores.
+  static constexpr size_t kMaxScores = 1 << 16;
+  std::unordered_map<std::string, std::array<double, 3>> single_node_scores;
+};
+}  // namespace detail
+
+namespace gang_internal {
+
+using job::ConstraintMode;
+
+inline std::string Fmt(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
+
+// How TP groups are laid out.
+enum class Mode {
+  kFlat,    // no grouping: any GPU counts (TP = 1, or TP allowed to span nodes)
+  kNodeTp,  // every TP group on one node: a node offers floor(free / TP) groups
+  kNvdTp,   // TP > GPUs per node: every TP group inside one NVLink domain
+};
+
+// Per-node view for one Place call.
+struct NodeView {
+  bool eligible = false;  // passes health/drain/model/rdma
+  int free = 0;           // free GPUs (0 when not eligible)
+  int cap = 0;            // usable GPUs under the mode (free rounded down to TP for kNodeTp)
+};
+
+struct Candidate {
+  const std::string* name = nullptr;
+  const std::vector<int>* nodes = nullptr;  // node-id order
+  int cap = 0;
+};
+
+// DP neighbours (ranks r - TP and r: same TP index and stage, consecutive DP indexes) on
+// different nodes: how many pairs there are, and per DP class (TP index + TP·stage) how many of
+// them share no rail (empty when none does). One pass over the ranks, O(world).
+struct RailPairs {
+  int pairs = 0;
+  int crossed = 0;
+  std::vector<int> crossed_by_class;
+};
+inline RailPairs CountRailPairs(const cost::CostModel& cost, const job::Layout& l,
+                                const std::vector<RankSlot>& ranks) {
+  RailPairs out;
+  const int n = static_cast<int>(ranks.size());
+  for (int r = l.tp; r < n; ++r) {
+    if ((r / l.tp) % l.dp == 0) continue;
+    const RankSlot& a = ranks[r - l.tp];
+    const RankSlot& b = ranks[r];
+    if (a.node == b.node) continue;
+    ++out.pairs;
+    if (!cost.SameRail({a.node, a.gpu}, {b.node, b.gpu})) {
+      if (out.crossed++ == 0) out.crossed_by_class.assign(static_cast<size_t>(l.tp) * l.pp, 0);
+      ++out.crossed_by_class[r % l.tp + l.tp * (r / (l.tp * l.dp))];
+    }
+  }
+  return out;
+}
+
+// A chosen set of GPU counts per node, in fill order.
+struct Plan {
+  std::vector<std::pair<int, int>> chunks;  // (node, GPUs)
+  int frag = 0;                             // GPUs left free in partly used nodes
+};
+
+// Greedy bin choice: while the rest fits in one bin, take the smallest such bin (best fit);
+// otherwise take the largest bin whole. Returns the amount per bin; empty when sum < need.
+// Ties go to the lowest bin index. O(bins + largest cap) via a counting sort of the bins by
+// capacity (descending, index ascending): the bins taken whole are a prefix of that order and
+// the best-fit bin is found by binary search in the rest.
+inline std::vector<int> PickBins(const std::vector<int>& caps, int need) {
+  int64_t total = 0;
+  int max_cap = 0;
+  for (int c : caps) {
+    total += c;
+    max_cap = std::max(max_cap, c);
+  }
+  if (total < need) return {};
+  std::vector<int> take(caps.size(), 0);
+  if (need <= 0) return take;
+  std::vector<int> order;  // bins with cap > 0: cap descending, index ascending
+  if (max_cap <= 4 * static_cast<int>(caps.size()) + 64) {
+    std::vector<int> start(static_cast<size_t>(max_cap) + 2, 0);
+    for (int c : caps) {
+      if (c > 0) ++start[max_cap - c + 1];
+    }
+    for (size_t i = 1; i < start.size(); ++i) start[i] += start[i - 1];
+    order.resize(static_cast<size_t>(start.back()));
+    for (size_t i = 0; i < caps.size(); ++i) {
+      if (caps[i] > 0) order[start[max_cap - caps[i]]++] = static_cast<int>(i);
+    }
+  } else {
+    for (size_t i = 0; i < caps.size(); ++i) {
+      if (caps[i] > 0) order.push_back(static_cast<int>(i));
+    }
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return caps[a] > caps[b]; });
+  }
+  int rest = need;
+  auto pos = order.begin();
+  while (rest > 0) {
+    if (pos == order.end()) return {};
+    if (caps[*pos] >= rest) {
+      auto fits_end =
+          std::partition_point(pos, order.end(), [&](int i) { return caps[i] >= rest; });
+      const int c = caps[*(fits_end - 1)];
+      auto best = std::partition_point(pos, fits_end, [&](int i) { return caps[i] > c; });
+      take[*best] = rest;
+      break;
+    }
+    take[*pos] = caps[*pos];
+    rest -= caps[*pos];
+    ++pos;
+  }
+  return take;
+}
+
+enum class NodeStrategy { kBestFit, kLeastAllocated, kInOrder };
+
+inline NodeStrategy StrategyOf(NodeRule r) {
+  if (r == NodeRule::kLeastAllocated) return NodeStrategy::kLeastAllocated;
+  if (r == NodeRule::kInOrder) return NodeStrategy::kInOrder;
+  return NodeStrategy::kBestFit;
+}
+
+// Amount per bin under a node strategy; empty when the bins hold less than `need`.
+inline std::vector<int> TakeBins(const std::vector<int>& caps, int need, NodeStrategy strategy) {
+  if (strategy == NodeStrategy::kBestFit) return PickBins(caps, need);
+  int64_t total = 0;
+  for (int c : caps) total += c;
+  if (total < need) return {};
+  std::vector<int> order(caps.size());
+  std::iota(order.begin(), order.end(), 0);
+  if (strategy == NodeStrategy::kLeastAllocated) {
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return caps[a] > caps[b]; });
+  }
+  std::vector<int> take(caps.size(), 0);
+  int rest = need;
+  for (int i : order) {
+    if (rest <= 0) break;
+    take[i] = std::min(caps[i], rest);
+    rest -= take[i];
+  }
+  return take;
+}
+
+class Search {
+ public:
+  Search(const topo::Cluster& cluster, const ClusterState& state, const job::JobSpec& job,
+         const GangPlacerOptions& options, const TypedPlugins& plugins, const cost::CostModel& cost,
+         const std::vector<std::unique_ptr<NodeSelector>>& selectors,
+         const detail::GangIndex& index, detail::BaselineCache& baseline, const LinkModel* links)
+      : c_(cluster),
+        state_(state),
+        job_(job),
+        opt_(options),
+        plug_(plugins),
+        cost_(cost),
+        selectors_(selectors),
+        ix_(index),
+        baseline_(baseline),
+        world_(job.layout.WorldSize()),
+        tp_(job.layout.tp),
+        max_node_gpus_(index.max_node_gpus),
+        strategy_(StrategyOf(plugins.nodes)),
+        comm_w_(plugins.weight(ScoreTerm::kCommTime)),
+        frag_w_(plugins.weight(ScoreTerm::kFragmentation)),
+        cont_w_(links ? plugins.weight(ScoreTerm::kContention) : 0.0),
+        links_(cont_w_ > 0 ? links : nullptr) {}
+
+  Verdict Run();
+
+ private:
+  Verdict RunWhole();
+  // A fractional job under the `shares` plugin: "gpu-best-fit" below, the node rules in
+  // RunFractionalByNode.
+  Verdict RunFractional();
+  Verdict RunFractionalByNode();
+  bool NodeTakesWork(int node) const;
+  void Filter();
+  void EnsureFiltered();
+  // Whether nodes of each profile pass the job's gpu_model / rdma_required constraints.
+  void ProfileFilter();
+  void SetMode(Mode m);
+  int CapOf(const std::vector<int>& nodes) const;
+  Plan MakePlan(const std::vector<int>& nodes) const;
+  // Builds ranks and parts for a plan and scores it with the cost model. nullopt when a node
+  // refuses (should not happen: the plan only uses free GPUs).
+  std::optional<Placement> Materialize(const Plan& plan) const;
+  // The "first-free" or "pair-score" choice of k free GPUs of a node, ascending.
+  std::vector<int> BaselineGpus(int node, int k) const;
+  // Rail alignment of one node's ranks (cluster with rails, "cost-model" GPU choice).
+  // `order` holds the node's GPUs in rank order for ranks base.. ; `class_rails[c]` the rails
+  // that other nodes' ranks of DP class c (same TP index and PP stage) use. Among
+  // reorderings of the set, and sets of other free GPUs of the node, that are no slower inside
+  // the node (DP AllReduce over the set plus the slowest TP group in this order) and, for
+  // another set, use as many distinct NICs, takes the one where the most ranks share a rail
+  // with their class; the same set wins ties. True when `order` changed.
+  bool AlignRails(int node, const NodeRequest& req, int base,
+                  const std::vector<std::vector<int>>& class_rails, std::vector<int>& order) const;
+  // "; DP neighbours across nodes on one rail: A/B" — B pairs of ranks r-TP, r (the same TP
+  // index and stage, consecutive DP indexes) on different nodes, A of them with a common rail
+  // among their nearest NICs. Empty without rails or such pairs.
+  std::string RailNote(const Placement& p) const;
+  // Rail alignment of a multi-node plan's ranks (see PlacementPlugins::gpus): unless every DP
+  // neighbour pair already shares a rail, each node against the nodes before it, then, while DP
+  // neighbours still cross rails, each node against all the others (kept only when fewer pairs
+  // cross).
+  void AlignToRails(const Plan& plan, std::vector<RankSlot>& ranks) const;
+  // What one node of a plan runs: `k` GPUs, TP groups inside it when the mode puts them there.
+  NodeRequest ChunkRequest(int k) const {
+    return NodeRequestFor(job_.layout, k, (mode_ == Mode::kNodeTp && tp_ > 1) ? tp_ : 1);
+  }
+  // DP neighbour pairs on different nodes that share no rail, over every DP group.
+  int CrossedRailPairs(const std::vector<RankSlot>& ranks) const;
+  int DpClass(int rank) const {
+    const job::Layout& l = job_.layout;
+    return rank % l.tp + l.tp * (rank / (l.tp * l.dp));
+  }
+  bool Score(Placement& p) const;
+  // The weighted score of a scored placement that leaves `frag` GPUs free on partly used
+  // nodes: comm-time, fragmentation and, with link loads, contention.
+  double Weighted(const Placement& p, int frag) const;
+  // What the placement adds through shared links (zero without link loads or on one node).
+  LinkModel::Contention ContentionOf(const Placement& p) const;
+  // When contention decided among the scored starts (another one, in another domain, scores at
+  // least as well without it and adds more through shared links): ", on quieter links than
+  // <domain> (+X ms per step there from shared links: its own +a, running jobs' +b)". Empty
+  // otherwise.
+  template <typename StartT>
+  std::string QuieterNote(const Placement& chosen, double chosen_score,
+                          const std::vector<StartT>& starts) const {
+    if (!links_) return "";
+    const double chosen_cont = ContentionOf(chosen).total();
+    const double chosen_base = chosen_score - cont_w_ * chosen_cont;
+    const StartT* rival = nullptr;
+    LinkModel::Contention rival_c;
+    double rival_base = chosen_base * (1 + 1e-9);
+    for (const StartT& st : starts) {
+      if (st.p.domain == chosen.domain) continue;
+      const LinkModel::Contention c = ContentionOf(st.p);
+      const double base = st.score - cont_w_ * c.total();
+      if (base <= rival_base && c.total() > chosen_cont) {
+        rival = &st;
+        rival_c = c;
+        rival_base = base;
+      }
+    }
+    if (!rival) return "";
+    return ", on quieter links than " + rival->p.domain + " (+" + Fmt("%.3f", rival_c.total()) +
+           " ms per step there from shared links: its own +" + Fmt("%.3f", rival_c.own_ms) +
+           ", running jobs' +" + Fmt("%.3f", rival_c.others_ms) + ")";
+  }
+  // One node that holds the job whole. *slower: its predicted time exceeds the same request on
+  // a whole free node of the fastest allowed profile (then several nodes may do better).
+  std::optional<Verdict> TrySingleNode(double* score = nullptr, bool* slower = nullptr);
+  // The lowest level with a domain that holds the job; *score is the winner's weighted score.
+  std::optional<Verdict> TryDomains(std::vector<std::string>& reasons, double* score);
+  // TryDomains, and on a cluster of several hardware profiles also with the nodes of each
+  // profile alone (refine plugin "local-search"); the best weighted score wins.
+  std::optional<Verdict> TryDomainsByProfile(std::vector<std::string>& reasons);
+  bool RefineOn() const;
+  // More than 8 whole free nodes of one profile under one leaf: other count vectors only add
+  // nodes or leaves, so such a plan is neither refined nor given competing starts.
+  bool WholeNodesOfOneKind(const Plan& plan) const;
+  // Plans that spread the job as evenly as the nodes allow over the m nodes of `region` with the
+  // most room, for the smallest m that holds it and the next two.
+  std::vector<Plan> BalancedPlans(const std::vector<int>& region) const;
+  // Plans whose first node (the lowest id, where rank 0 and its TP and DP groups start) is one
+  // of the roomiest nodes of `region`, filled as far as it goes, the rest best fit on nodes
+  // after it.
+  // Anchors come from the first `home` nodes of `region` (the candidate domain).
+  std::vector<Plan> AnchoredPlans(const std::vector<int>& region, size_t home) const;
+  // Where local search may move GPUs: the domain's nodes first, then, unless the job requires a
+  // network level, every other node.
+  std::vector<int> RefineRegion(const std::vector<int>& domain_nodes) const;
+  // The name of the lowest network domain that holds every node of the plan.
+  std::string CommonDomainName(const Plan& plan) const;
+  // Hill climbing over GPU counts per node (see PlacementPlugins::refine) from `plan`, whose
+  // placement is `p` with weighted score `score`; moves stay on `region`'s nodes. Replaces all
+  // three when it finds better.
+  // The first `home` nodes of `region` are the candidate domain: a plan that uses a node beyond
+  // them must also beat the domain's best predicted time by 1% (the lowest domain that holds
+  // the job stays the rule; leaving it is worth only real communication time, never the
+  // fragmentation term alone).
+  void Refine(const std::vector<int>& region, size_t home, Plan& plan, Placement& p,
+              double& score) const;
+  Verdict Fitted(Placement p, const std::string& where, int spare, int frag) const;
+  std::string NodeSummary() const;
+  bool PreferredMet(const Placement& p) const;
+
+  const topo::Cluster& c_;
+  const ClusterState& state_;
+  const job::JobSpec& job_;
+  const GangPlacerOptions& opt_;  // limits and seeds; the plugins are plug_
+  const TypedPlugins& plug_;
+  const cost::CostModel& cost_;
+  const std::vector<std::unique_ptr<NodeSelector>>& selectors_;
+  const detail::GangIndex& ix_;
+  detail::BaselineCache& baseline_;
+  const int world_;
+  const int tp_;
+  const int max_node_gpus_;
+  const NodeStrategy strategy_;
+  const double comm_w_, frag_w_, cont_w_;
+  const LinkModel* links_;  // null unless the contention score is on
+  Mode mode_ = Mode::kFlat;
+  bool filtered_ = false;
+  std::vector<NodeView> nodes_;  // built by Filter only when the single-node path fails
+  std::vector<uint8_t> profile_ok_;
+  bool all_profiles_ok_ = true;
+  // Filter counts, for explanations.
+  int n_unhealthy_ = 0, n_drained_ = 0, n_model_ = 0, n_rdma_ = 0;
+};
+
+}  // namespace gang_internal
+}  // namespace toposched::sched

@@ -1,0 +1,119 @@
+// The gang placer's plugins, in two forms. PlacementPlugins is the policy as data: a plugin
+// name per choice point and weighted scores, as policies (sched/policy.h), scheduler options and
+// tests write them. TypedPlugins is the same resolved once against the registry below (in
+// GangPlacer::Create), so that the search compares enums, never strings, while it places.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace toposched::sched {
+
+// A score plugin and its weight. Scores are in milliseconds and summed; lower is better.
+//   "comm-time":     the placement's predicted communication time (Placement::predicted_ms)
+//   "fragmentation": GPUs the placement leaves free on partly used nodes (weight = ms per GPU)
+//   "contention":    the communication time per step the placement adds through the network
+//                    links it shares with running jobs (LinkModel::ContentionMs: the slowdown
+//                    it suffers plus the slowdown it causes them), when the caller passes the
+//                    running jobs' link loads to Place; 0 on one node, on links nobody
+//                    over-asks, and without link loads
+struct ScoreWeight {
+  std::string name;
+  double weight = 1.0;
+};
+
+// The plugin set of one placement policy, in the style of the Kubernetes scheduler framework:
+// a filter stage, then a few choice points, then weighted scores over the candidates.
+//   Filter (always on, named in explanations): "node-health", "node-drain", "gpu-model",
+//     "rdma", "required-level".
+//   domain: "lowest-level" — the lowest network level with a domain that holds the job whole,
+//     best fit first (Slurm tree, Kueue TAS); "cluster" — the network tree is ignored.
+//   nodes: how GPUs are taken from the nodes of the chosen domain. "best-fit" — while the rest
+//     fits on one node take the fullest such node, else the emptiest node whole; "least-
+//     allocated" — emptiest nodes first (kube-scheduler's default spread); "in-order" — node
+//     order (Slurm's node list order), each node as far as it goes; "spread" / "random" — the
+//     job's GPUs one at a time, topology ignored (sched/scatter.h), with gpus "first-free" and
+//     refine "none" (a job with a required job or TP level, or a fractional one, is placed as
+//     "least-allocated" would: one pod cannot be split).
+//   gpus: which GPUs of a node. "cost-model" — NodeSelector's exact optimum under the cost
+//     model; on a cluster with rails, a multi-node job's ranks are then aligned node by node:
+//     among reorderings of the set and other free sets of the node that are no slower inside
+//     the node (and, for another set, use as many NICs), the one where the most ranks share a
+//     rail with their DP peers on earlier nodes; "pair-score" — NVIDIA device plugin's pair-score
+//     choice; "first-free" — the lowest-numbered free GPUs (what a device plugin without topology
+//     hands out).
+//   refine: what happens to a multi-node plan before it is scored. "local-search" — starting
+//     from the node plugin's plan, hill climbing over the GPU count per node (move one TP group
+//     or GPU between two nodes, move a node's share to another node, spread a node's share over
+//     the others), each step the best improving move by the weighted score; on a cluster of
+//     several hardware profiles the domains are also searched with each profile alone. Needs a
+//     "comm-time" score and the "cost-model" GPU choice; "none" — the plan as the node plugin
+//     made it.
+//   scores: weighted sum compared across candidate domains and single-node candidates; with no
+//     "comm-time" score only the first best-fit candidate is built.
+//   shares: where a fractional job (gpu_milli < 1000) goes; "room" = 1000 − used milli of a
+//     shared GPU, a node's free milli = 1000 · its free GPUs + the room of its shared GPUs.
+//     "gpu-best-fit" — the shared GPU with the least room left after the job, cluster-wide
+//       (ties: the node with fewest free GPUs, then node, then GPU); only when no shared GPU
+//       has room, one free GPU by the `nodes`/`gpus` rules of a 1-GPU job. Opens a new GPU
+//       last, so whole GPUs and whole nodes stay free for whole-GPU and multi-GPU jobs.
+//     "node-best-fit" — the node with the least free milli among those that can take the job
+//       (the fullest node; ties by node order), on it the shared GPU with the least room left
+//       after the job, else a free GPU by the `gpus` rule.
+//     "least-allocated" — the node with the most free milli (kube-scheduler's spread; ties by
+//       node order), on it a free GPU by the `gpus` rule, else the shared GPU with most room.
+//     "in-order" — the first node in node order that can take the job, on it the lowest-
+//       numbered GPU that can (free or shared).
+struct PlacementPlugins {
+  std::string domain = "lowest-level";
+  std::string nodes = "best-fit";
+  std::string shares = "gpu-best-fit";
+  std::string gpus = "cost-model";
+  std::string refine = "local-search";
+  // "contention" weighs a ms of communication a placement adds through shared links like a ms
+  // of its own predicted time: both are communication time per step (no tuned factor).
+  std::vector<ScoreWeight> scores = {
+      {"comm-time", 1.0}, {"fragmentation", 0.05}, {"contention", 1.0}};
+  // 0 when absent.
+  double Weight(const std::string& score) const;
+  // InvalidArgument naming the slot and the known plugins (PluginNames) for an unknown name, a
+  // "spread"/"random" nodes plugin without gpus "first-free" and refine "none", a weight that
+  // is not finite and >= 0.
+  Status Validate() const;
+};
+
+// --- typed form ---
+
+enum class DomainRule { kLowestLevel, kCluster };
+enum class NodeRule { kBestFit, kLeastAllocated, kInOrder, kSpread, kRandom };
+enum class GpuRule { kCostModel, kPairScore, kFirstFree };
+enum class RefineRule { kLocalSearch, kNone };
+enum class ShareRule { kGpuBestFit, kNodeBestFit, kLeastAllocated, kInOrder };
+enum class ScoreTerm { kCommTime, kFragmentation, kContention };
+inline constexpr int kScoreTerms = 3;
+
+struct TypedPlugins {
+  DomainRule domain = DomainRule::kLowestLevel;
+  NodeRule nodes = NodeRule::kBestFit;
+  ShareRule shares = ShareRule::kGpuBestFit;
+  GpuRule gpus = GpuRule::kCostModel;
+  RefineRule refine = RefineRule::kLocalSearch;
+  std::array<double, kScoreTerms> weights = {0, 0, 0};  // by ScoreTerm; a term listed twice sums
+  double weight(ScoreTerm t) const { return weights[static_cast<int>(t)]; }
+  // Places GPU by GPU, topology ignored ("spread", "random": sched/scatter.h).
+  bool scatters() const { return nodes == NodeRule::kSpread || nodes == NodeRule::kRandom; }
+};
+
+// The registry: the names each choice point knows, in the order explanations list them.
+// slot: "domain", "nodes", "gpus", "refine", "shares" or "score".
+const std::vector<std::string>& PluginNames(const std::string& slot);
+// The registry name of a typed choice ("least-allocated").
+const std::string& PluginName(NodeRule r);
+const std::string& PluginName(ShareRule r);
+// Validate, then every name looked up once.
+StatusOr<TypedPlugins> ResolvePlugins(const PlacementPlugins& plugins);
+
+}  // namespace toposched::sched
