@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "core/strings.h"
+#include "job/job_spec.h"
 #include "sched/policy.h"
 #include "sim/openb_cluster.h"
 #include "sim/policies.h"
@@ -38,6 +39,8 @@ struct SimulateArgs {
   double locality_wait_s = sched::kDefaultLocalityWaitS;
   bool no_wait_or_spread = false;
   bool no_contention = false;
+  bool no_consolidation = false;
+  std::string checkpoint_interval, restart_cost;  // durations; "" = jobs do not checkpoint
 };
 
 // The trace format from the header line when --trace-format is not given.
@@ -86,6 +89,19 @@ int RunSimulate(const SimulateArgs& a) {
   if (a.failures_per_gpu_day >= 0) opts.failures_per_gpu_day = a.failures_per_gpu_day;
   opts.repair_mean_s = a.repair_hours * 3600;
   opts.fill_ratio = a.fill;
+  opts.consolidate = !a.no_consolidation;
+  if (a.checkpoint_interval.empty() != a.restart_cost.empty()) {
+    return Fail(InvalidArgumentError(
+        "--checkpoint-interval and --restart-cost: give both (every job checkpoints) or neither"));
+  }
+  if (!a.checkpoint_interval.empty()) {
+    StatusOr<int64_t> interval = job::ParseDuration(a.checkpoint_interval);
+    if (!interval.ok()) return Fail(interval.status().WithPrefix("--checkpoint-interval"));
+    StatusOr<int64_t> restart = job::ParseDuration(a.restart_cost);
+    if (!restart.ok()) return Fail(restart.status().WithPrefix("--restart-cost"));
+    opts.checkpoint_interval_s = *interval;
+    opts.restart_cost_s = *restart;
+  }
   if (Status s = opts.Validate(); !s.ok()) return Fail(s);
 
   StatusOr<topo::Cluster> cluster = sim::LooksLikeOpenbNodeList(a.cluster)
@@ -143,6 +159,9 @@ int RunSimulate(const SimulateArgs& a) {
   info.locality_wait_s = a.locality_wait_s;
   info.wait_or_spread = opts.wait_or_spread && opts.runtime_model == sim::RuntimeModel::kStep;
   info.contention_score = !a.no_contention;
+  info.consolidation = opts.consolidate && opts.runtime_model == sim::RuntimeModel::kStep;
+  info.checkpoint_interval_s = opts.checkpoint_interval_s;
+  info.restart_cost_s = opts.restart_cost_s;
   info.policies_distinct = sim::PoliciesDistinct();
   info.failures = a.failures;
   info.fill_ratio = a.fill;
@@ -196,6 +215,15 @@ void RegisterSimCommands(CLI::App& app, int& rc) {
   cmd->add_flag("--no-contention", a->no_contention,
                 "policy toposched: score placements without the contention they add on links "
                 "shared with running jobs (the ablation)");
+  cmd->add_flag("--no-consolidation", a->no_consolidation,
+                "policy toposched: never move a running job to a faster placement at a "
+                "checkpoint (the ablation)");
+  cmd->add_option("--checkpoint-interval", a->checkpoint_interval,
+                  "every job checkpoints at this interval (\"30m\"; with --restart-cost): what "
+                  "lets toposched move running jobs (traces carry no checkpoint data)");
+  cmd->add_option("--restart-cost", a->restart_cost,
+                  "time a job needs to restart from its checkpoint (\"5m\"; with "
+                  "--checkpoint-interval)");
   cmd->add_option("--seeds", a->seeds,
                   "run each policy with seeds SEED..SEED+N-1; report.json gives means and 95% "
                   "half-widths (*_ci95)");

@@ -305,6 +305,11 @@ std::optional<FieldError> CheckSpec(const JobSpec& s) {
   if (auto e = CheckConstraint(s.constraints.job, "constraints.job")) return e;
   if (auto e = CheckConstraint(s.constraints.tp, "constraints.tp")) return e;
   if (s.time_limit_s < 0) return Err("time_limit", "must be > 0");
+  if (s.checkpoint_interval_s < 0) return Err("checkpoint.interval", "must be > 0");
+  if (s.restart_cost_s < 0) return Err("checkpoint.restart", "must be > 0");
+  if ((s.restart_cost_s > 0) != (s.checkpoint_interval_s > 0)) {
+    return Err("checkpoint", "needs both interval and restart");
+  }
   if (s.elastic) {
     const ElasticRange& e = *s.elastic;
     if (e.min_replicas < 1) return Err("elastic.min_replicas", "must be >= 1");

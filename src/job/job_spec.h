@@ -127,6 +127,12 @@ struct JobSpec {
 
   Constraints constraints;
   int64_t time_limit_s = 0;  // 0 = no limit
+  // The job checkpoints every checkpoint_interval_s seconds of its run and needs restart_cost_s
+  // seconds to restart from a checkpoint (load it, warm up). Both > 0, or both 0 (does not
+  // checkpoint). A job that checkpoints may be moved to a faster placement while it runs
+  // (SchedulerOptions::consolidate).
+  int64_t checkpoint_interval_s = 0;
+  int64_t restart_cost_s = 0;
   std::optional<ElasticRange> elastic;
   FailurePolicy on_failure = FailurePolicy::kRequeue;
   DegradedPolicy on_degraded = DegradedPolicy::kContinue;

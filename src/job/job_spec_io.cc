@@ -438,12 +438,14 @@ class SpecParser {
   StatusOr<JobSpec> Parse(const Value& v, const std::string& path) {
     lines_.clear();
     path_ = path;
-    ASSIGN_OR_RETURN(
-        Fields f, Fields::Read(ctx_, v, path,
-                               {"name", "user", "queue", "priority", "replicas", "gpus_per_replica",
-                                "total_gpus", "gpu_milli", "layout", "model_params", "hidden_size",
-                                "seq_len", "micro_batch", "constraints", "time_limit", "elastic",
-                                "on_failure", "on_degraded", "pytorchjob"}));
+    ASSIGN_OR_RETURN(Fields f,
+                     Fields::Read(ctx_, v, path, {"name",         "user",        "queue",
+                                                  "priority",     "replicas",    "gpus_per_replica",
+                                                  "total_gpus",   "gpu_milli",   "layout",
+                                                  "model_params", "hidden_size", "seq_len",
+                                                  "micro_batch",  "constraints", "time_limit",
+                                                  "elastic",      "on_failure",  "on_degraded",
+                                                  "pytorchjob",   "checkpoint"}));
     JobSpec s;
     s.where = SourceRef{ctx_.source(), v.line, path};
     const Value* name = Get(f, "name");
@@ -499,6 +501,19 @@ class SpecParser {
       auto d = ParseDuration(t);
       if (!d.ok()) return ctx_.Err(*x, f.Path("time_limit"), d.status().message());
       s.time_limit_s = *d;
+    }
+    if (const Value* x = Get(f, "checkpoint")) {
+      ASSIGN_OR_RETURN(Fields c,
+                       Fields::Read(ctx_, *x, f.Path("checkpoint"), {"interval", "restart"}));
+      for (const auto& [key, out] : {std::pair{"interval", &s.checkpoint_interval_s},
+                                     std::pair{"restart", &s.restart_cost_s}}) {
+        const Value* y = Get(c, key);
+        if (!y) return ctx_.Err(*x, c.Path(key), "missing (checkpoint needs interval and restart)");
+        ASSIGN_OR_RETURN(std::string t, AsText(ctx_, *y, c.Path(key)));
+        auto d = ParseDuration(t);
+        if (!d.ok()) return ctx_.Err(*y, c.Path(key), d.status().message());
+        *out = *d;
+      }
     }
     if (const Value* x = Get(f, "elastic")) {
       ASSIGN_OR_RETURN(Fields e,
@@ -763,6 +778,10 @@ nlohmann::ordered_json SpecJson(const JobSpec& s) {
   c["rdma_required"] = s.constraints.rdma_required;
   j["constraints"] = c;
   if (s.time_limit_s > 0) j["time_limit"] = FormatDuration(s.time_limit_s);
+  if (s.checkpoint_interval_s > 0) {
+    j["checkpoint"] = oj{{"interval", FormatDuration(s.checkpoint_interval_s)},
+                         {"restart", FormatDuration(s.restart_cost_s)}};
+  }
   if (s.elastic) {
     j["elastic"] =
         oj{{"min_replicas", s.elastic->min_replicas}, {"max_replicas", s.elastic->max_replicas}};

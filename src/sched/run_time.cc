@@ -33,6 +33,10 @@ std::optional<int64_t> DeclaredRunTimes::ExpectedEndUs(int64_t id, int64_t now_u
   if (scheduler_ == nullptr) return std::nullopt;
   const Placement* p = scheduler_->PlacementOf(id);
   if (p == nullptr) return std::nullopt;
+  // Moved at a checkpoint: the move's own estimate (restart and redone work included).
+  if (const Scheduler::Move* m = scheduler_->LastMove(id)) {
+    return std::max(now_us, m->expected_end_us);
+  }
   const std::optional<double> run = RunSeconds(id, *p);
   if (!run) return std::nullopt;
   return std::max(now_us, p->decision_us + static_cast<int64_t>(std::llround(*run * 1e6)));

@@ -4,7 +4,8 @@
 // communicating there; on another placement p its run time stretches as its communication does:
 //   run · ((1 − f) + f · p.predicted_ms / p.best_possible_ms)
 // (the comm-fraction rule of docs/simulator.md). A running job is expected to end at its start
-// (Placement::decision_us) plus its run time on its placement.
+// (Placement::decision_us) plus its run time on its placement; one moved at a checkpoint
+// (SchedulerOptions::consolidate) at its move's expected end.
 #pragma once
 
 #include <cstdint>

@@ -137,6 +137,11 @@ Status SchedulerOptions::Validate() const {
   if (wait_plan_attempts < 1 || wait_plan_attempts > 1024) {
     return InvalidArgumentError("wait_plan_attempts must be in [1, 1024]");
   }
+  if (max_moves_per_job < 0 || max_moves_per_job > 1000 || max_moves_per_hour < 0 ||
+      max_moves_per_hour > 100000) {
+    return InvalidArgumentError(
+        "max_moves_per_job must be in [0, 1000] and max_moves_per_hour in [0, 100000]");
+  }
   return OkStatus();
 }
 
@@ -461,6 +466,10 @@ Status Scheduler::Start(Job& j, Placement p, int64_t now_us, const std::string& 
   j.pending_reason.reset();
   j.wait_start_us = -1;
   j.wait_finish_by_us = -1;
+  j.checkpoint_origin_us = now_us;
+  j.considered_checkpoint = -1;
+  j.moves = 0;
+  j.last_move = -1;
   return OkStatus();
 }
 
@@ -1016,6 +1025,7 @@ StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
     });
     for (Job* j : growable) RETURN_IF_ERROR(TryGrow(*j, now_us).status());
   }
+  if (!waiting) RETURN_IF_ERROR(Consolidate(now_us));
   return started;
 }
 

@@ -147,6 +147,18 @@ struct SchedulerOptions {
   bool wait_or_spread = false;
   // The most placements one plan tries (a bound on search time, not a model constant).
   int wait_plan_attempts = 32;
+  // Consolidation at checkpoints (needs a RunTimeEstimator, as wait_or_spread; sched/
+  // consolidate.cc). At the end of a pass that leaves no job waiting for resources, each running
+  // job that checkpoints (JobSpec::checkpoint_interval_s) and is predicted slower than its best
+  // possible placement is reconsidered once per checkpoint interval of its run: placed again
+  // with its own GPUs free, it moves when the time it would still need there — its remaining
+  // work and the work since its last checkpoint (redone), at the new placement's speed — plus
+  // its restart cost is less than the time it still needs where it is. A move keeps the job
+  // RUNNING, with a note of the numbers. Bounded: at most max_moves_per_job moves per job and
+  // max_moves_per_hour in the cluster in any hour (policy bounds, not model constants).
+  bool consolidate = false;
+  int max_moves_per_job = 2;
+  int max_moves_per_hour = 6;
   Status Validate() const;
 };
 
@@ -218,6 +230,21 @@ class Scheduler {
   // The earliest start of a plan a PENDING job waits on; the caller runs a pass then (the
   // simulator adds an event). nullopt when nobody waits.
   std::optional<int64_t> NextPlannedStartUs() const;
+
+  // A consolidation move (SchedulerOptions::consolidate), in the order made.
+  struct Move {
+    int64_t job = 0;
+    int64_t at_us = 0;
+    double before_ms = 0, after_ms = 0;  // predicted_ms where it ran and where it went
+    double left_s = 0;                   // the time it still needed where it ran (estimate)
+    double lost_s = 0;                   // run time since its last checkpoint, redone
+    double restart_s = 0;                // JobSpec::restart_cost_s
+    double gain_s = 0;                   // finishes this much earlier, net of both (estimate)
+    int64_t expected_end_us = 0;         // its expected end after the move (estimate)
+  };
+  const std::vector<Move>& Moves() const { return moves_; }
+  // The job's last move; nullptr when it never moved (since it last started).
+  const Move* LastMove(int64_t id) const;
 
   // A job's priority changes (PENDING or holding GPUs); a note in its log. NotFound; a
   // FailedPrecondition for a finished job.
@@ -326,6 +353,13 @@ class Scheduler {
     int64_t wait_start_us = -1;
     int64_t wait_finish_by_us = -1;
     std::string pod_group;  // SubmitPodGroup's group, "" otherwise
+    // Consolidation: checkpoints count from here (its start, or the end of its last move's
+    // restart); the last checkpoint index it was reconsidered at (−1: none); moves since it
+    // started; its last move in moves_ (−1: none).
+    int64_t checkpoint_origin_us = 0;
+    int64_t considered_checkpoint = -1;
+    int moves = 0;
+    int64_t last_move = -1;
   };
   struct Usage {
     std::map<std::string, int> user_gpus, queue_gpus;
@@ -358,6 +392,8 @@ class Scheduler {
   Status Requeue(Job& j, job::JobState via_state, const std::string& why, int64_t now_us);
   // The node's topology before link health is applied: reported, else its profile's.
   const topo::NodeTopology& OwnTopology(int node) const;
+  // Consolidation at the end of a pass (SchedulerOptions::consolidate).
+  Status Consolidate(int64_t now_us);
   // Rebuilds the overlay copy from reported_topology_, nic_health_ and nvlink_health_, switches
   // placer_ and rebinds state_, then re-scores running jobs on `node` and applies on_degraded.
   Status TopologyChanged(int node, const std::string& why, int64_t now_us);
@@ -445,6 +481,7 @@ class Scheduler {
   std::vector<Job*> pending_list_;
   std::vector<int> user_count_, queue_count_;
   std::vector<job::JobEvent> log_;
+  std::vector<Move> moves_;
   int64_t next_id_ = 1;
 };
 

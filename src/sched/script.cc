@@ -134,6 +134,12 @@ Status Runner::Option(const Line& l, const std::string& kv) {
     opts_.locality_wait_us = v < 0 ? -1 : v * kSec;
   } else if (key == "wait_or_spread") {
     opts_.wait_or_spread = v != 0;
+  } else if (key == "consolidate") {
+    opts_.consolidate = v != 0;
+  } else if (key == "max_moves_per_job") {
+    opts_.max_moves_per_job = static_cast<int>(v);
+  } else if (key == "max_moves_per_hour") {
+    opts_.max_moves_per_hour = static_cast<int>(v);
   } else if (key == "shrink") {
     opts_.elastic_shrink = v != 0;
   } else if (std::string u = suffix("user_weight."); !u.empty()) {
@@ -239,6 +245,10 @@ StatusOr<job::JobSpec> Runner::MakeJob(const Line& l) {
         dp = x;
       } else if (k == "limit") {
         j.time_limit_s = *n;
+      } else if (k == "ckpt") {
+        j.checkpoint_interval_s = *n;
+      } else if (k == "restart") {
+        j.restart_cost_s = *n;
       } else if (k == "run") {
         if (*n <= 0) return Err(l, "submit run: expected seconds > 0, got \"" + v + "\"");
         run_s_ = static_cast<double>(*n);

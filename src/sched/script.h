@@ -18,11 +18,13 @@ namespace toposched::sched {
 //                             user_weight.U, queue_weight.Q, user_limit.U, queue_limit.Q,
 //                             locality_wait (s; −1 off; policy locality-relax: default
 //                             kDefaultLocalityWaitS), wait_or_spread (0/1; plans with the
-//                             jobs' declared run times, DeclaredRunTimes)
+//                             jobs' declared run times, DeclaredRunTimes), consolidate (0/1;
+//                             the same estimates), max_moves_per_job, max_moves_per_hour
 //   T submit NAME [user=U] [queue=Q] [prio=P] (gpus=G | tp=T pp=P dp=D) [limit=S]
 //            [min=R max=R] [on_failure=requeue|shrink|fail] [on_degraded=continue|wait]
 //            [job=LEVEL:required|preferred] [tpc=LEVEL:required|preferred] [model=GPU_MODEL]
 //            [run=S comm=PERCENT]  (run time on its best placement, communication share there)
+//            [ckpt=S restart=S]  (checkpoint interval and restart cost, seconds)
 //            [group=NS/NAME]  (submitted as that Kubernetes pod group: SubmitPodGroup)
 //       gpus=G means TP min(G, 8) x DP G/TP; traffic: 1 GiB per DP AllReduce, 64 MiB per TP
 //       AllReduce and per PP send

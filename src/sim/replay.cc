@@ -49,8 +49,13 @@ Status Replay::Init(const std::string& policy) {
   const bool wait_or_spread = sched::PolicyWaitsOrSpreads(policy) && options_.wait_or_spread &&
                               options_.runtime_model == RuntimeModel::kStep;
   so.wait_or_spread = wait_or_spread;
+  // Only jobs that checkpoint move: without them the passes stay as before.
+  consolidate_ = sched::PolicyWaitsOrSpreads(policy) && options_.consolidate &&
+                 options_.runtime_model == RuntimeModel::kStep &&
+                 options_.checkpoint_interval_s > 0;
+  so.consolidate = consolidate_;
   ASSIGN_OR_RETURN(sched_, sched::Scheduler::Create(placer_, so));
-  if (wait_or_spread) sched_->SetRunTimeEstimator(&estimator_);
+  if (wait_or_spread || consolidate_) sched_->SetRunTimeEstimator(&estimator_);
   // The ideal placement is the same for every policy: toposched's placement on the empty
   // cluster (a baseline's own choice on the empty cluster would hide its worse GPU choices).
   ASSIGN_OR_RETURN(sched::GangPlacerOptions ref_options, sched::PolicyOptions("toposched"));
@@ -318,29 +323,70 @@ Status Replay::StartJob(size_t i, int64_t t) {
   j.contention_area = 0;
   j.contention = 1;
   j.multi_node = p->parts.size() > 1;
-  // A preempted or failed job restarts from the beginning (no checkpoint is modelled).
+  // A preempted or failed job restarts from the beginning: a declared checkpoint serves only
+  // consolidation moves (MoveJob), not requeues.
   j.remaining_us = static_cast<double>(trace_.jobs[i].duration_us);
   j.usage = sched::LinkModel::Usage{};
   if (options_.runtime_model == RuntimeModel::kCommFraction) {
     const double best = reference_->BestPossibleMs(specs_[i]).value_or(p->best_possible_ms);
     j.rate = 1.0 / CommSlowdown(options_.comm_fraction, p->predicted_ms, best);
   } else {
-    ASSIGN_OR_RETURN(j.parts, StepPartsOn(*flat_cost_, specs_[i], work_[i], p->ranks, catalog_));
-    j.free_step_ms = StepMs(j.parts, 1.0, catalog_.dp_backward_overlap);
+    RETURN_IF_ERROR(PriceOn(i, *p));
     ASSIGN_OR_RETURN(j.ideal_ms, IdealStepMs(i, j.parts));
-    if (j.multi_node && (j.parts.dp_net || j.parts.tp_net || j.parts.pp_net)) {
-      j.usage = links_->UsageOf(p->parts);
-      if (!j.usage.links.empty()) {
-        links_->Add(j.usage);
-        links_changed_ = true;
-        networked_.push_back(i);
-      }
-    }
     UpdateRate(j);
   }
   if (r_.jobs[i].first_start_us == kNoTime) r_.jobs[i].first_start_us = t;
   done_.emplace(t + std::max<int64_t>(1, static_cast<int64_t>(std::ceil(j.remaining_us / j.rate))),
                 id, j.run, j.version);
+  return OkStatus();
+}
+
+// The job's step parts on `p`, its step without contention, and the links it loads (added to
+// the link model) when it communicates across nodes.
+Status Replay::PriceOn(size_t i, const sched::Placement& p) {
+  JobRun& j = jobs_[i];
+  j.usage = sched::LinkModel::Usage{};
+  j.multi_node = p.parts.size() > 1;
+  ASSIGN_OR_RETURN(j.parts, StepPartsOn(*flat_cost_, specs_[i], work_[i], p.ranks, catalog_));
+  j.free_step_ms = StepMs(j.parts, 1.0, catalog_.dp_backward_overlap);
+  if (j.multi_node && (j.parts.dp_net || j.parts.tp_net || j.parts.pp_net)) {
+    j.usage = links_->UsageOf(p.parts);
+    if (!j.usage.links.empty()) {
+      links_->Add(j.usage);
+      links_changed_ = true;
+      networked_.push_back(i);
+    }
+  }
+  return OkStatus();
+}
+
+// A consolidation move at t: the job leaves its links, is priced on its new placement, and owes
+// the work since its last checkpoint (at the rate it ran) plus its restart (no progress for
+// restart_s, at the new rate).
+Status Replay::MoveJob(const sched::Scheduler::Move& m, int64_t t) {
+  const size_t i = static_cast<size_t>(m.job - 1);
+  JobRun& j = jobs_[i];
+  const sched::Placement* p = sched_->PlacementOf(m.job);
+  if (!j.running || p == nullptr) {
+    return InternalError("moved job " + std::to_string(m.job) + " is not running");
+  }
+  const double lost_work_us = m.lost_s * 1e6 * j.rate;
+  if (!j.usage.links.empty()) {
+    links_->Remove(j.usage);
+    links_changed_ = true;
+    networked_.erase(std::find(networked_.begin(), networked_.end(), i));
+  }
+  j.contention = 1;
+  RETURN_IF_ERROR(PriceOn(i, *p));
+  if (!j.usage.links.empty()) j.contention = links_->Factor(j.usage);
+  UpdateRate(j);
+  j.remaining_us += lost_work_us + m.restart_s * 1e6 * j.rate;
+  ++j.version;
+  done_.emplace(t + std::max<int64_t>(
+                        1, static_cast<int64_t>(std::ceil(std::max(0.0, j.remaining_us) / j.rate))),
+                m.job, j.run, j.version);
+  ++r_.jobs[i].moves;
+  ++r_.moves;
   return OkStatus();
 }
 
@@ -365,7 +411,8 @@ void Replay::Rerate(int64_t t) {
 Status Replay::Pass(int64_t t) {
   // A pass over an unchanged queue and cluster starts nothing new (a re-dated completion that
   // turned out stale changes neither), so it is skipped.
-  if (waiting_replicas_.empty() || !changed_) return OkStatus();
+  // With consolidation on, a pass may move running jobs even when nobody waits.
+  if ((waiting_replicas_.empty() && !consolidate_) || !changed_) return OkStatus();
   ASSIGN_OR_RETURN(sched::Applied pass, sched_->Apply(sched::SchedulePass{}, t));
   const std::vector<int64_t>& started = pass.started;
   ++r_.passes;
@@ -375,6 +422,9 @@ Status Replay::Pass(int64_t t) {
     auto it = waiting_replicas_.find(specs_[i].gpus_per_replica);
     if (it != waiting_replicas_.end() && --it->second == 0) waiting_replicas_.erase(it);
     RETURN_IF_ERROR(StartJob(i, t));
+  }
+  for (const auto& moves = sched_->Moves(); moves_seen_ < moves.size(); ++moves_seen_) {
+    RETURN_IF_ERROR(MoveJob(moves[moves_seen_], t));
   }
   // A job waiting for a planned placement is planned again at its plan's start: a pass then.
   if (std::optional<int64_t> wake = sched_->NextPlannedStartUs();

@@ -64,6 +64,8 @@ class Replay {
   Status Pass(int64_t t);
   Status StartJob(size_t i, int64_t t);
   void StopJob(size_t i);
+  Status PriceOn(size_t i, const sched::Placement& p);
+  Status MoveJob(const sched::Scheduler::Move& m, int64_t t);
   void Rerate(int64_t t);
   // Step time at the job's current contention and the rate ideal / step (step-time model).
   void UpdateRate(JobRun& j) const;
@@ -103,6 +105,8 @@ class Replay {
   mutable std::map<std::string, double> ideal_cache_;
   Estimator estimator_{*this};
   int64_t wait_wake_us_ = -1;  // the last planned start added to relax_
+  bool consolidate_ = false;   // the scheduler moves jobs at checkpoints (SimOptions::consolidate)
+  size_t moves_seen_ = 0;      // Scheduler::Moves() applied so far
 
   SimResult r_;
   std::vector<JobRun> jobs_;

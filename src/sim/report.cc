@@ -433,6 +433,7 @@ PolicySummary Summarize(const SimResult& r) {
   s.failures_survived = r.failures_survived;
   s.jobs_interrupted = r.jobs_interrupted;
   s.preemptions = r.preemptions;
+  s.moves = r.moves;
   return s;
 }
 
@@ -455,6 +456,9 @@ std::string ReportJson(const ReportInfo& info, const std::vector<SimResult>& res
     << "  \"locality_wait_s\": " << Fixed(info.locality_wait_s, 3) << ",\n"
     << "  \"wait_or_spread\": " << (info.wait_or_spread ? "true" : "false") << ",\n"
     << "  \"contention_score\": " << (info.contention_score ? "true" : "false") << ",\n"
+    << "  \"consolidation\": {\"on\": " << (info.consolidation ? "true" : "false")
+    << ", \"checkpoint_interval_s\": " << info.checkpoint_interval_s
+    << ", \"restart_cost_s\": " << info.restart_cost_s << "},\n"
     << "  \"policies_distinct\": " << (info.policies_distinct ? "true" : "false") << ",\n"
     << "  \"failures_simulated\": " << (info.failures ? "true" : "false") << ",\n"
     << "  \"policies\": {";
@@ -471,6 +475,7 @@ std::string ReportJson(const ReportInfo& info, const std::vector<SimResult>& res
       << ", \"gpu_utilization\": " << Fixed(s.gpu_utilization, 6)
       << ", \"mean_comm_slowdown\": " << Fixed(s.mean_comm_slowdown, 6)
       << ", \"failures\": " << s.failures << ", \"preemptions\": " << s.preemptions
+      << ", \"consolidation_moves\": " << s.moves
       << ", \"jobs_interrupted\": " << s.jobs_interrupted
       << ", \"failures_survived\": " << s.failures_survived << ", \"unfinished\": " << s.unfinished
       << ", \"p50_queue_s\": " << Fixed(s.p50_queue_s, 3)

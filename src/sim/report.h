@@ -32,6 +32,8 @@ struct ReportInfo {
   double locality_wait_s = sched::kDefaultLocalityWaitS;  // SimOptions::locality_wait_s
   bool wait_or_spread = true;    // SimOptions::wait_or_spread, in effect (step model only)
   bool contention_score = true;  // toposched's "contention" score on (simulate --no-contention)
+  bool consolidation = true;     // SimOptions::consolidate, in effect (step model only)
+  int64_t checkpoint_interval_s = 0, restart_cost_s = 0;  // SimOptions', 0: jobs do not checkpoint
   bool policies_distinct = true;
   bool failures = false;
 };
@@ -54,7 +56,7 @@ struct PolicySummary {
   double gpu_allocation_milli = 0;        // SimResult::gpu_allocation_milli
   double final_gpu_allocation_milli = 0;  // SimResult::final_gpu_allocation_milli
   int refused = 0;                        // fill experiment: jobs that could not be placed
-  int failures = 0, jobs_interrupted = 0, failures_survived = 0, preemptions = 0;
+  int failures = 0, jobs_interrupted = 0, failures_survived = 0, preemptions = 0, moves = 0;
   // Σ GPUs · ideal · JCT / Σ GPUs · ideal over completed jobs: JCT weighted by GPU time.
   double gpu_time_weighted_jct_s = 0;
   double multi_gpu_mean_jct_s = 0;   // completed jobs of ≥ 2 GPUs

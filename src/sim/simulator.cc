@@ -119,6 +119,11 @@ Status SimOptions::Validate() const {
     return InvalidArgumentError("comm fraction must be in [0, 1], got " +
                                 std::to_string(comm_fraction));
   }
+  if (checkpoint_interval_s < 0 || restart_cost_s < 0 ||
+      (checkpoint_interval_s > 0) != (restart_cost_s > 0)) {
+    return InvalidArgumentError(
+        "checkpoint interval and restart cost: both > 0 (every job checkpoints) or both 0");
+  }
   if (utilization_bins < 1 || utilization_bins > 100000) {
     return InvalidArgumentError("utilization bins must be in [1, 100000]");
   }
@@ -178,6 +183,8 @@ StatusOr<SimResult> Simulate(const topo::Cluster& cluster, const Trace& trace,
   work.reserve(n);
   for (const TraceJob& j : trace.jobs) {
     ASSIGN_OR_RETURN(job::JobSpec s, MakeJobSpec(j, trace.source, max_tp));
+    s.checkpoint_interval_s = options.checkpoint_interval_s;
+    s.restart_cost_s = options.restart_cost_s;
     ASSIGN_OR_RETURN(Workload w, WorkloadOf(j, s, StepCatalog::Default(), trace.source));
     specs.push_back(std::move(s));
     work.push_back(std::move(w));

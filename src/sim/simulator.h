@@ -42,6 +42,15 @@ struct SimOptions {
   // the simulator's estimates are exact, an upper bound on what estimates from time limits give.
   // Only with RuntimeModel::kStep. false: the ablation without it.
   bool wait_or_spread = true;
+  // The "toposched" policy moves running jobs that checkpoint to faster placements
+  // (SchedulerOptions::consolidate), planning with the same estimates. Only with
+  // RuntimeModel::kStep. false: the ablation without it. A move costs the job its restart (no
+  // progress for JobSpec::restart_cost_s) and the work since its last checkpoint (done again).
+  bool consolidate = true;
+  // > 0: every job checkpoints at this interval and restarts in restart_cost_s (what-if inputs of
+  // the run, not model constants: traces carry no checkpoint data). Both > 0, or both 0.
+  int64_t checkpoint_interval_s = 0;
+  int64_t restart_cost_s = 0;
   // Unexpected interruptions drawn as a Poisson process over the cluster's GPUs, reported to the
   // scheduler (Scheduler::SetGpuHealth / SetNodeHealth unhealthy, healthy again after a repair
   // time drawn from an exponential distribution). Default rate: the Llama 3 report, 419
@@ -90,6 +99,7 @@ struct JobOutcome {
   int gpu_milli = 1000;     // < 1000: a fractional job (a share of one GPU)
   int preemptions = 0;
   int failures = 0;  // runs of this job stopped by a failure
+  int moves = 0;     // consolidation moves
 };
 
 struct SimResult {
@@ -116,6 +126,7 @@ struct SimResult {
   // jobs, cannot use) over the cluster's GPUs; 0 while nobody waits.
   double mean_fragmentation = 0;
   int preemptions = 0;
+  int moves = 0;                 // consolidation moves (SimOptions::consolidate)
   int failures = 0;              // interruptions drawn (GPU or node down)
   int jobs_interrupted = 0;      // job runs stopped by a failure
   int failures_survived = 0;     // jobs hit by a failure that still completed

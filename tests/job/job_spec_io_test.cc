@@ -142,6 +142,23 @@ on_degraded: wait
       << st.message();
 }
 
+// A job that checkpoints: interval and restart cost, read from YAML and JSON and written back.
+TEST(JobYaml, CheckpointRoundTrips) {
+  auto j = ParseJobYaml("name: ckpt\ntotal_gpus: 16\ncheckpoint: {interval: 30m, restart: 5m}\n",
+                        "c.yaml");
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_EQ(j->checkpoint_interval_s, 1800);
+  EXPECT_EQ(j->restart_cost_s, 300);
+  auto back = ParseJobJson(JobSpecToJson(*j, -1), "c.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->checkpoint_interval_s, 1800);
+  EXPECT_EQ(back->restart_cost_s, 300);
+  auto none = ParseJobYaml("name: plain\ntotal_gpus: 8\n", "p.yaml");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->checkpoint_interval_s, 0);
+  EXPECT_EQ(JobSpecToJson(*none, -1).find("checkpoint"), std::string::npos);
+}
+
 TEST(JobYaml, Defaults) {
   auto s = ParseJobYaml("name: tiny\nreplicas: 1\ngpus_per_replica: 1\n", "tiny.yaml");
   ASSERT_TRUE(s.ok()) << s.status().ToString();
@@ -185,6 +202,12 @@ TEST(JobsYaml, InvalidSpecs) {
       {"    colour: blue\n", "bad.yaml:5: jobs[1].colour: unknown key"},
       {"    priority: high\n", "bad.yaml:5: jobs[1].priority: expected an integer, got \"high\""},
       {"    time_limit: 4 hours\n", "bad.yaml:5: jobs[1].time_limit: expected a duration"},
+      {"    checkpoint: {interval: 30m}\n",
+       "bad.yaml:5: jobs[1].checkpoint.restart: missing (checkpoint needs interval and restart)"},
+      {"    checkpoint: {interval: 0, restart: 5m}\n",
+       "bad.yaml:5: jobs[1].checkpoint.interval: expected a duration"},
+      {"    checkpoint: {interval: 30m, restart: 5m, every: 2}\n",
+       "bad.yaml:5: jobs[1].checkpoint.every: unknown key"},
       {"    on_failure: retry\n",
        "bad.yaml:5: jobs[1].on_failure: expected requeue, shrink or fail, got \"retry\""},
       {"    on_degraded: maybe\n", "bad.yaml:5: jobs[1].on_degraded: expected continue or wait"},

@@ -67,7 +67,8 @@ INSTANTIATE_TEST_SUITE_P(Scheduler, GoldenScript,
                          ::testing::Values("preempt_backfill", "elastic", "failures",
                                            "fairshare_decay", "fairshare_instant",
                                            "limits_priority", "rails", "locality", "wait_or_spread",
-                                           "queue_basics", "pod_groups", "contention"));
+                                           "queue_basics", "pod_groups", "contention",
+                                           "consolidate"));
 
 TEST(GoldenScriptPolicies, EachPolicyTranscriptMatches) {
   const std::string script = Read(kDir + "policies.script");

@@ -153,6 +153,44 @@ TEST(SimulatorTest, JobsOnSharedUplinksSlowEachOther) {
   EXPECT_GT(Summarize(t).contention_slowdown, 1.0);
 }
 
+// Consolidation at checkpoints: 64 one-node jobs of 5 GPUs leave 3 free GPUs on every node, so
+// x (TP 8, a 70B model) can start only with its TP group split over nodes; when they end
+// (1,000 s), x is past its first checkpoint (600 s) and toposched moves it onto one node. The
+// move pays off against the ablation, and the restart is charged: 540 s more restart cost ends x
+// exactly 540 s later.
+TEST(SimulatorTest, ConsolidationMovesAJobAtACheckpointAndChargesItsRestart) {
+  auto c = topo::io::ReadClusterYamlFile(std::string(TS_SOURCE_DIR) +
+                                         "/data/clusters/eval-h100-3tier-2to1-512.yaml");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  c->Finalize();
+  std::string csv = "name,submit_s,duration_s,gpus,user,tp,dp,model_params\n";
+  for (int i = 0; i < 64; ++i) csv += "b" + std::to_string(i) + ",0,1000,5,u,1,5,1e9\n";
+  csv += "x,1,20000,8,u,8,1,70e9\n";
+  auto t = ParseTrace(csv, "c.csv", TraceFormat::kCsv);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  SimOptions o;
+  o.wait_or_spread = false;  // x starts split instead of waiting for the blockers
+  o.checkpoint_interval_s = 600;
+  o.restart_cost_s = 60;
+  const SimResult moved = RunPolicy(*c, *t, "toposched", o);
+  o.restart_cost_s = 600;
+  const SimResult costly = RunPolicy(*c, *t, "toposched", o);
+  o.consolidate = false;
+  const SimResult stayed = RunPolicy(*c, *t, "toposched", o);
+  ASSERT_EQ(moved.unfinished + costly.unfinished + stayed.unfinished, 0);
+  EXPECT_EQ(moved.moves, 1);
+  EXPECT_EQ(moved.jobs[64].moves, 1);
+  EXPECT_EQ(stayed.moves, 0);
+  EXPECT_TRUE(stayed.jobs[64].multi_node);
+  EXPECT_FALSE(moved.jobs[64].multi_node) << "its last run is on one node";
+  const double x_moved = static_cast<double>(moved.jobs[64].end_us - moved.jobs[64].submit_us);
+  const double x_stayed = static_cast<double>(stayed.jobs[64].end_us - stayed.jobs[64].submit_us);
+  EXPECT_LT(x_moved, 0.9 * x_stayed) << x_moved << " vs " << x_stayed;
+  EXPECT_EQ(costly.moves, 1);
+  EXPECT_NEAR(static_cast<double>(costly.jobs[64].end_us - moved.jobs[64].end_us), 540e6, 2e6);
+  EXPECT_TRUE(moved.all_free_at_end);
+}
+
 TEST(SimulatorTest, EveryGpuIsFreeAtTheEnd) {
   const topo::Cluster& c = testing::H100Cluster();
   for (const char* f : {"tiresias-60_job.csv", "example-generic.csv", "philly-head200.csv"}) {
