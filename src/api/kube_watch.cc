@@ -142,7 +142,7 @@ Status NodeReconciler::Seen(const KubeNode& node) {
                                   std::to_string(ours->gpus) +
                                   " GPUs (a GPU off the bus, or a cluster file that does not "
                                   "describe the node)"));
-  } else if (!count_off && drained && !node.unschedulable &&
+  } else if (node.gpu_count && !count_off && drained && !node.unschedulable &&
              ours->drain_reason.rfind(count_why, 0) == 0) {
     Keep(st, sink_.SetDrained(node.name, false,
                               "Kubernetes: node " + node.name +

@@ -751,7 +751,8 @@ json Service::RanksJsonLocked(const sched::Placement& p) const {
   json ranks = json::array();
   for (const sched::RankSlot& r : p.ranks) {
     const topo::ClusterNode& cn = cluster_->nodes[r.node];
-    const topo::NodeTopology& t = cluster_->profiles[cn.profile].topology;
+    const topo::NodeTopology* reported = sched_->ReportedTopology(r.node);
+    const topo::NodeTopology& t = reported ? *reported : cluster_->profiles[cn.profile].topology;
     json nic = nullptr;
     if (r.nic >= 0 && static_cast<size_t>(r.nic) < t.nics.size()) nic = t.nics[r.nic].name;
     ranks.push_back({{"rank", r.rank}, {"node", cn.name}, {"gpu", r.gpu}, {"nic", nic}});

@@ -168,7 +168,9 @@ StatusOr<Service::ReportSite> Service::ReportSiteLocked(int64_t id, const ExitRe
                                                           : -1;
   if (context >= 0) {
     const topo::ClusterNode& cn = cluster_->nodes[context];
-    site.context = diag::NodeContext{cn.name, cluster_->profiles[cn.profile].topology};
+    const topo::NodeTopology* reported = sched_->ReportedTopology(context);
+    site.context =
+        diag::NodeContext{cn.name, reported ? *reported : cluster_->profiles[cn.profile].topology};
   }
   return site;
 }

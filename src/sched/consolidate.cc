@@ -51,7 +51,6 @@ Status Scheduler::Consolidate(int64_t now_us) {
     }
     const int64_t k = (now_us - j.checkpoint_origin_us) / (s.checkpoint_interval_s * 1000000);
     if (k < 1 || k == j.considered_checkpoint) continue;
-    j.considered_checkpoint = k;
     if (!(j.placement->predicted_ms > j.placement->best_possible_ms * (1 + 1e-6))) continue;
     candidates.push_back(&j);
   }
@@ -64,6 +63,9 @@ Status Scheduler::Consolidate(int64_t now_us) {
     if (recent >= options_.max_moves_per_hour) break;
     Job& j = *jp;
     const job::JobSpec& s = j.spec;
+    // Considered at this checkpoint (a job the hourly bound leaves out waits for its next).
+    j.considered_checkpoint =
+        (now_us - j.checkpoint_origin_us) / (s.checkpoint_interval_s * 1000000);
     ClusterState trial = state_;
     RETURN_IF_ERROR(trial.Release(j.id));
     Verdict v = placer_->Place(trial, s);
@@ -87,6 +89,7 @@ Status Scheduler::Consolidate(int64_t now_us) {
     if (!(m.gain_s > 0)) continue;
     m.expected_end_us = now_us + static_cast<int64_t>(std::ceil((m.restart_s + there_s) * 1e6));
 
+    const std::vector<NodeGpus> old_parts = j.placement->parts;
     RETURN_IF_ERROR(state_.Resize(j.id, v.placement->parts));
     const std::string why =
         "moved at a checkpoint to " + v.placement->domain + ": predicted " +
@@ -98,7 +101,10 @@ Status Scheduler::Consolidate(int64_t now_us) {
         std::to_string(options_.max_moves_per_job);
     Status st = j.record.Note(now_us, why);
     Sync(j);
-    RETURN_IF_ERROR(st);
+    if (!st.ok()) {
+      (void)state_.Resize(j.id, old_parts);  // the job stays where it ran
+      return st;
+    }
     v.placement->decision_us = now_us;
     j.placement = std::move(*v.placement);
     j.checkpoint_origin_us = now_us + static_cast<int64_t>(s.restart_cost_s) * 1000000;

@@ -468,8 +468,7 @@ Status Scheduler::Start(Job& j, Placement p, int64_t now_us, const std::string& 
   j.wait_finish_by_us = -1;
   j.checkpoint_origin_us = now_us;
   j.considered_checkpoint = -1;
-  j.moves = 0;
-  j.last_move = -1;
+  j.last_move = -1;  // its moves count over its whole life (max_moves_per_job)
   return OkStatus();
 }
 

@@ -354,8 +354,8 @@ class Scheduler {
     int64_t wait_finish_by_us = -1;
     std::string pod_group;  // SubmitPodGroup's group, "" otherwise
     // Consolidation: checkpoints count from here (its start, or the end of its last move's
-    // restart); the last checkpoint index it was reconsidered at (−1: none); moves since it
-    // started; its last move in moves_ (−1: none).
+    // restart); the last checkpoint index it was reconsidered at (−1: none); moves in its life
+    // (requeues included); its last move in moves_ since it last started (−1: none).
     int64_t checkpoint_origin_us = 0;
     int64_t considered_checkpoint = -1;
     int moves = 0;
@@ -461,6 +461,7 @@ class Scheduler {
   struct Reported {
     topo::NodeTopology topology;  // merged with the profile's
     std::string source;
+    bool differs = true;  // from the profile's topology (else the node keeps its profile)
   };
   std::map<int, Reported> reported_topology_;               // node -> its own topology, as reported
   std::map<std::pair<int, int>, topo::Health> nic_health_;  // (node, nic) not healthy

@@ -526,18 +526,48 @@ Status Scheduler::SetNodeTopology(int node, const topo::NodeTopology& topology, 
   }
   Accrue(now_us);
   topo::NodeTopology merged = MergedWithProfile(profile, topology);
-  const size_t nics = merged.nics.size();
-  reported_topology_[node] = Reported{std::move(merged), reason};
-  for (auto it = nic_health_.begin(); it != nic_health_.end();) {
-    const bool gone = it->first.first == node && it->first.second >= static_cast<int>(nics);
-    it = gone ? nic_health_.erase(it) : std::next(it);
+  merged.source = profile.source;  // the same hardware whoever described it
+  const bool differs = !(merged == profile);
+  // NIC health reports follow their NIC by name to its position in the new topology; a NIC the
+  // node no longer has loses its report.
+  const topo::NodeTopology& before = OwnTopology(node);
+  std::map<std::pair<int, int>, topo::Health> nic_health = nic_health_;
+  for (auto it = nic_health.begin(); it != nic_health.end();) {
+    if (it->first.first != node) {
+      ++it;
+      continue;
+    }
+    const size_t pos = static_cast<size_t>(it->first.second);
+    const std::string nic_name = pos < before.nics.size() ? before.nics[pos].name : "";
+    const topo::Health h = it->second;
+    it = nic_health.erase(it);
+    for (size_t k = 0; k < merged.nics.size(); ++k) {
+      if (merged.nics[k].name == nic_name) nic_health[{node, static_cast<int>(k)}] = h;
+    }
   }
-  return TopologyChanged(node, "topology of " + name + " from " + reason, now_us);
+  // Applied whole or not at all: a rebuild that fails leaves the model as it was.
+  std::optional<Reported> old;
+  if (auto it = reported_topology_.find(node); it != reported_topology_.end()) old = it->second;
+  std::swap(nic_health_, nic_health);
+  reported_topology_[node] = Reported{std::move(merged), reason, differs};
+  Status st = TopologyChanged(node, "topology of " + name + " from " + reason, now_us);
+  if (!st.ok()) {
+    std::swap(nic_health_, nic_health);
+    if (old) {
+      reported_topology_[node] = *old;
+    } else {
+      reported_topology_.erase(node);
+    }
+    (void)TopologyChanged(node, "topology report of " + name + " undone", now_us);
+  }
+  return st;
 }
 
 Status Scheduler::TopologyChanged(int node, const std::string& why, int64_t now_us) {
   const topo::Cluster& base = base_placer_->cluster();
-  if (nic_health_.empty() && nvlink_health_.empty() && reported_topology_.empty()) {
+  const bool reports = std::any_of(reported_topology_.begin(), reported_topology_.end(),
+                                   [](const auto& r) { return r.second.differs; });
+  if (nic_health_.empty() && nvlink_health_.empty() && !reports) {
     RETURN_IF_ERROR(state_.Rebind(base));
     placer_ = base_placer_;
     overlay_placer_.reset();
@@ -552,7 +582,30 @@ Status Scheduler::TopologyChanged(int node, const std::string& why, int64_t now_
       p.name += "~" + base.nodes[n].name;
       return changed.emplace(n, std::move(p)).first->second;
     };
-    for (const auto& [n, r] : reported_topology_) profile_of(n).topology = r.topology;
+    // Nodes with a reported topology and no health report of their own share one profile per
+    // distinct topology (a fleet of identical nodes stays one profile for the placer); nodes with
+    // health reports get a copy each (profile_of), starting from their reported topology.
+    std::set<int> own;
+    for (const auto& [key, h] : nic_health_) own.insert(key.first);
+    for (const auto& [key, h] : nvlink_health_) own.insert(key.first);
+    std::vector<std::pair<const topo::NodeTopology*, int>> shared;
+    for (const auto& [n, r] : reported_topology_) {
+      if (!r.differs) continue;
+      if (own.count(n)) {
+        profile_of(n).topology = r.topology;
+        continue;
+      }
+      auto it = std::find_if(shared.begin(), shared.end(),
+                             [&](const auto& s) { return *s.first == r.topology; });
+      if (it == shared.end()) {
+        topo::HardwareProfile p = base.profiles[base.nodes[n].profile];
+        p.name += "~reported-by-" + base.nodes[n].name;
+        p.topology = r.topology;
+        c->profiles.push_back(std::move(p));
+        it = shared.insert(shared.end(), {&r.topology, static_cast<int>(c->profiles.size()) - 1});
+      }
+      c->nodes[n].profile = it->second;
+    }
     for (const auto& [key, h] : nic_health_) {
       profile_of(key.first).topology.nics[key.second].health = h;
     }

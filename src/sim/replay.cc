@@ -287,7 +287,13 @@ std::optional<double> Replay::Estimator::RunSeconds(int64_t id, const sched::Pla
       StepPartsOn(*r_.flat_cost_, r_.specs_[i], r_.work_[i], p.ranks, r_.catalog_);
   if (!parts.ok()) return std::nullopt;
   double contention = 1;
-  if (p.parts.size() > 1 && (parts->dp_net || parts->tp_net || parts->pp_net)) {
+  const JobRun& j = r_.jobs_[i];
+  const sched::Placement* now = j.running ? r_.sched_->PlacementOf(id) : nullptr;
+  if (now != nullptr && now->parts == p.parts) {
+    contention = j.contention;  // where it runs: its load is in the links already
+  } else if (p.parts.size() > 1 && (parts->dp_net || parts->tp_net || parts->pp_net)) {
+    // Elsewhere: its demand on top of the links' load (for a running job that load still holds
+    // its own traffic where it runs, which can only make a move look less worthwhile).
     contention = r_.links_->FactorWith(r_.links_->UsageOf(p.parts));
   }
   StatusOr<double> ideal = r_.IdealStepMs(i, *parts);

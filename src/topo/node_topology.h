@@ -50,6 +50,7 @@ StatusOr<LinkLayer> ParseLinkLayer(std::string_view s);  // accepts ib/infiniban
 struct PciePlacement {
   std::vector<int> switches;  // switch ids from the host bridge down to the device
   int host_bridge = -1;
+  bool operator==(const PciePlacement&) const = default;
 };
 
 struct Gpu {
@@ -62,6 +63,7 @@ struct Gpu {
   Health health = Health::kHealthy;
   int nvlink_ports = 0;  // NVLinks the GPU has in total (0 = none or unknown)
   PciePlacement pcie;
+  bool operator==(const Gpu&) const = default;
 };
 
 struct Nic {
@@ -74,11 +76,13 @@ struct Nic {
   std::optional<int> numa;
   Health health = Health::kHealthy;
   PciePlacement pcie;
+  bool operator==(const Nic&) const = default;
 };
 
 struct NumaNode {
   int id = 0;
   std::vector<int> cpus;
+  bool operator==(const NumaNode&) const = default;
 };
 
 struct PcieSwitch {
@@ -88,12 +92,14 @@ struct PcieSwitch {
   std::string pci_bus_id;
   int gen = 0;    // PCIe generation of its uplink when known (3, 4, 5, 6)
   int width = 0;  // lanes when known
+  bool operator==(const PcieSwitch&) const = default;
 };
 
 struct HostBridge {
   int id = 0;
   std::optional<int> numa;
   std::string pci_bus_id;
+  bool operator==(const HostBridge&) const = default;
 };
 
 // A device in the pair matrix: GPUs first, then NICs.
@@ -165,6 +171,9 @@ class NodeTopology {
   int NearestNic(int gpu_pos) const;
 
   Status Validate() const;
+
+  // Every field, the device paths and the source included.
+  bool operator==(const NodeTopology&) const = default;
 
  private:
   std::vector<Path> paths_;

@@ -141,6 +141,9 @@ TEST(NodeReconciler, GpuCountLabelThatDisagreesDrainsAndAgreeingAgainResumes) {
             "GPU off the bus, or a cluster file that does not describe the node)");
   ASSERT_TRUE(r.Seen(Counted("a", 7)).ok());
   EXPECT_EQ(sink.calls.size(), 1u);
+  ASSERT_TRUE(r.Seen(N("a", "True")).ok());  // the label gone (GFD restarting): no resume
+  EXPECT_EQ(sink.calls.size(), 1u);
+  EXPECT_TRUE(sink.nodes["a"].drained);
   ASSERT_TRUE(r.Seen(Counted("a", 8)).ok());
   ASSERT_EQ(sink.calls.size(), 2u);
   EXPECT_EQ(sink.calls[1],

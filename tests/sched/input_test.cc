@@ -245,6 +245,38 @@ TEST(NodeTopologyReport, ReplacesTheProfilesTopologyForRunningJobsAndPlacement) 
   EXPECT_TRUE(sc.CheckInvariants().ok());
 }
 
+// Reports that change nothing keep the node on its profile; identical reports of several nodes
+// share one profile (a fleet of agents must not give the placer a profile per node); a NIC
+// health report follows its NIC by name.
+TEST(NodeTopologyReport, IdenticalReportsShareAProfileAndNicReportsFollowTheirName) {
+  auto s = Scheduler::Create(testing::ExamplePlacer("h100-2rack.yaml"));
+  ASSERT_TRUE(s.ok());
+  Scheduler& sc = **s;
+  const size_t profiles = sc.placer().cluster().profiles.size();
+  const topo::NodeTopology same = Sample("24-h100-sxm-8gpu-nv18-8nic-pix-sglang30401.txt");
+  ASSERT_TRUE(sc.Apply(NodeTopologyReport{0, same, "agent"}, 0).ok());
+  EXPECT_EQ(sc.ReportedTopologySource(0), "agent");
+  EXPECT_EQ(sc.placer().cluster().profiles.size(), profiles) << "the profile's own topology";
+  EXPECT_EQ(&sc.placer(), &testing::ExamplePlacer("h100-2rack.yaml")) << "no overlay";
+
+  const topo::NodeTopology pcie = Sample("09-8gpu-pcie-all-sys-2numa-mlsys-tutorial.txt");
+  for (int n = 1; n <= 4; ++n) {
+    ASSERT_TRUE(sc.Apply(NodeTopologyReport{n, pcie, "agent"}, 0).ok());
+  }
+  EXPECT_EQ(sc.placer().cluster().profiles.size(), profiles + 1) << "one shared profile";
+  EXPECT_EQ(sc.placer().cluster().nodes[1].profile, sc.placer().cluster().nodes[4].profile);
+
+  // A NIC reported down keeps its report through a topology that still has it (by name), and
+  // loses it with one that does not.
+  ASSERT_TRUE(
+      sc.Apply(HealthReport{HealthTarget::kNic, 5, 2, topo::Health::kUnhealthy, "down"}, 0).ok());
+  ASSERT_TRUE(sc.Apply(NodeTopologyReport{5, same, "agent"}, 0).ok());
+  EXPECT_EQ(sc.NicHealth(5, 2), topo::Health::kUnhealthy);
+  ASSERT_TRUE(sc.Apply(NodeTopologyReport{5, pcie, "agent"}, 0).ok());
+  EXPECT_EQ(sc.NicHealth(5, 2), topo::Health::kHealthy);
+  EXPECT_TRUE(sc.CheckInvariants().ok());
+}
+
 TEST(SchedulerApply, KindsAndTargetsHaveTheirNames) {
   EXPECT_STREQ(InputKind(Input{SubmitJob{}}), "submit");
   EXPECT_STREQ(InputKind(Input{SetJobPriority{}}), "priority");
