@@ -595,8 +595,9 @@ Status Scheduler::TopologyChanged(int node, const std::string& why, int64_t now_
         profile_of(n).topology = r.topology;
         continue;
       }
+      const topo::NodeTopology& reported = r.topology;  // (clang 14: no capture of bindings)
       auto it = std::find_if(shared.begin(), shared.end(),
-                             [&](const auto& s) { return *s.first == r.topology; });
+                             [&](const auto& s) { return *s.first == reported; });
       if (it == shared.end()) {
         topo::HardwareProfile p = base.profiles[base.nodes[n].profile];
         p.name += "~reported-by-" + base.nodes[n].name;
