@@ -253,11 +253,7 @@ void Replay::StopJob(size_t i) {
   jobs_[running_.back()].slot = j.slot;
   running_[j.slot] = running_.back();
   running_.pop_back();
-  if (!j.usage.links.empty()) {
-    links_->Remove(j.usage);
-    links_changed_ = true;
-    networked_.erase(std::find(networked_.begin(), networked_.end(), i));
-  }
+  LeaveLinks(i);
 }
 
 StatusOr<double> Replay::IdealStepMs(size_t i, const StepParts& own) const {
@@ -347,6 +343,15 @@ Status Replay::StartJob(size_t i, int64_t t) {
   return OkStatus();
 }
 
+// The job's traffic leaves the links it loaded (PriceOn's counterpart).
+void Replay::LeaveLinks(size_t i) {
+  JobRun& j = jobs_[i];
+  if (j.usage.links.empty()) return;
+  links_->Remove(j.usage);
+  links_changed_ = true;
+  networked_.erase(std::find(networked_.begin(), networked_.end(), i));
+}
+
 // The job's step parts on `p`, its step without contention, and the links it loads (added to
 // the link model) when it communicates across nodes.
 Status Replay::PriceOn(size_t i, const sched::Placement& p) {
@@ -377,11 +382,7 @@ Status Replay::MoveJob(const sched::Scheduler::Move& m, int64_t t) {
     return InternalError("moved job " + std::to_string(m.job) + " is not running");
   }
   const double lost_work_us = m.lost_s * 1e6 * j.rate;
-  if (!j.usage.links.empty()) {
-    links_->Remove(j.usage);
-    links_changed_ = true;
-    networked_.erase(std::find(networked_.begin(), networked_.end(), i));
-  }
+  LeaveLinks(i);
   j.contention = 1;
   RETURN_IF_ERROR(PriceOn(i, *p));
   if (!j.usage.links.empty()) j.contention = links_->Factor(j.usage);

@@ -65,6 +65,7 @@ class Replay {
   Status StartJob(size_t i, int64_t t);
   void StopJob(size_t i);
   Status PriceOn(size_t i, const sched::Placement& p);
+  void LeaveLinks(size_t i);
   Status MoveJob(const sched::Scheduler::Move& m, int64_t t);
   void Rerate(int64_t t);
   // Step time at the job's current contention and the rate ideal / step (step-time model).
