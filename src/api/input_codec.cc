@@ -106,6 +106,16 @@ StatusOr<sched::Input> DecodePayload(const store::InputRecord& rec, const topo::
     return sched::Input{
         sched::NodeTopologyReport{node, std::move(topology), p.at("source").get<std::string>()}};
   }
+  if (rec.kind == "node_network") {
+    ASSIGN_OR_RETURN(int node, NodeNamed(cluster, p));
+    sched::NodeNetworkReport r;
+    r.node = node;
+    r.domains = p.value("domains", std::vector<std::string>());
+    if (p.contains("nvlink_domain")) r.nvlink_domain = p.at("nvlink_domain").get<std::string>();
+    r.nvlink_gbps = p.value("nvlink_gbps", 0.0);
+    r.source = p.value("source", std::string());
+    return sched::Input{std::move(r)};
+  }
   return InvalidArgumentError("unknown input kind (written by a newer build?)");
 }
 
@@ -156,6 +166,16 @@ store::InputRecord EncodeInput(const sched::Input& in, const topo::Cluster& clus
                        json{{"node", cluster.nodes.at(r.node).name},
                             {"source", r.source},
                             {"topology", json::parse(topo::io::TopologyToJson(r.topology, -1))}});
+                 },
+                 [&](const sched::NodeNetworkReport& r) {
+                   json p{{"node", cluster.nodes.at(r.node).name},
+                          {"domains", r.domains},
+                          {"source", r.source}};
+                   if (r.nvlink_domain) {
+                     p["nvlink_domain"] = *r.nvlink_domain;
+                     p["nvlink_gbps"] = r.nvlink_gbps;
+                   }
+                   rec.payload = Dump(p);
                  },
                  [&](const sched::JobDegraded& d) {
                    rec.job_id = d.job.value;

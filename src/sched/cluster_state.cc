@@ -471,17 +471,32 @@ Status ClusterState::SetNodeDrained(int node, bool drained) {
 }
 
 Status ClusterState::Rebind(const topo::Cluster& cluster) {
-  if (cluster.nodes.size() != nodes_.size() ||
-      static_cast<int>(cluster.domains.size()) != num_domains_ ||
-      static_cast<int>(cluster.nvlink_domains.size()) != num_nvlink_) {
-    return InvalidArgumentError("rebind: cluster \"" + cluster.name + "\" has another shape");
+  if (cluster.nodes.size() != nodes_.size()) {
+    return InvalidArgumentError("rebind: cluster \"" + cluster.name + "\" has " +
+                                std::to_string(cluster.nodes.size()) + " nodes, the state " +
+                                std::to_string(nodes_.size()));
   }
+  bool same_network = static_cast<int>(cluster.domains.size()) == num_domains_ &&
+                      static_cast<int>(cluster.nvlink_domains.size()) == num_nvlink_;
   for (size_t n = 0; n < nodes_.size(); ++n) {
-    if (cluster.topology(static_cast<int>(n)).gpus.size() != nodes_[n].gpu_count ||
-        cluster.nodes[n].domain != cluster_->nodes[n].domain ||
-        cluster.nodes[n].nvlink_domain != cluster_->nodes[n].nvlink_domain) {
-      return InvalidArgumentError("rebind: node " + std::to_string(n) + " differs");
+    if (cluster.topology(static_cast<int>(n)).gpus.size() != nodes_[n].gpu_count) {
+      return InvalidArgumentError(
+          "rebind: node " + Quote(cluster.nodes[n].name) + " has " +
+          std::to_string(cluster.topology(static_cast<int>(n)).gpus.size()) + " GPUs, the state " +
+          std::to_string(nodes_[n].gpu_count));
     }
+    same_network = same_network && cluster.nodes[n].domain == cluster_->nodes[n].domain &&
+                   cluster.nodes[n].nvlink_domain == cluster_->nodes[n].nvlink_domain;
+  }
+  if (!same_network ||
+      !std::equal(cluster.domains.begin(), cluster.domains.end(), cluster_->domains.begin(),
+                  [](const auto& a, const auto& b) { return a.parent == b.parent; })) {
+    // Nodes moved in the network: the aggregates are summed again over the new tree.
+    cluster_ = &cluster;
+    num_domains_ = static_cast<int>(cluster.domains.size());
+    num_nvlink_ = static_cast<int>(cluster.nvlink_domains.size());
+    ComputeAggregates(aggs_, hist_);
+    return OkStatus();
   }
   cluster_ = &cluster;
   return OkStatus();

@@ -118,10 +118,12 @@ class ClusterState {
   // A drained node takes no new allocation; the ones on it stay. InvalidArgument out of range.
   Status SetNodeDrained(int node, bool drained);
 
-  // Points the state at another cluster of the same shape (same nodes with the same GPU counts,
-  // same network and NVLink domains) whose hardware profiles may differ — the scheduler's view
-  // of a cluster with degraded links. Occupancy and health are kept. InvalidArgument when the
-  // shapes differ (nothing changes).
+  // Points the state at another cluster with the same nodes and GPU counts, whose hardware
+  // profiles may differ (the scheduler's view of a cluster with degraded links or reported
+  // topologies) and whose nodes may sit elsewhere in the network tree or in other NVLink
+  // domains, new domains included (a node's place as the Kubernetes API's labels give it; the
+  // aggregates are summed again, O(nodes · depth)). Occupancy and health are kept.
+  // InvalidArgument when the nodes or their GPU counts differ (nothing changes).
   Status Rebind(const topo::Cluster& cluster);
 
   // --- per node (node must be in range; out of range is a bug) ---

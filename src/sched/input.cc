@@ -43,6 +43,7 @@ const char* InputKind(const Input& in) {
                         [](const Pass&) { return "pass"; },
                         [](const JobDegraded&) { return "job_degraded"; },
                         [](const NodeTopologyReport&) { return "node_topology"; },
+                        [](const NodeNetworkReport&) { return "node_network"; },
                     },
                     in);
 }
@@ -103,6 +104,7 @@ StatusOr<Applied> Scheduler::Apply(const Input& in, int64_t now_us) {
             return done(SetNodeTopology(r.node, r.topology, now_us,
                                         r.source.empty() ? "node topology report" : r.source));
           },
+          [&](const NodeNetworkReport& r) { return done(SetNodeNetwork(r, now_us)); },
           [&](const SchedulePass&) -> StatusOr<Applied> {
             ASSIGN_OR_RETURN(out.started, Schedule(now_us));
             return std::move(out);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -84,6 +85,26 @@ struct NodeTopologyReport {
   std::string source;  // who found it ("toposched agent on gpu005 (hwloc + sysfs)"); may be empty
 };
 
+// Where a node sits in the network, as the Kubernetes API's labels give it (the tier labels of
+// topology-aware scheduling, GPU Feature Discovery's NVLink clique) when the cluster file put it
+// elsewhere. The node is moved in the scheduler's model: its GPUs count under its new domains,
+// and the running jobs on it are re-scored and follow their on_degraded where they got slower.
+// A report equal to the cluster file's place undoes earlier ones.
+struct NodeNetworkReport {
+  int node = 0;  // node id in the cluster
+  // The network domains holding the node, by name, one per level of the model, top first; empty:
+  // the node's place in the tree is unchanged. A name the model lacks is a new domain at that
+  // level under the one before it (its uplink is the level's); a name the model has must be at
+  // that level, under the one before it (a domain moves to another parent with the cluster file).
+  std::vector<std::string> domains;
+  // The multi-node NVLink domain holding the node: nullopt unchanged, "" none beyond the node; a
+  // name the model lacks is a new domain with `nvlink_gbps` (GB/s per GPU, > 0) into its fabric.
+  std::optional<std::string> nvlink_domain;
+  double nvlink_gbps = 0;
+  std::string source;  // who said so ("Kubernetes: labels of node gpu017"); may be empty
+  bool operator==(const NodeNetworkReport&) const = default;
+};
+
 // A running job is found degraded by a report of its own (the daemon's diagnosis of its log:
 // an NCCL transport fallback, say): it follows its on_degraded, as for degraded links.
 // `reason` says what was found; `after_ms` is the predicted communication time as it now runs
@@ -103,9 +124,9 @@ struct SchedulePass {};
 // Tick, then a scheduling pass: what the daemon runs after inputs and on its timer.
 struct Pass {};
 
-using Input =
-    std::variant<SubmitJob, SubmitPodGroup, CancelJob, CompleteJob, SetJobPriority, DrainNode,
-                 HealthReport, Tick, SchedulePass, Pass, JobDegraded, NodeTopologyReport>;
+using Input = std::variant<SubmitJob, SubmitPodGroup, CancelJob, CompleteJob, SetJobPriority,
+                           DrainNode, HealthReport, Tick, SchedulePass, Pass, JobDegraded,
+                           NodeTopologyReport, NodeNetworkReport>;
 
 // A visitor made of lambdas, one per alternative: std::visit(Overload{...}, input).
 template <class... F>
@@ -116,7 +137,8 @@ template <class... F>
 Overload(F...) -> Overload<F...>;
 
 // The input's kind as stored and logged: "submit", "submit_pod_group", "cancel", "complete",
-// "priority", "drain", "health", "tick", "schedule", "pass", "job_degraded", "node_topology".
+// "priority", "drain", "health", "tick", "schedule", "pass", "job_degraded", "node_topology",
+// "node_network".
 const char* InputKind(const Input& in);
 
 // What applying an input gave: the id of a submitted job; the jobs a pass started, in order.

@@ -277,6 +277,16 @@ class Scheduler {
     auto it = reported_topology_.find(node);
     return it == reported_topology_.end() ? std::string() : it->second.source;
   }
+  // Moves the node in the model's network (sched::NodeNetworkReport). InvalidArgument for a node
+  // out of range, a domain list that is not one name per level, a known domain at another level
+  // or under another parent, a new NVLink domain without its bandwidth (nothing changes).
+  Status SetNodeNetwork(const NodeNetworkReport& report, int64_t now_us);
+  // The place a report gave the node (merged over reports), nullptr when it keeps the cluster
+  // file's.
+  const NodeNetworkReport* ReportedNetwork(int node) const {
+    auto it = network_.find(node);
+    return it == network_.end() ? nullptr : &it->second;
+  }
   // A drained node takes no new work; its jobs run on.
   Status SetNodeDrained(int node, bool drained, int64_t now_us, const std::string& reason);
 
@@ -394,8 +404,9 @@ class Scheduler {
   const topo::NodeTopology& OwnTopology(int node) const;
   // Consolidation at the end of a pass (SchedulerOptions::consolidate).
   Status Consolidate(int64_t now_us);
-  // Rebuilds the overlay copy from reported_topology_, nic_health_ and nvlink_health_, switches
-  // placer_ and rebinds state_, then re-scores running jobs on `node` and applies on_degraded.
+  // Rebuilds the overlay copy from network_, reported_topology_, nic_health_ and nvlink_health_,
+  // switches placer_ and rebinds state_, then re-scores running jobs on `node` and applies
+  // on_degraded.
   Status TopologyChanged(int node, const std::string& why, int64_t now_us);
   // Resizes a running job to `keep` of its DP indices (ascending) plus `extra` (a placement of
   // `extra_dp` more DP replicas, ranks in Megatron order of that sub-layout); reallocates,
@@ -463,8 +474,9 @@ class Scheduler {
     std::string source;
     bool differs = true;  // from the profile's topology (else the node keeps its profile)
   };
-  std::map<int, Reported> reported_topology_;               // node -> its own topology, as reported
-  std::map<std::pair<int, int>, topo::Health> nic_health_;  // (node, nic) not healthy
+  std::map<int, Reported> reported_topology_;  // node -> its own topology, as reported
+  std::map<int, NodeNetworkReport> network_;   // node -> its place as reported, where it moved
+  std::map<std::pair<int, int>, topo::Health> nic_health_;     // (node, nic) not healthy
   std::map<std::pair<int, int>, topo::Health> nvlink_health_;  // (node, gpu) not healthy
   std::map<int, std::string> drain_reasons_;                   // drained node -> why
   std::map<std::string, double> user_usage_, queue_usage_;     // decayed GPU-seconds

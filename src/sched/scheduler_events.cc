@@ -7,6 +7,7 @@
 #include <numeric>
 #include <set>
 
+#include "sched/node_network.h"
 #include "sched/rank_order.h"
 #include "sched/scheduler.h"
 
@@ -563,17 +564,65 @@ Status Scheduler::SetNodeTopology(int node, const topo::NodeTopology& topology, 
   return st;
 }
 
+Status Scheduler::SetNodeNetwork(const NodeNetworkReport& report, int64_t now_us) {
+  const topo::Cluster& base = base_placer_->cluster();
+  const int node = report.node;
+  if (node < 0 || node >= static_cast<int>(base.nodes.size())) {
+    return InvalidArgumentError("node id " + std::to_string(node) + " out of range");
+  }
+  const std::string& name = base.nodes[node].name;
+  if (report.nvlink_domain && !report.nvlink_domain->empty() && report.nvlink_gbps < 0) {
+    return InvalidArgumentError("node \"" + name + "\": nvlink_gbps must be >= 0");
+  }
+  const NodeNetworkReport at_base = NetworkPlaceOf(base, node);
+  auto it = network_.find(node);
+  NodeNetworkReport merged = it != network_.end() ? it->second : at_base;
+  if (!report.domains.empty()) merged.domains = report.domains;
+  if (report.nvlink_domain) {
+    merged.nvlink_domain = report.nvlink_domain;
+    merged.nvlink_gbps = report.nvlink_gbps;
+  }
+  merged.node = node;
+  merged.source = report.source;
+  const NodeNetworkReport now = NetworkPlaceOf(placer_->cluster(), node);
+  if (merged.domains == now.domains && merged.nvlink_domain == now.nvlink_domain) {
+    return OkStatus();  // where the model has it already
+  }
+  Accrue(now_us);
+  std::optional<NodeNetworkReport> old;
+  if (it != network_.end()) old = it->second;
+  if (merged.domains == at_base.domains && merged.nvlink_domain == at_base.nvlink_domain) {
+    network_.erase(node);  // back where the cluster file put it
+  } else {
+    network_[node] = merged;
+  }
+  const std::string why = "network place of " + name + " from " +
+                          (report.source.empty() ? "a node network report" : report.source) + ": " +
+                          PlaceWords(merged) + " (was " + PlaceWords(now) + ")";
+  Status st = TopologyChanged(node, why, now_us);
+  if (!st.ok()) {
+    if (old) {
+      network_[node] = *old;
+    } else {
+      network_.erase(node);
+    }
+    (void)TopologyChanged(node, "network report of " + name + " undone", now_us);
+  }
+  return st;
+}
+
 Status Scheduler::TopologyChanged(int node, const std::string& why, int64_t now_us) {
   const topo::Cluster& base = base_placer_->cluster();
   const bool reports = std::any_of(reported_topology_.begin(), reported_topology_.end(),
                                    [](const auto& r) { return r.second.differs; });
-  if (nic_health_.empty() && nvlink_health_.empty() && !reports) {
+  if (nic_health_.empty() && nvlink_health_.empty() && !reports && network_.empty()) {
     RETURN_IF_ERROR(state_.Rebind(base));
     placer_ = base_placer_;
     overlay_placer_.reset();
     overlay_cluster_.reset();
   } else {
     auto c = std::make_unique<topo::Cluster>(base);
+    if (!network_.empty()) RETURN_IF_ERROR(PlaceInNetwork(network_, *c));
     std::map<int, topo::HardwareProfile> changed;
     auto profile_of = [&](int n) -> topo::HardwareProfile& {
       auto it = changed.find(n);

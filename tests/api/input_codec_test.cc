@@ -46,7 +46,9 @@ std::vector<sched::Input> AllKinds() {
           sched::Pass{},
           sched::JobDegraded{{6}, "NET/Socket", 12.5},
           sched::JobDegraded{{6}, "NET/Socket", 0, node, "Xid 48"},
-          sched::NodeTopologyReport{node, C().topology(node), "toposched agent on gpu006"}};
+          sched::NodeTopologyReport{node, C().topology(node), "toposched agent on gpu006"},
+          sched::NodeNetworkReport{node, {"spine0", "block-b9"}, "clique-7", 900, "labels"},
+          sched::NodeNetworkReport{node, {}, std::nullopt, 0, ""}};
 }
 
 TEST(InputCodec, EveryKindRoundTrips) {
@@ -84,6 +86,10 @@ TEST(InputCodec, FieldsSurvive) {
   ASSERT_TRUE(group.ok()) << group.status().ToString();
   EXPECT_EQ(std::get<sched::SubmitPodGroup>(*group).spec, Spec());
   EXPECT_EQ(std::get<sched::SubmitPodGroup>(*group).group, "research/llama");
+  const sched::NodeNetworkReport place{node, {"spine0", "block-b9"}, "", 0, "Kubernetes"};
+  auto net = DecodeInput(EncodeInput(place, C()), C());
+  ASSERT_TRUE(net.ok()) << net.status().ToString();
+  EXPECT_EQ(std::get<sched::NodeNetworkReport>(*net), place);
   auto pr = DecodeInput(EncodeInput(sched::SetJobPriority{{5}, -2}, C()), C());
   ASSERT_TRUE(pr.ok());
   EXPECT_EQ(std::get<sched::SetJobPriority>(*pr).job.value, 5);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "job/job_spec.h"
+#include "sched/node_network.h"
 #include "sched/scheduler.h"
 #include "testing/placers.h"
 #include "testing/samples.h"
@@ -277,12 +278,105 @@ TEST(NodeTopologyReport, IdenticalReportsShareAProfileAndNicReportsFollowTheirNa
   EXPECT_TRUE(sc.CheckInvariants().ok());
 }
 
+// A node's place in the network as the Kubernetes API's labels give it: a node of a running
+// 16-GPU job moved under the other spine (into a leaf the cluster file does not have) makes the
+// job cross the 2:1 spine uplinks, so it is predicted slower and noted with both places; the
+// free GPUs count under the new domains; a domain at another level, or a known leaf under
+// another spine, is refused and changes nothing; a new NVLink domain needs its bandwidth; the
+// cluster file's own place undoes the move.
+TEST(NodeNetworkReport, MovesTheNodeInTheModelAndRescoresItsJobs) {
+  const GangPlacer& base = testing::ExamplePlacer("eval-h100-3tier-2to1-512.yaml");
+  auto s = Scheduler::Create(base);
+  ASSERT_TRUE(s.ok());
+  Scheduler& sc = **s;
+  ASSERT_TRUE(sc.Apply(SubmitJob{Job("a", 16)}, 0).ok());
+  ASSERT_TRUE(sc.Apply(Pass{}, 0).ok());
+  ASSERT_NE(sc.PlacementOf(1), nullptr);
+  ASSERT_EQ(sc.PlacementOf(1)->parts.size(), 2u);
+  const double before = sc.PlacementOf(1)->predicted_ms;
+  const int node = sc.PlacementOf(1)->parts[1].node;
+  const topo::Cluster& c0 = base.cluster();
+  const int leaf = c0.nodes[node].domain;
+  const int spine = c0.domains[leaf].parent;
+  const int zone = c0.domains[spine].parent;
+  int other_spine = -1;
+  for (int d : c0.domains[zone].children) {
+    if (d != spine) other_spine = d;
+  }
+  ASSERT_GE(other_spine, 0);
+  const std::string& name = c0.nodes[node].name;
+  const std::vector<std::string> moved = {c0.domains[zone].name, c0.domains[other_spine].name,
+                                          "block-b9"};
+  ASSERT_TRUE(sc.Apply(NodeNetworkReport{node, moved, std::nullopt, 0, "labels test"}, kSec).ok());
+  const topo::Cluster& c1 = sc.placer().cluster();
+  const int now = c1.nodes[node].domain;
+  ASSERT_GE(now, 0);
+  EXPECT_EQ(c1.domains[now].name, "block-b9");
+  EXPECT_EQ(c1.domains[now].parent, other_spine);
+  EXPECT_EQ(sc.cluster_state().DomainCapacity(now).total_gpus, 8);
+  EXPECT_EQ(sc.cluster_state().DomainCapacity(leaf).total_gpus,
+            static_cast<int>(c0.NodesUnder(leaf).size()) * 8 - 8);
+  const double after = sc.PlacementOf(1)->predicted_ms;
+  EXPECT_GT(after, before) << "across the spine's 2:1 uplinks";
+  bool noted = false;
+  for (const job::JobEvent& e : sc.Events()) {
+    if (e.reason.find("network place of " + name + " from labels test: " + moved[0] + " > " +
+                      moved[1] + " > block-b9 (was ") == 0) {
+      noted = true;
+    }
+  }
+  EXPECT_TRUE(noted) << sc.Events().back().reason;
+  ASSERT_NE(sc.ReportedNetwork(node), nullptr);
+  EXPECT_TRUE(sc.CheckInvariants().ok());
+
+  // Refused, nothing changes: a leaf given at the spine level; a known leaf under another spine;
+  // a new NVLink domain without its bandwidth.
+  const size_t events = sc.Events().size();
+  auto wrong_level = sc.Apply(
+      NodeNetworkReport{node, {moved[0], c0.domains[leaf].name, "x"}, std::nullopt, 0, "t"}, kSec);
+  EXPECT_EQ(wrong_level.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(wrong_level.status().message().find("is at level \"leaf\" in the model"),
+            std::string::npos)
+      << wrong_level.status().ToString();
+  auto not_tree = sc.Apply(
+      NodeNetworkReport{node, {moved[0], moved[1], c0.domains[leaf].name}, std::nullopt, 0, "t"},
+      kSec);
+  EXPECT_EQ(not_tree.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(not_tree.status().message().find("the tiers are not a tree"), std::string::npos)
+      << not_tree.status().ToString();
+  auto no_gbps = sc.Apply(NodeNetworkReport{node, {}, "clique-7", 0, "t"}, kSec);
+  EXPECT_EQ(no_gbps.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(no_gbps.status().message().find("nvlink_gbps"), std::string::npos);
+  EXPECT_EQ(sc.Events().size(), events);
+  EXPECT_EQ(sc.placer().cluster().domains[sc.placer().cluster().nodes[node].domain].name,
+            "block-b9");
+
+  // A new NVLink domain of two nodes: 16 GPUs in it.
+  ASSERT_TRUE(sc.Apply(NodeNetworkReport{node, {}, "clique-7", 900, "t"}, kSec).ok());
+  ASSERT_TRUE(sc.Apply(NodeNetworkReport{node + 1, {}, "clique-7", 900, "t"}, kSec).ok());
+  ASSERT_EQ(sc.placer().cluster().nvlink_domains.size(), c0.nvlink_domains.size() + 1);
+  EXPECT_EQ(
+      sc.cluster_state().NvlinkCapacity(static_cast<int>(c0.nvlink_domains.size())).total_gpus, 16);
+  EXPECT_TRUE(sc.CheckInvariants().ok());
+
+  // Back where the cluster file puts them: the scheduler's model is the cluster file's again.
+  const NodeNetworkReport home = NetworkPlaceOf(c0, node);
+  ASSERT_TRUE(sc.Apply(NodeNetworkReport{node, home.domains, "", 0, "t"}, 2 * kSec).ok());
+  ASSERT_TRUE(sc.Apply(NodeNetworkReport{node + 1, {}, "", 0, "t"}, 2 * kSec).ok());
+  EXPECT_EQ(sc.ReportedNetwork(node), nullptr);
+  EXPECT_EQ(sc.ReportedNetwork(node + 1), nullptr);
+  EXPECT_EQ(&sc.placer(), &base) << "no overlay left";
+  EXPECT_NEAR(sc.PlacementOf(1)->predicted_ms, before, 1e-9);
+  EXPECT_TRUE(sc.CheckInvariants().ok());
+}
+
 TEST(SchedulerApply, KindsAndTargetsHaveTheirNames) {
   EXPECT_STREQ(InputKind(Input{SubmitJob{}}), "submit");
   EXPECT_STREQ(InputKind(Input{SetJobPriority{}}), "priority");
   EXPECT_STREQ(InputKind(Input{Pass{}}), "pass");
   EXPECT_STREQ(InputKind(Input{SchedulePass{}}), "schedule");
   EXPECT_STREQ(InputKind(Input{NodeTopologyReport{}}), "node_topology");
+  EXPECT_STREQ(InputKind(Input{NodeNetworkReport{}}), "node_network");
   for (const char* t : {"node", "gpu", "nic", "nvlink"}) {
     auto parsed = ParseHealthTarget(t);
     ASSERT_TRUE(parsed.ok());
