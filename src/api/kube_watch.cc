@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "api/service.h"
+#include "topo/hardware.h"
 
 namespace toposched::api {
 
@@ -38,6 +39,9 @@ StatusOr<KubeNode> NodeFromJson(const json& obj) {
   }
   if (meta->contains("labels") && (*meta)["labels"].is_object()) {
     const json& labels = (*meta)["labels"];
+    for (const auto& [key, value] : labels.items()) {
+      if (value.is_string()) n.labels[key] = value.get<std::string>();
+    }
     auto it = labels.find("nvidia.com/gpu.count");
     if (it != labels.end() && it->is_string()) {
       const std::string& v = it->get_ref<const std::string&>();
@@ -65,6 +69,18 @@ StatusOr<KubeNode> NodeFromJson(const json& obj) {
   return n;
 }
 
+// The GPU model family a product name is (the hardware table's entry), "" when unknown. GFD's
+// "-SHARED" suffix (time-slicing) is not part of the product.
+std::string ProductFamily(std::string product) {
+  const std::string shared = "-SHARED";
+  if (product.size() > shared.size() &&
+      product.compare(product.size() - shared.size(), shared.size(), shared) == 0) {
+    product.resize(product.size() - shared.size());
+  }
+  std::optional<topo::GpuModelInfo> info = topo::HardwareTable::Default().Lookup(product);
+  return info ? info->match : std::string();
+}
+
 // The first error of several.
 void Keep(Status& acc, Status s) {
   if (acc.ok() && !s.ok()) acc = std::move(s);
@@ -79,6 +95,44 @@ std::string NotReadyWhy(const KubeNode& n) {
 
 }  // namespace
 
+namespace {
+
+// The drain reason GPU Feature Discovery's labels give (the model's GPU count or GPU model is not
+// the node's), "" when they agree or do not say.
+std::string HardwareDisagreement(const KubeNode& node, const NodeSink::View& ours) {
+  const std::string has = "Kubernetes: node " + node.name + " has ";
+  if (node.gpu_count && ours.gpus >= 0 && *node.gpu_count != ours.gpus) {
+    return has + "nvidia.com/gpu.count=" + std::to_string(*node.gpu_count) +
+           ", the cluster model " + std::to_string(ours.gpus) +
+           " GPUs (a GPU off the bus, or a cluster file that does not describe the node)";
+  }
+  auto it = node.labels.find("nvidia.com/gpu.product");
+  if (it == node.labels.end() || it->second.find("-MIG-") != std::string::npos) return "";
+  const std::string theirs = ProductFamily(it->second), model = ProductFamily(ours.gpu_model);
+  if (theirs.empty() || model.empty() || theirs == model) return "";
+  return has + "nvidia.com/gpu.product=" + it->second + ", the cluster model " + ours.gpu_model +
+         " (" + theirs + " against " + model + ": a cluster file that does not describe the node)";
+}
+
+}  // namespace
+
+std::vector<std::vector<std::string>> NodeLabelKeys::KeysFor(
+    const std::vector<std::string>& levels) const {
+  std::vector<std::vector<std::string>> keys;
+  for (const std::string& level : levels) {
+    std::vector<std::string>& k = keys.emplace_back();
+    if (auto it = level_keys.find(level); it != level_keys.end()) {
+      k.push_back(it->second);
+      continue;
+    }
+    for (const std::string& key : level_labels) {
+      const size_t slash = key.rfind('/');
+      if ((slash == std::string::npos ? key : key.substr(slash + 1)) == level) k.push_back(key);
+    }
+  }
+  return keys;
+}
+
 StatusOr<KubeNode> ReadKubeNode(std::string_view node_json) {
   const json obj = json::parse(node_json, nullptr, false);
   if (obj.is_discarded()) return InvalidArgumentError("node: not valid JSON");
@@ -90,7 +144,14 @@ StatusOr<KubeNode> ReadKubeNode(std::string_view node_json) {
 std::optional<NodeSink::View> ServiceNodeSink::Node(const std::string& name) {
   std::optional<Service::NodeStatus> c = service_.NodeStatusOf(name);
   if (!c) return std::nullopt;
-  return View{c->health, c->drained, c->gpus, c->drain_reason};
+  return View{c->health, c->drained, c->gpus, c->drain_reason, c->gpu_model, c->levels};
+}
+
+Status ServiceNodeSink::SetNetwork(const std::string& name,
+                                   const std::vector<std::string>& level_values,
+                                   const std::optional<std::string>& clique,
+                                   const std::string& reason) {
+  return service_.ReportNetwork(name, level_values, clique, reason);
 }
 
 Status ServiceNodeSink::SetHealth(const std::string& name, topo::Health health,
@@ -121,34 +182,90 @@ Status NodeReconciler::Seen(const KubeNode& node) {
   auto [it, first] = cordoned_.try_emplace(node.name, false);
   const bool was = it->second;
   it->second = node.unschedulable;
-  const bool count_off = node.gpu_count && ours->gpus >= 0 && *node.gpu_count != ours->gpus;
-  const std::string count_why = "Kubernetes: node " + node.name + " has nvidia.com/gpu.count=";
   bool drained = ours->drained;
   if (node.unschedulable && (first || !was) && !drained) {
     Keep(st, sink_.SetDrained(node.name, true,
                               "Kubernetes: node " + node.name + " cordoned (spec.unschedulable)"));
     drained = true;
   } else if (!node.unschedulable && !first && was && drained) {
-    if (count_off) {
-      drained = false;  // stays drained below, for the count
-    } else {
+    // Resumed unless GFD's labels keep it drained (below).
+    if (HardwareDisagreement(node, *ours).empty()) {
       Keep(st, sink_.SetDrained(node.name, false, "Kubernetes: node " + node.name + " uncordoned"));
-      drained = false;
+    }
+    drained = false;
+  }
+  Keep(st, FollowHardwareLabels(node, *ours, drained));
+  Keep(st, FollowNetworkLabels(node, *ours));
+  return st;
+}
+
+Status NodeReconciler::FollowHardwareLabels(const KubeNode& node, const NodeSink::View& ours,
+                                            bool drained) {
+  const std::string off = HardwareDisagreement(node, ours);
+  if (!off.empty()) {
+    return drained ? OkStatus() : sink_.SetDrained(node.name, true, off);
+  }
+  if (!drained || node.unschedulable) return OkStatus();
+  // Resumed only from the labels' own drain, and only by the label it named being present.
+  for (const char* key : {"nvidia.com/gpu.count", "nvidia.com/gpu.product"}) {
+    const std::string prefix = "Kubernetes: node " + node.name + " has " + key + "=";
+    const bool present = std::string(key) == "nvidia.com/gpu.count" ? node.gpu_count.has_value()
+                                                                    : node.labels.count(key) > 0;
+    if (ours.drain_reason.rfind(prefix, 0) == 0 && present) {
+      return sink_.SetDrained(
+          node.name, false,
+          "Kubernetes: node " + node.name + " " + key + " agrees with the cluster model again");
     }
   }
-  if (count_off && !drained) {
-    Keep(st, sink_.SetDrained(node.name, true,
-                              count_why + std::to_string(*node.gpu_count) + ", the cluster model " +
-                                  std::to_string(ours->gpus) +
-                                  " GPUs (a GPU off the bus, or a cluster file that does not "
-                                  "describe the node)"));
-  } else if (node.gpu_count && !count_off && drained && !node.unschedulable &&
-             ours->drain_reason.rfind(count_why, 0) == 0) {
-    Keep(st, sink_.SetDrained(node.name, false,
-                              "Kubernetes: node " + node.name +
-                                  " nvidia.com/gpu.count agrees with the cluster model again"));
+  return OkStatus();
+}
+
+Status NodeReconciler::FollowNetworkLabels(const KubeNode& node, const NodeSink::View& ours) {
+  // One value per level, from the first candidate key the node carries; none when a level has
+  // no key or the node lacks every one of them.
+  std::vector<std::string> values;
+  for (const std::vector<std::string>& candidates : keys_.KeysFor(ours.levels)) {
+    std::string value;
+    for (const std::string& k : candidates) {
+      auto it = node.labels.find(k);
+      if (it != node.labels.end() && !it->second.empty()) {
+        value = it->second;
+        break;
+      }
+    }
+    if (value.empty()) {
+      values.clear();
+      break;
+    }
+    values.push_back(value);
   }
-  return st;
+  std::optional<std::string> clique;
+  for (const std::string& k : keys_.clique_labels) {
+    auto it = node.labels.find(k);
+    if (it != node.labels.end() && !it->second.empty()) {
+      clique = it->second;
+      break;
+    }
+  }
+  if (values.empty() && !clique) return OkStatus();
+  // A place the scheduler refused is not asked again until the labels change (a Node is
+  // MODIFIED every few seconds by its kubelet's status).
+  std::string asked;
+  for (const std::string& v : values) asked += v + '\n';
+  asked += clique ? "clique " + *clique : "-";
+  if (auto it = refused_.find(node.name); it != refused_.end() && it->second == asked) {
+    return OkStatus();
+  }
+  Status st =
+      sink_.SetNetwork(node.name, values, clique, "Kubernetes: labels of node " + node.name);
+  if (st.ok()) {
+    refused_.erase(node.name);
+    return st;
+  }
+  refused_[node.name] = asked;
+  // Not the watch's InvalidArgument (a malformed event, which restarts the watch): the event was
+  // read; the scheduler said no.
+  return FailedPreconditionError("labels of node " + node.name + " not followed: " + st.message());
 }
 
 Status NodeReconciler::Deleted(const std::string& name) {

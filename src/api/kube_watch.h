@@ -17,6 +17,17 @@
 //     that does not describe the node); the label agreeing again → resumed, only where that
 //     drain is the node's (an operator's or a cordon's drain stays). An uncordon while the
 //     count disagrees keeps the node drained for the count.
+//   - GPU Feature Discovery's nvidia.com/gpu.product other than the model's GPU model for the
+//     node → drained the same way, naming both (compared without case, spaces or dashes; a
+//     "-SHARED" suffix of time-slicing is not part of the product; MIG products are not
+//     compared); agreeing again → resumed, only where that drain is the node's.
+//   - the network tier labels (NodeLabelKeys: one key per level of the model) and the NVLink
+//     clique label → the node's place in the model's network (NodeSink::SetNetwork): a node the
+//     labels put under another domain, or in another NVLink domain, is moved there in the
+//     scheduler's model (new domains included) and its running jobs are re-scored. A node
+//     lacking a tier label, or a model level without a key, leaves the tree as it is; a node
+//     without a clique label keeps its NVLink domain. Level-triggered: the place is compared with
+//     the model's at every event, and only a difference is an input.
 // Nodes that the cluster model does not have are counted and otherwise ignored. Each Pod of
 // this scheduler that is deleted, or has finished (phase Succeeded or Failed), or is missing from
 // a new list while the extender still holds GPUs for it, is reported gone through a PodSink (the
@@ -36,6 +47,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "api/extender.h"
@@ -58,7 +70,31 @@ struct KubeNode {
   // metadata.labels["nvidia.com/gpu.count"]; nullopt when absent or not a whole number in
   // [0, 1024].
   std::optional<int> gpu_count;
+  // Every label whose value is a string (the API server bounds their size).
+  std::map<std::string, std::string> labels;
 };
+
+// Which labels give a node's place in the network. Defaults: the keys of Kueue's topology-aware
+// scheduling examples and of topograph (docs.nvidia.com/topograph, "Node labels"), and GPU Feature
+// Discovery's clique.
+struct NodeLabelKeys {
+  // The model's level name → the label key of the node's domain at that level. A level not
+  // named here takes the keys of `level_labels` whose last segment is its name (the level names
+  // `cluster import --kube-nodes` gives), the first the node carries.
+  std::map<std::string, std::string> level_keys;
+  std::vector<std::string> level_labels = {
+      "network.topology.kubernetes.io/datacenter", "network.topology.kubernetes.io/spine",
+      "network.topology.kubernetes.io/block",      "network.topology.nvidia.com/core",
+      "network.topology.nvidia.com/datacenter",    "network.topology.nvidia.com/spine",
+      "network.topology.nvidia.com/block",         "network.topology.nvidia.com/leaf"};
+  // Keys naming the node's multi-node NVLink domain; the first present wins.
+  std::vector<std::string> clique_labels = {"nvidia.com/gpu.clique",
+                                            "network.topology.kubernetes.io/accelerator",
+                                            "network.topology.nvidia.com/accelerator"};
+  // The candidate keys for each of `levels` (the model's, top first); empty where none applies.
+  std::vector<std::vector<std::string>> KeysFor(const std::vector<std::string>& levels) const;
+};
+
 // InvalidArgument naming the field for an object that is not a Node of this shape.
 StatusOr<KubeNode> ReadKubeNode(std::string_view node_json);
 
@@ -69,14 +105,22 @@ class NodeSink {
   struct View {
     topo::Health health = topo::Health::kHealthy;
     bool drained = false;
-    int gpus = -1;             // the cluster model's GPU count for the node (-1: not known)
-    std::string drain_reason;  // while drained
+    int gpus = -1;                    // the cluster model's GPU count for the node (-1: not known)
+    std::string drain_reason;         // while drained
+    std::string gpu_model;            // the model's GPU model for the node ("" not known)
+    std::vector<std::string> levels;  // the model's network levels, top first
   };
   // nullopt: the cluster model has no node of that name.
   virtual std::optional<View> Node(const std::string& name) = 0;
   virtual Status SetHealth(const std::string& name, topo::Health health,
                            const std::string& reason) = 0;
   virtual Status SetDrained(const std::string& name, bool drained, const std::string& reason) = 0;
+  // The node's place as its labels give it: `level_values` one label value per model level, top
+  // first (empty: the tree unchanged); `clique` the NVLink clique (nullopt unchanged). A place
+  // the model has already changes nothing.
+  virtual Status SetNetwork(const std::string& name, const std::vector<std::string>& level_values,
+                            const std::optional<std::string>& clique,
+                            const std::string& reason) = 0;
 };
 
 // The service as a NodeSink (node health reports and drains, stored and replayed like every
@@ -88,6 +132,8 @@ class ServiceNodeSink : public NodeSink {
   Status SetHealth(const std::string& name, topo::Health health,
                    const std::string& reason) override;
   Status SetDrained(const std::string& name, bool drained, const std::string& reason) override;
+  Status SetNetwork(const std::string& name, const std::vector<std::string>& level_values,
+                    const std::optional<std::string>& clique, const std::string& reason) override;
 
  private:
   Service& service_;
@@ -96,7 +142,8 @@ class ServiceNodeSink : public NodeSink {
 // The rules above, without HTTP. Not thread-safe (the watcher's one thread calls it).
 class NodeReconciler {
  public:
-  explicit NodeReconciler(NodeSink& sink) : sink_(sink) {}
+  explicit NodeReconciler(NodeSink& sink, NodeLabelKeys keys = {})
+      : sink_(sink), keys_(std::move(keys)) {}
   // ADDED or MODIFIED, or one item of a list.
   Status Seen(const KubeNode& node);
   Status Deleted(const std::string& name);
@@ -105,8 +152,14 @@ class NodeReconciler {
   int64_t unknown_nodes() const { return unknown_; }
 
  private:
+  // The drain (or resume) that GFD's count and product labels call for.
+  Status FollowHardwareLabels(const KubeNode& node, const NodeSink::View& ours, bool drained);
+  // The place the tier and clique labels give.
+  Status FollowNetworkLabels(const KubeNode& node, const NodeSink::View& ours);
   NodeSink& sink_;
-  std::map<std::string, bool> cordoned_;  // last spec.unschedulable seen, per node
+  NodeLabelKeys keys_;
+  std::map<std::string, bool> cordoned_;        // last spec.unschedulable seen, per node
+  std::map<std::string, std::string> refused_;  // node → the place from labels refused last
   int64_t unknown_ = 0;
 };
 
@@ -147,7 +200,8 @@ class WatchTarget {
 // Nodes → NodeReconciler.
 class NodeTarget : public WatchTarget {
  public:
-  explicit NodeTarget(NodeSink& sink) : reconciler_(sink) {}
+  explicit NodeTarget(NodeSink& sink, NodeLabelKeys keys = {})
+      : reconciler_(sink, std::move(keys)) {}
   std::string path() const override { return "/api/v1/nodes?"; }
   Status Listed(const std::vector<nlohmann::json>& items) override;
   Status Changed(const std::string& type, const nlohmann::json& object) override;
@@ -182,6 +236,8 @@ struct KubeWatchOptions {
   int backoff_max_ms = 30000;
   // A single watch event (one JSON line) larger than this is refused and the watch restarted.
   size_t max_event_bytes = size_t{4} << 20;
+  // Which Node labels give a node's place in the network.
+  NodeLabelKeys labels;
   // InvalidArgument naming the field.
   Status Validate() const;
 };
@@ -192,7 +248,8 @@ class KubeWatcher {
   static StatusOr<std::unique_ptr<KubeWatcher>> Start(KubeWatchOptions options,
                                                       std::unique_ptr<WatchTarget> target);
   static StatusOr<std::unique_ptr<KubeWatcher>> Nodes(KubeWatchOptions options, NodeSink& sink) {
-    return Start(std::move(options), std::make_unique<NodeTarget>(sink));
+    NodeLabelKeys keys = options.labels;
+    return Start(std::move(options), std::make_unique<NodeTarget>(sink, std::move(keys)));
   }
   static StatusOr<std::unique_ptr<KubeWatcher>> Pods(KubeWatchOptions options, PodSink& sink,
                                                      std::string scheduler_name) {

@@ -11,6 +11,7 @@
 
 #include "api/input_codec.h"
 #include "api/transport_json.h"
+#include "sched/node_network.h"
 #include "topo/io/json_io.h"
 
 namespace toposched::api {
@@ -54,6 +55,9 @@ json EventJson(const job::JobEvent& e, int64_t seq, const std::string& category)
 
 Status ServiceOptions::Validate() const {
   if (db_path.empty()) return InvalidArgumentError("db_path must be set");
+  if (!(nvlink_gbps >= 0) || nvlink_gbps > 1e6) {
+    return InvalidArgumentError("nvlink_gbps must be in [0, 1000000] GB/s per GPU");
+  }
   if (pass_interval_ms < 1 || pass_interval_ms > 3600 * 1000) {
     return InvalidArgumentError("pass_interval_ms must be in [1, 3600000]");
   }
@@ -696,8 +700,58 @@ std::optional<Service::NodeStatus> Service::NodeStatusOf(const std::string& node
   if (n < 0) return std::nullopt;
   std::lock_guard<std::mutex> lk(mu_);
   const sched::ClusterState& cs = sched_->cluster_state();
-  return NodeStatus{cs.NodeHealth(n), cs.NodeDrained(n), cs.GpuCount(n),
-                    sched_->NodeDrainReason(n)};
+  const topo::NodeTopology& t = sched_->placer().cluster().topology(n);
+  NodeStatus out{cs.NodeHealth(n),
+                 cs.NodeDrained(n),
+                 cs.GpuCount(n),
+                 sched_->NodeDrainReason(n),
+                 t.gpu_model.empty() && !t.gpus.empty() ? t.gpus[0].model : t.gpu_model,
+                 {}};
+  for (const topo::NetworkLevel& l : cluster_->levels) out.levels.push_back(l.name);
+  return out;
+}
+
+Status Service::ReportNetwork(const std::string& node, const std::vector<std::string>& level_values,
+                              const std::optional<std::string>& clique, const std::string& source) {
+  const int n = cluster_->FindNode(node);
+  if (n < 0) return NotFoundError("node: no node \"" + node + "\"");
+  sched::NodeNetworkReport r;
+  r.node = n;
+  r.source = source;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    const topo::Cluster& c = sched_->placer().cluster();
+    if (!level_values.empty()) {
+      if (level_values.size() != c.levels.size()) {
+        return InvalidArgumentError(
+            std::to_string(level_values.size()) + " network tier values for node \"" + node +
+            "\", the model has " + std::to_string(c.levels.size()) + " levels");
+      }
+      for (size_t l = 0; l < c.levels.size(); ++l) {
+        const int d = c.FindDomain(level_values[l]);
+        r.domains.push_back(d >= 0 && c.domains[d].level == static_cast<int>(l)
+                                ? level_values[l]
+                                : c.levels[l].name + "-" + level_values[l]);
+      }
+    }
+    if (clique) {
+      std::string name;
+      if (!clique->empty()) {
+        name = "nvl-" + *clique;
+        for (const topo::NvlinkDomain& d : c.nvlink_domains) {
+          if (d.name == *clique) name = *clique;
+        }
+      }
+      r.nvlink_domain = name;
+      r.nvlink_gbps = options_.nvlink_gbps;
+    }
+    const sched::NodeNetworkReport now = sched::NetworkPlaceOf(c, n);
+    if ((r.domains.empty() || r.domains == now.domains) &&
+        (!r.nvlink_domain || r.nvlink_domain == now.nvlink_domain)) {
+      return OkStatus();  // where the model has it: nothing to store
+    }
+  }
+  return Mutate(std::move(r));
 }
 
 std::optional<std::pair<topo::Health, bool>> Service::NodeCondition(const std::string& node) const {
@@ -969,6 +1023,9 @@ std::string Service::NodesJson() const {
         }
       }
       const topo::ClusterNode& cn = cluster_->nodes[n];
+      const sched::NodeNetworkReport place =
+          sched::NetworkPlaceOf(sched_->placer().cluster(), node);
+      const sched::NodeNetworkReport* moved = sched_->ReportedNetwork(node);
       nodes.push_back({{"name", cn.name},
                        {"profile", cluster_->profiles[cn.profile].name},
                        {"gpus", cs.GpuCount(node)},
@@ -985,6 +1042,11 @@ std::string Service::NodesJson() const {
                        {"nic_health", NicHealthJsonLocked(node)},
                        // "" while the node's topology is its profile's; else who reported it
                        {"topology_source", sched_->ReportedTopologySource(node)},
+                       // the node's network domains top first and NVLink domain ("" none) in the
+                       // model now; "network_source" "" while they are the cluster file's
+                       {"network", place.domains},
+                       {"nvlink_domain", place.nvlink_domain.value_or("")},
+                       {"network_source", moved ? moved->source : std::string()},
                        {"jobs", jobs},
                        {"pod_gangs", gangs}});
     }

@@ -57,6 +57,9 @@ struct ServiceOptions {
   // Evicts the pods of a gang whose job the queue stopped (not owned; must outlive the service;
   // null: their slots are freed with a warning, see Extender::Reconcile).
   PodEvictor* evictor = nullptr;
+  // Per-GPU NVLink bandwidth (GB/s) into the fabric of an NVLink domain that a node's labels name
+  // and the cluster model lacks (ReportNetwork); 0: such a domain is refused, naming this.
+  double nvlink_gbps = 0;
   Status Validate() const;
 };
 
@@ -126,12 +129,25 @@ class Service {
   // path of a bad field, or a GPU count that is not the node's.
   Status ReportTopology(const std::string& node, const std::string& topology_json,
                         const std::string& source);
-  // A node's health, drain (and why) and GPU count; nullopt when the cluster has no such node.
+  // A node's place in the network as the Kubernetes API's labels give it
+  // (sched::NodeNetworkReport): `level_values` one label value per level of the model, top first
+  // (empty: the tree unchanged), `clique` the NVLink clique (nullopt: unchanged; "": none). A
+  // value names the model's domain of that name at that level, else the domain
+  // "<level>-<value>" (created when the model lacks it: the names `cluster import --kube-nodes`
+  // gives); a clique names the NVLink domain of that name, else "nvl-<clique>", created with
+  // ServiceOptions::nvlink_gbps. A place the model has already stores nothing. NotFound for an
+  // unknown node; InvalidArgument as Scheduler::SetNodeNetwork.
+  Status ReportNetwork(const std::string& node, const std::vector<std::string>& level_values,
+                       const std::optional<std::string>& clique, const std::string& source);
+  // A node's health, drain (and why), GPU count and model, and the model's network levels;
+  // nullopt when the cluster has no such node.
   struct NodeStatus {
     topo::Health health = topo::Health::kHealthy;
     bool drained = false;
     int gpus = 0;
     std::string drain_reason;
+    std::string gpu_model;            // "" when the model does not name it
+    std::vector<std::string> levels;  // the network's levels, top first
   };
   std::optional<NodeStatus> NodeStatusOf(const std::string& node) const;
   // A node's health and whether it is drained; nullopt when the cluster has no such node.

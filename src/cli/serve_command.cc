@@ -53,6 +53,9 @@ struct ServeArgs {
   bool kube_watch = true;  // follow Nodes and Pods when an API server is known
   int kube_watch_timeout_s = 300;
   std::string kube_scheduler_name = "toposched";  // the Pods followed: spec.schedulerName
+  // LEVEL=KEY: the Node label giving the node's domain at a level of the model.
+  std::vector<std::string> kube_level_labels;
+  double kube_nvlink_gbps = 0;  // per-GPU NVLink GB/s of NVLink domains the labels add
   // The extender's HTTPS listener for kube-scheduler (client certificates).
   std::string extender_listen;  // HOST:PORT, "": off
   std::string extender_tls_cert, extender_tls_key, extender_client_ca;
@@ -260,6 +263,7 @@ int RunServe(const ServeArgs& a) {
 
   api::ServiceOptions o;
   o.db_path = a.db;
+  o.nvlink_gbps = a.kube_nvlink_gbps;
   o.cluster_source = a.cluster;
   o.store.sync_full = a.sync == "full";
   o.pass_interval_ms = a.pass_interval_ms;
@@ -323,6 +327,19 @@ int RunServe(const ServeArgs& a) {
     api::KubeWatchOptions wo;
     wo.api = kube_api;
     wo.watch_timeout_s = a.kube_watch_timeout_s;
+    for (const std::string& kv : a.kube_level_labels) {
+      const size_t eq = kv.find('=');
+      const std::string level = kv.substr(0, eq);
+      if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) {
+        return Fail(
+            InvalidArgumentError("--kube-level-label: expected LEVEL=KEY, got \"" + kv + "\""));
+      }
+      if (cluster->FindLevel(level) < 0) {
+        return Fail(
+            InvalidArgumentError("--kube-level-label: the cluster has no level \"" + level + "\""));
+      }
+      wo.labels.level_keys[level] = kv.substr(eq + 1);
+    }
     node_sink = std::make_unique<api::ServiceNodeSink>(**svc);
     pod_sink = std::make_unique<api::ServicePodSink>(**svc);
     StatusOr<std::unique_ptr<api::KubeWatcher>> nw = api::KubeWatcher::Nodes(wo, *node_sink);
@@ -413,6 +430,15 @@ void RegisterServeCommand(CLI::App& app, int& rc) {
   cmd->add_option("--kube-scheduler-name", args->kube_scheduler_name,
                   "the Pods followed are those with this spec.schedulerName")
       ->capture_default_str();
+  cmd->add_option("--kube-level-label", args->kube_level_labels,
+                  "LEVEL=KEY: the Node label whose value names the node's domain at that level of "
+                  "the cluster's network (repeatable; default: the network.topology.* key whose "
+                  "last segment is the level's name); a node the labels put elsewhere is moved "
+                  "in the model");
+  cmd->add_option("--kube-nvlink-gbps", args->kube_nvlink_gbps,
+                  "per-GPU NVLink bandwidth (GB/s) of a multi-node NVLink domain that a node's "
+                  "nvidia.com/gpu.clique names and the cluster lacks (none: such a clique is "
+                  "refused and logged)");
   cmd->add_option("--kube-watch-timeout-s", args->kube_watch_timeout_s,
                   "seconds before the API server ends each watch (it is re-opened)")
       ->capture_default_str();

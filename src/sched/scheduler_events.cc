@@ -706,6 +706,7 @@ Status Scheduler::TopologyChanged(int node, const std::string& why, int64_t now_
     const std::vector<int> nics = AssignNics(t, order);
     for (size_t i = 0; i < local.size(); ++i) np.ranks[local[i]].nic = nics[i];
     RETURN_IF_ERROR(placer_->Rescore(j.spec, np));
+    np.domain = DomainOf(np.parts);  // the node may have moved in the network
     const double before = j.placement->predicted_ms, after = np.predicted_ms;
     j.placement = std::move(np);
     if (after > before * (1 + 1e-9)) {

@@ -47,6 +47,14 @@ class RecordingSink : public NodeSink {
     calls.push_back(name + (d ? " drained: " : " resumed: ") + reason);
     return OkStatus();
   }
+  Status SetNetwork(const std::string& name, const std::vector<std::string>& values,
+                    const std::optional<std::string>& clique, const std::string& reason) override {
+    std::string place;
+    for (const std::string& v : values) place += (place.empty() ? "" : " > ") + v;
+    if (clique) place += " clique=" + *clique;
+    calls.push_back(name + " network " + place + ": " + reason);
+    return OkStatus();
+  }
 };
 
 KubeNode N(const std::string& name, const std::string& ready, bool cordoned = false) {
@@ -205,6 +213,70 @@ TEST(NodeReconciler, DeletedOrMissingFromARelistIsUnhealthy) {
   ASSERT_TRUE(r.Listed({N("c", "True")}).ok());  // b vanished while the watch was down
   EXPECT_EQ(sink.nodes["b"].health, topo::Health::kUnhealthy);
   EXPECT_EQ(sink.nodes["c"].health, topo::Health::kHealthy);
+}
+
+KubeNode Labelled(const std::string& name, std::map<std::string, std::string> labels) {
+  KubeNode n = N(name, "True");
+  n.labels = std::move(labels);
+  return n;
+}
+
+// GPU Feature Discovery's product against the model's GPU model, by the hardware table's family:
+// an A100 node modelled as H100 is drained naming both; GFD's own spelling of the model's
+// product, a time-sliced "-SHARED" product, a MIG product and a product the table does not know
+// change nothing; the product agreeing again resumes the node.
+TEST(NodeReconciler, GpuProductLabelOfAnotherFamilyDrainsAndAgreeingResumes) {
+  RecordingSink sink;
+  sink.nodes["a"].gpus = 8;
+  sink.nodes["a"].gpu_model = "H100-SXM5-80GB";
+  NodeReconciler r(sink);
+  const std::string key = "nvidia.com/gpu.product";
+  for (const char* same : {"NVIDIA-H100-80GB-HBM3", "NVIDIA-H100-80GB-HBM3-SHARED",
+                           "NVIDIA-A100-SXM4-80GB-MIG-1g.10gb", "NVIDIA-A16-4Q"}) {
+    ASSERT_TRUE(r.Seen(Labelled("a", {{key, same}})).ok());
+    EXPECT_TRUE(sink.calls.empty()) << same;
+  }
+  ASSERT_TRUE(r.Seen(Labelled("a", {{key, "NVIDIA-A100-SXM4-80GB"}})).ok());
+  ASSERT_EQ(sink.calls.size(), 1u);
+  EXPECT_EQ(sink.calls[0],
+            "a drained: Kubernetes: node a has nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB, the "
+            "cluster model H100-SXM5-80GB (A100 against H100: a cluster file that does not "
+            "describe the node)");
+  ASSERT_TRUE(r.Seen(N("a", "True")).ok());  // the label gone: no resume
+  EXPECT_EQ(sink.calls.size(), 1u);
+  ASSERT_TRUE(r.Seen(Labelled("a", {{key, "NVIDIA-H100-80GB-HBM3"}})).ok());
+  ASSERT_EQ(sink.calls.size(), 2u);
+  EXPECT_EQ(sink.calls[1],
+            "a resumed: Kubernetes: node a nvidia.com/gpu.product agrees with the cluster model "
+            "again");
+}
+
+// The tier labels give one value per level of the model (topograph's leaf/spine keys match the
+// levels "spine" and "leaf" by name; an explicit key wins); a node lacking one of them leaves
+// the tree alone; the clique label alone moves only the NVLink domain.
+TEST(NodeReconciler, TierAndCliqueLabelsGiveTheNodesPlace) {
+  RecordingSink sink;
+  sink.nodes["a"].levels = {"spine", "leaf"};
+  sink.nodes["b"].levels = {"spine", "leaf"};
+  NodeReconciler r(sink);
+  ASSERT_TRUE(r.Seen(Labelled("a", {{"network.topology.nvidia.com/spine", "s2"},
+                                    {"network.topology.nvidia.com/leaf", "l7"},
+                                    {"nvidia.com/gpu.clique", "uuid.3"}}))
+                  .ok());
+  ASSERT_TRUE(r.Seen(Labelled("b", {{"network.topology.nvidia.com/leaf", "l7"}})).ok());
+  ASSERT_TRUE(r.Seen(Labelled("b", {{"network.topology.kubernetes.io/accelerator", "nvl1"}})).ok());
+  ASSERT_EQ(sink.calls.size(), 2u);
+  EXPECT_EQ(sink.calls[0], "a network s2 > l7 clique=uuid.3: Kubernetes: labels of node a");
+  EXPECT_EQ(sink.calls[1], "b network  clique=nvl1: Kubernetes: labels of node b");
+
+  NodeLabelKeys keys;
+  keys.level_keys["leaf"] = "example.cloud/rack";
+  NodeReconciler own(sink, keys);
+  ASSERT_TRUE(own.Seen(Labelled("a", {{"network.topology.kubernetes.io/spine", "s1"},
+                                      {"network.topology.nvidia.com/leaf", "ignored"},
+                                      {"example.cloud/rack", "r4"}}))
+                  .ok());
+  EXPECT_EQ(sink.calls.back(), "a network s1 > r4: Kubernetes: labels of node a");
 }
 
 TEST(NodeReconciler, NodesOutsideTheClusterModelAreCountedAndIgnored) {
@@ -449,6 +521,88 @@ class KubeWatchServiceTest : public ::testing::Test {
 };
 
 std::string Quoted(const std::string& s) { return "resourceVersion=" + s; }
+
+// The node's network place in the daemon's model now: its domains and NVLink domain.
+std::string NetworkOf(Service& s, const std::string& node) {
+  const nlohmann::json all = nlohmann::json::parse(s.NodesJson());
+  for (const nlohmann::json& n : all["nodes"]) {
+    if (n["name"] != node) continue;
+    std::string place;
+    for (const nlohmann::json& d : n["network"])
+      place += (place.empty() ? "" : " > ") + d.get<std::string>();
+    if (!n["nvlink_domain"].get<std::string>().empty())
+      place += ", " + n["nvlink_domain"].get<std::string>();
+    return place;
+  }
+  return "?";
+}
+
+// A Node whose tier labels (topograph's keys, set by this test on a recorded GFD node) put it
+// under the other leaf is moved there in the daemon's model, within one watch event; its job is
+// re-scored there (its domain is now the spine); a clique the model lacks, without
+// --kube-nvlink-gbps, is refused once (logged, the watch goes on, the same labels are not asked
+// again); a restart keeps the move.
+TEST_F(KubeWatchServiceTest, TierLabelsMoveTheNodeInTheModelAndARestartKeepsIt) {
+  std::unique_ptr<Service> s = Open();
+  ASSERT_NE(s, nullptr);
+  ASSERT_TRUE(s->Submit(testing_api::JobJson("pair", 16), "").ok());
+  ASSERT_TRUE(s->RunPass().ok());
+  const nlohmann::json job = nlohmann::json::parse(*s->JobJson(1, false));
+  ASSERT_EQ(job["state"], "RUNNING");
+  ASSERT_EQ(job["placement"]["nodes"].size(), 2u);
+  const std::string moved = job["placement"]["nodes"][1]["node"];
+  const std::string was = NetworkOf(*s, moved);
+  ASSERT_EQ(was, "spine0 > leaf0") << moved;
+
+  nlohmann::json node = Recorded("nodes-gfd.json")["items"][0];
+  node["metadata"]["name"] = moved;
+  node["metadata"]["labels"] = {{"nvidia.com/gpu.count", "8"},
+                                {"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"},
+                                {"network.topology.nvidia.com/spine", "spine0"},
+                                {"network.topology.nvidia.com/leaf", "leaf1"}};
+  FakeKubeApi api("recorded-test-token");
+  api.SetList(Recorded("nodes-gfd.json"));
+  ServiceNodeSink sink(*s);
+  auto w = KubeWatcher::Nodes(Options(api.port()), sink);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  ASSERT_TRUE(Eventually([&] { return (*w)->stats().watches >= 1; }));
+  EXPECT_EQ(NetworkOf(*s, moved), was);
+  api.Push({{"type", "MODIFIED"}, {"object", node}});
+  ASSERT_TRUE(Eventually([&] { return NetworkOf(*s, moved) == "spine0 > leaf1"; }))
+      << NetworkOf(*s, moved);
+  EXPECT_FALSE(s->NodeCondition(moved)->second) << "GFD's count and product agree: not drained";
+  // Its job is re-scored where it runs now: the two nodes meet at the spine. This fabric is
+  // non-blocking (1:1), so the prediction stays (the scheduler's test shows a 2:1 one).
+  const nlohmann::json rescored = nlohmann::json::parse(*s->JobJson(1, false));
+  EXPECT_EQ(rescored["placement"]["domain"], "spine0");
+  EXPECT_DOUBLE_EQ(rescored["placement"]["predicted_ms"].get<double>(),
+                   job["placement"]["predicted_ms"].get<double>());
+  const nlohmann::json nodes = nlohmann::json::parse(s->NodesJson());
+  for (const nlohmann::json& n : nodes["nodes"]) {
+    if (n["name"] == moved) {
+      EXPECT_EQ(n["network_source"], "Kubernetes: labels of node " + moved);
+    }
+  }
+  EXPECT_TRUE(s->CheckInvariants().ok());
+  const int64_t errors = (*w)->stats().errors;
+
+  // A clique the model lacks, and no per-GPU NVLink bandwidth given for new ones: refused once.
+  node["metadata"]["labels"]["nvidia.com/gpu.clique"] = "2b7a6f1e.0";
+  for (int i = 0; i < 2; ++i) api.Push({{"type", "MODIFIED"}, {"object", node}});
+  ASSERT_TRUE(Eventually([&] { return (*w)->stats().events >= 3; }));
+  EXPECT_EQ((*w)->stats().errors, errors + 1);
+  EXPECT_NE((*w)->stats().last_error.find("nvlink_gbps"), std::string::npos)
+      << (*w)->stats().last_error;
+  EXPECT_EQ((*w)->stats().watches, 1) << "the watch went on";
+  EXPECT_EQ(NetworkOf(*s, moved), "spine0 > leaf1");
+  w->reset();
+
+  s.reset();
+  s = Open();
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(NetworkOf(*s, moved), "spine0 > leaf1");
+  EXPECT_TRUE(s->CheckInvariants().ok());
+}
 
 TEST_F(KubeWatchServiceTest, NotReadyRequeuesCordonDrainsBookmarkAndGoneRelist) {
   std::unique_ptr<Service> s = Open();
