@@ -3,64 +3,56 @@
 
 namespace toposched::sched::gang_internal {
 
-// Reads free masks straight from the state: a node's free mask is empty when the node is
-// unhealthy or drained, so only the per-profile constraints need checking, and the scan stops at
-// the first node that fits exactly. Same result as a scan over the filtered node view.
-std::optional<Verdict> Search::TrySingleNode(double* score_out, bool* slower) {
-  if (slower) *slower = false;
-  if (mode_ == Mode::kNvdTp || world_ > max_node_gpus_) return std::nullopt;
-  // Best fit: fewest free GPUs left on the node; ties by the node selector's predicted time,
-  // evaluated once per distinct (profile, free mask). world_ is a multiple of tp_, so under
-  // kNodeTp a node holds the job iff its free count does.
+std::optional<Verdict> Search::NodeVerdict(int node, int left, const std::string& how,
+                                           double* score_out) {
+  Plan plan;
+  plan.chunks.emplace_back(node, world_);
+  plan.frag = left;
+  std::optional<Placement> p = Materialize(plan);
+  if (!p) return std::nullopt;
+  p->domain = c_.nodes[node].name;
+  if (score_out) *score_out = comm_w_ * p->predicted_ms + frag_w_ * left;
+  return Fitted(std::move(*p), how, left, left);
+}
+
+std::optional<Verdict> Search::NodeInOrderOrSpread() {
+  // Spread (emptiest node, first on ties) or node order (first node that holds the job).
   const int* prof = ix_.node_profile.data();
-  const bool all_ok = all_profiles_ok_;
-  if (strategy_ != NodeStrategy::kBestFit) {
-    // Spread (emptiest node, first on ties) or node order (first node that holds the job).
-    int pick = -1, pick_free = -1;
-    for (int n = 0; n < static_cast<int>(c_.nodes.size()); ++n) {
-      if (!all_ok && !profile_ok_[prof[n]]) continue;
-      const int f = state_.FreeMask(n).count();
-      if (f < world_ || f <= pick_free) continue;
-      pick = n;
-      pick_free = f;
-      if (strategy_ == NodeStrategy::kInOrder) break;
-    }
-    if (pick < 0) return std::nullopt;
-    Plan plan;
-    plan.chunks.emplace_back(pick, world_);
-    plan.frag = pick_free - world_;
-    std::optional<Placement> p = Materialize(plan);
-    if (!p) return std::nullopt;
-    p->domain = c_.nodes[pick].name;
-    return Fitted(std::move(*p), PluginName(plug_.nodes) + " node", plan.frag, plan.frag);
+  int pick = -1, pick_free = -1;
+  for (int n = 0; n < static_cast<int>(c_.nodes.size()); ++n) {
+    if (!all_profiles_ok_ && !profile_ok_[prof[n]]) continue;
+    const int f = state_.FreeMask(n).count();
+    if (f < world_ || f <= pick_free) continue;
+    pick = n;
+    pick_free = f;
+    if (strategy_ == NodeStrategy::kInOrder) break;
   }
-  int best_free = std::numeric_limits<int>::max();
+  if (pick < 0) return std::nullopt;
+  return NodeVerdict(pick, pick_free - world_, PluginName(plug_.nodes) + " node", nullptr);
+}
+
+int Search::FirstBestFitNode(int* best_free) const {
+  const int* prof = ix_.node_profile.data();
+  *best_free = std::numeric_limits<int>::max();
   int first = -1;
   for (const detail::GangIndex::Run& r : ix_.runs) {
     if (r.domain >= 0 && state_.LargestFreeOnNode(r.domain) < world_) continue;
     for (int n = r.begin; n < r.end; ++n) {
-      if (!all_ok && !profile_ok_[prof[n]]) continue;
+      if (!all_profiles_ok_ && !profile_ok_[prof[n]]) continue;
       const int f = state_.FreeMask(n).count();
-      if (f >= world_ && f < best_free) {
-        best_free = f;
+      if (f >= world_ && f < *best_free) {
+        *best_free = f;
         first = n;
         if (f == world_) break;
       }
     }
-    if (best_free == world_) break;  // nothing fits tighter; `first` is the earliest such node
+    if (*best_free == world_) break;  // nothing fits tighter; `first` is the earliest such node
   }
-  if (first < 0) return std::nullopt;
-  const int best_left = best_free - world_;
-  if (comm_w_ == 0 || plug_.gpus != GpuRule::kCostModel) {
-    // Nothing to compare the tied nodes by: the first best-fit node.
-    Plan plan;
-    plan.chunks.emplace_back(first, world_);
-    plan.frag = best_left;
-    std::optional<Placement> p = Materialize(plan);
-    if (!p) return std::nullopt;
-    p->domain = c_.nodes[first].name;
-    return Fitted(std::move(*p), "best-fit node", best_left, best_left);
-  }
+  return first;
+}
+
+int Search::FastestBestFitNode(int first, int best_free, double* chosen_ms) const {
+  const int* prof = ix_.node_profile.data();
   struct Seen {
     int profile;
     uint64_t lo, hi;
@@ -68,7 +60,7 @@ std::optional<Verdict> Search::TrySingleNode(double* score_out, bool* slower) {
   Seen seen[1025];  // max_node_evaluations ≤ 1024, plus the one that ends the scan
   int n_seen = 0;
   int chosen = -1;
-  double chosen_ms = std::numeric_limits<double>::infinity();
+  *chosen_ms = std::numeric_limits<double>::infinity();
   const NodeRequest req = ChunkRequest(world_);
   // Distinct (profile, mask) keys that can exist: Σ over allowed profiles of C(gpus, best_free).
   // Once all were seen, the rest of the scan could only find duplicates, so it stops there.
@@ -82,13 +74,11 @@ std::optional<Verdict> Search::TrySingleNode(double* score_out, bool* slower) {
     possible += b;
   }
   // Candidates in node order from `first` (no earlier node has best_free free GPUs).
-  bool done = false;
   for (const detail::GangIndex::Run& r : ix_.runs) {
-    if (done) break;
     if (r.end <= first) continue;
     if (r.domain >= 0 && state_.LargestFreeOnNode(r.domain) < best_free) continue;
     for (int node = std::max(r.begin, first); node < r.end; ++node) {
-      if (!all_ok && !profile_ok_[prof[node]]) continue;
+      if (!all_profiles_ok_ && !profile_ok_[prof[node]]) continue;
       const GpuMask& m = state_.FreeMask(node);
       if (m.count() != best_free) continue;
       const int p = prof[node];
@@ -98,28 +88,20 @@ std::optional<Verdict> Search::TrySingleNode(double* score_out, bool* slower) {
       }
       if (dup) continue;
       seen[n_seen++] = Seen{p, m.lo(), m.hi()};
-      if (n_seen > opt_.max_node_evaluations) {
-        done = true;
-        break;
-      }
+      if (n_seen > opt_.max_node_evaluations) return chosen;
       auto ch = selectors_[p]->Select(m, req);
-      if (ch.ok() && (*ch)->fit == Fit::kFit && (*ch)->predicted_ms < chosen_ms * (1 - 1e-9)) {
-        chosen_ms = (*ch)->predicted_ms;
+      if (ch.ok() && (*ch)->fit == Fit::kFit && (*ch)->predicted_ms < *chosen_ms * (1 - 1e-9)) {
+        *chosen_ms = (*ch)->predicted_ms;
         chosen = node;
       }
-      if (n_seen >= possible) {
-        done = true;
-        break;
-      }
+      if (n_seen >= possible) return chosen;
     }
   }
-  if (chosen < 0) return std::nullopt;
-  int chosen_left = best_left;
-  // Best fit can force a slow GPU set (a cube-mesh's leftover GPUs without a closed NVLink
-  // ring). When the chosen set is slower than the same request on a whole free node of the
-  // fastest allowed profile (on a mixed cluster a best-fit node of a slow profile competes with
-  // the faster ones), nodes with more free GPUs compete on the full score: comm-time +
-  // fragmentation. Only then the O(nodes) scan; uniform fabrics (NVSwitch) never get here.
+  return chosen;
+}
+
+double Search::IdealNodeMs() const {
+  const NodeRequest req = ChunkRequest(world_);
   double ideal_ms = std::numeric_limits<double>::infinity();
   for (size_t pi = 0; pi < c_.profiles.size(); ++pi) {
     if (!profile_ok_[pi]) continue;
@@ -129,43 +111,82 @@ std::optional<Verdict> Search::TrySingleNode(double* score_out, bool* slower) {
       ideal_ms = std::min(ideal_ms, (*ideal)->predicted_ms);
     }
   }
-  if (std::isfinite(ideal_ms) &&
-      chosen_ms > ideal_ms * (1 + 1e-9) + frag_w_ / std::max(comm_w_, 1e-12)) {
-    double best_score = comm_w_ * chosen_ms + frag_w_ * best_left;
-    std::vector<Seen> more;
-    for (int node = 0; node < static_cast<int>(c_.nodes.size()); ++node) {
-      if (!all_ok && !profile_ok_[prof[node]]) continue;
-      const GpuMask& m = state_.FreeMask(node);
-      const int f = m.count();
-      if (f <= best_free) continue;
-      // Its extra leftover alone already costs more than the time it could save.
-      if (frag_w_ * (f - world_) >= best_score) continue;
-      bool dup = false;
-      for (const Seen& x : more)
-        dup = dup || (x.profile == prof[node] && x.lo == m.lo() && x.hi == m.hi());
-      if (dup) continue;
-      more.push_back(Seen{prof[node], m.lo(), m.hi()});
-      if (static_cast<int>(more.size()) > 4 * opt_.max_node_evaluations) break;
-      auto ch = selectors_[prof[node]]->Select(m, req);
-      if (!ch.ok() || (*ch)->fit != Fit::kFit) continue;
-      const double score = comm_w_ * (*ch)->predicted_ms + frag_w_ * (f - world_);
-      if (score < best_score * (1 - 1e-9)) {
-        best_score = score;
-        chosen = node;
-        chosen_left = f - world_;
-      }
+  return ideal_ms;
+}
+
+void Search::RoomierNodeByScore(int best_free, double chosen_ms, int* chosen,
+                                int* chosen_left) const {
+  const int* prof = ix_.node_profile.data();
+  const NodeRequest req = ChunkRequest(world_);
+  struct Seen {
+    int profile;
+    uint64_t lo, hi;
+  };
+  double best_score = comm_w_ * chosen_ms + frag_w_ * *chosen_left;
+  std::vector<Seen> more;
+  for (int node = 0; node < static_cast<int>(c_.nodes.size()); ++node) {
+    if (!all_profiles_ok_ && !profile_ok_[prof[node]]) continue;
+    const GpuMask& m = state_.FreeMask(node);
+    const int f = m.count();
+    if (f <= best_free) continue;
+    // Its extra leftover alone already costs more than the time it could save.
+    if (frag_w_ * (f - world_) >= best_score) continue;
+    bool dup = false;
+    for (const Seen& x : more)
+      dup = dup || (x.profile == prof[node] && x.lo == m.lo() && x.hi == m.hi());
+    if (dup) continue;
+    more.push_back(Seen{prof[node], m.lo(), m.hi()});
+    if (static_cast<int>(more.size()) > 4 * opt_.max_node_evaluations) break;
+    auto ch = selectors_[prof[node]]->Select(m, req);
+    if (!ch.ok() || (*ch)->fit != Fit::kFit) continue;
+    const double score = comm_w_ * (*ch)->predicted_ms + frag_w_ * (f - world_);
+    if (score < best_score * (1 - 1e-9)) {
+      best_score = score;
+      *chosen = node;
+      *chosen_left = f - world_;
     }
   }
-  Plan plan;
-  plan.chunks.emplace_back(chosen, world_);
-  plan.frag = chosen_left;
-  std::optional<Placement> p = Materialize(plan);
-  if (!p) return std::nullopt;
-  p->domain = c_.nodes[chosen].name;
-  if (score_out) *score_out = comm_w_ * p->predicted_ms + frag_w_ * chosen_left;
-  if (slower && std::isfinite(ideal_ms)) *slower = p->predicted_ms > ideal_ms * (1 + 1e-9);
-  return Fitted(std::move(*p), chosen_left == best_left ? "best-fit node" : "fastest node by score",
-                chosen_left, chosen_left);
+}
+
+// Reads free masks straight from the state: a node's free mask is empty when the node is
+// unhealthy or drained, so only the per-profile constraints need checking, and the scan stops at
+// the first node that fits exactly. Same result as a scan over the filtered node view.
+std::optional<Verdict> Search::TrySingleNode(double* score_out, bool* slower) {
+  if (slower) *slower = false;
+  if (mode_ == Mode::kNvdTp || world_ > max_node_gpus_) return std::nullopt;
+  if (strategy_ != NodeStrategy::kBestFit) return NodeInOrderOrSpread();
+  // Best fit: fewest free GPUs left on the node; ties by the node selector's predicted time,
+  // evaluated once per distinct (profile, free mask). world_ is a multiple of tp_, so under
+  // kNodeTp a node holds the job iff its free count does.
+  int best_free = 0;
+  const int first = FirstBestFitNode(&best_free);
+  if (first < 0) return std::nullopt;
+  const int best_left = best_free - world_;
+  if (comm_w_ == 0 || plug_.gpus != GpuRule::kCostModel) {
+    // Nothing to compare the tied nodes by: the first best-fit node.
+    return NodeVerdict(first, best_left, "best-fit node", nullptr);
+  }
+  double chosen_ms = 0;
+  int chosen = FastestBestFitNode(first, best_free, &chosen_ms);
+  if (chosen < 0) return std::nullopt;
+  int chosen_left = best_left;
+  // Best fit can force a slow GPU set (a cube-mesh's leftover GPUs without a closed NVLink
+  // ring). When the chosen set is slower than the same request on a whole free node of the
+  // fastest allowed profile (on a mixed cluster a best-fit node of a slow profile competes with
+  // the faster ones), nodes with more free GPUs compete on the full score: comm-time +
+  // fragmentation. Only then the O(nodes) scan; uniform fabrics (NVSwitch) never get here.
+  const double ideal_ms = IdealNodeMs();
+  if (std::isfinite(ideal_ms) &&
+      chosen_ms > ideal_ms * (1 + 1e-9) + frag_w_ / std::max(comm_w_, 1e-12)) {
+    RoomierNodeByScore(best_free, chosen_ms, &chosen, &chosen_left);
+  }
+  std::optional<Verdict> v =
+      NodeVerdict(chosen, chosen_left,
+                  chosen_left == best_left ? "best-fit node" : "fastest node by score", score_out);
+  if (v && slower && std::isfinite(ideal_ms)) {
+    *slower = v->placement->predicted_ms > ideal_ms * (1 + 1e-9);
+  }
+  return v;
 }
 
 std::optional<Verdict> Search::TryDomainsByProfile(std::vector<std::string>& reasons) {
@@ -201,22 +222,16 @@ std::optional<Verdict> Search::TryDomainsByProfile(std::vector<std::string>& rea
   return best;
 }
 
-std::optional<Verdict> Search::TryDomains(std::vector<std::string>& reasons, double* out_score) {
+std::vector<Search::DomainGroup> Search::DomainGroups() const {
   const job::LevelConstraint& jc = job_.constraints.job;
   const bool required = jc.mode == ConstraintMode::kRequired;
   const int num_levels = static_cast<int>(c_.levels.size());
-
   // Candidate groups, lowest level first; each group is one level.
-  struct Group {
-    std::string level;
-    std::vector<Candidate> cands;
-    std::vector<int> domain_ids;  // network domains (for the O(1) capacity prune), else -1
-  };
-  std::vector<Group> groups;
+  std::vector<DomainGroup> groups;
   if (required && jc.level == job::kLevelNode) {
     // Only the single-node path can satisfy it.
   } else if (required && jc.level == job::kLevelNvlinkDomain) {
-    Group g{job::kLevelNvlinkDomain, {}, {}};
+    DomainGroup g{job::kLevelNvlinkDomain, {}, {}};
     for (size_t d = 0; d < c_.nvlink_domains.size(); ++d) {
       g.cands.push_back(Candidate{&c_.nvlink_domains[d].name, &ix_.nvd_nodes[d], 0});
       g.domain_ids.push_back(-1);
@@ -229,7 +244,7 @@ std::optional<Verdict> Search::TryDomains(std::vector<std::string>& reasons, dou
     const int bottom =
         plug_.domain == DomainRule::kCluster ? (required ? top : -1) : num_levels - 1;
     for (int li = bottom; li >= std::max(top, 0); --li) {
-      Group g{c_.levels[li].name, {}, {}};
+      DomainGroup g{c_.levels[li].name, {}, {}};
       for (size_t d = 0; d < c_.domains.size(); ++d) {
         if (c_.domains[d].level != li) continue;
         g.cands.push_back(Candidate{&c_.domains[d].name, &ix_.domain_nodes[d], 0});
@@ -240,7 +255,7 @@ std::optional<Verdict> Search::TryDomains(std::vector<std::string>& reasons, dou
     int roots = 0;
     for (const topo::NetworkDomain& d : c_.domains) roots += d.parent < 0 ? 1 : 0;
     if (!required && (roots != 1 || num_levels == 0 || plug_.domain == DomainRule::kCluster)) {
-      Group g{"cluster", {}, {}};
+      DomainGroup g{"cluster", {}, {}};
       static const std::string kCluster = "cluster";
       g.cands.push_back(Candidate{c_.name.empty() ? &kCluster : &c_.name, &ix_.all_nodes, 0});
       g.domain_ids.push_back(-1);
@@ -248,120 +263,137 @@ std::optional<Verdict> Search::TryDomains(std::vector<std::string>& reasons, dou
     }
   }
 
-  for (Group& g : groups) {
-    std::vector<Candidate> feasible;
-    int largest = -1;
-    std::string largest_name;
-    for (size_t i = 0; i < g.cands.size(); ++i) {
-      Candidate& cand = g.cands[i];
-      // ClusterState's aggregate bounds the usable capacity: skip the O(nodes) count for a
-      // domain that can neither hold the job nor beat the largest figure so far.
-      if (g.domain_ids[i] >= 0) {
-        int bound = state_.FreeGpus(g.domain_ids[i]);
-        if (bound < world_ && bound <= largest) continue;
-      }
-      cand.cap = CapOf(*cand.nodes);
-      if (cand.cap > largest) {
-        largest = cand.cap;
-        largest_name = *cand.name;
-      }
-      if (cand.cap >= world_) feasible.push_back(cand);
+  return groups;
+}
+
+std::vector<Candidate> Search::FeasibleCandidates(DomainGroup& g,
+                                                  std::vector<std::string>& reasons) const {
+  const job::LevelConstraint& jc = job_.constraints.job;
+  const bool required = jc.mode == ConstraintMode::kRequired;
+  std::vector<Candidate> feasible;
+  int largest = -1;
+  std::string largest_name;
+  for (size_t i = 0; i < g.cands.size(); ++i) {
+    Candidate& cand = g.cands[i];
+    // ClusterState's aggregate bounds the usable capacity: skip the O(nodes) count for a
+    // domain that can neither hold the job nor beat the largest figure so far.
+    if (g.domain_ids[i] >= 0) {
+      int bound = state_.FreeGpus(g.domain_ids[i]);
+      if (bound < world_ && bound <= largest) continue;
     }
-    if (feasible.empty()) {
-      if (required && g.level == jc.level) {
-        std::string unit = mode_ == Mode::kFlat ? "" : " in TP groups of " + std::to_string(tp_);
-        reasons.push_back(
-            "needs " + std::to_string(world_) + " GPUs" + unit + " in one " + g.level +
-            "; largest free in a" +
-            (std::string("aeiou").find(g.level[0]) != std::string::npos ? "n " : " ") + g.level +
-            " is " + std::to_string(std::max(largest, 0)) +
-            (largest_name.empty() ? "" : " (" + largest_name + ")"));
-      }
-      continue;
+    cand.cap = CapOf(*cand.nodes);
+    if (cand.cap > largest) {
+      largest = cand.cap;
+      largest_name = *cand.name;
     }
-    // Best fit first: fewest spare GPUs, then domain order.
-    std::stable_sort(feasible.begin(), feasible.end(),
-                     [](const Candidate& a, const Candidate& b) { return a.cap < b.cap; });
-    const int max_cands = comm_w_ > 0 || frag_w_ > 0 ? opt_.max_candidate_domains : 1;
-    if (static_cast<int>(feasible.size()) > max_cands) feasible.resize(max_cands);
-    // Starting plans: the node plugin's plan per candidate domain and, with local search on,
-    // balanced plans (the job spread evenly over the m roomiest nodes); the best two by score
-    // are refined.
-    struct Start {
-      double score;
-      const Candidate* cand;
-      Plan plan;
-      Placement p;
-      bool away;  // uses nodes beyond the candidate domain
-    };
-    std::vector<Start> starts;
-    const bool refine = RefineOn();
-    double home_ms = std::numeric_limits<double>::infinity();
-    // Per feasible candidate: its local-search region (RefineRegion), built once when needed.
-    std::vector<std::vector<int>> regions(feasible.size());
-    auto region_of = [&](const Candidate* cand) -> const std::vector<int>& {
-      std::vector<int>& r = regions[static_cast<size_t>(cand - feasible.data())];
-      if (r.empty()) r = RefineRegion(*cand->nodes);
-      return r;
-    };
-    for (const Candidate& cand : feasible) {
-      std::vector<Plan> plans;
-      plans.push_back(MakePlan(*cand.nodes));
-      if (refine && !WholeNodesOfOneKind(plans[0])) {
-        for (Plan& b : BalancedPlans(*cand.nodes)) plans.push_back(std::move(b));
-        for (Plan& b : AnchoredPlans(region_of(&cand), cand.nodes->size())) {
-          plans.push_back(std::move(b));
-        }
-      }
-      for (Plan& plan : plans) {
-        if (plan.chunks.empty()) continue;
-        std::optional<Placement> p = Materialize(plan);
-        if (!p) continue;
-        bool away = false;
-        for (const auto& [n, k] : plan.chunks) {
-          away = away || !std::binary_search(cand.nodes->begin(), cand.nodes->end(), n);
-        }
-        if (!away) home_ms = std::min(home_ms, p->predicted_ms);
-        p->domain = *cand.name;
-        const double score = Weighted(*p, plan.frag);
-        starts.push_back(Start{score, &cand, std::move(plan), std::move(*p), away});
+    if (cand.cap >= world_) feasible.push_back(cand);
+  }
+  if (feasible.empty()) {
+    if (required && g.level == jc.level) {
+      std::string unit = mode_ == Mode::kFlat ? "" : " in TP groups of " + std::to_string(tp_);
+      reasons.push_back("needs " + std::to_string(world_) + " GPUs" + unit + " in one " + g.level +
+                        "; largest free in a" +
+                        (std::string("aeiou").find(g.level[0]) != std::string::npos ? "n " : " ") +
+                        g.level + " is " + std::to_string(std::max(largest, 0)) +
+                        (largest_name.empty() ? "" : " (" + largest_name + ")"));
+    }
+  }
+  return feasible;
+}
+
+std::optional<Verdict> Search::BestOfGroup(const std::string& level,
+                                           std::vector<Candidate>& feasible, double* out_score) {
+  // Best fit first: fewest spare GPUs, then domain order.
+  std::stable_sort(feasible.begin(), feasible.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.cap < b.cap; });
+  const int max_cands = comm_w_ > 0 || frag_w_ > 0 ? opt_.max_candidate_domains : 1;
+  if (static_cast<int>(feasible.size()) > max_cands) feasible.resize(max_cands);
+  // Starting plans: the node plugin's plan per candidate domain and, with local search on,
+  // balanced plans (the job spread evenly over the m roomiest nodes); the best two by score
+  // are refined.
+  struct Start {
+    double score;
+    const Candidate* cand;
+    Plan plan;
+    Placement p;
+    bool away;  // uses nodes beyond the candidate domain
+  };
+  std::vector<Start> starts;
+  const bool refine = RefineOn();
+  double home_ms = std::numeric_limits<double>::infinity();
+  // Per feasible candidate: its local-search region (RefineRegion), built once when needed.
+  std::vector<std::vector<int>> regions(feasible.size());
+  auto region_of = [&](const Candidate* cand) -> const std::vector<int>& {
+    std::vector<int>& r = regions[static_cast<size_t>(cand - feasible.data())];
+    if (r.empty()) r = RefineRegion(*cand->nodes);
+    return r;
+  };
+  for (const Candidate& cand : feasible) {
+    std::vector<Plan> plans;
+    plans.push_back(MakePlan(*cand.nodes));
+    if (refine && !WholeNodesOfOneKind(plans[0])) {
+      for (Plan& b : BalancedPlans(*cand.nodes)) plans.push_back(std::move(b));
+      for (Plan& b : AnchoredPlans(region_of(&cand), cand.nodes->size())) {
+        plans.push_back(std::move(b));
       }
     }
-    // Beyond the domain only for real communication time (see Refine).
-    starts.erase(std::remove_if(starts.begin(), starts.end(),
-                                [&](const Start& st) {
-                                  return st.away && !(st.p.predicted_ms < home_ms * 0.99);
-                                }),
-                 starts.end());
-    if (!starts.empty()) {
-      // Stable: on equal scores the best-fit plan of the best-fit domain stays first.
-      std::stable_sort(starts.begin(), starts.end(),
+    for (Plan& plan : plans) {
+      if (plan.chunks.empty()) continue;
+      std::optional<Placement> p = Materialize(plan);
+      if (!p) continue;
+      bool away = false;
+      for (const auto& [n, k] : plan.chunks) {
+        away = away || !std::binary_search(cand.nodes->begin(), cand.nodes->end(), n);
+      }
+      if (!away) home_ms = std::min(home_ms, p->predicted_ms);
+      p->domain = *cand.name;
+      const double score = Weighted(*p, plan.frag);
+      starts.push_back(Start{score, &cand, std::move(plan), std::move(*p), away});
+    }
+  }
+  // Beyond the domain only for real communication time (see Refine).
+  starts.erase(std::remove_if(starts.begin(), starts.end(),
+                              [&](const Start& st) {
+                                return st.away && !(st.p.predicted_ms < home_ms * 0.99);
+                              }),
+               starts.end());
+  if (!starts.empty()) {
+    // Stable: on equal scores the best-fit plan of the best-fit domain stays first.
+    std::stable_sort(starts.begin(), starts.end(),
+                     [](const Start& a, const Start& b) { return a.score < b.score; });
+    std::string how = "lowest " + level + " with room, best fit";
+    if (refine) {
+      const double before = starts[0].score;
+      const size_t n = std::min<size_t>(starts.size(), 2);
+      for (size_t i = 0; i < n; ++i) {
+        Refine(region_of(starts[i].cand), starts[i].cand->nodes->size(), starts[i].plan,
+               starts[i].p, starts[i].score);
+      }
+      std::stable_sort(starts.begin(), starts.begin() + static_cast<long>(n),
                        [](const Start& a, const Start& b) { return a.score < b.score; });
-      std::string how = "lowest " + g.level + " with room, best fit";
-      if (refine) {
-        const double before = starts[0].score;
-        const size_t n = std::min<size_t>(starts.size(), 2);
-        for (size_t i = 0; i < n; ++i) {
-          Refine(region_of(starts[i].cand), starts[i].cand->nodes->size(), starts[i].plan,
-                 starts[i].p, starts[i].score);
-        }
-        std::stable_sort(starts.begin(), starts.begin() + static_cast<long>(n),
-                         [](const Start& a, const Start& b) { return a.score < b.score; });
-        if (starts[0].score < before * (1 - 1e-9)) how += ", refined by local search";
-      }
-      Start& best = starts[0];
-      best.p.contention_note = QuieterNote(best.p, best.score, starts);
-      how += best.p.contention_note;
-      for (const auto& [n, k] : best.plan.chunks) {
-        if (!std::binary_search(best.cand->nodes->begin(), best.cand->nodes->end(), n)) {
-          best.p.domain = CommonDomainName(best.plan);
-          how += ", beyond " + *best.cand->name + " (faster)";
-          break;
-        }
-      }
-      if (out_score) *out_score = best.score;
-      return Fitted(std::move(best.p), how, best.cand->cap - world_, best.plan.frag);
+      if (starts[0].score < before * (1 - 1e-9)) how += ", refined by local search";
     }
+    Start& best = starts[0];
+    best.p.contention_note = QuieterNote(best.p, best.score, starts);
+    how += best.p.contention_note;
+    for (const auto& [n, k] : best.plan.chunks) {
+      if (!std::binary_search(best.cand->nodes->begin(), best.cand->nodes->end(), n)) {
+        best.p.domain = CommonDomainName(best.plan);
+        how += ", beyond " + *best.cand->name + " (faster)";
+        break;
+      }
+    }
+    if (out_score) *out_score = best.score;
+    return Fitted(std::move(best.p), how, best.cand->cap - world_, best.plan.frag);
+  }
+  return std::nullopt;
+}
+
+std::optional<Verdict> Search::TryDomains(std::vector<std::string>& reasons, double* out_score) {
+  for (DomainGroup& g : DomainGroups()) {
+    std::vector<Candidate> feasible = FeasibleCandidates(g, reasons);
+    if (feasible.empty()) continue;
+    if (std::optional<Verdict> v = BestOfGroup(g.level, feasible, out_score)) return v;
   }
   return std::nullopt;
 }

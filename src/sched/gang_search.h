@@ -315,8 +315,38 @@ class Search {
   // One node that holds the job whole. *slower: its predicted time exceeds the same request on
   // a whole free node of the fastest allowed profile (then several nodes may do better).
   std::optional<Verdict> TrySingleNode(double* score = nullptr, bool* slower = nullptr);
+  // TrySingleNode's steps. The job whole on `node`, `left` GPUs left free there (*score_out: its
+  // weighted score, when given).
+  std::optional<Verdict> NodeVerdict(int node, int left, const std::string& how, double* score_out);
+  // The node plugins "spread" and "in-order".
+  std::optional<Verdict> NodeInOrderOrSpread();
+  // The first node with the fewest free GPUs that hold the job (-1: none); *best_free its count.
+  int FirstBestFitNode(int* best_free) const;
+  // Of the nodes with best_free free GPUs from `first` on, the one whose GPU set the selector
+  // predicts fastest, each distinct (profile, free mask) asked once (-1: none); *chosen_ms.
+  int FastestBestFitNode(int first, int best_free, double* chosen_ms) const;
+  // The job's time on a whole free node of the fastest allowed profile (infinity: none holds it).
+  double IdealNodeMs() const;
+  // Nodes with more free GPUs than best_free against *chosen on comm-time + fragmentation.
+  void RoomierNodeByScore(int best_free, double chosen_ms, int* chosen, int* chosen_left) const;
   // The lowest level with a domain that holds the job; *score is the winner's weighted score.
   std::optional<Verdict> TryDomains(std::vector<std::string>& reasons, double* score);
+  // TryDomains' steps. The candidate domains, one group per level, lowest first (the job's
+  // required level only, or its NVLink domains; "cluster" last where the tree has no one root).
+  struct DomainGroup {
+    std::string level;
+    std::vector<Candidate> cands;
+    std::vector<int> domain_ids;  // network domains (for the O(1) capacity prune), else -1
+  };
+  std::vector<DomainGroup> DomainGroups() const;
+  // The candidates of `g` with room for the job (their cap filled in); when none has and `g` is
+  // the job's required level, the reason in numbers.
+  std::vector<Candidate> FeasibleCandidates(DomainGroup& g,
+                                            std::vector<std::string>& reasons) const;
+  // The best placement over `feasible` (one level's): starting plans per domain, the best two
+  // refined; nullopt when no plan materialises.
+  std::optional<Verdict> BestOfGroup(const std::string& level, std::vector<Candidate>& feasible,
+                                     double* out_score);
   // TryDomains, and on a cluster of several hardware profiles also with the nodes of each
   // profile alone (refine plugin "local-search"); the best weighted score wins.
   std::optional<Verdict> TryDomainsByProfile(std::vector<std::string>& reasons);
