@@ -36,7 +36,8 @@ std::string PlacementShapeKey(const job::JobSpec& job);
 enum class VerdictKind {
   kFit,            // `placement` holds the whole gang
   kUnschedulable,  // does not fit now; may fit when other jobs finish (or after preemption)
-  kUnresolvable,   // never fits this cluster, even empty (size, GPU model, NICs, constraints)
+  kUnresolvable,   // never fits this cluster, even empty and healthy (size, GPU model, NICs,
+                   // constraints)
 };
 const char* VerdictKindName(VerdictKind k);  // "fit", "unschedulable", "unresolvable"
 

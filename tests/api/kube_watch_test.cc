@@ -604,6 +604,53 @@ TEST_F(KubeWatchServiceTest, TierLabelsMoveTheNodeInTheModelAndARestartKeepsIt) 
   EXPECT_TRUE(s->CheckInvariants().ok());
 }
 
+// Nodes declared in the cluster file ahead of their hardware (`health: unhealthy`, as Slurm's
+// State=FUTURE) join when their Node appears Ready in the API: a 192-GPU job waiting for them
+// starts at the next pass, on joined nodes, each placed by its tier labels.
+TEST_F(KubeWatchServiceTest, NodesDeclaredAheadJoinWhenTheirNodeAppearsReady) {
+  for (size_t i = 16; i < cluster_.nodes.size(); ++i) {
+    cluster_.nodes[i].health = topo::Health::kUnhealthy;
+  }
+  std::unique_ptr<Service> s = Open();
+  ASSERT_NE(s, nullptr);
+  std::string spec = testing_api::JobJson("big", 192);
+  spec.replace(spec.find("\"replicas\": 1, \"gpus_per_replica\": 192"),
+               std::string("\"replicas\": 1, \"gpus_per_replica\": 192").size(),
+               "\"replicas\": 24, \"gpus_per_replica\": 8");
+  spec.replace(spec.find("\"tp\": 192"), std::string("\"tp\": 192").size(), "\"tp\": 8");
+  ASSERT_TRUE(s->Submit(spec, "").ok()) << spec;
+  ASSERT_TRUE(s->RunPass().ok());
+  ASSERT_EQ(StateOf(*s, 1), "PENDING") << "128 GPUs are in the cluster yet";
+
+  nlohmann::json list = Recorded("nodes-gfd.json");
+  const nlohmann::json recorded = list["items"][0];
+  list["items"] = nlohmann::json::array();  // only the joining Nodes
+  for (size_t i = 16; i < 24; ++i) {
+    nlohmann::json node = recorded;
+    node["metadata"]["name"] = cluster_.nodes[i].name;
+    node["metadata"]["labels"] = {{"nvidia.com/gpu.count", "8"},
+                                  {"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"},
+                                  {"network.topology.nvidia.com/spine", "spine0"},
+                                  {"network.topology.nvidia.com/leaf", "leaf1"}};
+    list["items"].push_back(node);
+  }
+  FakeKubeApi api("recorded-test-token");
+  api.SetList(list);
+  ServiceNodeSink sink(*s);
+  auto w = KubeWatcher::Nodes(Options(api.port()), sink);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  const std::string joined = cluster_.nodes[23].name;
+  ASSERT_TRUE(
+      Eventually([&] { return s->NodeCondition(joined)->first == topo::Health::kHealthy; }));
+  EXPECT_EQ(s->NodeCondition(cluster_.nodes[24].name)->first, topo::Health::kUnhealthy)
+      << "not in the API yet";
+  w->reset();
+  ASSERT_TRUE(s->RunPass().ok());
+  ASSERT_EQ(StateOf(*s, 1), "RUNNING") << *s->JobJson(1, true) << *s->ExplainJson(1);
+  EXPECT_NE(JobOn(*s, joined), 0);
+  EXPECT_TRUE(s->CheckInvariants().ok());
+}
+
 TEST_F(KubeWatchServiceTest, NotReadyRequeuesCordonDrainsBookmarkAndGoneRelist) {
   std::unique_ptr<Service> s = Open();
   ASSERT_NE(s, nullptr);
