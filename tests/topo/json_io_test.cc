@@ -58,6 +58,11 @@ TEST(TopoJson, BadJsonNamesTheField) {
       {"type", [](nlohmann::json& x) { x["gpus"][0]["index"] = "zero"; }, "$.gpus[0].index"},
       {"cpus", [](nlohmann::json& x) { x["gpus"][1]["cpus"] = "1-"; }, "$.gpus[1].cpus"},
       {"health", [](nlohmann::json& x) { x["gpus"][1]["health"] = "meh"; }, "$.gpus[1].health"},
+      // A number outside int was converted with undefined behaviour (fuzzing, topology_json).
+      {"huge", [](nlohmann::json& x) { x["gpus"][0]["nvlink_ports"] = 1e38; },
+       "$.gpus[0].nvlink_ports: out of range: 1e+38"},
+      {"fraction", [](nlohmann::json& x) { x["gpus"][0]["nvlink_ports"] = 2.5; },
+       "$.gpus[0].nvlink_ports: expected a whole number"},
   };
   for (const auto& c : cases) {
     nlohmann::json x = j;

@@ -1,6 +1,9 @@
 #include "topo/io/json_io.h"
 
+#include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <type_traits>
 
 #include "core/strings.h"
 
@@ -30,6 +33,24 @@ class Reader {
     if (it == j.end() || it->is_null()) {
       if (required) return Error(path + "." + key, "missing");
       return OkStatus();
+    }
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      // A number outside T (1e38 for an int) would be converted with undefined behaviour.
+      const bool whole =
+          it->is_number_integer() || (it->is_number_float() && std::isfinite(it->get<double>()) &&
+                                      std::floor(it->get<double>()) == it->get<double>());
+      if (it->is_number() && !whole) return Error(path + "." + key, "expected a whole number");
+      if (it->is_number()) {
+        const long double v = it->is_number_unsigned()  ? it->get<uint64_t>()
+                              : it->is_number_integer() ? it->get<int64_t>()
+                                                        : it->get<double>();
+        if (v < static_cast<long double>(std::numeric_limits<T>::min()) ||
+            v > static_cast<long double>(std::numeric_limits<T>::max())) {
+          return Error(path + "." + key, "out of range: " + it->dump());
+        }
+        out = static_cast<T>(v);
+        return OkStatus();
+      }
     }
     try {
       out = it->get<T>();
