@@ -262,7 +262,10 @@ Status NodeReconciler::FollowNetworkLabels(const KubeNode& node, const NodeSink:
     refused_.erase(node.name);
     return st;
   }
-  refused_[node.name] = asked;
+  // A refusal is remembered; a failure that may pass (the store unavailable) is asked again.
+  if (st.code() == StatusCode::kInvalidArgument || st.code() == StatusCode::kNotFound) {
+    refused_[node.name] = asked;
+  }
   // Not the watch's InvalidArgument (a malformed event, which restarts the watch): the event was
   // read; the scheduler said no.
   return FailedPreconditionError("labels of node " + node.name + " not followed: " + st.message());

@@ -179,15 +179,13 @@ StatusOr<std::unique_ptr<GangPlacer>> GangPlacer::Create(const topo::Cluster& cl
   }
   p->index_ = std::move(ix);
   p->baseline_ = std::make_shared<detail::BaselineCache>();
-  // The reference is the whole cluster, empty and healthy: a node the cluster file declares
+  // The reference is the whole cluster, empty, its nodes healthy: a node the cluster file declares
   // unhealthy (one whose hardware is not there yet) may come back, so a job that needs it waits
   // rather than being judged never to fit.
   ASSIGN_OR_RETURN(ClusterState empty, ClusterState::Create(cluster));
+  // (GPUs keep the health their topology gives: the node selectors know only healthy ones.)
   for (int n = 0; n < static_cast<int>(cluster.nodes.size()); ++n) {
     RETURN_IF_ERROR(empty.SetNodeHealth(n, topo::Health::kHealthy).status());
-    for (int g = 0; g < empty.GpuCount(n); ++g) {
-      RETURN_IF_ERROR(empty.SetGpuHealth(n, g, topo::Health::kHealthy).status());
-    }
   }
   p->empty_ = std::make_unique<ClusterState>(std::move(empty));
   return p;

@@ -302,7 +302,8 @@ std::vector<Candidate> Search::FeasibleCandidates(DomainGroup& g,
 }
 
 std::optional<Verdict> Search::BestOfGroup(const std::string& level,
-                                           std::vector<Candidate>& feasible, double* out_score) {
+                                           std::vector<Candidate>& feasible, double* out_score,
+                                           const std::string& why) {
   // Best fit first: fewest spare GPUs, then domain order.
   std::stable_sort(feasible.begin(), feasible.end(),
                    [](const Candidate& a, const Candidate& b) { return a.cap < b.cap; });
@@ -361,7 +362,7 @@ std::optional<Verdict> Search::BestOfGroup(const std::string& level,
     // Stable: on equal scores the best-fit plan of the best-fit domain stays first.
     std::stable_sort(starts.begin(), starts.end(),
                      [](const Start& a, const Start& b) { return a.score < b.score; });
-    std::string how = "lowest " + level + " with room, best fit";
+    std::string how = why.empty() ? "lowest " + level + " with room, best fit" : why;
     if (refine) {
       const double before = starts[0].score;
       const size_t n = std::min<size_t>(starts.size(), 2);
@@ -389,11 +390,44 @@ std::optional<Verdict> Search::BestOfGroup(const std::string& level,
   return std::nullopt;
 }
 
+int Search::RailScopeGroup(const std::vector<DomainGroup>& groups, size_t below) const {
+  // Rails whose switches span several domains of this level carry same-rail traffic between them
+  // without the level's uplinks (Cluster::RailOversubscription): there, the domain of the rails'
+  // scope competes with the lowest domain that holds the job.
+  if (!c_.RailsPriced() || world_ <= max_node_gpus_) return -1;
+  const std::string& scope = c_.rails.scope_level;
+  for (size_t gi = below + 1; gi < groups.size(); ++gi) {
+    if (scope.empty() ? gi + 1 == groups.size() : groups[gi].level == scope) {
+      return static_cast<int>(gi);
+    }
+  }
+  return -1;
+}
+
 std::optional<Verdict> Search::TryDomains(std::vector<std::string>& reasons, double* out_score) {
-  for (DomainGroup& g : DomainGroups()) {
-    std::vector<Candidate> feasible = FeasibleCandidates(g, reasons);
+  std::vector<DomainGroup> groups = DomainGroups();
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    std::vector<Candidate> feasible = FeasibleCandidates(groups[gi], reasons);
     if (feasible.empty()) continue;
-    if (std::optional<Verdict> v = BestOfGroup(g.level, feasible, out_score)) return v;
+    double score = 0;
+    std::optional<Verdict> v = BestOfGroup(groups[gi].level, feasible, &score);
+    if (!v) continue;
+    if (const int gj = RailScopeGroup(groups, gi); gj >= 0) {
+      std::vector<std::string> unused;
+      std::vector<Candidate> wider = FeasibleCandidates(groups[gj], unused);
+      double wider_score = 0;
+      std::optional<Verdict> w = BestOfGroup(
+          groups[gj].level, wider, &wider_score,
+          groups[gj].level + " of the rails, faster than in one " + groups[gi].level +
+              " (same-rail traffic crosses no " + groups[gi].level + " uplink), best fit");
+      // As for plans beyond the domain (Refine): only for real communication time.
+      if (w && w->placement->predicted_ms < v->placement->predicted_ms * 0.99) {
+        v = std::move(w);
+        score = wider_score;
+      }
+    }
+    if (out_score) *out_score = score;
+    return v;
   }
   return std::nullopt;
 }

@@ -345,8 +345,12 @@ class Search {
                                             std::vector<std::string>& reasons) const;
   // The best placement over `feasible` (one level's): starting plans per domain, the best two
   // refined; nullopt when no plan materialises.
+  // `why` replaces "lowest <level> with room, best fit" in the explanation when given.
   std::optional<Verdict> BestOfGroup(const std::string& level, std::vector<Candidate>& feasible,
-                                     double* out_score);
+                                     double* out_score, const std::string& why = "");
+  // The group of the rails' scope level above groups[below] when rails are priced and the job
+  // spans nodes (-1: none): it competes with the lowest domain (see TryDomains).
+  int RailScopeGroup(const std::vector<DomainGroup>& groups, size_t below) const;
   // TryDomains, and on a cluster of several hardware profiles also with the nodes of each
   // profile alone (refine plugin "local-search"); the best weighted score wins.
   std::optional<Verdict> TryDomainsByProfile(std::vector<std::string>& reasons);

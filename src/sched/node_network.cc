@@ -116,6 +116,18 @@ Status PlaceInNetwork(const std::map<int, NodeNetworkReport>& places, topo::Clus
       RETURN_IF_ERROR(MoveNvlink(c, n, *place.nvlink_domain));
     }
   }
+  // NVLink domains left without nodes go (a cluster has none empty); ids after them shift down.
+  std::vector<int> new_id(c.nvlink_domains.size(), -1);
+  std::vector<topo::NvlinkDomain> kept;
+  for (size_t d = 0; d < c.nvlink_domains.size(); ++d) {
+    if (c.nvlink_domains[d].nodes.empty()) continue;
+    new_id[d] = static_cast<int>(kept.size());
+    kept.push_back(std::move(c.nvlink_domains[d]));
+  }
+  c.nvlink_domains = std::move(kept);
+  for (topo::ClusterNode& node : c.nodes) {
+    if (node.nvlink_domain >= 0) node.nvlink_domain = new_id[node.nvlink_domain];
+  }
   c.Finalize();
   return c.Validate();
 }

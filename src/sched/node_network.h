@@ -18,8 +18,9 @@ namespace toposched::sched {
 NodeNetworkReport NetworkPlaceOf(const topo::Cluster& c, int node);
 
 // Moves every node of `places` (node id → report, in that order) to its reported place in `c`:
-// new domains are created, the node leaves its old ones (which stay, perhaps empty), indexes are
-// rebuilt (Finalize) and the result validated. InvalidArgument naming the node and the domain
+// new domains are created, the node leaves its old ones (network domains stay, perhaps empty; an
+// NVLink domain left without nodes is removed), indexes are rebuilt (Finalize) and the result
+// validated. InvalidArgument naming the node and the domain
 // for a domain list that is not one name per level, a known domain at another level or under
 // another parent ("the tiers are not a tree"), a new NVLink domain without a bandwidth > 0.
 // `c` is left half moved on error: callers move a copy.

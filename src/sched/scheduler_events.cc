@@ -574,9 +574,12 @@ Status Scheduler::SetNodeNetwork(const NodeNetworkReport& report, int64_t now_us
   if (report.nvlink_domain && !report.nvlink_domain->empty() && report.nvlink_gbps < 0) {
     return InvalidArgumentError("node \"" + name + "\": nvlink_gbps must be >= 0");
   }
+  // What reports said of the node, merged; a part no report gave stays the cluster file's (a
+  // node attached above the lowest level keeps its place when only its clique is reported).
   const NodeNetworkReport at_base = NetworkPlaceOf(base, node);
   auto it = network_.find(node);
-  NodeNetworkReport merged = it != network_.end() ? it->second : at_base;
+  NodeNetworkReport merged;
+  if (it != network_.end()) merged = it->second;
   if (!report.domains.empty()) merged.domains = report.domains;
   if (report.nvlink_domain) {
     merged.nvlink_domain = report.nvlink_domain;
@@ -584,18 +587,21 @@ Status Scheduler::SetNodeNetwork(const NodeNetworkReport& report, int64_t now_us
   }
   merged.node = node;
   merged.source = report.source;
+  auto at = [&](const NodeNetworkReport& place) {
+    return (merged.domains.empty() || merged.domains == place.domains) &&
+           (!merged.nvlink_domain || merged.nvlink_domain == place.nvlink_domain);
+  };
   const NodeNetworkReport now = NetworkPlaceOf(placer_->cluster(), node);
-  if (merged.domains == now.domains && merged.nvlink_domain == now.nvlink_domain) {
-    return OkStatus();  // where the model has it already
-  }
+  if (at(now)) return OkStatus();  // where the model has it already
   Accrue(now_us);
   std::optional<NodeNetworkReport> old;
   if (it != network_.end()) old = it->second;
-  if (merged.domains == at_base.domains && merged.nvlink_domain == at_base.nvlink_domain) {
+  if (at(at_base)) {
     network_.erase(node);  // back where the cluster file put it
   } else {
     network_[node] = merged;
   }
+  consolidated_.clear();  // domain sizes change
   const std::string why = "network place of " + name + " from " +
                           (report.source.empty() ? "a node network report" : report.source) + ": " +
                           PlaceWords(merged) + " (was " + PlaceWords(now) + ")";
@@ -607,6 +613,7 @@ Status Scheduler::SetNodeNetwork(const NodeNetworkReport& report, int64_t now_us
       network_.erase(node);
     }
     (void)TopologyChanged(node, "network report of " + name + " undone", now_us);
+    consolidated_.clear();
   }
   return st;
 }

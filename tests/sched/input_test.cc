@@ -370,6 +370,33 @@ TEST(NodeNetworkReport, MovesTheNodeInTheModelAndRescoresItsJobs) {
   EXPECT_TRUE(sc.CheckInvariants().ok());
 }
 
+// NVLink cliques that the labels name otherwise than the cluster file: the nodes of one NVL72
+// rack move to "nvl-<clique>" one by one (clique-only reports: their racks stay), and the file's
+// domain, left without nodes, goes; the rack's 72 GPUs count under the new one.
+TEST(NodeNetworkReport, NodesMoveToAnotherNvlinkDomainAndTheEmptyOneGoes) {
+  const GangPlacer& base = testing::ExamplePlacer("gb200-nvl72.yaml");
+  auto s = Scheduler::Create(base);
+  ASSERT_TRUE(s.ok());
+  Scheduler& sc = **s;
+  const topo::Cluster& c0 = base.cluster();
+  ASSERT_EQ(c0.nvlink_domains.size(), 2u);
+  const std::vector<int> rack = c0.nvlink_domains[1].nodes;
+  for (int n : rack) {
+    ASSERT_TRUE(sc.Apply(NodeNetworkReport{n, {}, "nvl-9f2c.1", 900, "labels"}, kSec).ok())
+        << c0.nodes[n].name;
+    EXPECT_EQ(sc.placer().cluster().domains[sc.placer().cluster().nodes[n].domain].name,
+              c0.domains[c0.nodes[n].domain].name)
+        << "its rack stays";
+  }
+  const topo::Cluster& c1 = sc.placer().cluster();
+  ASSERT_EQ(c1.nvlink_domains.size(), 2u);
+  EXPECT_EQ(c1.nvlink_domains[0].name, "nvl72-rack0");
+  EXPECT_EQ(c1.nvlink_domains[1].name, "nvl-9f2c.1");
+  EXPECT_EQ(c1.nvlink_domains[1].nodes, rack);
+  EXPECT_EQ(sc.cluster_state().NvlinkCapacity(1).total_gpus, 72);
+  EXPECT_TRUE(sc.CheckInvariants().ok());
+}
+
 TEST(SchedulerApply, KindsAndTargetsHaveTheirNames) {
   EXPECT_STREQ(InputKind(Input{SubmitJob{}}), "submit");
   EXPECT_STREQ(InputKind(Input{SetJobPriority{}}), "priority");
