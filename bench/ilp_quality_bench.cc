@@ -1,6 +1,7 @@
 // Placement quality against the exact ILP oracle (tests/sched/ilp_oracle.h) and the oracle's
 // solve time. `ilp_quality_bench --table [N]` runs N random cases (default 2,000) and prints
-// the quality table of BENCHMARKS.md; without --table it runs the Google Benchmark timings.
+// the quality table of BENCHMARKS.md (`--shapes a,b` over other shapes of
+// tests/sched/testdata/ilp); without --table it runs the Google Benchmark timings.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -64,7 +65,7 @@ struct Row {
   std::vector<double> ratios;
 };
 
-int PrintTable(int n_cases) {
+int PrintTable(int n_cases, const std::vector<std::string>& shapes) {
   std::mt19937_64 rng(2026);
   std::map<std::string, Row> rows;  // size class → row; "all" too
   struct Bad {
@@ -74,7 +75,7 @@ int PrintTable(int n_cases) {
   std::vector<Bad> bad;
   int errors = 0;
   for (int i = 0; i < n_cases; ++i) {
-    const std::string& shape = QualityShapes()[i % QualityShapes().size()];
+    const std::string& shape = shapes[i % shapes.size()];
     Shape& s = GetShape(shape);
     Case c = MakeCase(shape, rng);
     const int gpus = c.job.layout.WorldSize();
@@ -141,7 +142,7 @@ int PrintTable(int n_cases) {
       "| within 5%% | median ratio | worst ratio | oracle placements scored (mean / max) |\n"
       "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   std::vector<std::string> keys = {"1-8", "9-16", "17-32", "33-64", "all"};
-  for (const std::string& shape : QualityShapes()) keys.push_back(shape);
+  for (const std::string& shape : shapes) keys.push_back(shape);
   for (const std::string& key : keys) {
     Row& row = rows[key];
     std::sort(row.ratios.begin(), row.ratios.end());
@@ -240,10 +241,23 @@ void RegisterAll() {
 }  // namespace toposched::sched::ilp
 
 int main(int argc, char** argv) {
+  // --shapes a,b: the table over these shapes (tests/sched/testdata/ilp), not the quality ones.
+  std::vector<std::string> shapes = toposched::sched::ilp::QualityShapes();
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--shapes") != 0) continue;
+    shapes.clear();
+    std::string list = argv[i + 1];
+    for (size_t at = 0; at <= list.size();) {
+      const size_t comma = std::min(list.find(',', at), list.size());
+      if (comma > at) shapes.push_back(list.substr(at, comma - at));
+      at = comma + 1;
+    }
+  }
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--table") == 0) {
       int n = i + 1 < argc ? std::atoi(argv[i + 1]) : 2000;
-      return toposched::sched::ilp::PrintTable(n > 0 ? n : 2000);
+      if (shapes.empty()) return 2;
+      return toposched::sched::ilp::PrintTable(n > 0 ? n : 2000, shapes);
     }
   }
   toposched::sched::ilp::RegisterAll();
