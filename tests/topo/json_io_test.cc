@@ -74,6 +74,11 @@ TEST(TopoJson, BadJsonNamesTheField) {
     EXPECT_NE(back.status().message().find("t.json"), std::string::npos);
   }
   EXPECT_FALSE(TopologyFromJson("{\"gpus\": [", "t.json").ok());
+  // A number that overflows a double threw out_of_range past the parse_error handler (fuzzing).
+  auto overflow = TopologyFromJson("{\"gpus\": [1e99999]}", "t.json");
+  ASSERT_FALSE(overflow.ok());
+  EXPECT_NE(overflow.status().message().find("t.json: not valid JSON"), std::string::npos)
+      << overflow.status().message();
 }
 
 }  // namespace

@@ -300,7 +300,7 @@ StatusOr<NodeTopology> TopologyFromJson(std::string_view text, const std::string
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number overflow
     return InvalidArgumentError(source + ": not valid JSON: " + e.what());
   }
   return TopologyFromJsonValue(j, Reader(source), "$");
@@ -355,7 +355,7 @@ StatusOr<Cluster> ClusterFromJson(std::string_view text, const std::string& sour
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number overflow
     return InvalidArgumentError(source + ": not valid JSON: " + e.what());
   }
   Reader r(source);
