@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -253,6 +254,21 @@ int RunServe(const ServeArgs& a) {
   StatusOr<topo::Cluster> cluster = topo::io::ReadClusterYamlFile(a.cluster);
   if (!cluster.ok()) return Fail(cluster.status());
   cluster->Finalize();
+  // --kube-level-label LEVEL=KEY, checked against the cluster whether or not a watch runs.
+  std::map<std::string, std::string> level_keys;
+  for (const std::string& kv : a.kube_level_labels) {
+    const size_t eq = kv.find('=');
+    const std::string level = kv.substr(0, eq);
+    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) {
+      return Fail(
+          InvalidArgumentError("--kube-level-label: expected LEVEL=KEY, got \"" + kv + "\""));
+    }
+    if (cluster->FindLevel(level) < 0) {
+      return Fail(
+          InvalidArgumentError("--kube-level-label: the cluster has no level \"" + level + "\""));
+    }
+    level_keys[level] = kv.substr(eq + 1);
+  }
 
   // Signals go to the thread waiting for them below, not to worker threads.
   sigset_t set;
@@ -327,19 +343,7 @@ int RunServe(const ServeArgs& a) {
     api::KubeWatchOptions wo;
     wo.api = kube_api;
     wo.watch_timeout_s = a.kube_watch_timeout_s;
-    for (const std::string& kv : a.kube_level_labels) {
-      const size_t eq = kv.find('=');
-      const std::string level = kv.substr(0, eq);
-      if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) {
-        return Fail(
-            InvalidArgumentError("--kube-level-label: expected LEVEL=KEY, got \"" + kv + "\""));
-      }
-      if (cluster->FindLevel(level) < 0) {
-        return Fail(
-            InvalidArgumentError("--kube-level-label: the cluster has no level \"" + level + "\""));
-      }
-      wo.labels.level_keys[level] = kv.substr(eq + 1);
-    }
+    wo.labels.level_keys = level_keys;
     node_sink = std::make_unique<api::ServiceNodeSink>(**svc);
     pod_sink = std::make_unique<api::ServicePodSink>(**svc);
     StatusOr<std::unique_ptr<api::KubeWatcher>> nw = api::KubeWatcher::Nodes(wo, *node_sink);

@@ -918,6 +918,18 @@ TEST(ExtenderServeBinary, VerbsOnTheServedInstance) {
               std::string::npos)
         << testing_api::ReadFile(dir + "/tls.log");
   }
+  // A tier label for a level the cluster lacks is refused, with or without an API server.
+  {
+    const std::string cmd = std::string(TS_CLI) + " serve --cluster " + TS_SOURCE_DIR +
+                            "/data/clusters/h100-2rack.yaml --db " + dir + "/level.db" +
+                            " --kube-level-label rack=example.cloud/rack > " + dir +
+                            "/level.log 2>&1";
+    EXPECT_NE(std::system(cmd.c_str()), 0);
+    EXPECT_NE(testing_api::ReadFile(dir + "/level.log")
+                  .find("--kube-level-label: the cluster has no level \"rack\""),
+              std::string::npos)
+        << testing_api::ReadFile(dir + "/level.log");
+  }
   // A bad option is refused before anything starts.
   testing_api::WriteFile(dir + "/bad.yaml", "group_name_key: x\nbogus: 1\n");
   const std::string cmd = std::string(TS_CLI) + " serve --cluster " + TS_SOURCE_DIR +
