@@ -63,6 +63,11 @@ TEST(TopoJson, BadJsonNamesTheField) {
        "$.gpus[0].nvlink_ports: out of range: 1e+38"},
       {"fraction", [](nlohmann::json& x) { x["gpus"][0]["nvlink_ports"] = 2.5; },
        "$.gpus[0].nvlink_ports: expected a whole number"},
+      {"list",
+       [](nlohmann::json& x) {
+         x["gpus"][0]["pcie"]["switches"] = {1, 7.8e95};
+       },
+       "$.gpus[0].pcie.switches[1]: out of range"},
   };
   for (const auto& c : cases) {
     nlohmann::json x = j;

@@ -4,6 +4,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <type_traits>
+#include <vector>
 
 #include "core/strings.h"
 
@@ -27,6 +28,28 @@ class Reader {
     return InvalidArgumentError(source_ + ": " + path + ": " + what);
   }
   template <typename T>
+  struct IsIntVector : std::false_type {};
+  template <typename U>
+  struct IsIntVector<std::vector<U>>
+      : std::bool_constant<std::is_integral_v<U> && !std::is_same_v<U, bool>> {};
+  // A JSON number as T: a number outside T (1e38 for an int) would be converted with undefined
+  // behaviour, a fraction truncated.
+  template <typename T>
+  StatusOr<T> Whole(const json& v, const std::string& path) const {
+    const bool whole =
+        v.is_number_integer() || (v.is_number_float() && std::isfinite(v.get<double>()) &&
+                                  std::floor(v.get<double>()) == v.get<double>());
+    if (!whole) return Error(path, "expected a whole number");
+    const long double x = v.is_number_unsigned()  ? v.get<uint64_t>()
+                          : v.is_number_integer() ? v.get<int64_t>()
+                                                  : v.get<double>();
+    if (x < static_cast<long double>(std::numeric_limits<T>::min()) ||
+        x > static_cast<long double>(std::numeric_limits<T>::max())) {
+      return Error(path, "out of range: " + v.dump());
+    }
+    return static_cast<T>(x);
+  }
+  template <typename T>
   Status Get(const json& j, const char* key, const std::string& path, T& out,
              bool required = true) const {
     auto it = j.find(key);
@@ -35,21 +58,25 @@ class Reader {
       return OkStatus();
     }
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-      // A number outside T (1e38 for an int) would be converted with undefined behaviour.
-      const bool whole =
-          it->is_number_integer() || (it->is_number_float() && std::isfinite(it->get<double>()) &&
-                                      std::floor(it->get<double>()) == it->get<double>());
-      if (it->is_number() && !whole) return Error(path + "." + key, "expected a whole number");
       if (it->is_number()) {
-        const long double v = it->is_number_unsigned()  ? it->get<uint64_t>()
-                              : it->is_number_integer() ? it->get<int64_t>()
-                                                        : it->get<double>();
-        if (v < static_cast<long double>(std::numeric_limits<T>::min()) ||
-            v > static_cast<long double>(std::numeric_limits<T>::max())) {
-          return Error(path + "." + key, "out of range: " + it->dump());
-        }
-        out = static_cast<T>(v);
+        ASSIGN_OR_RETURN(out, Whole<T>(*it, path + "." + key));
         return OkStatus();
+      }
+    } else if constexpr (IsIntVector<T>::value) {
+      if (it->is_array()) {
+        T v;
+        for (size_t i = 0; i < it->size(); ++i) {
+          const json& e = (*it)[i];
+          if (!e.is_number()) break;  // the type error below names it
+          ASSIGN_OR_RETURN(
+              typename T::value_type x,
+              Whole<typename T::value_type>(e, path + "." + key + "[" + std::to_string(i) + "]"));
+          v.push_back(x);
+        }
+        if (v.size() == it->size()) {
+          out = std::move(v);
+          return OkStatus();
+        }
       }
     }
     try {
