@@ -10,6 +10,7 @@
 
 #include "api/service.h"
 #include "topo/hardware.h"
+#include "topo/io/kube_cluster.h"
 
 namespace toposched::api {
 
@@ -126,8 +127,7 @@ std::vector<std::vector<std::string>> NodeLabelKeys::KeysFor(
       continue;
     }
     for (const std::string& key : level_labels) {
-      const size_t slash = key.rfind('/');
-      if ((slash == std::string::npos ? key : key.substr(slash + 1)) == level) k.push_back(key);
+      if (topo::io::LevelName(key) == level) k.push_back(key);
     }
   }
   return keys;

@@ -701,12 +701,8 @@ std::optional<Service::NodeStatus> Service::NodeStatusOf(const std::string& node
   std::lock_guard<std::mutex> lk(mu_);
   const sched::ClusterState& cs = sched_->cluster_state();
   const topo::NodeTopology& t = sched_->placer().cluster().topology(n);
-  NodeStatus out{cs.NodeHealth(n),
-                 cs.NodeDrained(n),
-                 cs.GpuCount(n),
-                 sched_->NodeDrainReason(n),
-                 t.gpu_model.empty() && !t.gpus.empty() ? t.gpus[0].model : t.gpu_model,
-                 {}};
+  NodeStatus out{cs.NodeHealth(n),           cs.NodeDrained(n),      cs.GpuCount(n),
+                 sched_->NodeDrainReason(n), sched::NodeGpuModel(t), {}};
   for (const topo::NetworkLevel& l : cluster_->levels) out.levels.push_back(l.name);
   return out;
 }
@@ -737,17 +733,12 @@ Status Service::ReportNetwork(const std::string& node, const std::vector<std::st
     if (clique) {
       std::string name;
       if (!clique->empty()) {
-        name = "nvl-" + *clique;
-        for (const topo::NvlinkDomain& d : c.nvlink_domains) {
-          if (d.name == *clique) name = *clique;
-        }
+        name = sched::FindNvlinkDomain(c, *clique) >= 0 ? *clique : "nvl-" + *clique;
       }
       r.nvlink_domain = name;
       r.nvlink_gbps = options_.nvlink_gbps;
     }
-    const sched::NodeNetworkReport now = sched::NetworkPlaceOf(c, n);
-    if ((r.domains.empty() || r.domains == now.domains) &&
-        (!r.nvlink_domain || r.nvlink_domain == now.nvlink_domain)) {
+    if (sched::AtPlace(r, sched::NetworkPlaceOf(c, n))) {
       return OkStatus();  // where the model has it: nothing to store
     }
   }

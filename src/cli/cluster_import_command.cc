@@ -10,6 +10,7 @@
 
 #include "cli/atomic_file.h"
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "core/strings.h"
 #include "topo/io/cluster_yaml.h"
 #include "topo/io/kube_cluster.h"
@@ -34,16 +35,6 @@ struct ImportArgs {
   std::string name;
   std::string out;
 };
-
-StatusOr<std::pair<std::string, std::string>> SplitAssignment(const std::string& flag,
-                                                              const std::string& arg,
-                                                              const char* shape) {
-  const size_t eq = arg.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size()) {
-    return InvalidArgumentError(flag + " \"" + arg + "\": expected " + shape);
-  }
-  return std::make_pair(arg.substr(0, eq), arg.substr(eq + 1));
-}
 
 // --oversubscription LEVEL=R ... as level → ratio.
 StatusOr<std::map<std::string, double>> Oversubscription(const ImportArgs& a) {

@@ -24,6 +24,7 @@
 #include "api/server.h"
 #include "api/service.h"
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "core/file.h"
 #include "topo/io/cluster_yaml.h"
 
@@ -256,18 +257,16 @@ int RunServe(const ServeArgs& a) {
   cluster->Finalize();
   // --kube-level-label LEVEL=KEY, checked against the cluster whether or not a watch runs.
   std::map<std::string, std::string> level_keys;
-  for (const std::string& kv : a.kube_level_labels) {
-    const size_t eq = kv.find('=');
-    const std::string level = kv.substr(0, eq);
-    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) {
-      return Fail(
-          InvalidArgumentError("--kube-level-label: expected LEVEL=KEY, got \"" + kv + "\""));
-    }
+  for (const std::string& arg : a.kube_level_labels) {
+    StatusOr<std::pair<std::string, std::string>> kv =
+        SplitAssignment("--kube-level-label", arg, "LEVEL=KEY");
+    if (!kv.ok()) return Fail(kv.status());
+    const std::string& level = kv->first;
     if (cluster->FindLevel(level) < 0) {
       return Fail(
           InvalidArgumentError("--kube-level-label: the cluster has no level \"" + level + "\""));
     }
-    level_keys[level] = kv.substr(eq + 1);
+    level_keys[level] = kv->second;
   }
 
   // Signals go to the thread waiting for them below, not to worker threads.

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "core/strings.h"
 #include "cost/cost_model.h"
 #include "sched/policy.h"
@@ -213,13 +214,12 @@ int RunImport(const ImportArgs& a) {
   o.default_topology = a.topo;
   o.gpu_model = a.gpu_model;
   for (const std::string& nt : a.node_topo) {
-    size_t eq = nt.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == nt.size()) {
-      return Fail(InvalidArgumentError("--node-topo \"" + nt + "\": expected NODES=FILE"));
-    }
-    auto hosts = ExpandHostList(nt.substr(0, eq));
+    StatusOr<std::pair<std::string, std::string>> kv =
+        SplitAssignment("--node-topo", nt, "NODES=FILE");
+    if (!kv.ok()) return Fail(kv.status());
+    auto hosts = ExpandHostList(kv->first);
     if (!hosts.ok()) return Fail(hosts.status().WithPrefix("--node-topo"));
-    for (const std::string& h : *hosts) o.per_node[h] = nt.substr(eq + 1);
+    for (const std::string& h : *hosts) o.per_node[h] = kv->second;
   }
   slurm::ProcessRunner runner;
   auto c = slurm::ImportCluster(runner, o);

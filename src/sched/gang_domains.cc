@@ -3,6 +3,16 @@
 
 namespace toposched::sched::gang_internal {
 
+namespace {
+
+// A (profile, free mask) already asked of a node selector.
+struct Seen {
+  int profile;
+  uint64_t lo, hi;
+};
+
+}  // namespace
+
 std::optional<Verdict> Search::NodeVerdict(int node, int left, const std::string& how,
                                            double* score_out) {
   Plan plan;
@@ -53,10 +63,6 @@ int Search::FirstBestFitNode(int* best_free) const {
 
 int Search::FastestBestFitNode(int first, int best_free, double* chosen_ms) const {
   const int* prof = ix_.node_profile.data();
-  struct Seen {
-    int profile;
-    uint64_t lo, hi;
-  };
   Seen seen[1025];  // max_node_evaluations ≤ 1024, plus the one that ends the scan
   int n_seen = 0;
   int chosen = -1;
@@ -118,10 +124,6 @@ void Search::RoomierNodeByScore(int best_free, double chosen_ms, int* chosen,
                                 int* chosen_left) const {
   const int* prof = ix_.node_profile.data();
   const NodeRequest req = ChunkRequest(world_);
-  struct Seen {
-    int profile;
-    uint64_t lo, hi;
-  };
   double best_score = comm_w_ * chosen_ms + frag_w_ * *chosen_left;
   std::vector<Seen> more;
   for (int node = 0; node < static_cast<int>(c_.nodes.size()); ++node) {

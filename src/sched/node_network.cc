@@ -62,9 +62,7 @@ Status MoveInTree(topo::Cluster& c, int n, const std::vector<std::string>& names
 Status MoveNvlink(topo::Cluster& c, int n, const std::string& name) {
   int d = -1;
   if (!name.empty()) {
-    for (size_t i = 0; i < c.nvlink_domains.size(); ++i) {
-      if (c.nvlink_domains[i].name == name) d = static_cast<int>(i);
-    }
+    d = FindNvlinkDomain(c, name);
     if (d < 0) {
       return InvalidArgumentError("node " + Quote(c.nodes[n].name) + ": NVLink domain " +
                                   Quote(name) +
@@ -81,6 +79,18 @@ Status MoveNvlink(topo::Cluster& c, int n, const std::string& name) {
 }
 
 }  // namespace
+
+bool AtPlace(const NodeNetworkReport& report, const NodeNetworkReport& place) {
+  return (report.domains.empty() || report.domains == place.domains) &&
+         (!report.nvlink_domain || report.nvlink_domain == place.nvlink_domain);
+}
+
+int FindNvlinkDomain(const topo::Cluster& c, const std::string& name) {
+  for (size_t i = 0; i < c.nvlink_domains.size(); ++i) {
+    if (c.nvlink_domains[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
 
 NodeNetworkReport NetworkPlaceOf(const topo::Cluster& c, int node) {
   NodeNetworkReport r;
@@ -100,9 +110,7 @@ Status PlaceInNetwork(const std::map<int, NodeNetworkReport>& places, topo::Clus
   for (const auto& [n, place] : places) {
     if (!place.nvlink_domain || place.nvlink_domain->empty()) continue;
     const std::string& name = *place.nvlink_domain;
-    const bool known = std::any_of(c.nvlink_domains.begin(), c.nvlink_domains.end(),
-                                   [&](const topo::NvlinkDomain& d) { return d.name == name; });
-    if (!known) fresh[name] = std::max(fresh[name], place.nvlink_gbps);
+    if (FindNvlinkDomain(c, name) < 0) fresh[name] = std::max(fresh[name], place.nvlink_gbps);
   }
   for (const auto& [name, gbps] : fresh) {
     if (gbps > 0) c.nvlink_domains.push_back({name, {}, gbps});

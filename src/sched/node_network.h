@@ -26,6 +26,13 @@ NodeNetworkReport NetworkPlaceOf(const topo::Cluster& c, int node);
 // `c` is left half moved on error: callers move a copy.
 Status PlaceInNetwork(const std::map<int, NodeNetworkReport>& places, topo::Cluster& c);
 
+// Whether a node at `place` is where `report` says: every part the report gives (its domains,
+// its NVLink domain) is the place's.
+bool AtPlace(const NodeNetworkReport& report, const NodeNetworkReport& place);
+
+// The NVLink domain of that name in `c`, -1 when none.
+int FindNvlinkDomain(const topo::Cluster& c, const std::string& name);
+
 // "spine0 > leaf3" / "spine0 > leaf3, NVLink domain nvl-a" for notes (no NVLink domain: not
 // named).
 std::string PlaceWords(const NodeNetworkReport& place);

@@ -587,16 +587,12 @@ Status Scheduler::SetNodeNetwork(const NodeNetworkReport& report, int64_t now_us
   }
   merged.node = node;
   merged.source = report.source;
-  auto at = [&](const NodeNetworkReport& place) {
-    return (merged.domains.empty() || merged.domains == place.domains) &&
-           (!merged.nvlink_domain || merged.nvlink_domain == place.nvlink_domain);
-  };
   const NodeNetworkReport now = NetworkPlaceOf(placer_->cluster(), node);
-  if (at(now)) return OkStatus();  // where the model has it already
+  if (AtPlace(merged, now)) return OkStatus();  // where the model has it already
   Accrue(now_us);
   std::optional<NodeNetworkReport> old;
   if (it != network_.end()) old = it->second;
-  if (at(at_base)) {
+  if (AtPlace(merged, at_base)) {
     network_.erase(node);  // back where the cluster file put it
   } else {
     network_[node] = merged;

@@ -71,13 +71,6 @@ StatusOr<KubeNodeInfo> ReadNode(const json& item, const std::string& where) {
   return n;
 }
 
-// The level name of a label key: its last segment ("network.topology.kubernetes.io/block" →
-// "block", "cloud.google.com/gce-topology-subblock" → "gce-topology-subblock").
-std::string LevelName(const std::string& key) {
-  const size_t slash = key.rfind('/');
-  return slash == std::string::npos ? key : key.substr(slash + 1);
-}
-
 // Levels and domains from the tier labels; every GPU node attached at the lowest level.
 Status BuildTiers(const std::vector<KubeNodeInfo>& nodes, const KubeClusterOptions& o,
                   const std::string& source, Cluster& c) {
@@ -158,6 +151,12 @@ Status BuildCliques(const std::vector<KubeNodeInfo>& nodes, const KubeClusterOpt
 }
 
 }  // namespace
+
+// ("cloud.google.com/gce-topology-subblock" → "gce-topology-subblock".)
+std::string LevelName(const std::string& key) {
+  const size_t slash = key.rfind('/');
+  return slash == std::string::npos ? key : key.substr(slash + 1);
+}
 
 Status KubeClusterOptions::Validate() const {
   if (cluster_name.empty()) return InvalidArgumentError("cluster name: empty");

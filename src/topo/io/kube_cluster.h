@@ -52,6 +52,10 @@ struct KubeImport {
   std::vector<std::string> skipped;  // Nodes without GPUs, in list order
 };
 
+// The level name a tier label key gives: its last segment ("network.topology.kubernetes.io/block"
+// → "block").
+std::string LevelName(const std::string& key);
+
 // `source` names the input in errors ("nodes.json: items[3] (gpu017): ..."). InvalidArgument:
 // not a node list, a node without metadata.name or with a GPU count that is not a whole number,
 // no GPU node at all, a GPU product without a topology file, a topology whose GPU count is not
