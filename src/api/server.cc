@@ -131,6 +131,250 @@ StatusOr<int64_t> IntParam(const http::Request& req, const std::string& name, in
 
 int64_t JobIdOf(const http::Request& req) { return std::stoll(req.matches[1].str()); }
 
+// The dashboard: fixed paths, each an asset compiled into the binary (src/api/dashboard.h).
+void AddDashboardRoutes(Router& h) {
+  for (const WebAsset& asset : WebAssets()) {
+    std::string pattern;
+    for (char c : asset.path) {
+      if (c == '.') pattern += '\\';
+      pattern += c;
+    }
+    h.Get(pattern, [&asset](const http::Request&, http::Response& res) {
+      res.status = 200;
+      res.set_header("Cache-Control", "no-cache");
+      res.set_header("X-Content-Type-Options", "nosniff");
+      res.set_header("Content-Security-Policy", std::string(kWebCsp));
+      res.set_header("Referrer-Policy", "no-referrer");
+      res.set_content(std::string(asset.body), std::string(asset.content_type));
+    });
+  }
+}
+
+// The job collection: submit (POST /api/v1/jobs) and list (GET, filtered and paged).
+void AddJobListRoutes(Router& h, Service& svc) {
+  h.Post("/api/v1/jobs", [&svc](const http::Request& req, http::Response& res) {
+    if (Status p = CheckParams(req, {}); !p.ok()) return SetStatusError(res, p);
+    StatusOr<Service::SubmitResult> r =
+        svc.Submit(req.body, req.get_header_value("Idempotency-Key"));
+    if (!r.ok()) return SetStatusError(res, r.status());
+    SetJson(res, r->created ? 201 : 200,
+            json{{"id", r->id}, {"job_id", "job-" + std::to_string(r->id)}, {"created", r->created}}
+                .dump());
+  });
+
+  h.Get("/api/v1/jobs", [&svc](const http::Request& req, http::Response& res) {
+    if (Status p = CheckParams(req, {"state", "user", "queue", "name", "after", "limit"});
+        !p.ok()) {
+      return SetStatusError(res, p);
+    }
+    ListFilter f;
+    if (req.has_param("state")) {
+      StatusOr<job::JobState> st = job::ParseJobState(req.get_param_value("state"));
+      if (!st.ok()) return SetStatusError(res, st.status().WithPrefix("query parameter \"state\""));
+      f.state = *st;
+    }
+    if (req.has_param("user")) f.user = req.get_param_value("user");
+    if (req.has_param("queue")) f.queue = req.get_param_value("queue");
+    if (req.has_param("name")) f.name = req.get_param_value("name");
+    StatusOr<int64_t> after = IntParam(req, "after", 0, 0, INT64_MAX);
+    if (!after.ok()) return SetStatusError(res, after.status());
+    StatusOr<int64_t> limit = IntParam(req, "limit", 1000, 1, 100000);
+    if (!limit.ok()) return SetStatusError(res, limit.status());
+    f.after_id = *after;
+    f.limit = static_cast<int>(*limit);
+    SetJson(res, 200, svc.JobsJson(f));
+  });
+}
+
+// One job, /api/v1/jobs/<id> (or job-<id>): read, explain, and the actions on it.
+void AddJobRoutes(Router& h, Service& svc) {
+  const std::string job_re = R"(/api/v1/jobs/(?:job-)?(\d{1,18}))";
+  h.Get(job_re, [&svc](const http::Request& req, http::Response& res) {
+    if (Status p = CheckParams(req, {}); !p.ok()) return SetStatusError(res, p);
+    StatusOr<std::string> j = svc.JobJson(JobIdOf(req), true);
+    if (!j.ok()) return SetStatusError(res, j.status());
+    SetJson(res, 200, *j);
+  });
+  h.Get(job_re + "/explain", [&svc](const http::Request& req, http::Response& res) {
+    StatusOr<std::string> j = svc.ExplainJson(JobIdOf(req));
+    if (!j.ok()) return SetStatusError(res, j.status());
+    SetJson(res, 200, *j);
+  });
+  h.Post(job_re + "/cancel", [&svc](const http::Request& req, http::Response& res) {
+    if (!req.body.empty()) {
+      if (auto b = ParseObject(req.body, {}); !b.ok()) return SetStatusError(res, b.status());
+    }
+    Status st = svc.Cancel(JobIdOf(req));
+    if (!st.ok()) return SetStatusError(res, st);
+    StatusOr<std::string> j = svc.JobJson(JobIdOf(req), false);
+    SetJson(res, 200, j.ok() ? *j : "{}");
+  });
+  h.Post(job_re + "/complete", [&svc](const http::Request& req, http::Response& res) {
+    ExitReport report;
+    bool with_report = false;
+    if (!req.body.empty()) {
+      StatusOr<json> b = ParseObject(req.body, {"exit_code", "signal", "log", "node"});
+      if (!b.ok()) return SetStatusError(res, b.status());
+      StatusOr<bool> r = ParseExitReport(*b, &report);
+      if (!r.ok()) return SetStatusError(res, r.status());
+      with_report = *r;
+    }
+    Status st = with_report ? svc.Complete(JobIdOf(req), report) : svc.Complete(JobIdOf(req));
+    if (!st.ok()) return SetStatusError(res, st);
+    StatusOr<std::string> j = svc.JobJson(JobIdOf(req), false);
+    SetJson(res, 200, j.ok() ? *j : "{}");
+  });
+
+  // A running job's log, diagnosed now (Service::ReportLog).
+  h.Post(job_re + "/report", [&svc](const http::Request& req, http::Response& res) {
+    StatusOr<json> b = ParseObject(req.body, {"log", "node"});
+    if (!b.ok()) return SetStatusError(res, b.status());
+    ExitReport report;
+    StatusOr<bool> r = ParseExitReport(*b, &report);
+    if (!r.ok()) return SetStatusError(res, r.status());
+    StatusOr<std::string> out = svc.ReportLog(JobIdOf(req), report);
+    if (!out.ok()) return SetStatusError(res, out.status());
+    SetJson(res, 200, *out);
+  });
+
+  h.Post(job_re + "/priority", [&svc](const http::Request& req, http::Response& res) {
+    StatusOr<json> b = ParseObject(req.body, {"priority"});
+    if (!b.ok()) return SetStatusError(res, b.status());
+    if (!b->contains("priority") || !(*b)["priority"].is_number_integer() ||
+        (*b)["priority"].get<int64_t>() < -1000000000 ||
+        (*b)["priority"].get<int64_t>() > 1000000000) {
+      return SetStatusError(
+          res, InvalidArgumentError("request body: priority: expected an integer in [-1e9, 1e9]"));
+    }
+    Status st = svc.SetPriority(JobIdOf(req), (*b)["priority"].get<int>());
+    if (!st.ok()) return SetStatusError(res, st);
+    StatusOr<std::string> j = svc.JobJson(JobIdOf(req), false);
+    SetJson(res, 200, j.ok() ? *j : "{}");
+  });
+}
+
+// A node's state: drain and resume, and the health reports of nodes and their parts.
+void AddNodeStateRoutes(Router& h, Service& svc) {
+  for (bool drain : {true, false}) {
+    h.Post(std::string(R"(/api/v1/nodes/([A-Za-z0-9_.\-]{1,128})/)") + (drain ? "drain" : "resume"),
+           [&svc, drain](const http::Request& req, http::Response& res) {
+             std::string reason;
+             if (!req.body.empty()) {
+               StatusOr<json> b = ParseObject(req.body, {"reason"});
+               if (!b.ok()) return SetStatusError(res, b.status());
+               if (b->contains("reason")) {
+                 if (!(*b)["reason"].is_string()) {
+                   return SetStatusError(
+                       res, InvalidArgumentError("request body: reason: expected a string"));
+                 }
+                 reason = (*b)["reason"].get<std::string>();
+               }
+             }
+             const std::string node = req.matches[1].str();
+             Status st = svc.SetDrained(node, drain, reason);
+             if (!st.ok()) return SetStatusError(res, st);
+             SetJson(res, 200, json{{"node", node}, {"drained", drain}}.dump());
+           });
+  }
+
+  h.Post("/api/v1/health", [&svc](const http::Request& req, http::Response& res) {
+    StatusOr<json> b = ParseObject(req.body, {"node", "component", "index", "health", "reason"});
+    if (!b.ok()) return SetStatusError(res, b.status());
+    const json& j = *b;
+    for (const char* k : {"node", "component", "health"}) {
+      if (!j.contains(k) || !j[k].is_string()) {
+        return SetStatusError(
+            res, InvalidArgumentError(std::string("request body: ") + k + ": required, a string"));
+      }
+    }
+    if (j.contains("reason") && !j["reason"].is_string()) {
+      return SetStatusError(res, InvalidArgumentError("request body: reason: expected a string"));
+    }
+    int index = 0;
+    if (j.contains("index")) {
+      if (!j["index"].is_number_integer() || j["index"].get<int64_t>() < 0 ||
+          j["index"].get<int64_t>() > 1024) {
+        return SetStatusError(
+            res, InvalidArgumentError("request body: index: expected an integer in [0, 1024]"));
+      }
+      index = j["index"].get<int>();
+    } else if (j["component"] != "node") {
+      return SetStatusError(
+          res, InvalidArgumentError("request body: index: required for a gpu, nic or nvlink"));
+    }
+    Status st = svc.ReportHealth(j["component"].get<std::string>(), j["node"].get<std::string>(),
+                                 index, j["health"].get<std::string>(), j.value("reason", ""));
+    if (!st.ok()) return SetStatusError(res, st);
+    SetJson(res, 200, json{{"status", "recorded"}}.dump());
+  });
+}
+
+// A node's own topology, as `toposched agent` sends it; and the topology the scheduler uses.
+void AddNodeTopologyRoutes(Router& h, Service& svc) {
+  const std::string node_topology = R"(/api/v1/nodes/([A-Za-z0-9_.\-]{1,128})/topology)";
+  h.Post(node_topology, [&svc](const http::Request& req, http::Response& res) {
+    StatusOr<json> b = ParseObject(req.body, {"topology", "source"});
+    if (!b.ok()) return SetStatusError(res, b.status());
+    const json& j = *b;
+    if (!j.contains("topology") || !j["topology"].is_object()) {
+      return SetStatusError(
+          res, InvalidArgumentError("request body: topology: required, an object (what "
+                                    "`toposched topo discover --to json` writes)"));
+    }
+    std::string source;
+    if (j.contains("source")) {
+      if (!j["source"].is_string() || j["source"].get_ref<const std::string&>().size() > 256) {
+        return SetStatusError(
+            res, InvalidArgumentError("request body: source: expected a string of at most 256 "
+                                      "bytes"));
+      }
+      source = j["source"].get<std::string>();
+    }
+    const std::string node = req.matches[1].str();
+    Status st = svc.ReportTopology(node, j["topology"].dump(), source);
+    if (!st.ok()) return SetStatusError(res, st);
+    SetJson(res, 200, json{{"node", node}, {"status", "recorded"}}.dump());
+  });
+  h.Get(node_topology, [&svc](const http::Request& req, http::Response& res) {
+    if (Status p = CheckParams(req, {}); !p.ok()) return SetStatusError(res, p);
+    StatusOr<std::string> r = svc.NodeTopologyJson(req.matches[1].str());
+    if (!r.ok()) return SetStatusError(res, r.status());
+    SetJson(res, 200, std::move(r).value());
+  });
+}
+
+// The scheduling pass on demand, and the cluster-wide reads: nodes, topology, events.
+void AddClusterRoutes(Router& h, Service& svc) {
+  h.Post("/api/v1/schedule", [&svc](const http::Request& req, http::Response& res) {
+    if (!req.body.empty()) {
+      if (auto b = ParseObject(req.body, {}); !b.ok()) return SetStatusError(res, b.status());
+    }
+    StatusOr<std::vector<int64_t>> r = svc.RunPass();
+    if (!r.ok()) return SetStatusError(res, r.status());
+    SetJson(res, 200, json{{"started", *r}}.dump());
+  });
+
+  h.Get("/api/v1/nodes", [&svc](const http::Request& req, http::Response& res) {
+    if (Status p = CheckParams(req, {}); !p.ok()) return SetStatusError(res, p);
+    SetJson(res, 200, svc.NodesJson());
+  });
+  h.Get("/api/v1/topology", [&svc](const http::Request&, http::Response& res) {
+    SetJson(res, 200, svc.TopologyJson());
+  });
+  h.Get("/api/v1/events", [&svc](const http::Request& req, http::Response& res) {
+    if (Status p = CheckParams(req, {"after", "limit", "job"}); !p.ok()) {
+      return SetStatusError(res, p);
+    }
+    StatusOr<int64_t> after = IntParam(req, "after", 0, 0, INT64_MAX);
+    if (!after.ok()) return SetStatusError(res, after.status());
+    StatusOr<int64_t> limit = IntParam(req, "limit", 1000, 1, 100000);
+    if (!limit.ok()) return SetStatusError(res, limit.status());
+    std::string job = req.has_param("job") ? req.get_param_value("job") : "";
+    if (!job.empty() && job.rfind("job-", 0) != 0) job = "job-" + job;
+    SetJson(res, 200, svc.EventsJson(*after, static_cast<int>(*limit), job));
+  });
+}
+
 }  // namespace
 
 int HttpStatusOf(StatusCode code) {
@@ -415,22 +659,7 @@ void Server::Routes() {
   Router& h = routes_;
   Service& svc = *service_;
 
-  // The dashboard: fixed paths, each an asset compiled into the binary (src/api/dashboard.h).
-  for (const WebAsset& asset : WebAssets()) {
-    std::string pattern;
-    for (char c : asset.path) {
-      if (c == '.') pattern += '\\';
-      pattern += c;
-    }
-    h.Get(pattern, [&asset](const http::Request&, http::Response& res) {
-      res.status = 200;
-      res.set_header("Cache-Control", "no-cache");
-      res.set_header("X-Content-Type-Options", "nosniff");
-      res.set_header("Content-Security-Policy", std::string(kWebCsp));
-      res.set_header("Referrer-Policy", "no-referrer");
-      res.set_content(std::string(asset.body), std::string(asset.content_type));
-    });
-  }
+  AddDashboardRoutes(h);
 
   h.Get("/healthz", [&svc](const http::Request&, http::Response& res) {
     Status st = svc.health();
@@ -447,216 +676,11 @@ void Server::Routes() {
     res.set_content(svc.MetricsText() + ListenerMetrics(), "text/plain; version=0.0.4");
   });
 
-  h.Post("/api/v1/jobs", [&svc](const http::Request& req, http::Response& res) {
-    if (Status p = CheckParams(req, {}); !p.ok()) return SetStatusError(res, p);
-    StatusOr<Service::SubmitResult> r =
-        svc.Submit(req.body, req.get_header_value("Idempotency-Key"));
-    if (!r.ok()) return SetStatusError(res, r.status());
-    SetJson(res, r->created ? 201 : 200,
-            json{{"id", r->id}, {"job_id", "job-" + std::to_string(r->id)}, {"created", r->created}}
-                .dump());
-  });
-
-  h.Get("/api/v1/jobs", [&svc](const http::Request& req, http::Response& res) {
-    if (Status p = CheckParams(req, {"state", "user", "queue", "name", "after", "limit"});
-        !p.ok()) {
-      return SetStatusError(res, p);
-    }
-    ListFilter f;
-    if (req.has_param("state")) {
-      StatusOr<job::JobState> st = job::ParseJobState(req.get_param_value("state"));
-      if (!st.ok()) return SetStatusError(res, st.status().WithPrefix("query parameter \"state\""));
-      f.state = *st;
-    }
-    if (req.has_param("user")) f.user = req.get_param_value("user");
-    if (req.has_param("queue")) f.queue = req.get_param_value("queue");
-    if (req.has_param("name")) f.name = req.get_param_value("name");
-    StatusOr<int64_t> after = IntParam(req, "after", 0, 0, INT64_MAX);
-    if (!after.ok()) return SetStatusError(res, after.status());
-    StatusOr<int64_t> limit = IntParam(req, "limit", 1000, 1, 100000);
-    if (!limit.ok()) return SetStatusError(res, limit.status());
-    f.after_id = *after;
-    f.limit = static_cast<int>(*limit);
-    SetJson(res, 200, svc.JobsJson(f));
-  });
-
-  const std::string job_re = R"(/api/v1/jobs/(?:job-)?(\d{1,18}))";
-  h.Get(job_re, [&svc](const http::Request& req, http::Response& res) {
-    if (Status p = CheckParams(req, {}); !p.ok()) return SetStatusError(res, p);
-    StatusOr<std::string> j = svc.JobJson(JobIdOf(req), true);
-    if (!j.ok()) return SetStatusError(res, j.status());
-    SetJson(res, 200, *j);
-  });
-  h.Get(job_re + "/explain", [&svc](const http::Request& req, http::Response& res) {
-    StatusOr<std::string> j = svc.ExplainJson(JobIdOf(req));
-    if (!j.ok()) return SetStatusError(res, j.status());
-    SetJson(res, 200, *j);
-  });
-  h.Post(job_re + "/cancel", [&svc](const http::Request& req, http::Response& res) {
-    if (!req.body.empty()) {
-      if (auto b = ParseObject(req.body, {}); !b.ok()) return SetStatusError(res, b.status());
-    }
-    Status st = svc.Cancel(JobIdOf(req));
-    if (!st.ok()) return SetStatusError(res, st);
-    StatusOr<std::string> j = svc.JobJson(JobIdOf(req), false);
-    SetJson(res, 200, j.ok() ? *j : "{}");
-  });
-  h.Post(job_re + "/complete", [&svc](const http::Request& req, http::Response& res) {
-    ExitReport report;
-    bool with_report = false;
-    if (!req.body.empty()) {
-      StatusOr<json> b = ParseObject(req.body, {"exit_code", "signal", "log", "node"});
-      if (!b.ok()) return SetStatusError(res, b.status());
-      StatusOr<bool> r = ParseExitReport(*b, &report);
-      if (!r.ok()) return SetStatusError(res, r.status());
-      with_report = *r;
-    }
-    Status st = with_report ? svc.Complete(JobIdOf(req), report) : svc.Complete(JobIdOf(req));
-    if (!st.ok()) return SetStatusError(res, st);
-    StatusOr<std::string> j = svc.JobJson(JobIdOf(req), false);
-    SetJson(res, 200, j.ok() ? *j : "{}");
-  });
-
-  // A running job's log, diagnosed now (Service::ReportLog).
-  h.Post(job_re + "/report", [&svc](const http::Request& req, http::Response& res) {
-    StatusOr<json> b = ParseObject(req.body, {"log", "node"});
-    if (!b.ok()) return SetStatusError(res, b.status());
-    ExitReport report;
-    StatusOr<bool> r = ParseExitReport(*b, &report);
-    if (!r.ok()) return SetStatusError(res, r.status());
-    StatusOr<std::string> out = svc.ReportLog(JobIdOf(req), report);
-    if (!out.ok()) return SetStatusError(res, out.status());
-    SetJson(res, 200, *out);
-  });
-
-  h.Post(job_re + "/priority", [&svc](const http::Request& req, http::Response& res) {
-    StatusOr<json> b = ParseObject(req.body, {"priority"});
-    if (!b.ok()) return SetStatusError(res, b.status());
-    if (!b->contains("priority") || !(*b)["priority"].is_number_integer() ||
-        (*b)["priority"].get<int64_t>() < -1000000000 ||
-        (*b)["priority"].get<int64_t>() > 1000000000) {
-      return SetStatusError(
-          res, InvalidArgumentError("request body: priority: expected an integer in [-1e9, 1e9]"));
-    }
-    Status st = svc.SetPriority(JobIdOf(req), (*b)["priority"].get<int>());
-    if (!st.ok()) return SetStatusError(res, st);
-    StatusOr<std::string> j = svc.JobJson(JobIdOf(req), false);
-    SetJson(res, 200, j.ok() ? *j : "{}");
-  });
-
-  for (bool drain : {true, false}) {
-    h.Post(std::string(R"(/api/v1/nodes/([A-Za-z0-9_.\-]{1,128})/)") + (drain ? "drain" : "resume"),
-           [&svc, drain](const http::Request& req, http::Response& res) {
-             std::string reason;
-             if (!req.body.empty()) {
-               StatusOr<json> b = ParseObject(req.body, {"reason"});
-               if (!b.ok()) return SetStatusError(res, b.status());
-               if (b->contains("reason")) {
-                 if (!(*b)["reason"].is_string()) {
-                   return SetStatusError(
-                       res, InvalidArgumentError("request body: reason: expected a string"));
-                 }
-                 reason = (*b)["reason"].get<std::string>();
-               }
-             }
-             const std::string node = req.matches[1].str();
-             Status st = svc.SetDrained(node, drain, reason);
-             if (!st.ok()) return SetStatusError(res, st);
-             SetJson(res, 200, json{{"node", node}, {"drained", drain}}.dump());
-           });
-  }
-
-  h.Post("/api/v1/health", [&svc](const http::Request& req, http::Response& res) {
-    StatusOr<json> b = ParseObject(req.body, {"node", "component", "index", "health", "reason"});
-    if (!b.ok()) return SetStatusError(res, b.status());
-    const json& j = *b;
-    for (const char* k : {"node", "component", "health"}) {
-      if (!j.contains(k) || !j[k].is_string()) {
-        return SetStatusError(
-            res, InvalidArgumentError(std::string("request body: ") + k + ": required, a string"));
-      }
-    }
-    if (j.contains("reason") && !j["reason"].is_string()) {
-      return SetStatusError(res, InvalidArgumentError("request body: reason: expected a string"));
-    }
-    int index = 0;
-    if (j.contains("index")) {
-      if (!j["index"].is_number_integer() || j["index"].get<int64_t>() < 0 ||
-          j["index"].get<int64_t>() > 1024) {
-        return SetStatusError(
-            res, InvalidArgumentError("request body: index: expected an integer in [0, 1024]"));
-      }
-      index = j["index"].get<int>();
-    } else if (j["component"] != "node") {
-      return SetStatusError(
-          res, InvalidArgumentError("request body: index: required for a gpu, nic or nvlink"));
-    }
-    Status st = svc.ReportHealth(j["component"].get<std::string>(), j["node"].get<std::string>(),
-                                 index, j["health"].get<std::string>(), j.value("reason", ""));
-    if (!st.ok()) return SetStatusError(res, st);
-    SetJson(res, 200, json{{"status", "recorded"}}.dump());
-  });
-
-  // A node's own topology, as `toposched agent` sends it; and the topology the scheduler uses.
-  const std::string node_topology = R"(/api/v1/nodes/([A-Za-z0-9_.\-]{1,128})/topology)";
-  h.Post(node_topology, [&svc](const http::Request& req, http::Response& res) {
-    StatusOr<json> b = ParseObject(req.body, {"topology", "source"});
-    if (!b.ok()) return SetStatusError(res, b.status());
-    const json& j = *b;
-    if (!j.contains("topology") || !j["topology"].is_object()) {
-      return SetStatusError(
-          res, InvalidArgumentError("request body: topology: required, an object (what "
-                                    "`toposched topo discover --to json` writes)"));
-    }
-    std::string source;
-    if (j.contains("source")) {
-      if (!j["source"].is_string() || j["source"].get_ref<const std::string&>().size() > 256) {
-        return SetStatusError(
-            res, InvalidArgumentError("request body: source: expected a string of at most 256 "
-                                      "bytes"));
-      }
-      source = j["source"].get<std::string>();
-    }
-    const std::string node = req.matches[1].str();
-    Status st = svc.ReportTopology(node, j["topology"].dump(), source);
-    if (!st.ok()) return SetStatusError(res, st);
-    SetJson(res, 200, json{{"node", node}, {"status", "recorded"}}.dump());
-  });
-  h.Get(node_topology, [&svc](const http::Request& req, http::Response& res) {
-    if (Status p = CheckParams(req, {}); !p.ok()) return SetStatusError(res, p);
-    StatusOr<std::string> r = svc.NodeTopologyJson(req.matches[1].str());
-    if (!r.ok()) return SetStatusError(res, r.status());
-    SetJson(res, 200, std::move(r).value());
-  });
-
-  h.Post("/api/v1/schedule", [&svc](const http::Request& req, http::Response& res) {
-    if (!req.body.empty()) {
-      if (auto b = ParseObject(req.body, {}); !b.ok()) return SetStatusError(res, b.status());
-    }
-    StatusOr<std::vector<int64_t>> r = svc.RunPass();
-    if (!r.ok()) return SetStatusError(res, r.status());
-    SetJson(res, 200, json{{"started", *r}}.dump());
-  });
-
-  h.Get("/api/v1/nodes", [&svc](const http::Request& req, http::Response& res) {
-    if (Status p = CheckParams(req, {}); !p.ok()) return SetStatusError(res, p);
-    SetJson(res, 200, svc.NodesJson());
-  });
-  h.Get("/api/v1/topology", [&svc](const http::Request&, http::Response& res) {
-    SetJson(res, 200, svc.TopologyJson());
-  });
-  h.Get("/api/v1/events", [&svc](const http::Request& req, http::Response& res) {
-    if (Status p = CheckParams(req, {"after", "limit", "job"}); !p.ok()) {
-      return SetStatusError(res, p);
-    }
-    StatusOr<int64_t> after = IntParam(req, "after", 0, 0, INT64_MAX);
-    if (!after.ok()) return SetStatusError(res, after.status());
-    StatusOr<int64_t> limit = IntParam(req, "limit", 1000, 1, 100000);
-    if (!limit.ok()) return SetStatusError(res, limit.status());
-    std::string job = req.has_param("job") ? req.get_param_value("job") : "";
-    if (!job.empty() && job.rfind("job-", 0) != 0) job = "job-" + job;
-    SetJson(res, 200, svc.EventsJson(*after, static_cast<int>(*limit), job));
-  });
+  AddJobListRoutes(h, svc);
+  AddJobRoutes(h, svc);
+  AddNodeStateRoutes(h, svc);
+  AddNodeTopologyRoutes(h, svc);
+  AddClusterRoutes(h, svc);
 
   // Kubernetes scheduler extender verbs, served by the extender given in the options.
   if (options_.extender) {
