@@ -170,77 +170,77 @@ void RaiseOpenFilesLimit() {
   }
 }
 
-int RunServe(const ServeArgs& a) {
-  if (a.quiet) spdlog::set_level(spdlog::level::warn);
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%fZ level=%l %v", spdlog::pattern_time_type::utc);
-  RaiseOpenFilesLimit();
+// --listen and --extender-listen (with the extender listener's certificate flags) into the
+// listeners' options.
+Status ParseListeners(const ServeArgs& a, api::ServerOptions& so) {
   const size_t colon = a.listen.rfind(':');
   if (colon == std::string::npos) {
-    return Fail(InvalidArgumentError("--listen: expected HOST:PORT, got \"" + a.listen + "\""));
+    return InvalidArgumentError("--listen: expected HOST:PORT, got \"" + a.listen + "\"");
   }
-  api::ServerOptions so;
   so.host = a.listen.substr(0, colon);
   try {
     so.port = std::stoi(a.listen.substr(colon + 1));
   } catch (...) {
-    return Fail(InvalidArgumentError("--listen: bad port in \"" + a.listen + "\""));
+    return InvalidArgumentError("--listen: bad port in \"" + a.listen + "\"");
   }
   so.max_body_bytes = a.max_body_bytes;
   so.max_connections = a.max_connections;
   if (!a.extender_listen.empty()) {
-    if (!a.extender) return Fail(InvalidArgumentError("--extender-listen with --no-extender"));
+    if (!a.extender) return InvalidArgumentError("--extender-listen with --no-extender");
     const size_t ec = a.extender_listen.rfind(':');
     if (ec == std::string::npos) {
-      return Fail(InvalidArgumentError("--extender-listen: expected HOST:PORT, got \"" +
-                                       a.extender_listen + "\""));
+      return InvalidArgumentError("--extender-listen: expected HOST:PORT, got \"" +
+                                  a.extender_listen + "\"");
     }
     so.extender_tls.host = a.extender_listen.substr(0, ec);
     try {
       so.extender_tls.port = std::stoi(a.extender_listen.substr(ec + 1));
     } catch (...) {
-      return Fail(
-          InvalidArgumentError("--extender-listen: bad port in \"" + a.extender_listen + "\""));
+      return InvalidArgumentError("--extender-listen: bad port in \"" + a.extender_listen + "\"");
     }
     if (a.extender_tls_cert.empty() || a.extender_tls_key.empty() || a.extender_client_ca.empty()) {
-      return Fail(InvalidArgumentError(
+      return InvalidArgumentError(
           "--extender-listen: needs --extender-tls-cert, --extender-tls-key and "
-          "--extender-client-ca (kube-scheduler authenticates with a client certificate)"));
+          "--extender-client-ca (kube-scheduler authenticates with a client certificate)");
     }
     so.extender_tls.cert_file = a.extender_tls_cert;
     so.extender_tls.key_file = a.extender_tls_key;
     so.extender_tls.client_ca_file = a.extender_client_ca;
   } else if (!a.extender_tls_cert.empty() || !a.extender_tls_key.empty() ||
              !a.extender_client_ca.empty() || !a.extender_port_file.empty()) {
-    return Fail(InvalidArgumentError(
+    return InvalidArgumentError(
         "--extender-tls-cert, --extender-tls-key, --extender-client-ca and --extender-port-file "
-        "need --extender-listen"));
+        "need --extender-listen");
   }
-  if (a.sync != "full" && a.sync != "normal") {
-    return Fail(InvalidArgumentError("--sync: expected full or normal, got \"" + a.sync + "\""));
+  return OkStatus();
+}
+
+// With the extender: its options from --extender-config and --reservation-timeout-s, checked
+// (before anything is written).
+Status ReadExtenderOptions(const ServeArgs& a, api::ExtenderOptions& extender_options) {
+  if (!a.extender) return OkStatus();
+  if (!a.extender_config.empty()) {
+    RETURN_IF_ERROR(ReadExtenderConfig(a.extender_config, extender_options));
   }
-  // Extender options are checked before anything is written.
-  api::ExtenderOptions extender_options;
-  if (a.extender) {
-    if (!a.extender_config.empty()) {
-      if (Status st = ReadExtenderConfig(a.extender_config, extender_options); !st.ok()) {
-        return Fail(st);
-      }
-    }
-    if (a.reservation_timeout_s < 0) {
-      return Fail(InvalidArgumentError("--reservation-timeout-s: must be > 0"));
-    }
-    if (a.reservation_timeout_s > 0) {
-      extender_options.reservation_timeout_us = a.reservation_timeout_s * 1000 * 1000;
-    }
-    if (Status st = extender_options.Validate(); !st.ok()) return Fail(st);
+  if (a.reservation_timeout_s < 0) {
+    return InvalidArgumentError("--reservation-timeout-s: must be > 0");
   }
+  if (a.reservation_timeout_s > 0) {
+    extender_options.reservation_timeout_us = a.reservation_timeout_s * 1000 * 1000;
+  }
+  return extender_options.Validate();
+}
+
+// The bearer token (--token-file, created first with --create-token; without it a new one in
+// DB.token) and the node agents' token (--agent-token-file).
+Status ReadTokens(const ServeArgs& a, api::ServerOptions& so) {
   if (a.create_token && a.token_file.empty()) {
-    return Fail(InvalidArgumentError("--create-token: needs --token-file"));
+    return InvalidArgumentError("--create-token: needs --token-file");
   }
   StatusOr<std::string> token = a.token_file.empty()
                                     ? MakeToken(a.db + ".token", /*exclusive=*/false)
                                     : TokenFromFile(a.token_file, a.create_token);
-  if (!token.ok()) return Fail(token.status());
+  if (!token.ok()) return token.status();
   so.token = *token;
   if (a.token_file.empty()) {
     spdlog::warn("msg=\"no --token-file: generated a token\" token_file={}.token", a.db);
@@ -248,81 +248,177 @@ int RunServe(const ServeArgs& a) {
 
   if (!a.agent_token_file.empty()) {
     StatusOr<std::string> agent = TokenFromFile(a.agent_token_file, false);
-    if (!agent.ok()) return Fail(agent.status().WithPrefix("--agent-token-file"));
+    if (!agent.ok()) return agent.status().WithPrefix("--agent-token-file");
     so.agent_token = *agent;
   }
+  return OkStatus();
+}
 
-  StatusOr<topo::Cluster> cluster = topo::io::ReadClusterYamlFile(a.cluster);
-  if (!cluster.ok()) return Fail(cluster.status());
-  cluster->Finalize();
-  // --kube-level-label LEVEL=KEY, checked against the cluster whether or not a watch runs.
+// --kube-level-label LEVEL=KEY, checked against the cluster whether or not a watch runs: the
+// Node label key of each level named.
+StatusOr<std::map<std::string, std::string>> LevelLabelKeys(const ServeArgs& a,
+                                                            const topo::Cluster& cluster) {
   std::map<std::string, std::string> level_keys;
   for (const std::string& arg : a.kube_level_labels) {
     StatusOr<std::pair<std::string, std::string>> kv =
         SplitAssignment("--kube-level-label", arg, "LEVEL=KEY");
-    if (!kv.ok()) return Fail(kv.status());
+    if (!kv.ok()) return kv.status();
     const std::string& level = kv->first;
-    if (cluster->FindLevel(level) < 0) {
-      return Fail(
-          InvalidArgumentError("--kube-level-label: the cluster has no level \"" + level + "\""));
+    if (cluster.FindLevel(level) < 0) {
+      return InvalidArgumentError("--kube-level-label: the cluster has no level \"" + level + "\"");
     }
     level_keys[level] = kv->second;
   }
+  return level_keys;
+}
 
-  // Signals go to the thread waiting for them below, not to worker threads.
+// Blocks SIGINT and SIGTERM in this thread (and the threads it starts), so that they go to the
+// thread waiting for them (sigwait), not to worker threads. Returns the set blocked.
+sigset_t BlockStopSignals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
 
+// The service's options from the flags; the Kubernetes clients come later (ConnectKubeApi).
+api::ServiceOptions ServiceOptionsOf(const ServeArgs& a,
+                                     const api::ExtenderOptions& extender_options) {
   api::ServiceOptions o;
   o.db_path = a.db;
   o.nvlink_gbps = a.kube_nvlink_gbps;
   o.cluster_source = a.cluster;
   o.store.sync_full = a.sync == "full";
   o.pass_interval_ms = a.pass_interval_ms;
-  std::unique_ptr<api::KubeApiBinder> binder;
-  std::unique_ptr<api::KubeApiEvictor> evictor;
-  api::KubeApiOptions kube_api;
   o.extender = a.extender;
   o.extender_options = extender_options;
-  if (a.extender) {
-    std::string server = a.kube_api_server;
-    if (server.empty()) {
-      // In a pod: the API server the service account talks to.
-      const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
-      const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
-      if (host != nullptr && *host != '\0') {
-        const std::string h = host;
-        server = "https://" + (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" +
-                 (port != nullptr && *port != '\0' ? port : "443");
-      }
-    }
-    if (!server.empty() && server != "none") {
-      kube_api.server = server;
-      kube_api.token_file = a.kube_token_file;
-      kube_api.ca_file = a.kube_ca_file;
-      StatusOr<std::unique_ptr<api::KubeApiBinder>> b = api::KubeApiBinder::Create(kube_api);
-      if (!b.ok()) return Fail(b.status().WithPrefix("--kube-api-server"));
-      binder = std::move(b).value();
-      o.binder = binder.get();
-      // Pods of a pod group the queue stopped (preempted, requeued, cancelled) are evicted.
-      StatusOr<std::unique_ptr<api::KubeApiEvictor>> e = api::KubeApiEvictor::Create(kube_api);
-      if (!e.ok()) return Fail(e.status().WithPrefix("--kube-api-server"));
-      evictor = std::move(e).value();
-      o.evictor = evictor.get();
-    }
-    spdlog::info("msg=extender binder={}", binder ? server : std::string("none"));
-    if (a.extender_listen.empty()) {
-      // Earlier builds served kube-scheduler's verbs without a token on loopback; now they need
-      // a credential, and kube-scheduler can only present a client certificate.
-      spdlog::warn(
-          "msg=\"extender verbs only with the bearer token: kube-scheduler, which cannot send "
-          "one, needs --extender-listen with client certificates (docs/kubernetes.md, The "
-          "extender listener)\"");
+  return o;
+}
+
+// The API server the extender binds pods through: --kube-api-server, else, in a pod, the one
+// its service account talks to; "" when none is known.
+std::string KubeApiServer(const ServeArgs& a) {
+  std::string server = a.kube_api_server;
+  if (server.empty()) {
+    const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
+    const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
+    if (host != nullptr && *host != '\0') {
+      const std::string h = host;
+      server = "https://" + (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" +
+               (port != nullptr && *port != '\0' ? port : "443");
     }
   }
+  return server;
+}
+
+// The clients of the Kubernetes API server, owned for the service that uses them.
+struct KubeClients {
+  std::unique_ptr<api::KubeApiBinder> binder;
+  std::unique_ptr<api::KubeApiEvictor> evictor;
+  api::KubeApiOptions api;
+};
+
+// With the extender and an API server known: the binder that creates Bindings and the evictor
+// (o.binder, o.evictor point at them). Logs which binder the extender uses.
+Status ConnectKubeApi(const ServeArgs& a, api::ServiceOptions& o, KubeClients& kube) {
+  if (!a.extender) return OkStatus();
+  const std::string server = KubeApiServer(a);
+  if (!server.empty() && server != "none") {
+    kube.api.server = server;
+    kube.api.token_file = a.kube_token_file;
+    kube.api.ca_file = a.kube_ca_file;
+    StatusOr<std::unique_ptr<api::KubeApiBinder>> b = api::KubeApiBinder::Create(kube.api);
+    if (!b.ok()) return b.status().WithPrefix("--kube-api-server");
+    kube.binder = std::move(b).value();
+    o.binder = kube.binder.get();
+    // Pods of a pod group the queue stopped (preempted, requeued, cancelled) are evicted.
+    StatusOr<std::unique_ptr<api::KubeApiEvictor>> e = api::KubeApiEvictor::Create(kube.api);
+    if (!e.ok()) return e.status().WithPrefix("--kube-api-server");
+    kube.evictor = std::move(e).value();
+    o.evictor = kube.evictor.get();
+  }
+  spdlog::info("msg=extender binder={}", kube.binder ? server : std::string("none"));
+  if (a.extender_listen.empty()) {
+    // Earlier builds served kube-scheduler's verbs without a token on loopback; now they need
+    // a credential, and kube-scheduler can only present a client certificate.
+    spdlog::warn(
+        "msg=\"extender verbs only with the bearer token: kube-scheduler, which cannot send "
+        "one, needs --extender-listen with client certificates (docs/kubernetes.md, The "
+        "extender listener)\"");
+  }
+  return OkStatus();
+}
+
+// Followed through the API server: Nodes (NotReady → unhealthy, cordon → drained) and this
+// scheduler's Pods (deleted or finished → their GPUs freed). Destroyed in reverse order: the
+// watchers before the sinks they feed.
+struct KubeWatch {
+  std::unique_ptr<api::ServiceNodeSink> node_sink;
+  std::unique_ptr<api::ServicePodSink> pod_sink;
+  std::unique_ptr<api::KubeWatcher> node_watcher, pod_watcher;
+};
+
+// Starts the Node and Pod watches of `kube_api` feeding the service.
+Status StartKubeWatch(const ServeArgs& a, const api::KubeApiOptions& kube_api,
+                      const std::map<std::string, std::string>& level_keys, api::Service& svc,
+                      KubeWatch& watch) {
+  api::KubeWatchOptions wo;
+  wo.api = kube_api;
+  wo.watch_timeout_s = a.kube_watch_timeout_s;
+  wo.labels.level_keys = level_keys;
+  watch.node_sink = std::make_unique<api::ServiceNodeSink>(svc);
+  watch.pod_sink = std::make_unique<api::ServicePodSink>(svc);
+  StatusOr<std::unique_ptr<api::KubeWatcher>> nw = api::KubeWatcher::Nodes(wo, *watch.node_sink);
+  if (!nw.ok()) return nw.status().WithPrefix("--kube-watch-timeout-s");
+  watch.node_watcher = std::move(nw).value();
+  StatusOr<std::unique_ptr<api::KubeWatcher>> pw =
+      api::KubeWatcher::Pods(wo, *watch.pod_sink, a.kube_scheduler_name);
+  if (!pw.ok()) return pw.status();
+  watch.pod_watcher = std::move(pw).value();
+  spdlog::info("msg=\"watching Kubernetes nodes and pods\" server={} scheduler_name={}",
+               kube_api.server, a.kube_scheduler_name);
+  return OkStatus();
+}
+
+// Writes `port` to `path` (nothing when "") whole, then renames it, so a reader never sees a
+// partial number.
+Status WritePortFile(const std::string& path, int port) {
+  if (path.empty()) return OkStatus();
+  const std::string tmp = path + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) return NotFoundError(path + ": cannot write");
+  std::fprintf(f, "%d\n", port);
+  std::fclose(f);
+  std::rename(tmp.c_str(), path.c_str());
+  return OkStatus();
+}
+
+int RunServe(const ServeArgs& a) {
+  if (a.quiet) spdlog::set_level(spdlog::level::warn);
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%fZ level=%l %v", spdlog::pattern_time_type::utc);
+  RaiseOpenFilesLimit();
+  // The flags are checked, and the tokens read, before anything is written.
+  api::ServerOptions so;
+  if (Status st = ParseListeners(a, so); !st.ok()) return Fail(st);
+  if (a.sync != "full" && a.sync != "normal") {
+    return Fail(InvalidArgumentError("--sync: expected full or normal, got \"" + a.sync + "\""));
+  }
+  api::ExtenderOptions extender_options;
+  if (Status st = ReadExtenderOptions(a, extender_options); !st.ok()) return Fail(st);
+  if (Status st = ReadTokens(a, so); !st.ok()) return Fail(st);
+
+  StatusOr<topo::Cluster> cluster = topo::io::ReadClusterYamlFile(a.cluster);
+  if (!cluster.ok()) return Fail(cluster.status());
+  cluster->Finalize();
+  StatusOr<std::map<std::string, std::string>> level_keys = LevelLabelKeys(a, *cluster);
+  if (!level_keys.ok()) return Fail(level_keys.status());
+
+  const sigset_t set = BlockStopSignals();
+  api::ServiceOptions o = ServiceOptionsOf(a, extender_options);
+  KubeClients kube;
+  if (Status st = ConnectKubeApi(a, o, kube); !st.ok()) return Fail(st);
   StatusOr<std::unique_ptr<api::Service>> svc = api::Service::Open(*cluster, o);
   if (!svc.ok()) return Fail(svc.status());
   spdlog::info("msg=opened db={} replayed_inputs={} cluster={} nodes={}", a.db,
@@ -333,51 +429,24 @@ int RunServe(const ServeArgs& a) {
       return service->ExtenderCall(verb, body);
     };
   }
-  // Followed through the API server: Nodes (NotReady → unhealthy, cordon → drained) and this
-  // scheduler's Pods (deleted or finished → their GPUs freed).
-  std::unique_ptr<api::ServiceNodeSink> node_sink;
-  std::unique_ptr<api::ServicePodSink> pod_sink;
-  std::unique_ptr<api::KubeWatcher> node_watcher, pod_watcher;
-  if (binder && a.kube_watch) {
-    api::KubeWatchOptions wo;
-    wo.api = kube_api;
-    wo.watch_timeout_s = a.kube_watch_timeout_s;
-    wo.labels.level_keys = level_keys;
-    node_sink = std::make_unique<api::ServiceNodeSink>(**svc);
-    pod_sink = std::make_unique<api::ServicePodSink>(**svc);
-    StatusOr<std::unique_ptr<api::KubeWatcher>> nw = api::KubeWatcher::Nodes(wo, *node_sink);
-    if (!nw.ok()) return Fail(nw.status().WithPrefix("--kube-watch-timeout-s"));
-    node_watcher = std::move(nw).value();
-    StatusOr<std::unique_ptr<api::KubeWatcher>> pw =
-        api::KubeWatcher::Pods(wo, *pod_sink, a.kube_scheduler_name);
-    if (!pw.ok()) return Fail(pw.status());
-    pod_watcher = std::move(pw).value();
-    spdlog::info("msg=\"watching Kubernetes nodes and pods\" server={} scheduler_name={}",
-                 kube_api.server, a.kube_scheduler_name);
+  KubeWatch watch;
+  if (kube.binder && a.kube_watch) {
+    if (Status st = StartKubeWatch(a, kube.api, *level_keys, **svc, watch); !st.ok()) {
+      return Fail(st);
+    }
   }
   StatusOr<std::unique_ptr<api::Server>> server = api::Server::Start(**svc, so);
   if (!server.ok()) return Fail(server.status());
-  // Written whole, then renamed, so a reader never sees a partial number.
-  auto write_port = [](const std::string& path, int port) -> Status {
-    if (path.empty()) return OkStatus();
-    const std::string tmp = path + ".tmp";
-    FILE* f = std::fopen(tmp.c_str(), "w");
-    if (f == nullptr) return NotFoundError(path + ": cannot write");
-    std::fprintf(f, "%d\n", port);
-    std::fclose(f);
-    std::rename(tmp.c_str(), path.c_str());
-    return OkStatus();
-  };
-  if (Status st = write_port(a.port_file, (*server)->port()); !st.ok()) return Fail(st);
-  if (Status st = write_port(a.extender_port_file, (*server)->extender_port()); !st.ok()) {
+  if (Status st = WritePortFile(a.port_file, (*server)->port()); !st.ok()) return Fail(st);
+  if (Status st = WritePortFile(a.extender_port_file, (*server)->extender_port()); !st.ok()) {
     return Fail(st);
   }
   int sig = 0;
   sigwait(&set, &sig);
   spdlog::info("msg=stopping signal={}", sig);
   (*server)->Stop();
-  pod_watcher.reset();
-  node_watcher.reset();
+  watch.pod_watcher.reset();
+  watch.node_watcher.reset();
   svc->reset();
   return 0;
 }
