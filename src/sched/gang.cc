@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "sched/gang_search.h"
+#include "sched/group_shape.h"
 
 namespace toposched::sched {
 
@@ -43,47 +44,89 @@ bool HasRdma(const topo::NodeTopology& t) {
   return false;
 }
 
-Status ScorePlacement(const cost::CostModel& cost, const job::Layout& l, Placement& p) {
-  auto refs = [&](const std::vector<int>& ranks) {
-    std::vector<cost::GpuRef> out;
-    for (int r : ranks) out.push_back(cost::GpuRef{p.ranks[r].node, p.ranks[r].gpu});
-    return out;
-  };
-  auto time = [&](cost::Collective coll, const std::vector<int>& ranks, int64_t bytes,
-                  double* out) -> Status {
-    *out = 0;
+namespace {
+
+// Prices groups of ranks of one placement with the cost model.
+class GroupPricer {
+ public:
+  GroupPricer(const cost::CostModel& cost, const Placement& p) : cost_(cost), p_(p) {}
+
+  // `ms` becomes the larger of itself and the group's time (0 for fewer than 2 ranks or no
+  // bytes).
+  Status AtLeast(cost::Collective coll, const std::vector<int>& ranks, int64_t bytes,
+                 double* ms) const {
     if (ranks.size() < 2 || bytes <= 0) return OkStatus();
-    ASSIGN_OR_RETURN(cost::Estimate e,
-                     cost.Evaluate(coll, refs(ranks), static_cast<double>(bytes)));
-    *out = e.time_ms;
+    std::vector<cost::GpuRef> refs;
+    refs.reserve(ranks.size());
+    for (int r : ranks) refs.push_back(cost::GpuRef{p_.ranks[r].node, p_.ranks[r].gpu});
+    ASSIGN_OR_RETURN(cost::Estimate e, cost_.Evaluate(coll, refs, static_cast<double>(bytes)));
+    *ms = std::max(*ms, e.time_ms);
     return OkStatus();
-  };
-  std::vector<int> pp_pair;
-  if (l.pp > 1) pp_pair = {0, l.RankOf(0, 0, 1)};
+  }
+
+ private:
+  const cost::CostModel& cost_;
+  const Placement& p_;
+};
+
+// The DP term: every stage's DP group through TP index 0, the DP group whose shape is worst,
+// and on a rail-optimised network the group with the most DP neighbours on different rails.
+Status DpMs(const cost::CostModel& cost, const job::Layout& l, const GroupPricer& g, Placement& p) {
+  p.dp_ms = 0;
+  if (l.dp < 2 || l.dp_bytes <= 0) return OkStatus();
+  const auto all_reduce = cost::Collective::kAllReduce;
+  for (int s = 0; s < l.pp; ++s) {
+    RETURN_IF_ERROR(g.AtLeast(all_reduce, l.DpGroup(l.RankOf(0, 0, s)), l.dp_bytes, &p.dp_ms));
+  }
+  if (const int w = WorstDpGroupRank(cost.cluster(), l, p.ranks); w > 0 && w % l.tp != 0) {
+    RETURN_IF_ERROR(g.AtLeast(all_reduce, l.DpGroup(w), l.dp_bytes, &p.dp_ms));
+  }
+  if (!cost.cluster().RailsPriced() || l.tp * l.pp < 2) return OkStatus();
+  const RailPairs rp = CountRailPairs(cost, l, p.ranks);
+  if (rp.crossed == 0) return OkStatus();
+  const int first = rp.crossed_by_class[0];
+  const auto it = std::max_element(rp.crossed_by_class.begin(), rp.crossed_by_class.end());
+  if (*it <= first) return OkStatus();
+  const int c = static_cast<int>(it - rp.crossed_by_class.begin());
+  return g.AtLeast(all_reduce, l.DpGroup(l.RankOf(c % l.tp, 0, c / l.tp)), l.dp_bytes, &p.dp_ms);
+}
+
+// The PP term: every stage's first rank sending to the next stage's, and the pair of
+// neighbouring stages whose ranks are farthest apart in the network.
+Status PpMs(const cost::CostModel& cost, const job::Layout& l, const GroupPricer& g, Placement& p) {
+  p.pp_ms = 0;
+  if (l.pp < 2 || l.pp_bytes <= 0) return OkStatus();
+  const int stage = l.tp * l.dp;
+  const auto send = cost::Collective::kSendRecv;
+  for (int s = 0; s + 1 < l.pp; ++s) {
+    RETURN_IF_ERROR(g.AtLeast(send, {s * stage, (s + 1) * stage}, l.pp_bytes, &p.pp_ms));
+  }
+  if (const int w = WorstPpPairRank(cost.cluster(), l, p.ranks); w > 0 && w % stage != 0) {
+    RETURN_IF_ERROR(g.AtLeast(send, {w, w + stage}, l.pp_bytes, &p.pp_ms));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status ScorePlacement(const cost::CostModel& cost, const job::Layout& l, Placement& p) {
   if (static_cast<int>(p.ranks.size()) != l.WorldSize()) {
     return InvalidArgumentError("placement has " + std::to_string(p.ranks.size()) +
                                 " ranks, layout " + std::to_string(l.WorldSize()));
   }
-  RETURN_IF_ERROR(time(cost::Collective::kAllReduce, l.DpGroup(0), l.dp_bytes, &p.dp_ms));
-  if (cost.cluster().RailsPriced() && l.dp > 1 && l.tp * l.pp > 1 && l.dp_bytes > 0) {
-    // Every DP group runs at once and the step waits for the slowest: on a rail-optimised
-    // network also price the group with the most DP neighbours on different rails.
-    const RailPairs rp = CountRailPairs(cost, l, p.ranks);
-    std::vector<int> worst;
-    if (rp.crossed > 0) {
-      const int first = rp.crossed_by_class[0];
-      const auto it = std::max_element(rp.crossed_by_class.begin(), rp.crossed_by_class.end());
-      if (*it > first) {
-        const int c = static_cast<int>(it - rp.crossed_by_class.begin());
-        worst = l.DpGroup(l.RankOf(c % l.tp, 0, c / l.tp));
-      }
+  // Every group of a kind communicates at once and the step waits for the slowest. Priced:
+  // each kind's groups through rank 0's TP index in every stage, and the group of each kind
+  // whose shape is worst (sched/group_shape.h).
+  const GroupPricer g(cost, p);
+  RETURN_IF_ERROR(DpMs(cost, l, g, p));
+  p.tp_ms = 0;
+  if (l.tp > 1 && l.tp_bytes > 0) {
+    RETURN_IF_ERROR(g.AtLeast(cost::Collective::kAllReduce, l.TpGroup(0), l.tp_bytes, &p.tp_ms));
+    if (const int w = WorstTpGroupRank(cost.cluster(), l, p.ranks); w > 0) {
+      RETURN_IF_ERROR(g.AtLeast(cost::Collective::kAllReduce, l.TpGroup(w), l.tp_bytes, &p.tp_ms));
     }
-    double worst_ms = 0;
-    RETURN_IF_ERROR(time(cost::Collective::kAllReduce, worst, l.dp_bytes, &worst_ms));
-    p.dp_ms = std::max(p.dp_ms, worst_ms);
   }
-  RETURN_IF_ERROR(time(cost::Collective::kAllReduce, l.TpGroup(0), l.tp_bytes, &p.tp_ms));
-  RETURN_IF_ERROR(time(cost::Collective::kSendRecv, pp_pair, l.pp_bytes, &p.pp_ms));
+  RETURN_IF_ERROR(PpMs(cost, l, g, p));
   p.predicted_ms = p.dp_ms + p.tp_ms + p.pp_ms;
   return OkStatus();
 }

@@ -56,10 +56,10 @@ struct Placement {
   std::vector<RankSlot> ranks;  // by rank (Megatron order: rank = tp + TP·(dp + DP·pp))
   std::string domain;           // name of the domain the gang was placed in
   double predicted_ms = 0;      // dp_ms + tp_ms + pp_ms
-  double dp_ms = 0;             // AllReduce of dp_bytes over rank 0's DP group (rails: see
-                                // ScorePlacement)
-  double tp_ms = 0;             // AllReduce of tp_bytes over rank 0's TP group
-  double pp_ms = 0;             // Send/Recv of pp_bytes from rank 0 to its next stage
+  // The slowest priced group of each kind (ScorePlacement says which are priced):
+  double dp_ms = 0;             // AllReduce of dp_bytes over a DP group
+  double tp_ms = 0;             // AllReduce of tp_bytes over a TP group
+  double pp_ms = 0;             // Send/Recv of pp_bytes between neighbouring stages
   double best_possible_ms = 0;  // predicted_ms of the same job on the empty cluster
   // A fractional job (JobSpec::gpu_milli < 1000): its thousandths of the one GPU in `parts`,
   // to be taken with ClusterState::AllocateShared. 0 = whole GPUs (ClusterState::Allocate).
@@ -86,12 +86,16 @@ struct Verdict {
 const std::string& NodeGpuModel(const topo::NodeTopology& t);
 bool HasRdma(const topo::NodeTopology& t);
 
-// The score every placement gets: dp_ms (AllReduce of dp_bytes over rank 0's DP group; on a
-// cluster with rails the slower of that and the DP group with the most neighbours (consecutive
-// DP indexes) on different nodes whose nearest NICs share no rail), tp_ms
-// (AllReduce of tp_bytes over rank 0's TP group), pp_ms (Send/Recv of pp_bytes from rank 0 to
-// its next stage) and their sum predicted_ms, from the cost model on `p.ranks`. InvalidArgument
-// when the rank count differs from the layout; the cost model's errors otherwise.
+// The score every placement gets, from the cost model on `p.ranks`. Every group of a kind
+// communicates at once and the step waits for the slowest, so each term is the slowest of the
+// groups priced: dp_ms (AllReduce of dp_bytes over the DP group through TP index 0 of every
+// stage, the DP group whose shape is worst (sched/group_shape.h) and, on a cluster with rails,
+// the DP group with the most neighbours (consecutive DP indexes) on different nodes whose
+// nearest NICs share no rail), tp_ms (AllReduce of tp_bytes over rank 0's TP group and the TP
+// group whose shape is worst), pp_ms (Send/Recv of pp_bytes from each stage's first rank to the
+// next stage's, and between the neighbouring ranks farthest apart) and their sum predicted_ms.
+// InvalidArgument when the rank count differs from the layout; the cost model's errors
+// otherwise.
 Status ScorePlacement(const cost::CostModel& cost, const job::Layout& layout, Placement& p);
 
 // The part of a placement's predicted time that crosses the network: dp_ms + pp_ms on several

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "sched/group_shape.h"
+
 namespace toposched::sim {
 
 namespace {
@@ -227,9 +229,14 @@ StatusOr<StepParts> StepPartsOn(const cost::CostModel& cost, const job::JobSpec&
     p.pp_ms = scored.pp_ms;
   }
   p.dp_ms = scored.dp_ms;
-  p.tp_net = l.tp > 1 && SpansNodes(ranks, l.TpGroup(0));
-  p.dp_net = l.dp > 1 && SpansNodes(ranks, l.DpGroup(0));
-  p.pp_net = l.pp > 1 && SpansNodes(ranks, l.PpGroup(0));
+  // A kind's communication crosses the network when any of its groups does; a group that
+  // spans nodes has a worse shape than one that does not, so the worst-shaped group tells.
+  const int tp_worst = sched::WorstTpGroupRank(cluster, l, ranks);
+  const int dp_worst = sched::WorstDpGroupRank(cluster, l, ranks);
+  p.tp_net = l.tp > 1 && SpansNodes(ranks, l.TpGroup(std::max(tp_worst, 0)));
+  p.dp_net = l.dp > 1 && SpansNodes(ranks, l.DpGroup(std::max(dp_worst, 0)));
+  p.pp_net = l.pp > 1 &&
+             (SpansNodes(ranks, l.PpGroup(0)) || sched::WorstPpPairRank(cluster, l, ranks) > 0);
   return p;
 }
 

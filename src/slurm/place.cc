@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/strings.h"
+#include "sched/gang.h"
 #include "sched/ring.h"
 
 namespace toposched::slurm {
@@ -230,23 +231,16 @@ StatusOr<CommTime> PredictCommTime(const cost::CostModel& model, const job::Layo
                                 std::to_string(l.WorldSize()) + " ranks, got " +
                                 std::to_string(ranks.size()));
   }
+  sched::Placement p;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    p.ranks.push_back(sched::RankSlot{static_cast<int>(r), ranks[r].node, ranks[r].gpu});
+  }
+  RETURN_IF_ERROR(sched::ScorePlacement(model, l, p));
   CommTime t;
-  auto time = [&](cost::Collective coll, const std::vector<int>& group, int64_t bytes,
-                  double* out) -> Status {
-    *out = 0;
-    if (group.size() < 2 || bytes <= 0) return OkStatus();
-    std::vector<cost::GpuRef> refs;
-    for (int r : group) refs.push_back(ranks[r]);
-    ASSIGN_OR_RETURN(cost::Estimate e, model.Evaluate(coll, refs, static_cast<double>(bytes)));
-    *out = e.time_ms;
-    return OkStatus();
-  };
-  std::vector<int> pp_pair;
-  if (l.pp > 1) pp_pair = {0, l.RankOf(0, 0, 1)};
-  RETURN_IF_ERROR(time(cost::Collective::kAllReduce, l.DpGroup(0), l.dp_bytes, &t.dp_ms));
-  RETURN_IF_ERROR(time(cost::Collective::kAllReduce, l.TpGroup(0), l.tp_bytes, &t.tp_ms));
-  RETURN_IF_ERROR(time(cost::Collective::kSendRecv, pp_pair, l.pp_bytes, &t.pp_ms));
-  t.total_ms = t.dp_ms + t.tp_ms + t.pp_ms;
+  t.dp_ms = p.dp_ms;
+  t.tp_ms = p.tp_ms;
+  t.pp_ms = p.pp_ms;
+  t.total_ms = p.predicted_ms;
   return t;
 }
 

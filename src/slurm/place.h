@@ -108,10 +108,9 @@ struct MarkedLayout {
 StatusOr<std::optional<MarkedLayout>> MarkOf(const SlurmJob& job, const std::string& script,
                                              const MarkOptions& options);
 
-// Predicted communication time of a layout on given GPUs (rank order), the way the gang placer
-// scores: AllReduce of dp_bytes over rank 0's DP group + AllReduce of tp_bytes over its TP group
-// + Send/Recv of pp_bytes to its next stage. InvalidArgument when the ranks do not match the
-// world size.
+// Predicted communication time of a layout on given GPUs (rank order): the gang placer's score
+// (sched::ScorePlacement: the slowest priced DP group + TP group + stage-to-stage transfer).
+// InvalidArgument when the ranks do not match the world size.
 struct CommTime {
   double total_ms = 0, dp_ms = 0, tp_ms = 0, pp_ms = 0;
 };

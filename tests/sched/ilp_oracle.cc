@@ -748,10 +748,6 @@ OracleResult IlpOracle::Solve(const ClusterState& state, const job::JobSpec& job
   }
   for (Program& pr : programs) Build(sh, *cluster_, pr);
 
-  int head_rank = 0;
-  if (sh.has_tp) head_rank = std::max(head_rank, t - 1);
-  if (sh.has_dp) head_rank = std::max(head_rank, t * (sh.DP - 1));
-  if (sh.has_pp) head_rank = sh.S;
   std::optional<Placement> best;
   double bound = 0;
   for (;;) {
@@ -815,16 +811,10 @@ OracleResult IlpOracle::Solve(const ClusterState& state, const job::JobSpec& job
       best = std::move(p);
       res.counts = counts;
     }
-    // Every solution with the same counts on nodes 0..H (H holds rank head_rank) scores the
-    // same: cut them all from every program; re-solve the programs whose optimum was cut.
-    int head = N - 1, cum = 0;
-    for (int n = 0; n < N; ++n) {
-      cum += counts[n];
-      if (cum > head_rank) {
-        head = n;
-        break;
-      }
-    }
+    // The programs price rank 0's groups (the head); the score also prices every stage's
+    // groups, so other solutions with the same head may score lower: cut this solution alone
+    // from every program; re-solve the programs whose optimum it was.
+    const int head = N - 1;
     for (Program& pr : programs) {
       Model::Terms cut;
       for (int n = 0; n <= head; ++n) cut.push_back({pr.x[n][chosen[n]], 1});
@@ -855,10 +845,6 @@ OracleResult IlpOracle::SolveByBranchAndBound(const ClusterState& state, const j
   const Shared sh = Prepare(*cluster_, *cost_, selectors_, state, job, t);
   const int N = sh.N;
   const int S = sh.S;
-  int head_rank = 0;
-  if (sh.has_tp) head_rank = std::max(head_rank, t - 1);
-  if (sh.has_dp) head_rank = std::max(head_rank, t * (sh.DP - 1));
-  if (sh.has_pp) head_rank = S;
   // island_of[n][ki][m]: index into sh.islands.
   std::vector<std::vector<std::vector<int>>> island_of(N);
   for (int n = 0; n < N; ++n) island_of[n].resize(sh.K[n].size());
@@ -975,6 +961,33 @@ OracleResult IlpOracle::SolveByBranchAndBound(const ClusterState& state, const j
     return e.ok() ? e->time_ms : kInf;
   };
 
+  // The GPU of every rank placed so far (nodes in order), and the exact times of the groups
+  // that ScorePlacement prices beyond rank 0's DP group: each later stage's DP group through
+  // TP index 0 and each pair of stage heads (s·S → (s+1)·S), once all their ranks are placed.
+  const job::Layout& lay = job.layout;
+  std::vector<cost::GpuRef> placed;
+  double tail_dp = 0, tail_pp = 0;
+  auto exact = [&](cost::Collective c, const std::vector<int>& ranks, double bytes) {
+    std::vector<cost::GpuRef> grp;
+    for (int r : ranks) grp.push_back(placed[r]);
+    auto e = cost_->Evaluate(c, grp, bytes);
+    return e.ok() ? e->time_ms : kInf;
+  };
+  // The terms completed by ranks [from, to).
+  auto complete = [&](int from, int to) {
+    for (int s = 1; s < lay.pp; ++s) {
+      const int last = (s + 1) * S - 1;  // the stage's last rank
+      if (sh.has_dp && last >= from && last < to) {
+        tail_dp = std::max(tail_dp, exact(cost::Collective::kAllReduce,
+                                          lay.DpGroup(lay.RankOf(0, 0, s)), sh.dp_bytes));
+      }
+      if (sh.has_pp && s * S >= from && s * S < to) {
+        tail_pp = std::max(tail_pp,
+                           exact(cost::Collective::kSendRecv, {(s - 1) * S, s * S}, sh.pp_bytes));
+      }
+    }
+  };
+
   bool failed = false, capped = false;
   int64_t visited = 0;
   const auto deadline =
@@ -989,22 +1002,18 @@ OracleResult IlpOracle::SolveByBranchAndBound(const ClusterState& state, const j
     }
     if (sh.W - cum > suffix_cap[n]) return;  // the rest cannot fit
     // Bound of what is fixed so far.
-    double lb = 0;
+    double lb = tail_pp;
     if (first >= 0) {
       const int fki = ki_of[first];
       if (sh.has_tp) lb += sh.tp_ms[first][fki];
-      if (sh.has_dp) lb += dp_exact >= 0 ? dp_exact : dp_bound(n, S - std::min(cum, S));
+      if (sh.has_dp) {
+        lb += std::max(tail_dp, dp_exact >= 0 ? dp_exact : dp_bound(n, S - std::min(cum, S)));
+      }
     }
     if (lb >= best_ms * keep) return;
-    if (cum > head_rank) {
-      // The head is fixed: every tail scores the same. Fill the rest greedily and score.
+    if (cum == sh.W) {
       std::vector<int> counts(N, 0);
       for (int m = 0; m < n; ++m) counts[m] = sh.K[m][ki_of[m]];
-      int rest = sh.W - cum;
-      for (int m = n; m < N && rest > 0; ++m) {
-        counts[m] = std::min(rest, sh.K[m].back());
-        rest -= counts[m];
-      }
       ++res.iterations;
       std::optional<Placement> p = Materialize(state, job, counts, t);
       if (!p) {
@@ -1034,8 +1043,10 @@ OracleResult IlpOracle::SolveByBranchAndBound(const ClusterState& state, const j
       if (k > sh.W - cum) continue;
       ki_of[n] = ki;
       const int saved_first = first;
-      const double saved_dp = dp_exact;
+      const double saved_dp = dp_exact, saved_tail_dp = tail_dp, saved_tail_pp = tail_pp;
       const size_t saved_isl = isl.size();
+      for (int i = 0; i < k; ++i) placed.push_back({n, sh.order[n][ki][i]});
+      complete(cum, cum + k);
       if (k > 0) {
         if (first < 0) first = n;
         if (sh.has_dp) {
@@ -1052,6 +1063,9 @@ OracleResult IlpOracle::SolveByBranchAndBound(const ClusterState& state, const j
       dfs(n + 1, cum + k);
       first = saved_first;
       dp_exact = saved_dp;
+      tail_dp = saved_tail_dp;
+      tail_pp = saved_tail_pp;
+      placed.resize(placed.size() - k);
       isl.resize(saved_isl);
       ki_of[n] = 0;
     }
