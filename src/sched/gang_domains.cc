@@ -336,12 +336,22 @@ std::optional<Verdict> Search::BestOfGroup(const std::string& level,
     plans.push_back(MakePlan(*cand.nodes));
     if (refine && !WholeNodesOfOneKind(plans[0])) {
       for (Plan& b : BalancedPlans(*cand.nodes)) plans.push_back(std::move(b));
+      for (Plan& b : StageAlignedPlans(*cand.nodes)) plans.push_back(std::move(b));
+      for (Plan& b : StagePiecePlans(*cand.nodes)) plans.push_back(std::move(b));
+      if (region_of(&cand).size() > cand.nodes->size()) {
+        for (Plan& b : StageAlignedPlans(region_of(&cand))) plans.push_back(std::move(b));
+        for (Plan& b : StagePiecePlans(region_of(&cand))) plans.push_back(std::move(b));
+      }
       for (Plan& b : AnchoredPlans(region_of(&cand), cand.nodes->size())) {
         plans.push_back(std::move(b));
       }
     }
-    for (Plan& plan : plans) {
+    for (size_t i = 0; i < plans.size(); ++i) {
+      Plan& plan = plans[i];
       if (plan.chunks.empty()) continue;
+      bool seen = false;  // the same counts as an earlier start: the same placement
+      for (size_t j = 0; j < i && !seen; ++j) seen = plans[j].chunks == plan.chunks;
+      if (seen) continue;
       std::optional<Placement> p = Materialize(plan);
       if (!p) continue;
       bool away = false;

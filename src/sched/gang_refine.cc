@@ -193,6 +193,69 @@ std::vector<Plan> Search::BalancedPlans(const std::vector<int>& region) const {
   return out;
 }
 
+std::vector<Plan> Search::StageAlignedPlans(const std::vector<int>& nodes) const {
+  std::vector<Plan> out;
+  const job::Layout& l = job_.layout;
+  if (mode_ == Mode::kNvdTp || l.pp < 2) return out;
+  const int unit = mode_ == Mode::kNodeTp ? tp_ : 1;
+  const int stage = l.tp * l.dp;
+  int max_cap = 0;
+  for (int n : nodes) max_cap = std::max(max_cap, nodes_[n].cap);
+  // g = unit is the plain best fit (MakePlan).
+  for (int g = std::min(stage, max_cap); g > unit && out.size() < 2; --g) {
+    if (stage % g != 0 || g % unit != 0) continue;
+    std::vector<int> caps;
+    for (int n : nodes) caps.push_back(nodes_[n].cap / g * g);
+    const std::vector<int> take = PickBins(caps, world_);
+    if (take.empty()) continue;
+    Plan plan;
+    for (size_t i = 0; i < take.size(); ++i) {
+      if (take[i] == 0) continue;
+      plan.chunks.emplace_back(nodes[i], take[i]);
+      if (nodes_[nodes[i]].free > take[i]) plan.frag += nodes_[nodes[i]].free - take[i];
+    }
+    std::sort(plan.chunks.begin(), plan.chunks.end());
+    out.push_back(std::move(plan));
+  }
+  return out;
+}
+
+std::vector<Plan> Search::StagePiecePlans(std::vector<int> nodes) const {
+  std::vector<Plan> out;
+  const job::Layout& l = job_.layout;
+  if (mode_ == Mode::kNvdTp || l.pp < 2) return out;
+  const int unit = mode_ == Mode::kNodeTp ? tp_ : 1;
+  const int units = l.tp * l.dp / unit;  // a stage, in units
+  int max_cap = 0;
+  for (int n : nodes) max_cap = std::max(max_cap, nodes_[n].cap / unit);
+  if (max_cap == 0) return out;
+  const int k = (units + max_cap - 1) / max_cap;
+  std::vector<int> pieces;  // one stage, in GPUs, largest first
+  for (int i = 0; i < k; ++i) pieces.push_back((units / k + (i < units % k ? 1 : 0)) * unit);
+  std::sort(nodes.begin(), nodes.end());
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass == 1) {
+      if (pieces.front() == pieces.back()) break;  // the same plan again
+      std::reverse(pieces.begin(), pieces.end());
+    }
+    Plan plan;
+    size_t next = 0;  // the next piece, over every stage
+    const size_t total = pieces.size() * static_cast<size_t>(l.pp);
+    for (int n : nodes) {
+      if (next == total) break;
+      int take = 0;
+      while (next < total && take + pieces[next % pieces.size()] <= nodes_[n].cap) {
+        take += pieces[next++ % pieces.size()];
+      }
+      if (take == 0) continue;
+      plan.chunks.emplace_back(n, take);
+      if (nodes_[n].free > take) plan.frag += nodes_[n].free - take;
+    }
+    if (next == total) out.push_back(std::move(plan));
+  }
+  return out;
+}
+
 std::vector<Plan> Search::AnchoredPlans(const std::vector<int>& region, size_t home) const {
   std::vector<Plan> out;
   if (mode_ == Mode::kNvdTp) return out;

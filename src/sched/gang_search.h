@@ -366,6 +366,17 @@ class Search {
   // after it.
   // Anchors come from the first `home` nodes of `region` (the candidate domain).
   std::vector<Plan> AnchoredPlans(const std::vector<int>& region, size_t home) const;
+  // Plans whose pipeline stages start on node boundaries: every node of the plan takes a
+  // multiple of g GPUs, g the stage (TP·DP GPUs) or, for a stage larger than the nodes, the
+  // largest piece of it a node can hold (g divides the stage; a multiple of the TP unit), best
+  // fit over `nodes`. Each stage's DP groups then span as few nodes as the free GPUs allow, in
+  // equal pieces. The two largest such g with a plan; none for a job of one stage.
+  std::vector<Plan> StageAlignedPlans(const std::vector<int>& nodes) const;
+  // Plans that cut each stage into the fewest pieces a node can hold, as even as the TP unit
+  // allows (a 10-GPU stage on 8-GPU nodes: 6 + 4), and give the pieces, stage after stage, to the
+  // nodes of `nodes` in id order, each node as many whole pieces as it has room for. The pieces
+  // largest first and smallest first; none for a job of one stage.
+  std::vector<Plan> StagePiecePlans(std::vector<int> nodes) const;
   // Where local search may move GPUs: the domain's nodes first, then, unless the job requires a
   // network level, every other node.
   std::vector<int> RefineRegion(const std::vector<int>& domain_nodes) const;
