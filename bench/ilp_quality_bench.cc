@@ -1,7 +1,9 @@
 // Placement quality against the exact ILP oracle (tests/sched/ilp_oracle.h) and the oracle's
 // solve time. `ilp_quality_bench --table [N]` runs N random cases (default 2,000) and prints
 // the quality table of BENCHMARKS.md (`--shapes a,b` over other shapes of
-// tests/sched/testdata/ilp); without --table it runs the Google Benchmark timings.
+// tests/sched/testdata/ilp; `--worst N` prints N of the cases over 5%, 12 unless told; `--only I`
+// case I alone); without
+// --table it runs the Google Benchmark timings.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -65,7 +67,7 @@ struct Row {
   std::vector<double> ratios;
 };
 
-int PrintTable(int n_cases, const std::vector<std::string>& shapes) {
+int PrintTable(int n_cases, const std::vector<std::string>& shapes, size_t worst, int only) {
   std::mt19937_64 rng(2026);
   std::map<std::string, Row> rows;  // size class → row; "all" too
   struct Bad {
@@ -78,6 +80,7 @@ int PrintTable(int n_cases, const std::vector<std::string>& shapes) {
     const std::string& shape = shapes[i % shapes.size()];
     Shape& s = GetShape(shape);
     Case c = MakeCase(shape, rng);
+    if (only >= 0 && i != only) continue;
     const int gpus = c.job.layout.WorldSize();
     const auto t0 = std::chrono::steady_clock::now();
     OracleOptions opt;
@@ -126,8 +129,8 @@ int PrintTable(int n_cases, const std::vector<std::string>& shapes) {
       if (row == &rows["all"] && ratio > 1.05 + 1e-12) {
         bad.push_back(
             {ratio,
-             shape + " | " + DescribeJob(c.job) + " | free " + DescribeFree(*c.state) +
-                 "\n    placer " + std::to_string(got) + " ms (dp " +
+             "case " + std::to_string(i) + " " + shape + " | " + DescribeJob(c.job) + " | free " +
+                 DescribeFree(*c.state) + "\n    placer " + std::to_string(got) + " ms (dp " +
                  std::to_string(v.placement->dp_ms) + " tp " + std::to_string(v.placement->tp_ms) +
                  " pp " + std::to_string(v.placement->pp_ms) + ") on " +
                  PartsOf(*s.cluster, *v.placement) + "\n    oracle " + std::to_string(opt) +
@@ -157,7 +160,7 @@ int PrintTable(int n_cases, const std::vector<std::string>& shapes) {
   }
   std::sort(bad.begin(), bad.end(), [](const Bad& a, const Bad& b) { return a.ratio > b.ratio; });
   std::printf("\n%zu cases worse than 5%%; errors %d\n", bad.size(), errors);
-  for (size_t i = 0; i < bad.size() && i < 12; ++i) {
+  for (size_t i = 0; i < bad.size() && i < worst; ++i) {
     std::printf("%.4f  %s\n", bad[i].ratio, bad[i].text.c_str());
   }
   return errors == 0 ? 0 : 1;
@@ -253,11 +256,19 @@ int main(int argc, char** argv) {
       at = comma + 1;
     }
   }
+  // --worst N: how many of the cases over 5% to print (the worst first; 12 unless told).
+  // --only I: case I alone (the others are drawn, not solved), to look at one case.
+  size_t worst = 12;
+  int only = -1;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--worst") == 0) worst = static_cast<size_t>(std::atoi(argv[i + 1]));
+    if (std::strcmp(argv[i], "--only") == 0) only = std::atoi(argv[i + 1]);
+  }
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--table") == 0) {
       int n = i + 1 < argc ? std::atoi(argv[i + 1]) : 2000;
       if (shapes.empty()) return 2;
-      return toposched::sched::ilp::PrintTable(n > 0 ? n : 2000, shapes);
+      return toposched::sched::ilp::PrintTable(n > 0 ? n : 2000, shapes, worst, only);
     }
   }
   toposched::sched::ilp::RegisterAll();
