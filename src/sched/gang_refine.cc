@@ -230,14 +230,13 @@ std::vector<Plan> Search::StagePiecePlans(std::vector<int> nodes) const {
   for (int n : nodes) max_cap = std::max(max_cap, nodes_[n].cap / unit);
   if (max_cap == 0) return out;
   const int k = (units + max_cap - 1) / max_cap;
+  // Equal pieces divide the stage: StageAlignedPlans covers them, packed best fit.
+  if (units % k == 0) return out;
   std::vector<int> pieces;  // one stage, in GPUs, largest first
   for (int i = 0; i < k; ++i) pieces.push_back((units / k + (i < units % k ? 1 : 0)) * unit);
   std::sort(nodes.begin(), nodes.end());
   for (int pass = 0; pass < 2; ++pass) {
-    if (pass == 1) {
-      if (pieces.front() == pieces.back()) break;  // the same plan again
-      std::reverse(pieces.begin(), pieces.end());
-    }
+    if (pass == 1) std::reverse(pieces.begin(), pieces.end());
     Plan plan;
     size_t next = 0;  // the next piece, over every stage
     const size_t total = pieces.size() * static_cast<size_t>(l.pp);

@@ -375,7 +375,8 @@ class Search {
   // Plans that cut each stage into the fewest pieces a node can hold, as even as the TP unit
   // allows (a 10-GPU stage on 8-GPU nodes: 6 + 4), and give the pieces, stage after stage, to the
   // nodes of `nodes` in id order, each node as many whole pieces as it has room for. The pieces
-  // largest first and smallest first; none for a job of one stage.
+  // largest first and smallest first; none for a job of one stage or for pieces all alike
+  // (StageAlignedPlans covers those).
   std::vector<Plan> StagePiecePlans(std::vector<int> nodes) const;
   // Where local search may move GPUs: the domain's nodes first, then, unless the job requires a
   // network level, every other node.
