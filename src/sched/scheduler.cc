@@ -13,24 +13,15 @@
 #include <utility>
 
 #include "sched/policy.h"
+#include "sched/scheduler_pass.h"
 
 namespace toposched::sched {
 
-namespace {
-
-using job::JobState;
-
-constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
-// Allocation keys (AllocId): a job's, a hold's, and the blocks on trial copies each in their own
-// owner's space, so that a block can never meet a live hold (it did: the shadow reservation's
-// −1 was hold 1's).
-constexpr int64_t kShadowBlock = 1;  // the backfill shadow's reservation; its shared room above
+namespace internal {
 
 std::string JobName(int64_t id) { return "job-" + std::to_string(id); }
 
-// A point in time for explanations: seconds from the start, or a UTC date-time when the clock
-// counts from the Unix epoch.
-std::string Seconds(int64_t us, bool epoch = false) {
+std::string Seconds(int64_t us, bool epoch) {
   if (us == kNever) return "never";
   char buf[48];
   if (epoch) {
@@ -43,6 +34,27 @@ std::string Seconds(int64_t us, bool epoch = false) {
   std::snprintf(buf, sizeof buf, "%" PRId64 ".%06" PRId64 "s", us / 1000000, us % 1000000);
   return buf;
 }
+
+Status AllocatePlacement(ClusterState& state, int64_t id, const Placement& p) {
+  if (p.gpu_milli > 0) {
+    if (p.parts.size() != 1 || p.parts[0].gpus.count() != 1) {
+      return InternalError("fractional placement of allocation " + std::to_string(id) +
+                           " does not hold exactly one GPU");
+    }
+    return state.AllocateShared(id, p.parts[0].node, p.parts[0].gpus.lowest(), p.gpu_milli);
+  }
+  return state.Allocate(id, p.parts);
+}
+
+}  // namespace internal
+
+namespace {
+
+using internal::AllocatePlacement;
+using internal::JobName;
+using internal::kNever;
+using internal::Seconds;
+using job::JobState;
 
 // A span of time for explanations, rounded: "~45 s", "~12 min", "~3.1 h".
 std::string Approx(double seconds) {
@@ -61,51 +73,6 @@ int GpusOf(const std::vector<NodeGpus>& parts) {
   int n = 0;
   for (const NodeGpus& p : parts) n += p.gpus.count();
   return n;
-}
-
-// Holds the currently free GPUs of `parts` in `state` under `id` (so a placement on the result
-// avoids them). GPUs held by someone else stay theirs; for a block (the shadow reservation), the
-// room left on shared GPUs of `parts` is held too, under the next block numbers, so that no
-// fractional job fills a GPU reserved for the head job.
-void Block(ClusterState& state, const std::vector<NodeGpus>& parts, AllocId id) {
-  std::vector<NodeGpus> free_parts;
-  int64_t next_shadow = id.number + 1;
-  for (const NodeGpus& p : parts) {
-    GpuMask m = p.gpus & state.FreeMask(p.node);
-    if (!m.empty()) free_parts.push_back(NodeGpus{p.node, m});
-    if (id.owner != AllocId::Owner::kBlock) continue;
-    for (GpuMask s = p.gpus & state.HeldMask(p.node); !s.empty();) {
-      const int g = s.lowest();
-      s.reset(g);
-      const int room = state.Shared(p.node, g) ? 1000 - state.UsedMilli(p.node, g) : 0;
-      if (room > 0) {
-        (void)state.AllocateShared(AllocId::Block(next_shadow++).key(), p.node, g, room);
-      }
-    }
-  }
-  if (!free_parts.empty()) (void)state.Allocate(id.key(), free_parts);
-}
-
-// Takes a placement's GPUs in `state` for `id`: whole GPUs, or its milli of a shared GPU.
-Status AllocatePlacement(ClusterState& state, int64_t id, const Placement& p) {
-  if (p.gpu_milli > 0) {
-    if (p.parts.size() != 1 || p.parts[0].gpus.count() != 1) {
-      return InternalError("fractional placement of allocation " + std::to_string(id) +
-                           " does not hold exactly one GPU");
-    }
-    return state.AllocateShared(id, p.parts[0].node, p.parts[0].gpus.lowest(), p.gpu_milli);
-  }
-  return state.Allocate(id, p.parts);
-}
-
-// Adds a started job to the shadow state of a pass: whole GPUs blocked as they are, a
-// fractional job's milli on its GPU (the rest of the GPU stays open to other fractional jobs).
-void Shadow(ClusterState& shadow, const Placement& p, int64_t id) {
-  if (p.gpu_milli > 0) {
-    if (!AllocatePlacement(shadow, id, p).ok()) Block(shadow, p.parts, AllocId::Job(id));
-    return;
-  }
-  Block(shadow, p.parts, AllocId::Job(id));
 }
 
 }  // namespace
@@ -739,293 +706,8 @@ StatusOr<bool> Scheduler::TryPreempt(Job& j, int64_t now_us) {
 }
 
 StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
-  Accrue(now_us);
-  std::vector<int64_t> started;
-  bool waiting = false;  // a job left waiting for resources (no grow then)
-  // The pending list may hold jobs that left PENDING since (or were listed twice): compact.
-  std::vector<Job*> pending;
-  for (Job* j : pending_list_) {
-    if (j->record.state() == JobState::kPending && j->listed) {
-      pending.push_back(j);
-      j->listed = false;  // marks it taken; set again below
-    } else {
-      j->listed = false;
-    }
-  }
-  for (Job* j : pending) j->listed = true;
-  pending_list_ = pending;
-  const Shares shares = ActiveWeights();
-  std::optional<Reservation> res;
-  std::optional<ClusterState> shadow;  // state_ with the reserved free GPUs blocked
-
-  // The order: jobs are grouped in buckets of equal (priority, user, queue), each sorted by
-  // (submit, id); the penalty depends on user and queue only, so the next job is the head of
-  // the best bucket. The buckets sit in a heap; a start changes the penalty of the buckets of
-  // its user or queue only, and the heap is rebuilt over the buckets (few), not the jobs.
-  // Cost per pass: O(P log P) for the sort plus O(B) per start, B = buckets.
-  Usage usage = CurrentUsage();
-  // Link loads of the running jobs (contention score), kept up to date through the pass.
-  std::optional<LinkModel> links = RunningLinks();
-  const LinkModel* links_ptr = links ? &*links : nullptr;
-  // Sort keys are copied out of the jobs so that sorting and heap moves touch contiguous
-  // memory, not the job records.
-  struct Queued {
-    int64_t submit_us;
-    int64_t id;
-    Job* job;
-  };
-  struct Bucket {
-    int priority = 0;
-    const std::string* user = nullptr;
-    const std::string* queue = nullptr;
-    std::vector<Queued> jobs;
-    size_t next = 0;
-    double penalty = 0;
-  };
-  std::vector<Bucket> buckets;
-  {
-    std::map<std::tuple<int, int, int>, size_t> index;
-    for (Job* j : pending) {
-      auto key = std::make_tuple(j->spec.priority, j->user_id, j->queue_id);
-      auto [it, added] = index.emplace(key, buckets.size());
-      if (added) {
-        buckets.emplace_back();
-        buckets.back().priority = j->spec.priority;
-        buckets.back().user = &j->spec.user;
-        buckets.back().queue = &j->spec.queue;
-      }
-      buckets[it->second].jobs.push_back(Queued{j->record.submit_time_us(), j->id, j});
-    }
-  }
-  for (Bucket& b : buckets) {
-    std::sort(b.jobs.begin(), b.jobs.end(), [](const Queued& x, const Queued& y) {
-      return x.submit_us != y.submit_us ? x.submit_us < y.submit_us : x.id < y.id;
-    });
-    b.penalty = Penalty(*b.jobs[0].job, usage, shares);
-  }
-  // Heap of bucket indices; `after(x, y)`: bucket x's head sorts after bucket y's head.
-  auto after = [&](size_t x, size_t y) {
-    const Bucket& a = buckets[x];
-    const Bucket& b = buckets[y];
-    if (a.priority != b.priority) return a.priority < b.priority;
-    if (a.penalty != b.penalty) return a.penalty > b.penalty;
-    const Queued& ja = a.jobs[a.next];
-    const Queued& jb = b.jobs[b.next];
-    if (ja.submit_us != jb.submit_us) return ja.submit_us > jb.submit_us;
-    return ja.id > jb.id;
-  };
-  std::vector<size_t> heap;
-  for (size_t i = 0; i < buckets.size(); ++i) heap.push_back(i);
-  std::make_heap(heap.begin(), heap.end(), after);
-  // Re-keys the buckets of a user or queue (all when both are null) and restores the heap.
-  auto rekey = [&](const std::string* user, const std::string* queue) {
-    for (size_t i : heap) {
-      Bucket& b = buckets[i];
-      if ((user == nullptr && queue == nullptr) || (user && *b.user == *user) ||
-          (queue && *b.queue == *queue)) {
-        b.penalty = Penalty(*b.jobs[b.next].job, usage, shares);
-      }
-    }
-    std::make_heap(heap.begin(), heap.end(), after);
-  };
-  // Shapes (PlacementShapeKey, interned) that fit nowhere now, with their explanation: starts
-  // only take GPUs, so a shape that did not fit stays unfit for the rest of the pass (cleared
-  // when a preemption or shrink frees GPUs). The same for the reservation's shadow state.
-  std::vector<std::string> no_fit(shape_ids_.size());
-  std::vector<char> no_fit_known(shape_ids_.size(), 0);
-  std::vector<char> no_fit_shadow(shape_ids_.size(), 0);
-  std::vector<std::shared_ptr<const std::string>> behind_reason(shape_ids_.size());
-
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), after);
-    Bucket& bucket = buckets[heap.back()];
-    Job& j = *bucket.jobs[bucket.next++].job;
-    if (bucket.next < bucket.jobs.size()) {
-      std::push_heap(heap.begin(), heap.end(), after);
-    } else {
-      heap.pop_back();
-    }
-
-    if (std::string lim = LimitReason(j, usage); !lim.empty()) {
-      j.pending_reason = Words(lim);
-      continue;
-    }
-    const job::JobSpec& spec = PlacementSpec(j, now_us);
-    const bool held = &spec != &j.spec;
-    const int shape = held ? j.local_shape_id : j.shape_id;
-    Verdict now_v;
-    if (no_fit_known[shape]) {
-      now_v.kind = VerdictKind::kUnschedulable;
-      if (!res) now_v.reasons = {no_fit[shape]};  // behind a reservation: behind_reason
-    } else {
-      now_v = placer_->Place(state_, spec, links_ptr);
-      if (held && now_v.kind == VerdictKind::kUnschedulable) {
-        now_v.reasons.insert(
-            now_v.reasons.begin(),
-            "held to one " + spec.constraints.job.level + " while it waits for locality (up to " +
-                std::to_string(options_.locality_wait_us / 1000000) + " s after submission)");
-      }
-      if (now_v.kind == VerdictKind::kUnschedulable) {
-        no_fit_known[shape] = 1;
-        no_fit[shape] = now_v.Explain();
-      }
-    }
-    if (now_v.kind == VerdictKind::kUnresolvable) {
-      j.pending_reason = Words("unresolvable: " + now_v.Explain());
-      continue;
-    }
-    const std::string gpus = std::to_string(j.spec.total_gpus) + " GPUs";
-    auto count_start = [&](const Job& s) {
-      usage.user_gpus[s.spec.user] += s.spec.total_gpus;
-      usage.queue_gpus[s.spec.queue] += s.spec.total_gpus;
-      started.push_back(s.id);
-      if (links && s.placement) AddToLinks(*links, *s.placement);
-      if (options_.fair_share_half_life_s <= 0) rekey(&s.spec.user, &s.spec.queue);
-    };
-    // After GPUs were freed by shrinking or preempting others: fresh usage, order and caches.
-    auto after_release = [&] {
-      started.push_back(j.id);
-      usage = CurrentUsage();
-      if (links) {
-        links = RunningLinks();
-        links_ptr = &*links;
-      }
-      rekey(nullptr, nullptr);
-      std::fill(no_fit_known.begin(), no_fit_known.end(), 0);
-    };
-    // Wait-or-spread: true when `j` waits for a faster placement (its reason set, `plan` kept),
-    // else false with `note` the numbers that decided to start now on `p` ("" when none).
-    std::optional<WaitPlan> plan;
-    std::string note;
-    auto waits = [&](const Placement& p, const ClusterState& base) -> bool {
-      note.clear();
-      plan = held ? std::nullopt : PlanWait(j, spec, p, base, now_us);
-      if (!plan) return false;
-      if (!plan->wait) {
-        note = SpreadNote(*plan, p);
-        return false;
-      }
-      if (j.wait_finish_by_us < 0) {
-        j.wait_finish_by_us = static_cast<int64_t>(std::ceil(plan->finish_now_us));
-      }
-      j.wait_start_us = plan->start_us;
-      waiting = true;
-      j.pending_reason = Words(WaitWords(j, *plan, p, now_us));
-      return true;
-    };
-    if (!res) {
-      if (now_v.fit()) {
-        if (waits(*now_v.placement, state_)) {
-          res = Reservation{j.id, plan->start_us, plan->placement.parts};
-          shadow = state_;
-          Block(*shadow, res->parts, AllocId::Block(kShadowBlock));
-          continue;
-        }
-        const std::string why =
-            "scheduled (" + gpus + now_v.placement->contention_note + note + ")";
-        RETURN_IF_ERROR(Start(j, std::move(*now_v.placement), now_us, why));
-        count_start(j);
-        continue;
-      }
-      if (j.spec.priority >= options_.preempt_priority_threshold && options_.elastic_shrink) {
-        ASSIGN_OR_RETURN(bool ok, TryShrinkOthers(j, now_us));
-        if (ok) {
-          after_release();
-          continue;
-        }
-      }
-      if (j.spec.priority >= options_.preempt_priority_threshold) {
-        ASSIGN_OR_RETURN(bool ok, TryPreempt(j, now_us));
-        if (ok) {
-          after_release();
-          continue;
-        }
-      }
-      waiting = true;
-      if (!options_.backfill) {
-        j.pending_reason = Words("waiting for resources: " + now_v.Explain());
-        break;  // strict order: nobody passes the head
-      }
-      res = MakeReservation(j, spec, now_us);
-      shadow = state_;
-      Block(*shadow, res->parts, AllocId::Block(kShadowBlock));
-      j.pending_reason =
-          Words("head of queue, reserved to start at " +
-                Seconds(res->start_us, options_.epoch_clock) + ": " + now_v.Explain());
-      continue;
-    }
-    // Behind the reservation: backfill only.
-    if (!now_v.fit()) {
-      waiting = true;
-      // The same words for every job of a shape: built once per pass, shared.
-      if (!behind_reason[shape]) {
-        behind_reason[shape] = std::make_shared<const std::string>(
-            "waiting for resources (behind the reservation of " + JobName(res->job_id) + " at " +
-            Seconds(res->start_us, options_.epoch_clock) + "): " + now_v.Explain());
-      }
-      j.pending_reason = behind_reason[shape];
-      continue;
-    }
-    const bool ends_before = j.spec.time_limit_s > 0 && res->start_us != kNever &&
-                             now_us + j.spec.time_limit_s * 1000000 <= res->start_us;
-    if (ends_before && waits(*now_v.placement, *shadow)) continue;
-    if (ends_before) {
-      const std::string quiet = now_v.placement->contention_note;
-      RETURN_IF_ERROR(
-          Start(j, std::move(*now_v.placement), now_us,
-                "backfilled (" + gpus + quiet + ", ends by " +
-                    Seconds(now_us + j.spec.time_limit_s * 1000000, options_.epoch_clock) +
-                    " before the reservation of " + JobName(res->job_id) + " at " +
-                    Seconds(res->start_us, options_.epoch_clock) + note + ")"));
-      Shadow(*shadow, *j.placement, j.id);
-      count_start(j);
-      continue;
-    }
-    Verdict side;
-    if (!no_fit_shadow[shape]) side = placer_->Place(*shadow, spec, links_ptr);
-    if (!side.fit()) no_fit_shadow[shape] = 1;
-    if (side.fit() && waits(*side.placement, *shadow)) continue;
-    if (side.fit()) {
-      const std::string quiet = side.placement->contention_note;
-      RETURN_IF_ERROR(Start(j, std::move(*side.placement), now_us,
-                            "backfilled (" + gpus + quiet + ", clear of the GPUs reserved for " +
-                                JobName(res->job_id) + note + ")"));
-      Shadow(*shadow, *j.placement, j.id);
-      count_start(j);
-      continue;
-    }
-    waiting = true;
-    j.pending_reason = Words("would delay the reservation of " + JobName(res->job_id) + " at " +
-                             Seconds(res->start_us, options_.epoch_clock) +
-                             ": fits only on its reserved GPUs and its limit " +
-                             (j.spec.time_limit_s > 0 ? job::FormatDuration(j.spec.time_limit_s)
-                                                      : std::string("(none)")) +
-                             " ends after it");
-  }
-  if (!options_.backfill) {
-    for (Job* j : pending) {
-      if (j->record.state() != JobState::kPending) continue;
-      if (!j->pending_reason || j->pending_reason->rfind("submitted", 0) == 0) {
-        j->pending_reason = Words("waiting behind a higher-ordered job (no backfill)");
-      }
-    }
-  }
-  if (options_.elastic_grow && !waiting) {
-    std::vector<Job*> growable;
-    for (const auto& [id, j_ptr] : Running()) {
-      Job& j = *j_ptr;
-      if (j.record.state() == JobState::kRunning && j.spec.elastic &&
-          j.spec.replicas < j.spec.elastic->max_replicas) {
-        growable.push_back(&j);
-      }
-    }
-    std::stable_sort(growable.begin(), growable.end(), [](const Job* a, const Job* b) {
-      return a->spec.priority > b->spec.priority;
-    });
-    for (Job* j : growable) RETURN_IF_ERROR(TryGrow(*j, now_us).status());
-  }
-  if (!waiting) RETURN_IF_ERROR(Consolidate(now_us));
-  return started;
+  SchedulingPass pass(*this, now_us);
+  return pass.Run();
 }
 
 StatusOr<std::string> Scheduler::Explain(int64_t id) const {

@@ -332,6 +332,7 @@ class Scheduler {
   Status CheckInvariants() const;
 
  private:
+  friend class SchedulingPass;  // Schedule's steps (scheduler_pass.h)
   // A wait-or-spread plan (PlanWait): `wait` when the best placement found after running jobs'
   // expected ends (start_us, finish_us, placement) finishes the job before starting now would
   // (finish_now_us); `alternative` false: none was found before that.

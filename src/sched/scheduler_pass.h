@@ -1,0 +1,115 @@
+#pragma once
+
+// One pass of Scheduler::Schedule, split into its steps (internal to the scheduler: included by
+// scheduler.cc and scheduler_pass.cc only). The order, reservation and backfill rules are
+// described in scheduler.h.
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "job/job_spec.h"
+#include "sched/cluster_state.h"
+#include "sched/gang.h"
+#include "sched/link_model.h"
+#include "sched/scheduler.h"
+
+namespace toposched::sched {
+
+namespace internal {
+
+// Shared by scheduler.cc and scheduler_pass.cc (defined in scheduler.cc).
+inline constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+std::string JobName(int64_t id);
+// A point in time for explanations: seconds from the start, or a UTC date-time when the clock
+// counts from the Unix epoch.
+std::string Seconds(int64_t us, bool epoch = false);
+// Takes a placement's GPUs in `state` for `id`: whole GPUs, or its milli of a shared GPU.
+Status AllocatePlacement(ClusterState& state, int64_t id, const Placement& p);
+
+}  // namespace internal
+
+// The state of one pass over the pending jobs and its steps. Run() once per object.
+class SchedulingPass {
+ public:
+  SchedulingPass(Scheduler& s, int64_t now_us) : s_(s), now_us_(now_us) {}
+  SchedulingPass(const SchedulingPass&) = delete;
+  SchedulingPass& operator=(const SchedulingPass&) = delete;
+
+  // Scheduler::Schedule: the ids started (or started by preemption/shrinking), in order.
+  StatusOr<std::vector<int64_t>> Run();
+
+ private:
+  using Job = Scheduler::Job;
+  // Sort keys are copied out of the jobs so that sorting and heap moves touch contiguous
+  // memory, not the job records.
+  struct Queued {
+    int64_t submit_us;
+    int64_t id;
+    Job* job;
+  };
+  struct Bucket {
+    int priority = 0;
+    const std::string* user = nullptr;
+    const std::string* queue = nullptr;
+    std::vector<Queued> jobs;
+    size_t next = 0;
+    double penalty = 0;
+  };
+  // One job's turn: what it is placed as, its verdict now, and its wait-or-spread plan.
+  struct Turn {
+    Turn(Job& job, const job::JobSpec& placed) : j(job), spec(placed) {}
+    Job& j;
+    const job::JobSpec& spec;  // PlacementSpec: j.spec, or its local (held) variant
+    bool held = false;
+    int shape = 0;
+    Verdict now_v;
+    std::string gpus;  // "N GPUs"
+    std::optional<Scheduler::WaitPlan> plan;
+    std::string note;
+  };
+
+  void CompactPending();
+  void BuildOrder();
+  bool After(size_t x, size_t y) const;
+  void Rekey(const std::string* user, const std::string* queue);
+  Job* NextJob();
+  StatusOr<bool> Consider(Job& j);  // false: stop the pass (strict order)
+  Verdict VerdictNow(const Turn& t);
+  void CountStart(const Job& started);
+  void AfterRelease(const Job& j);
+  bool Waits(Turn& t, const Placement& p, const ClusterState& base);
+  void Reserve(const Scheduler::Reservation& r);
+  StatusOr<bool> PlaceAtHead(Turn& t);  // false: stop the pass (strict order)
+  Status PlaceBehindReservation(Turn& t);
+  Status BackfillBeside(Turn& t);
+  Status Finish();
+
+  Scheduler& s_;
+  const int64_t now_us_;
+  std::vector<int64_t> started_;
+  bool waiting_ = false;  // a job left waiting for resources (no grow then)
+  std::vector<Job*> pending_;
+  Scheduler::Shares shares_;
+  std::optional<Scheduler::Reservation> res_;
+  std::optional<ClusterState> shadow_;  // state_ with the reserved free GPUs blocked
+  Scheduler::Usage usage_;
+  // Link loads of the running jobs (contention score), kept up to date through the pass.
+  std::optional<LinkModel> links_;
+  const LinkModel* links_ptr_ = nullptr;
+  std::vector<Bucket> buckets_;
+  std::vector<size_t> heap_;  // bucket indices, a heap under After
+  // Shapes (PlacementShapeKey, interned) that fit nowhere now, with their explanation: starts
+  // only take GPUs, so a shape that did not fit stays unfit for the rest of the pass (cleared
+  // when a preemption or shrink frees GPUs). The same for the reservation's shadow state.
+  std::vector<std::string> no_fit_;
+  std::vector<char> no_fit_known_;
+  std::vector<char> no_fit_shadow_;
+  std::vector<std::shared_ptr<const std::string>> behind_reason_;
+};
+
+}  // namespace toposched::sched
