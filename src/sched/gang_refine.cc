@@ -84,8 +84,7 @@ void Search::Refine(const std::vector<int>& region, size_t home, Plan& plan, Pla
     bool away = false;
     for (size_t i = 0; i < m; ++i) {
       if (kv[i] == 0) continue;
-      pl.chunks.emplace_back(ids[i], kv[i]);
-      if (nodes_[ids[i]].free > kv[i]) pl.frag += nodes_[ids[i]].free - kv[i];
+      AddChunk(pl, ids[i], kv[i]);
       away = away || outside[ids[i]];
     }
     std::optional<Placement> q = Materialize(pl);
@@ -185,8 +184,7 @@ std::vector<Plan> Search::BalancedPlans(const std::vector<int>& region) const {
     std::sort(chunks.begin(), chunks.end());
     Plan plan;
     for (const auto& [n, k] : chunks) {
-      plan.chunks.emplace_back(n, k);
-      if (nodes_[n].free > k) plan.frag += nodes_[n].free - k;
+      AddChunk(plan, n, k);
     }
     out.push_back(std::move(plan));
   }
@@ -211,8 +209,7 @@ std::vector<Plan> Search::StageAlignedPlans(const std::vector<int>& nodes) const
     Plan plan;
     for (size_t i = 0; i < take.size(); ++i) {
       if (take[i] == 0) continue;
-      plan.chunks.emplace_back(nodes[i], take[i]);
-      if (nodes_[nodes[i]].free > take[i]) plan.frag += nodes_[nodes[i]].free - take[i];
+      AddChunk(plan, nodes[i], take[i]);
     }
     std::sort(plan.chunks.begin(), plan.chunks.end());
     out.push_back(std::move(plan));
@@ -247,8 +244,7 @@ std::vector<Plan> Search::StagePiecePlans(std::vector<int> nodes) const {
         take += pieces[next++ % pieces.size()];
       }
       if (take == 0) continue;
-      plan.chunks.emplace_back(n, take);
-      if (nodes_[n].free > take) plan.frag += nodes_[n].free - take;
+      AddChunk(plan, n, take);
     }
     if (next == total) out.push_back(std::move(plan));
   }
@@ -291,8 +287,7 @@ std::vector<Plan> Search::AnchoredPlans(const std::vector<int>& region, size_t h
     for (int a : lead) {
       const int k = std::min(nodes_[a].cap, left);
       if (k <= 0) return;
-      plan.chunks.emplace_back(a, k);
-      if (nodes_[a].free > k) plan.frag += nodes_[a].free - k;
+      AddChunk(plan, a, k);
       left -= k;
     }
     if (left > 0) {
@@ -307,8 +302,7 @@ std::vector<Plan> Search::AnchoredPlans(const std::vector<int>& region, size_t h
       if (take.empty()) return;
       for (size_t i = 0; i < take.size(); ++i) {
         if (take[i] == 0) continue;
-        plan.chunks.emplace_back(rest_nodes[i], take[i]);
-        if (nodes_[rest_nodes[i]].free > take[i]) plan.frag += nodes_[rest_nodes[i]].free - take[i];
+        AddChunk(plan, rest_nodes[i], take[i]);
       }
     }
     std::sort(plan.chunks.begin(), plan.chunks.end());

@@ -69,10 +69,7 @@ int Search::CapOf(const std::vector<int>& nodes) const {
 
 Plan Search::MakePlan(const std::vector<int>& nodes) const {
   Plan plan;
-  auto add = [&](int node, int k) {
-    plan.chunks.emplace_back(node, k);
-    if (nodes_[node].free > k) plan.frag += nodes_[node].free - k;
-  };
+  auto add = [&](int node, int k) { AddChunk(plan, node, k); };
   if (mode_ != Mode::kNvdTp) {
     std::vector<int> caps;
     for (int n : nodes) caps.push_back(nodes_[n].cap);

@@ -372,6 +372,11 @@ class Search {
   // fit over `nodes`. Each stage's DP groups then span as few nodes as the free GPUs allow, in
   // equal pieces. The two largest such g with a plan; none for a job of one stage.
   std::vector<Plan> StageAlignedPlans(const std::vector<int>& nodes) const;
+  // Adds k GPUs of `node` to `plan`, counting the GPUs it leaves free there as fragmentation.
+  void AddChunk(Plan& plan, int node, int k) const {
+    plan.chunks.emplace_back(node, k);
+    if (nodes_[node].free > k) plan.frag += nodes_[node].free - k;
+  }
   // Plans that cut each stage into the fewest pieces a node can hold, as even as the TP unit
   // allows (a 10-GPU stage on 8-GPU nodes: 6 + 4), and give the pieces, stage after stage, to the
   // nodes of `nodes` in id order, each node as many whole pieces as it has room for. The pieces

@@ -19,6 +19,23 @@ bool ValidLayout(const job::Layout& l, const std::vector<RankSlot>& ranks) {
   return l.tp >= 1 && l.pp >= 1 && l.dp >= 1 && static_cast<int>(ranks.size()) == l.WorldSize();
 }
 
+// The worst of the groups offered in turn, the first (rank 0's group) the reference.
+class WorstGroup {
+ public:
+  void Offer(const GroupShape& g, int first_rank) {
+    if (rank_ < 0 || g.WorseThan(worst_)) {
+      worst_ = g;
+      rank_ = first_rank;
+    }
+  }
+  // A rank of the worst group; -1 when none is worse than rank 0's.
+  int Rank() const { return rank_ > 0 ? rank_ : -1; }
+
+ private:
+  GroupShape worst_;
+  int rank_ = -1;
+};
+
 }  // namespace
 
 bool GroupShape::WorseThan(const GroupShape& o) const {
@@ -57,42 +74,26 @@ int WorstDpGroupRank(const topo::Cluster& cluster, const job::Layout& l,
                      const std::vector<RankSlot>& ranks) {
   if (!ValidLayout(l, ranks) || l.dp < 2) return -1;
   std::vector<int> members(l.dp), scratch;
-  GroupShape worst;
-  int worst_rank = -1;
+  WorstGroup worst;
   for (int s = 0; s < l.pp; ++s) {
     for (int t = 0; t < l.tp; ++t) {
       for (int d = 0; d < l.dp; ++d) members[d] = l.RankOf(t, d, s);
-      const GroupShape g = ShapeOfGroup(cluster, ranks, members, scratch);
-      if (worst_rank < 0) {
-        worst = g;  // rank 0's group: the reference
-        worst_rank = 0;
-      } else if (g.WorseThan(worst)) {
-        worst = g;
-        worst_rank = members[0];
-      }
+      worst.Offer(ShapeOfGroup(cluster, ranks, members, scratch), members[0]);
     }
   }
-  return worst_rank > 0 ? worst_rank : -1;
+  return worst.Rank();
 }
 
 int WorstTpGroupRank(const topo::Cluster& cluster, const job::Layout& l,
                      const std::vector<RankSlot>& ranks) {
   if (!ValidLayout(l, ranks) || l.tp < 2) return -1;
   std::vector<int> members(l.tp), scratch;
-  GroupShape worst;
-  int worst_rank = -1;
+  WorstGroup worst;
   for (int first = 0; first < l.WorldSize(); first += l.tp) {
     for (int t = 0; t < l.tp; ++t) members[t] = first + t;
-    const GroupShape g = ShapeOfGroup(cluster, ranks, members, scratch);
-    if (worst_rank < 0) {
-      worst = g;
-      worst_rank = 0;
-    } else if (g.WorseThan(worst)) {
-      worst = g;
-      worst_rank = first;
-    }
+    worst.Offer(ShapeOfGroup(cluster, ranks, members, scratch), first);
   }
-  return worst_rank > 0 ? worst_rank : -1;
+  return worst.Rank();
 }
 
 int WorstPpPairRank(const topo::Cluster& cluster, const job::Layout& l,
