@@ -221,32 +221,26 @@ Status NodeReconciler::FollowHardwareLabels(const KubeNode& node, const NodeSink
 }
 
 Status NodeReconciler::FollowNetworkLabels(const KubeNode& node, const NodeSink::View& ours) {
-  // One value per level, from the first candidate key the node carries; none when a level has
-  // no key or the node lacks every one of them.
+  // The value of the first of `keys` the node carries non-empty; "" when none.
+  auto first_label = [&](const std::vector<std::string>& keys) {
+    for (const std::string& k : keys) {
+      auto it = node.labels.find(k);
+      if (it != node.labels.end() && !it->second.empty()) return it->second;
+    }
+    return std::string();
+  };
+  // One value per level; none when a level has no key or the node lacks every one of them.
   std::vector<std::string> values;
   for (const std::vector<std::string>& candidates : keys_.KeysFor(ours.levels)) {
-    std::string value;
-    for (const std::string& k : candidates) {
-      auto it = node.labels.find(k);
-      if (it != node.labels.end() && !it->second.empty()) {
-        value = it->second;
-        break;
-      }
-    }
+    std::string value = first_label(candidates);
     if (value.empty()) {
       values.clear();
       break;
     }
-    values.push_back(value);
+    values.push_back(std::move(value));
   }
   std::optional<std::string> clique;
-  for (const std::string& k : keys_.clique_labels) {
-    auto it = node.labels.find(k);
-    if (it != node.labels.end() && !it->second.empty()) {
-      clique = it->second;
-      break;
-    }
-  }
+  if (std::string c = first_label(keys_.clique_labels); !c.empty()) clique = std::move(c);
   if (values.empty() && !clique) return OkStatus();
   // A place the scheduler refused is not asked again until the labels change (a Node is
   // MODIFIED every few seconds by its kubelet's status).
