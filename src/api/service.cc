@@ -796,8 +796,7 @@ json Service::RanksJsonLocked(const sched::Placement& p) const {
   json ranks = json::array();
   for (const sched::RankSlot& r : p.ranks) {
     const topo::ClusterNode& cn = cluster_->nodes[r.node];
-    const topo::NodeTopology* reported = sched_->ReportedTopology(r.node);
-    const topo::NodeTopology& t = reported ? *reported : cluster_->profiles[cn.profile].topology;
+    const topo::NodeTopology& t = sched_->OwnTopology(r.node);
     json nic = nullptr;
     if (r.nic >= 0 && static_cast<size_t>(r.nic) < t.nics.size()) nic = t.nics[r.nic].name;
     ranks.push_back({{"rank", r.rank}, {"node", cn.name}, {"gpu", r.gpu}, {"nic", nic}});
@@ -967,9 +966,7 @@ json Service::GpuStateJsonLocked(int node, int gpu) const {
 // health report), else as the topology gives it. Only those, as gpu_health: at 4,096 nodes a
 // line per NIC doubled the node list (2.6 -> 5.1 MB, 0.125 -> 0.23 s to build).
 json Service::NicHealthJsonLocked(int node) const {
-  const topo::NodeTopology* reported = sched_->ReportedTopology(node);
-  const topo::NodeTopology& t =
-      reported ? *reported : cluster_->profiles[cluster_->nodes[node].profile].topology;
+  const topo::NodeTopology& t = sched_->OwnTopology(node);
   json out = json::array();
   for (size_t i = 0; i < t.nics.size(); ++i) {
     const topo::Health reported = sched_->NicHealth(node, static_cast<int>(i));
@@ -1053,9 +1050,8 @@ StatusOr<std::string> Service::NodeTopologyJson(const std::string& node) const {
   const int n = cluster_->FindNode(node);
   if (n < 0) return NotFoundError("node: no node \"" + node + "\"");
   std::lock_guard<std::mutex> lk(mu_);
-  const topo::NodeTopology* reported = sched_->ReportedTopology(n);
   const topo::ClusterNode& cn = cluster_->nodes[n];
-  const topo::NodeTopology& t = reported ? *reported : cluster_->profiles[cn.profile].topology;
+  const topo::NodeTopology& t = sched_->OwnTopology(n);
   return Dump(json{{"node", cn.name},
                    {"profile", cluster_->profiles[cn.profile].name},
                    {"source", sched_->ReportedTopologySource(n)},

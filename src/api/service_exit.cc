@@ -168,9 +168,7 @@ StatusOr<Service::ReportSite> Service::ReportSiteLocked(int64_t id, const ExitRe
                                                           : -1;
   if (context >= 0) {
     const topo::ClusterNode& cn = cluster_->nodes[context];
-    const topo::NodeTopology* reported = sched_->ReportedTopology(context);
-    site.context =
-        diag::NodeContext{cn.name, reported ? *reported : cluster_->profiles[cn.profile].topology};
+    site.context = diag::NodeContext{cn.name, sched_->OwnTopology(context)};
   }
   return site;
 }

@@ -272,6 +272,8 @@ class Scheduler {
     auto it = reported_topology_.find(node);
     return it == reported_topology_.end() ? nullptr : &it->second.topology;
   }
+  // The node's topology before link health is applied: reported, else its profile's.
+  const topo::NodeTopology& OwnTopology(int node) const;
   // Who reported it ("" when nothing was).
   std::string ReportedTopologySource(int node) const {
     auto it = reported_topology_.find(node);
@@ -401,8 +403,6 @@ class Scheduler {
   // Stops a running job and puts it back in the queue: RUNNING -> via_state -> REQUEUED ->
   // PENDING.
   Status Requeue(Job& j, job::JobState via_state, const std::string& why, int64_t now_us);
-  // The node's topology before link health is applied: reported, else its profile's.
-  const topo::NodeTopology& OwnTopology(int node) const;
   // Consolidation at the end of a pass (SchedulerOptions::consolidate).
   Status Consolidate(int64_t now_us);
   // Rebuilds the overlay copy from network_, reported_topology_, nic_health_ and nvlink_health_,
