@@ -42,16 +42,39 @@ void Search::AlignToRails(const Plan& plan, std::vector<RankSlot>& ranks) const 
   int crossed = CrossedRailPairs(ranks);
   if (crossed == 0) return;
   // Pass 2: each node, the first included, against the rails of all the others; kept when
-  // fewer DP neighbours end up on different rails.
+  // fewer DP neighbours end up on different rails. The others' rails come from counts of the
+  // ranks per (DP class, rail) over every node less the node's own: O(world + nodes · classes ·
+  // rails), not a walk over every rank per node.
   std::vector<RankSlot> next = ranks;
+  const int rails = c_.rails.count;
+  std::vector<int> on_rail(classes * static_cast<size_t>(rails), 0);
+  auto count_rails = [&](std::vector<int>& counts, const RankSlot& r, int delta) {
+    const size_t row = static_cast<size_t>(DpClass(r.rank)) * rails;
+    std::vector<int> seen;
+    for (int c : cost_.node_model(r.node).NicsOf(r.gpu)) {
+      if (c < 0 || c >= rails || std::find(seen.begin(), seen.end(), c) != seen.end()) continue;
+      seen.push_back(c);
+      counts[row + c] += delta;
+    }
+  };
+  for (const RankSlot& r : next) count_rails(on_rail, r, 1);
   base = 0;
   for (const auto& [node, k] : plan.chunks) {
+    std::vector<int> own(on_rail.size(), 0);
+    for (int i = 0; i < k; ++i) count_rails(own, next[base + i], 1);
     std::vector<std::vector<int>> others(classes);
-    for (const RankSlot& r : next) {
-      if (r.node != node) add_rails(others, r);
+    for (size_t cls = 0; cls < classes; ++cls) {
+      for (int c = 0; c < rails; ++c) {
+        const size_t at = cls * rails + c;
+        if (on_rail[at] > own[at]) others[cls].push_back(c);
+      }
     }
     std::vector<int> order = order_of(next, base, k);
-    if (AlignRails(node, ChunkRequest(k), base, others, order)) apply(next, node, base, order);
+    if (AlignRails(node, ChunkRequest(k), base, others, order)) {
+      for (int i = 0; i < k; ++i) count_rails(on_rail, next[base + i], -1);
+      apply(next, node, base, order);
+      for (int i = 0; i < k; ++i) count_rails(on_rail, next[base + i], 1);
+    }
     base += k;
   }
   if (CrossedRailPairs(next) < crossed) ranks = std::move(next);
