@@ -346,15 +346,10 @@ std::optional<Verdict> Search::BestOfGroup(const std::string& level,
         plans.push_back(std::move(b));
       }
     }
-    for (size_t i = 0; i < plans.size(); ++i) {
-      Plan& plan = plans[i];
+    // Starts with the same counts are each scored (not yet skipped: skipping them changes which
+    // starts local search refines, and the figures of 2026-12-05 were measured without it).
+    for (Plan& plan : plans) {
       if (plan.chunks.empty()) continue;
-      // Meant to skip a start with the same counts as an earlier one. Known defect: the earlier
-      // plans that became starts were moved from (empty chunks), so this never fires for them;
-      // fixing it changes which starts are refined (measurements of 2026-12-05 were made so).
-      bool seen = false;
-      for (size_t j = 0; j < i && !seen; ++j) seen = plans[j].chunks == plan.chunks;
-      if (seen) continue;
       std::optional<Placement> p = Materialize(plan);
       if (!p) continue;
       bool away = false;
