@@ -345,11 +345,20 @@ std::optional<Verdict> Search::BestOfGroup(const std::string& level,
       for (Plan& b : AnchoredPlans(region_of(&cand), cand.nodes->size())) {
         plans.push_back(std::move(b));
       }
+      for (Plan& b : StagePackPlans(region_of(&cand), cand.nodes->size())) {
+        plans.push_back(std::move(b));
+      }
     }
-    // Starts with the same counts are each scored (not yet skipped: skipping them changes which
-    // starts local search refines, and the figures of 2026-12-05 were measured without it).
-    for (Plan& plan : plans) {
-      if (plan.chunks.empty()) continue;
+    // A start with the same chunks as an earlier one of this domain is the same placement: it
+    // is scored once, so that local search refines the best two distinct starts.
+    // (Marked before any plan is moved into `starts`.)
+    std::vector<char> repeat(plans.size(), 0);
+    for (size_t i = 0; i < plans.size(); ++i) {
+      for (size_t j = 0; j < i && !repeat[i]; ++j) repeat[i] = plans[j].chunks == plans[i].chunks;
+    }
+    for (size_t i = 0; i < plans.size(); ++i) {
+      Plan& plan = plans[i];
+      if (plan.chunks.empty() || repeat[i]) continue;
       std::optional<Placement> p = Materialize(plan);
       if (!p) continue;
       bool away = false;

@@ -1,45 +1,102 @@
-// The gang placer's rail alignment: DP neighbours on different nodes put on a common rail.
+// The gang placer's rail alignment: DP and pipeline neighbours on different nodes put on a
+// common rail.
 #include "sched/gang_search.h"
 
 namespace toposched::sched::gang_internal {
 
-int Search::CrossedRailPairs(const std::vector<RankSlot>& ranks) const {
-  return CountRailPairs(cost_, job_.layout, ranks).crossed;
+int Search::CrossedRailPairs(const std::vector<RankSlot>& ranks, RailPeers peers) const {
+  return CountRailPairs(cost_, job_.layout, ranks, peers).crossed;
+}
+
+void Search::AddRails(std::vector<int>& rails, const RankSlot& r) const {
+  for (int c : cost_.node_model(r.node).NicsOf(r.gpu)) {
+    if (c >= 0 && c < c_.rails.count && std::find(rails.begin(), rails.end(), c) == rails.end()) {
+      rails.push_back(c);
+    }
+  }
+}
+
+namespace {
+
+void Apply(const topo::Cluster& c, std::vector<RankSlot>& out, int node, int base,
+           const std::vector<int>& order) {
+  const std::vector<int> nics = AssignNics(c.topology(node), order);
+  for (size_t i = 0; i < order.size(); ++i) {
+    out[base + i] = RankSlot{base + static_cast<int>(i), node, order[i], nics[i]};
+  }
+}
+
+std::vector<int> OrderOf(const std::vector<RankSlot>& from, int base, int k) {
+  std::vector<int> order(k);
+  for (int i = 0; i < k; ++i) order[i] = from[base + i].gpu;
+  return order;
+}
+
+}  // namespace
+
+void Search::AlignPeersToRails(const Plan& plan, std::vector<RankSlot>& ranks) const {
+  const job::Layout& l = job_.layout;
+  if (l.dp > 1) AlignToRails(plan, ranks);
+  if (l.pp < 2 || CrossedRailPairs(ranks, RailPeers::kPp) == 0) return;
+  std::vector<RankSlot> next = ranks;
+  AlignPipelineToRails(plan, next);
+  if (CrossedRailPairs(next, RailPeers::kPp) < CrossedRailPairs(ranks, RailPeers::kPp) &&
+      (l.dp < 2 ||
+       CrossedRailPairs(next, RailPeers::kDp) <= CrossedRailPairs(ranks, RailPeers::kDp))) {
+    ranks = std::move(next);
+  }
+}
+
+void Search::AlignPipelineToRails(const Plan& plan, std::vector<RankSlot>& ranks) const {
+  const int stage = job_.layout.tp * job_.layout.dp;
+  const int world = static_cast<int>(ranks.size());
+  // want[i]: the rails of rank base + i's pipeline neighbours on other nodes (before it only,
+  // or on both sides).
+  auto align = [&](std::vector<RankSlot>& rs, bool both_sides) {
+    int base = 0;
+    for (const auto& [node, k] : plan.chunks) {
+      std::vector<std::vector<int>> want(k);
+      for (int i = 0; i < k; ++i) {
+        const int r = base + i;
+        if (r - stage >= 0 && rs[r - stage].node != node) AddRails(want[i], rs[r - stage]);
+        if (both_sides && r + stage < world && rs[r + stage].node != node) {
+          AddRails(want[i], rs[r + stage]);
+        }
+      }
+      std::vector<int> order = OrderOf(rs, base, k);
+      if (AlignRails(node, ChunkRequest(k), want, order)) Apply(c_, rs, node, base, order);
+      base += k;
+    }
+  };
+  align(ranks, false);
+  const int crossed = CrossedRailPairs(ranks, RailPeers::kPp);
+  if (crossed == 0) return;
+  std::vector<RankSlot> next = ranks;
+  align(next, true);
+  if (CrossedRailPairs(next, RailPeers::kPp) < crossed) ranks = std::move(next);
 }
 
 void Search::AlignToRails(const Plan& plan, std::vector<RankSlot>& ranks) const {
   const size_t classes = static_cast<size_t>(job_.layout.tp) * job_.layout.pp;
-  auto add_rails = [&](std::vector<std::vector<int>>& class_rails, const RankSlot& r) {
-    std::vector<int>& rails = class_rails[DpClass(r.rank)];
-    for (int c : cost_.node_model(r.node).NicsOf(r.gpu)) {
-      if (c >= 0 && c < c_.rails.count && std::find(rails.begin(), rails.end(), c) == rails.end()) {
-        rails.push_back(c);
-      }
-    }
+  // Per slot of a node, the rails its DP class uses elsewhere.
+  auto want_of = [&](const std::vector<std::vector<int>>& class_rails, int base, int k) {
+    std::vector<std::vector<int>> want(k);
+    for (int i = 0; i < k; ++i) want[i] = class_rails[DpClass(base + i)];
+    return want;
   };
-  auto apply = [&](std::vector<RankSlot>& out, int node, int base, const std::vector<int>& order) {
-    const std::vector<int> nics = AssignNics(c_.topology(node), order);
-    for (size_t i = 0; i < order.size(); ++i) {
-      out[base + i] = RankSlot{base + static_cast<int>(i), node, order[i], nics[i]};
-    }
-  };
-  auto order_of = [&](const std::vector<RankSlot>& from, int base, int k) {
-    std::vector<int> order(k);
-    for (int i = 0; i < k; ++i) order[i] = from[base + i].gpu;
-    return order;
-  };
-  if (CrossedRailPairs(ranks) == 0) return;  // the node selector's choices already agree
+  if (CrossedRailPairs(ranks, RailPeers::kDp) == 0) return;  // the node selector agrees already
   // Pass 1: each node against the rails of the nodes before it.
   std::vector<std::vector<int>> before(classes);
   int base = 0;
   for (const auto& [node, k] : plan.chunks) {
-    std::vector<int> order = order_of(ranks, base, k);
-    if (base > 0 && AlignRails(node, ChunkRequest(k), base, before, order))
-      apply(ranks, node, base, order);
-    for (int i = 0; i < k; ++i) add_rails(before, ranks[base + i]);
+    std::vector<int> order = OrderOf(ranks, base, k);
+    if (base > 0 && AlignRails(node, ChunkRequest(k), want_of(before, base, k), order)) {
+      Apply(c_, ranks, node, base, order);
+    }
+    for (int i = 0; i < k; ++i) AddRails(before[DpClass(base + i)], ranks[base + i]);
     base += k;
   }
-  int crossed = CrossedRailPairs(ranks);
+  int crossed = CrossedRailPairs(ranks, RailPeers::kDp);
   if (crossed == 0) return;
   // Pass 2: each node, the first included, against the rails of all the others; kept when
   // fewer DP neighbours end up on different rails. The others' rails come from counts of the
@@ -51,11 +108,8 @@ void Search::AlignToRails(const Plan& plan, std::vector<RankSlot>& ranks) const 
   auto count_rails = [&](std::vector<int>& counts, const RankSlot& r, int delta) {
     const size_t row = static_cast<size_t>(DpClass(r.rank)) * rails;
     std::vector<int> seen;
-    for (int c : cost_.node_model(r.node).NicsOf(r.gpu)) {
-      if (c < 0 || c >= rails || std::find(seen.begin(), seen.end(), c) != seen.end()) continue;
-      seen.push_back(c);
-      counts[row + c] += delta;
-    }
+    AddRails(seen, r);
+    for (int c : seen) counts[row + c] += delta;
   };
   for (const RankSlot& r : next) count_rails(on_rail, r, 1);
   base = 0;
@@ -69,27 +123,26 @@ void Search::AlignToRails(const Plan& plan, std::vector<RankSlot>& ranks) const 
         if (on_rail[at] > own[at]) others[cls].push_back(c);
       }
     }
-    std::vector<int> order = order_of(next, base, k);
-    if (AlignRails(node, ChunkRequest(k), base, others, order)) {
+    std::vector<int> order = OrderOf(next, base, k);
+    if (AlignRails(node, ChunkRequest(k), want_of(others, base, k), order)) {
       for (int i = 0; i < k; ++i) count_rails(on_rail, next[base + i], -1);
-      apply(next, node, base, order);
+      Apply(c_, next, node, base, order);
       for (int i = 0; i < k; ++i) count_rails(on_rail, next[base + i], 1);
     }
     base += k;
   }
-  if (CrossedRailPairs(next) < crossed) ranks = std::move(next);
+  if (CrossedRailPairs(next, RailPeers::kDp) < crossed) ranks = std::move(next);
 }
 
-bool Search::AlignRails(int node, const NodeRequest& req, int base,
-                        const std::vector<std::vector<int>>& class_rails,
+bool Search::AlignRails(int node, const NodeRequest& req, const std::vector<std::vector<int>>& want,
                         std::vector<int>& order) const {
   const int k = static_cast<int>(order.size());
   const int rails = c_.rails.count;
   const cost::NodeCostModel& nm = cost_.node_model(node);
   auto matches = [&](int slot, int g) {
-    const std::vector<int>& want = class_rails[DpClass(base + slot)];
+    const std::vector<int>& w = want[slot];
     for (int c : nm.NicsOf(g)) {
-      if (c >= 0 && c < rails && std::find(want.begin(), want.end(), c) != want.end()) {
+      if (c >= 0 && c < rails && std::find(w.begin(), w.end(), c) != w.end()) {
         return true;
       }
     }
@@ -101,7 +154,7 @@ bool Search::AlignRails(int node, const NodeRequest& req, int base,
     return n;
   };
   int wanted = 0;
-  for (int i = 0; i < k; ++i) wanted += class_rails[DpClass(base + i)].empty() ? 0 : 1;
+  for (int i = 0; i < k; ++i) wanted += want[i].empty() ? 0 : 1;
   const int have = count(order);
   if (have == wanted) return false;
 
@@ -147,7 +200,7 @@ bool Search::AlignRails(int node, const NodeRequest& req, int base,
         take(i, std::find(pool.begin(), pool.end(), order[i]) - pool.begin());
     }
     for (int i = 0; i < k; ++i) {
-      if (out[i] >= 0 || class_rails[DpClass(base + i)].empty()) continue;
+      if (out[i] >= 0 || want[i].empty()) continue;
       for (size_t j = 0; j < pool.size(); ++j) {
         if (!used[j] && matches(i, pool[j])) {
           take(i, j);

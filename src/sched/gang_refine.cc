@@ -251,6 +251,36 @@ std::vector<Plan> Search::StagePiecePlans(std::vector<int> nodes) const {
   return out;
 }
 
+std::vector<Plan> Search::StagePackPlans(const std::vector<int>& region, size_t home) const {
+  const job::Layout& l = job_.layout;
+  if (mode_ == Mode::kNvdTp || l.pp < 2) return {};
+  const int unit = mode_ == Mode::kNodeTp ? tp_ : 1;
+  const int64_t units = l.tp * l.dp / unit * static_cast<int64_t>(l.pp);
+  std::vector<std::pair<int, bool>> nodes;  // (node, away), in id order
+  for (size_t i = 0; i < region.size(); ++i) {
+    if (nodes_[region[i]].cap >= unit) nodes.emplace_back(region[i], i >= home);
+  }
+  // The packer's work is at least nodes × (units + 1) × 2: skip the numbering when it is over.
+  if (static_cast<int64_t>(nodes.size()) * (units + 1) * 2 > kStagePackWork) return {};
+  std::sort(nodes.begin(), nodes.end());
+  std::vector<PackSlot> slots;
+  std::unordered_map<int, int> groups;  // lowest domain -> its number
+  for (const auto& [n, away] : nodes) {
+    const int g = groups.emplace(c_.nodes[n].domain, static_cast<int>(groups.size())).first->second;
+    slots.push_back(PackSlot{nodes_[n].cap / unit, g, away});
+  }
+  std::vector<Plan> out;
+  for (const std::vector<int>& counts :
+       StagePackCounts(slots, l.tp * l.dp / unit, l.pp, kStagePackWork)) {
+    Plan plan;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (counts[i] > 0) AddChunk(plan, nodes[i].first, counts[i] * unit);
+    }
+    out.push_back(std::move(plan));
+  }
+  return out;
+}
+
 std::vector<Plan> Search::AnchoredPlans(const std::vector<int>& region, size_t home) const {
   std::vector<Plan> out;
   if (mode_ == Mode::kNvdTp) return out;

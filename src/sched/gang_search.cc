@@ -133,9 +133,9 @@ std::optional<Placement> Search::Materialize(const Plan& plan) const {
     }
   }
   if (rank != world_) return std::nullopt;
-  if (c_.rails.count > 0 && plan.chunks.size() > 1 && job_.layout.dp > 1 &&
+  if (c_.rails.count > 0 && plan.chunks.size() > 1 && (job_.layout.dp > 1 || job_.layout.pp > 1) &&
       plug_.gpus == GpuRule::kCostModel) {
-    AlignToRails(plan, p.ranks);
+    AlignPeersToRails(plan, p.ranks);
   }
   int base = 0;
   for (const auto& [node, k] : plan.chunks) {

@@ -30,6 +30,7 @@
 #include "sched/pair_score.h"
 #include "sched/rank_order.h"
 #include "sched/scatter.h"
+#include "sched/stage_pack.h"
 
 namespace toposched::sched {
 
@@ -93,26 +94,38 @@ struct Candidate {
   int cap = 0;
 };
 
-// DP neighbours (ranks r - TP and r: same TP index and stage, consecutive DP indexes) on
-// different nodes: how many pairs there are, and per DP class (TP index + TP·stage) how many of
-// them share no rail (empty when none does). One pass over the ranks, O(world).
+// Which neighbours rail alignment puts on a common rail: DP neighbours (ranks r - TP and r: the
+// same TP index and stage, consecutive DP indexes), or pipeline neighbours (ranks r - TP·DP and
+// r: the same TP and DP indexes, consecutive stages).
+enum class RailPeers { kDp, kPp };
+
+// Neighbours of kind `peers` on different nodes: how many pairs there are, and, for DP, per DP
+// class (TP index + TP·stage) how many of them share no rail (empty when none does). One pass
+// over the ranks, O(world).
 struct RailPairs {
   int pairs = 0;
   int crossed = 0;
   std::vector<int> crossed_by_class;
 };
 inline RailPairs CountRailPairs(const cost::CostModel& cost, const job::Layout& l,
-                                const std::vector<RankSlot>& ranks) {
+                                const std::vector<RankSlot>& ranks,
+                                RailPeers peers = RailPeers::kDp) {
   RailPairs out;
   const int n = static_cast<int>(ranks.size());
-  for (int r = l.tp; r < n; ++r) {
-    if ((r / l.tp) % l.dp == 0) continue;
-    const RankSlot& a = ranks[r - l.tp];
+  const bool dp = peers == RailPeers::kDp;
+  const int stride = dp ? l.tp : l.tp * l.dp;
+  for (int r = stride; r < n; ++r) {
+    if (dp && (r / l.tp) % l.dp == 0) continue;
+    const RankSlot& a = ranks[r - stride];
     const RankSlot& b = ranks[r];
     if (a.node == b.node) continue;
     ++out.pairs;
     if (!cost.SameRail({a.node, a.gpu}, {b.node, b.gpu})) {
-      if (out.crossed++ == 0) out.crossed_by_class.assign(static_cast<size_t>(l.tp) * l.pp, 0);
+      ++out.crossed;
+      if (!dp) continue;
+      if (out.crossed_by_class.empty()) {
+        out.crossed_by_class.assign(static_cast<size_t>(l.tp) * l.pp, 0);
+      }
       ++out.crossed_by_class[r % l.tp + l.tp * (r / (l.tp * l.dp))];
     }
   }
@@ -251,33 +264,43 @@ class Search {
   // The "first-free" or "pair-score" choice of k free GPUs of a node, ascending.
   std::vector<int> BaselineGpus(int node, int k) const;
   // Rail alignment of one node's ranks (cluster with rails, "cost-model" GPU choice).
-  // `order` holds the node's GPUs in rank order for ranks base.. ; `class_rails[c]` the rails
-  // that other nodes' ranks of DP class c (same TP index and PP stage) use. Among
+  // `order` holds the node's GPUs in rank order; `want[i]` the rails its i-th rank's peers on
+  // other nodes use (for DP, those of its DP class: the same TP index and PP stage). Among
   // reorderings of the set, and sets of other free GPUs of the node, that are no slower inside
   // the node (DP AllReduce over the set plus the slowest TP group in this order) and, for
   // another set, use as many distinct NICs, takes the one where the most ranks share a rail
-  // with their class; the same set wins ties. True when `order` changed.
-  bool AlignRails(int node, const NodeRequest& req, int base,
-                  const std::vector<std::vector<int>>& class_rails, std::vector<int>& order) const;
+  // with their peers; the same set wins ties. True when `order` changed.
+  bool AlignRails(int node, const NodeRequest& req, const std::vector<std::vector<int>>& want,
+                  std::vector<int>& order) const;
   // "; DP neighbours across nodes on one rail: A/B" — B pairs of ranks r-TP, r (the same TP
   // index and stage, consecutive DP indexes) on different nodes, A of them with a common rail
   // among their nearest NICs. Empty without rails or such pairs.
   std::string RailNote(const Placement& p) const;
-  // Rail alignment of a multi-node plan's ranks (see PlacementPlugins::gpus): unless every DP
-  // neighbour pair already shares a rail, each node against the nodes before it, then, while DP
-  // neighbours still cross rails, each node against all the others (kept only when fewer pairs
+  // Rail alignment of a multi-node plan's ranks (see PlacementPlugins::gpus): unless every pair
+  // of `peers` already shares a rail, each node against the nodes before it, then, while such
+  // pairs still cross rails, each node against all the others (kept only when fewer pairs
   // cross).
   void AlignToRails(const Plan& plan, std::vector<RankSlot>& ranks) const;
+  // The same for pipeline neighbours (ranks r - TP·DP and r on different nodes): each node
+  // against its ranks' neighbours before it, then against those on either side.
+  void AlignPipelineToRails(const Plan& plan, std::vector<RankSlot>& ranks) const;
+  // DP neighbours first (a DP group's AllReduce carries the most bytes), then pipeline
+  // neighbours: their alignment is kept only when fewer pipeline pairs cross rails and no more
+  // DP pairs do.
+  void AlignPeersToRails(const Plan& plan, std::vector<RankSlot>& ranks) const;
   // What one node of a plan runs: `k` GPUs, TP groups inside it when the mode puts them there.
   NodeRequest ChunkRequest(int k) const {
     return NodeRequestFor(job_.layout, k, (mode_ == Mode::kNodeTp && tp_ > 1) ? tp_ : 1);
   }
-  // DP neighbour pairs on different nodes that share no rail, over every DP group.
-  int CrossedRailPairs(const std::vector<RankSlot>& ranks) const;
+  // Neighbour pairs of kind `peers` on different nodes that share no rail.
+  int CrossedRailPairs(const std::vector<RankSlot>& ranks, RailPeers peers) const;
   int DpClass(int rank) const {
     const job::Layout& l = job_.layout;
     return rank % l.tp + l.tp * (rank / (l.tp * l.dp));
   }
+  // The rails of the NICs nearest `r`'s GPU (those below c_.rails.count), added to `rails`
+  // once each.
+  void AddRails(std::vector<int>& rails, const RankSlot& r) const;
   bool Score(Placement& p) const;
   // The weighted score of a scored placement that leaves `frag` GPUs free on partly used
   // nodes: comm-time, fragmentation and, with link loads, contention.
@@ -383,6 +406,21 @@ class Search {
   // largest first and smallest first; none for a job of one stage or for pieces all alike
   // (StageAlignedPlans covers those).
   std::vector<Plan> StagePiecePlans(std::vector<int> nodes) const;
+  // Plans whose stages' pieces are as large as `region` allows: counts per node in id order
+  // (the order ranks are filled) such that every node's share of every stage it holds is at
+  // least m units (TP groups, or GPUs for TP 1). A stage's DP groups are as slow as their
+  // thinnest node (GroupShape); cutting stages at node boundaries (StageAlignedPlans,
+  // StagePiecePlans) can leave a stage a thin piece of a node where other counts would not.
+  // Among the counts for one m: fewest stages continued onto a node of another lowest domain,
+  // then fewest nodes beyond the first `home` of `region`, then fewest nodes, then fewest units
+  // left free on them. The plan for the largest feasible m and, when its stages cross domains,
+  // the one for the largest m whose stages do not (sched/stage_pack.h). None for a job of one
+  // stage, or when the packer's work would exceed kStagePackWork.
+  std::vector<Plan> StagePackPlans(const std::vector<int>& region, size_t home) const;
+  // Bounds StagePackPlans' dynamic program (nodes × (units + 1) × (domains + 1) × largest node,
+  // per value of m tried): a few hundred microseconds at most, so large jobs on large regions,
+  // whose plans the other starts build in linear time, skip it.
+  static constexpr int64_t kStagePackWork = int64_t{1} << 16;
   // Where local search may move GPUs: the domain's nodes first, then, unless the job requires a
   // network level, every other node.
   std::vector<int> RefineRegion(const std::vector<int>& domain_nodes) const;

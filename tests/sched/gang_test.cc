@@ -275,6 +275,35 @@ TEST(Gang, DpPeersOnDifferentNodesShareARail) {
   CheckPlacement(s, j, p);
 }
 
+TEST(Gang, PipelinePeersOnDifferentNodesShareARail) {
+  // Two whole nodes free for a TP4 PP4 job: stages 0 and 1 fill gpu001, stages 2 and 3 gpu002.
+  // In the node selector's order stage 1 sits on GPUs 4-7 and stage 2 on GPUs 0-3, so each
+  // transfer between them would leave on one rail and arrive on another, through the 2:1 leaf
+  // uplink. Aligned, every pipeline neighbour across the nodes keeps its rail.
+  const topo::Cluster& c = TaperedH100();
+  ClusterState s = NewState(c);
+  for (int n = 2; n < static_cast<int>(c.nodes.size()); ++n) HoldAllBut(s, n, {});
+  job::JobSpec j = MakeJob(4, 4, 1);
+  Verdict v = Placer(c).Place(s, j);
+  ASSERT_TRUE(v.fit()) << v.Explain();
+  const Placement& p = *v.placement;
+  ASSERT_EQ(p.parts.size(), 2u) << v.Explain();
+  const cost::CostModel cost(c);
+  const int stage = j.layout.tp * j.layout.dp;
+  int across = 0;
+  for (int r = stage; r < j.layout.WorldSize(); ++r) {
+    const RankSlot& a = p.ranks[r - stage];
+    const RankSlot& b = p.ranks[r];
+    if (a.node == b.node) continue;
+    ++across;
+    EXPECT_TRUE(cost.SameRail({a.node, a.gpu}, {b.node, b.gpu}))
+        << "rank " << r - stage << " on GPU " << a.gpu << " sends to rank " << r << " on GPU "
+        << b.gpu;
+  }
+  EXPECT_EQ(across, 4);
+  CheckPlacement(s, j, p);
+}
+
 TEST(Gang, CrossedDpGroupsArePricedNotOnlyRankZeros) {
   // gpu001 has GPUs 0-3 free, gpu002 GPUs 0-1 and 6-7: a TP4 DP2 job puts TP index 0 and 1 on
   // one rail and TP index 2 and 3 on two (nothing else is free on gpu002). The step waits for

@@ -1,0 +1,143 @@
+#include "sched/stage_pack.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+namespace toposched::sched {
+namespace {
+
+// Whether taking t units at offset u of a job cut into stages of s units leaves every piece of a
+// stage on this node at least m units: the piece that continues the current stage, any whole
+// stages, and the piece that starts the next one.
+bool PiecesHold(int u, int t, int s, int m) {
+  const int first = std::min(t, s - u % s);
+  if (first < m) return false;
+  const int last = (t - first) % s;
+  return last == 0 || last >= m;
+}
+
+// Cost of a prefix, most important first: stages continued onto a node of another group, away
+// nodes, nodes used, units left free on them.
+constexpr int64_t kCross = int64_t{1} << 50;
+constexpr int64_t kAway = int64_t{1} << 40;
+constexpr int64_t kUsed = int64_t{1} << 20;
+constexpr int64_t kInf = std::numeric_limits<int64_t>::max();
+
+class Packer {
+ public:
+  Packer(const std::vector<PackSlot>& slots, int s, int w, size_t groups)
+      : slots_(slots),
+        s_(s),
+        w_(w),
+        gs_(groups + 1),
+        none_(groups),
+        layer_((static_cast<size_t>(w) + 1) * gs_),
+        cost_(layer_ * (slots.size() + 1)),
+        from_(cost_.size()) {}
+
+  // The cheapest counts whose pieces are all ≥ m; false when none exist.
+  bool Solve(int m) {
+    std::fill(cost_.begin(), cost_.end(), kInf);
+    cost_[At(0, 0, none_)] = 0;
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      for (int u = 0; u <= w_; ++u) {
+        for (size_t g = 0; g < gs_; ++g) Extend(i, u, g, m);
+      }
+    }
+    return Best() != kInf;
+  }
+  int64_t Best() const { return cost_[At(slots_.size(), w_, none_)]; }
+  bool Crosses() const { return Best() >= kCross; }
+
+  std::vector<int> Counts() const {
+    std::vector<int> counts(slots_.size());
+    int u = w_;
+    size_t g = none_;
+    for (size_t i = slots_.size(); i > 0; --i) {
+      const auto [t, prev] = from_[At(i, u, g)];
+      counts[i - 1] = t;
+      u -= t;
+      g = prev;
+    }
+    return counts;
+  }
+
+ private:
+  size_t At(size_t i, int u, size_t g) const {
+    return i * layer_ + static_cast<size_t>(u) * gs_ + g;
+  }
+
+  void Extend(size_t i, int u, size_t g, int m) {
+    const int64_t c = cost_[At(i, u, g)];
+    if (c == kInf) return;
+    auto relax = [&](int t, size_t g2, int64_t add) {
+      const size_t to = At(i + 1, u + t, g2);
+      if (c + add < cost_[to]) {
+        cost_[to] = c + add;
+        from_[to] = {t, g};
+      }
+    };
+    relax(0, g, 0);
+    const PackSlot& nd = slots_[i];
+    const auto group = static_cast<size_t>(nd.group);
+    for (int t = m; t <= std::min(nd.cap, w_ - u); ++t) {
+      if (!PiecesHold(u, t, s_, m)) continue;
+      const bool cross = g != none_ && g != group;
+      const size_t g2 = (u + t) % s_ == 0 ? none_ : group;
+      relax(t, g2, (cross ? kCross : 0) + kUsed + (nd.away ? kAway : 0) + (nd.cap - t));
+    }
+  }
+
+  const std::vector<PackSlot>& slots_;
+  const int s_, w_;
+  const size_t gs_, none_, layer_;
+  std::vector<int64_t> cost_;
+  std::vector<std::pair<int, size_t>> from_;  // (units taken, group before)
+};
+
+// The largest m in [1, hi] for which ok(m) holds, ok falling as m grows; 0 when none.
+template <typename Ok>
+int LargestHolding(int hi, Ok ok) {
+  int lo = 0;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (ok(mid)) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
+}  // namespace
+
+std::vector<std::vector<int>> StagePackCounts(const std::vector<PackSlot>& slots, int stage_units,
+                                              int stages, int64_t max_work) {
+  std::vector<std::vector<int>> out;
+  if (stages < 2 || stage_units < 1 || slots.size() < 2) return out;
+  int max_cap = 0, groups = 0;
+  for (const PackSlot& x : slots) {
+    max_cap = std::max(max_cap, x.cap);
+    groups = std::max(groups, x.group + 1);
+  }
+  const int w = stage_units * stages;
+  const double work = static_cast<double>(slots.size()) * (w + 1) * (groups + 1) * max_cap;
+  if (max_cap < 1 || work > static_cast<double>(max_work)) return out;
+  Packer p(slots, stage_units, w, static_cast<size_t>(groups));
+  const int hi = std::min(stage_units, max_cap);
+  // Both tests fall as m grows: pieces ≥ m allow pieces ≥ m - 1, with or without a crossing.
+  const int m = LargestHolding(hi, [&](int x) { return p.Solve(x); });
+  if (m == 0) return out;
+  p.Solve(m);
+  out.push_back(p.Counts());
+  if (!p.Crosses()) return out;
+  const int flat = LargestHolding(m - 1, [&](int x) { return p.Solve(x) && !p.Crosses(); });
+  if (flat == 0) return out;
+  p.Solve(flat);
+  out.push_back(p.Counts());
+  return out;
+}
+
+}  // namespace toposched::sched

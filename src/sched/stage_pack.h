@@ -1,0 +1,32 @@
+// Counts per node that give every pipeline stage thick pieces of its nodes.
+//
+// Ranks are filled node by node, stage after stage (rank = tp + TP·(dp + DP·stage)), so the
+// counts per node decide which nodes each stage lands on and how many of its units (TP groups,
+// or GPUs for TP 1) each holds. A stage's DP groups are as slow as their thinnest node
+// (sched/group_shape.h), and a stage continued onto a node of another lowest domain sends its
+// DP traffic up the network. StagePackCounts finds, by dynamic programming over (node, units
+// placed, domain of the stage in progress), counts whose every piece is at least m units for
+// the largest m that allows it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace toposched::sched {
+
+struct PackSlot {
+  int cap = 0;        // units the node can take
+  int group = 0;      // its lowest network domain, numbered from 0
+  bool away = false;  // beyond the nodes preferred (the candidate domain)
+};
+
+// Slots are in fill order. Among the counts whose pieces are all ≥ m, the chosen ones have the
+// fewest stages continued onto another group, then the fewest away nodes, then the fewest
+// nodes, then the fewest units left free on the nodes used. Returns the counts for the largest
+// feasible m and, when those make a stage cross groups, also the counts for the largest m with
+// no crossing stage (that second vector may be absent). Empty when nothing fits, for fewer than
+// two stages, or when slots × (units + 1) × (groups + 1) × largest cap exceeds `max_work`.
+std::vector<std::vector<int>> StagePackCounts(const std::vector<PackSlot>& slots, int stage_units,
+                                              int stages, int64_t max_work);
+
+}  // namespace toposched::sched

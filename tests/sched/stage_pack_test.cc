@@ -1,0 +1,154 @@
+// Stage packing (sched/stage_pack.h): counts per node whose every stage piece is thick, and the
+// gang placer starting from them on the quality oracle's two-leaf H100 shape.
+#include "sched/stage_pack.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "sched/ilp_cases.h"
+
+namespace toposched::sched {
+namespace {
+
+// Each stage's pieces as (slot, units), from counts filled in slot order.
+std::vector<std::vector<std::pair<int, int>>> Pieces(const std::vector<int>& counts, int s) {
+  std::vector<std::vector<std::pair<int, int>>> stages(1);
+  int in_stage = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    int left = counts[i];
+    while (left > 0) {
+      const int t = std::min(left, s - in_stage);
+      stages.back().emplace_back(static_cast<int>(i), t);
+      left -= t;
+      in_stage += t;
+      if (in_stage == s) {
+        stages.emplace_back();
+        in_stage = 0;
+      }
+    }
+  }
+  if (stages.back().empty()) stages.pop_back();
+  return stages;
+}
+
+int Thinnest(const std::vector<std::vector<std::pair<int, int>>>& stages) {
+  int m = 1 << 30;
+  for (const auto& st : stages) {
+    for (const auto& [slot, t] : st) m = std::min(m, t);
+  }
+  return m;
+}
+
+TEST(StagePackTest, EveryStageGetsPiecesOfAtLeastThreeWhereFillingInOrderLeavesOne) {
+  // Stages of 7 GPUs on nodes with 4, 6, 4, 6, 4 free: taking each node whole gives the third
+  // stage 6 + 1. Three stages fit with pieces of 4 + 3 and 3 + 4.
+  const std::vector<PackSlot> slots = {
+      {4, 0, false}, {6, 0, false}, {4, 0, false}, {6, 0, false}, {4, 0, false}};
+  const auto plans = StagePackCounts(slots, 7, 3, int64_t{1} << 16);
+  ASSERT_EQ(plans.size(), 1u);  // no stage crosses a domain: one plan
+  const auto stages = Pieces(plans[0], 7);
+  ASSERT_EQ(stages.size(), 3u);
+  EXPECT_EQ(Thinnest(stages), 3);
+  for (size_t i = 0; i < slots.size(); ++i) EXPECT_LE(plans[0][i], slots[i].cap);
+}
+
+TEST(StagePackTest, AThickPlanThatCrossesDomainsComesWithTheThickestThatDoesNot) {
+  // Stages of 4: domain 0 has nodes with 1, 1 and 2 free, domain 1 three nodes with 2. Pieces
+  // of 2 need a stage across the domains; pieces of 1 keep each stage in one.
+  const std::vector<PackSlot> slots = {{1, 0, false}, {1, 0, false}, {2, 0, false},
+                                       {2, 1, false}, {2, 1, false}, {2, 1, false}};
+  const auto plans = StagePackCounts(slots, 4, 2, int64_t{1} << 16);
+  ASSERT_EQ(plans.size(), 2u);
+  EXPECT_EQ(Thinnest(Pieces(plans[0], 4)), 2);
+  EXPECT_EQ(Thinnest(Pieces(plans[1], 4)), 1);
+  for (const auto& st : Pieces(plans[1], 4)) {
+    std::set<int> groups;
+    for (const auto& [slot, t] : st) groups.insert(slots[slot].group);
+    EXPECT_EQ(groups.size(), 1u) << "a stage of the second plan crosses domains";
+  }
+}
+
+TEST(StagePackTest, NodesOfTheCandidateDomainComeFirst) {
+  // Two stages of 4 fit whole on either pair of 4-GPU nodes; the away pair is not taken.
+  const std::vector<PackSlot> slots = {{4, 0, true}, {4, 0, true}, {4, 1, false}, {4, 1, false}};
+  const auto plans = StagePackCounts(slots, 4, 2, int64_t{1} << 16);
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(plans[0], (std::vector<int>{0, 0, 4, 4}));
+}
+
+TEST(StagePackTest, NothingForOneStageOrBeyondTheWorkBound) {
+  const std::vector<PackSlot> slots = {{4, 0, false}, {4, 0, false}};
+  EXPECT_TRUE(StagePackCounts(slots, 8, 1, int64_t{1} << 16).empty());
+  EXPECT_TRUE(StagePackCounts(slots, 4, 2, 10).empty());
+  EXPECT_TRUE(StagePackCounts(slots, 4, 3, int64_t{1} << 16).empty());  // 12 units on 8
+}
+
+// A case of the 2,000-case quality table (`ilp_quality_bench --table 2000 --only 1386`): 32 GPUs,
+// TP 2, PP 4, DP 4 of a 7B model, on h100-16 with these GPUs free. Filling nodes whole leaves a
+// stage with one TP group on a node; the oracle's optimum is 20.65 ms, the placer gave 39.67 ms
+// before stage packing.
+TEST(StagePackTest, ThePlacerKeepsEveryStagesPiecesThickOnTheQualityShape) {
+  auto shape = ilp::LoadShapeTools("h100-16");
+  ASSERT_TRUE(shape.ok()) << shape.status().ToString();
+  const topo::Cluster& c = *(*shape)->cluster;
+  StatusOr<ClusterState> st = ClusterState::Create(c);
+  ASSERT_TRUE(st.ok());
+  const std::map<std::string, std::vector<int>> free = {{"h01", {0, 4}},
+                                                        {"h02", {}},
+                                                        {"h03", {1, 2}},
+                                                        {"h04", {0, 1, 2, 3, 4, 5, 6, 7}},
+                                                        {"h05", {0, 1, 4, 6}},
+                                                        {"h06", {0, 6}},
+                                                        {"h07", {1, 2, 3, 4, 5, 7}},
+                                                        {"h08", {0, 1, 4, 5, 6, 7}},
+                                                        {"h09", {}},
+                                                        {"h10", {0, 2, 4, 5}},
+                                                        {"h11", {0, 1, 2, 3, 5, 7}},
+                                                        {"h12", {}},
+                                                        {"h13", {1, 3, 4, 5, 6, 7}},
+                                                        {"h14", {}},
+                                                        {"h15", {0, 1, 2, 3, 4, 5, 6, 7}},
+                                                        {"h16", {1, 2, 3, 4, 5, 7}}};
+  int64_t id = 100;
+  for (const auto& [name, gpus] : free) {
+    const int n = c.FindNode(name);
+    ASSERT_GE(n, 0) << name;
+    GpuMask held;
+    for (int g = 0; g < st->GpuCount(n); ++g) {
+      if (std::find(gpus.begin(), gpus.end(), g) == gpus.end()) held.set(g);
+    }
+    if (held.count() > 0) {
+      ASSERT_TRUE(st->Allocate(id++, {NodeGpus{n, held}}).ok());
+    }
+  }
+  job::JobSpec j;
+  j.name = "stages";
+  j.layout.tp = 2;
+  j.layout.pp = 4;
+  j.layout.dp = 4;
+  j.model_params = 7e9;
+  ASSERT_TRUE(j.Normalize().ok());
+  const Verdict v = (*shape)->placer->Place(*st, j);
+  ASSERT_TRUE(v.fit()) << v.Explain();
+  const Placement& p = *v.placement;
+  // Every stage's DP groups: at least two of their ranks on each node (two TP groups).
+  const int stage = j.layout.tp * j.layout.dp;
+  for (int s = 0; s < j.layout.pp; ++s) {
+    std::map<int, int> per_node;
+    for (int r = s * stage; r < (s + 1) * stage; ++r) ++per_node[p.ranks[r].node];
+    for (const auto& [node, k] : per_node) {
+      EXPECT_GE(k, 4) << "stage " << s << " holds " << k << " GPUs of " << c.nodes[node].name;
+    }
+  }
+  const ilp::OracleResult opt = (*shape)->oracle->SolveByBranchAndBound(*st, j);
+  ASSERT_EQ(opt.status, ilp::OracleStatus::kOptimal) << opt.reason;
+  EXPECT_LE(p.predicted_ms, opt.placement->predicted_ms * 1.05)
+      << "placer " << p.predicted_ms << " ms, optimum " << opt.placement->predicted_ms << " ms";
+}
+
+}  // namespace
+}  // namespace toposched::sched
