@@ -253,7 +253,7 @@ std::vector<Plan> Search::StagePiecePlans(std::vector<int> nodes) const {
 
 std::vector<Plan> Search::StagePackPlans(const std::vector<int>& region, size_t home) const {
   const job::Layout& l = job_.layout;
-  if (mode_ == Mode::kNvdTp || l.pp < 2) return {};
+  if (mode_ == Mode::kNvdTp) return {};
   const int unit = mode_ == Mode::kNodeTp ? tp_ : 1;
   const int64_t units = l.tp * l.dp / unit * static_cast<int64_t>(l.pp);
   std::vector<std::pair<int, bool>> nodes;  // (node, away), in id order

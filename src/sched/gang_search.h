@@ -414,8 +414,9 @@ class Search {
   // Among the counts for one m: fewest stages continued onto a node of another lowest domain,
   // then fewest nodes beyond the first `home` of `region`, then fewest nodes, then fewest units
   // left free on them. The plan for the largest feasible m and, when its stages cross domains,
-  // the one for the largest m whose stages do not (sched/stage_pack.h). None for a job of one
-  // stage, or when the packer's work would exceed kStagePackWork.
+  // the one for the largest m whose stages do not (sched/stage_pack.h); for a job of one stage,
+  // the thickest shares per node, and the thickest inside one domain. None when the packer's
+  // work would exceed kStagePackWork.
   std::vector<Plan> StagePackPlans(const std::vector<int>& region, size_t home) const;
   // Bounds StagePackPlans' dynamic program (nodes × (units + 1) × (domains + 1) × largest node,
   // per value of m tried): a few hundred microseconds at most, so large jobs on large regions,

@@ -116,7 +116,7 @@ int LargestHolding(int hi, Ok ok) {
 std::vector<std::vector<int>> StagePackCounts(const std::vector<PackSlot>& slots, int stage_units,
                                               int stages, int64_t max_work) {
   std::vector<std::vector<int>> out;
-  if (stages < 2 || stage_units < 1 || slots.size() < 2) return out;
+  if (stages < 1 || stage_units < 1 || slots.size() < 2) return out;
   int max_cap = 0, groups = 0;
   for (const PackSlot& x : slots) {
     max_cap = std::max(max_cap, x.cap);

@@ -24,8 +24,10 @@ struct PackSlot {
 // fewest stages continued onto another group, then the fewest away nodes, then the fewest
 // nodes, then the fewest units left free on the nodes used. Returns the counts for the largest
 // feasible m and, when those make a stage cross groups, also the counts for the largest m with
-// no crossing stage (that second vector may be absent). Empty when nothing fits, for fewer than
-// two stages, or when slots × (units + 1) × (groups + 1) × largest cap exceeds `max_work`.
+// no crossing stage (that second vector may be absent). A job of one stage is one DP group: its
+// pieces are its nodes' shares, and the second counts keep it inside one group. Empty when
+// nothing fits, for no stage, or when slots × (units + 1) × (groups + 1) × largest cap exceeds
+// `max_work`.
 std::vector<std::vector<int>> StagePackCounts(const std::vector<PackSlot>& slots, int stage_units,
                                               int stages, int64_t max_work);
 

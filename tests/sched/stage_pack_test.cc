@@ -80,9 +80,18 @@ TEST(StagePackTest, NodesOfTheCandidateDomainComeFirst) {
   EXPECT_EQ(plans[0], (std::vector<int>{0, 0, 4, 4}));
 }
 
-TEST(StagePackTest, NothingForOneStageOrBeyondTheWorkBound) {
+TEST(StagePackTest, OneStageTakesTheThickestSharesAndTheThickestInsideOneDomain) {
+  // DP 8 alone: 4 + 4 across two domains, or 6 + 1 + 1 inside domain 0.
+  const std::vector<PackSlot> slots = {{6, 0, false}, {1, 0, false}, {1, 0, false}, {4, 1, false}};
+  const auto plans = StagePackCounts(slots, 8, 1, int64_t{1} << 16);
+  ASSERT_EQ(plans.size(), 2u);
+  EXPECT_EQ(plans[0], (std::vector<int>{4, 0, 0, 4}));
+  EXPECT_EQ(plans[1], (std::vector<int>{6, 1, 1, 0}));
+}
+
+TEST(StagePackTest, NothingBeyondTheWorkBoundOrTheFreeUnits) {
   const std::vector<PackSlot> slots = {{4, 0, false}, {4, 0, false}};
-  EXPECT_TRUE(StagePackCounts(slots, 8, 1, int64_t{1} << 16).empty());
+  EXPECT_TRUE(StagePackCounts(slots, 8, 0, int64_t{1} << 16).empty());
   EXPECT_TRUE(StagePackCounts(slots, 4, 2, 10).empty());
   EXPECT_TRUE(StagePackCounts(slots, 4, 3, int64_t{1} << 16).empty());  // 12 units on 8
 }
