@@ -40,11 +40,20 @@ void Search::AlignPeersToRails(const Plan& plan, std::vector<RankSlot>& ranks) c
   if (l.pp < 2 || CrossedRailPairs(ranks, RailPeers::kPp) == 0) return;
   std::vector<RankSlot> next = ranks;
   AlignPipelineToRails(plan, next);
-  if (CrossedRailPairs(next, RailPeers::kPp) < CrossedRailPairs(ranks, RailPeers::kPp) &&
-      (l.dp < 2 ||
-       CrossedRailPairs(next, RailPeers::kDp) <= CrossedRailPairs(ranks, RailPeers::kDp))) {
-    ranks = std::move(next);
+  if (CrossedRailPairs(next, RailPeers::kPp) >= CrossedRailPairs(ranks, RailPeers::kPp)) return;
+  if (l.dp > 1) {
+    // No more DP pairs across rails, and none more in the DP class the score prices (gang.cc
+    // DpMs: the class with the most crossed pairs).
+    const RailPairs was = CountRailPairs(cost_, l, ranks, RailPeers::kDp);
+    const RailPairs now = CountRailPairs(cost_, l, next, RailPeers::kDp);
+    auto worst = [](const RailPairs& rp) {
+      return rp.crossed_by_class.empty()
+                 ? 0
+                 : *std::max_element(rp.crossed_by_class.begin(), rp.crossed_by_class.end());
+    };
+    if (now.crossed > was.crossed || worst(now) > worst(was)) return;
   }
+  ranks = std::move(next);
 }
 
 void Search::AlignPipelineToRails(const Plan& plan, std::vector<RankSlot>& ranks) const {
@@ -186,7 +195,7 @@ bool Search::AlignRails(int node, const NodeRequest& req, const std::vector<std:
     return std::unique(all.begin(), all.end()) - all.begin();
   };
   // Slot by slot from `pool` (GPUs in preference order): keep a GPU that already shares a rail
-  // with its class, give each other slot the first unused GPU that does, fill the rest in pool
+  // with its peers, give each other slot the first unused GPU that does, fill the rest in pool
   // order.
   auto build = [&](const std::vector<int>& pool) {
     std::vector<int> out(k, -1);

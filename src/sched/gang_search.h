@@ -282,11 +282,12 @@ class Search {
   // cross).
   void AlignToRails(const Plan& plan, std::vector<RankSlot>& ranks) const;
   // The same for pipeline neighbours (ranks r - TP·DP and r on different nodes): each node
-  // against its ranks' neighbours before it, then against those on either side.
+  // against its ranks' neighbours before it, then, while pairs still cross, against those on
+  // either side (kept only when fewer pairs cross).
   void AlignPipelineToRails(const Plan& plan, std::vector<RankSlot>& ranks) const;
   // DP neighbours first (a DP group's AllReduce carries the most bytes), then pipeline
-  // neighbours: their alignment is kept only when fewer pipeline pairs cross rails and no more
-  // DP pairs do.
+  // neighbours: their alignment is kept only when fewer pipeline pairs cross rails, no more DP
+  // pairs do, and no more in the DP class with the most.
   void AlignPeersToRails(const Plan& plan, std::vector<RankSlot>& ranks) const;
   // What one node of a plan runs: `k` GPUs, TP groups inside it when the mode puts them there.
   NodeRequest ChunkRequest(int k) const {
@@ -408,10 +409,11 @@ class Search {
   std::vector<Plan> StagePiecePlans(std::vector<int> nodes) const;
   // Plans whose stages' pieces are as large as `region` allows: counts per node in id order
   // (the order ranks are filled) such that every node's share of every stage it holds is at
-  // least m units (TP groups, or GPUs for TP 1). A stage's DP groups are as slow as their
-  // thinnest node (GroupShape); cutting stages at node boundaries (StageAlignedPlans,
+  // least m units (TP groups when each sits on one node, else GPUs). A stage's DP groups are as
+  // slow as their thinnest node (GroupShape); cutting stages at node boundaries (StageAlignedPlans,
   // StagePiecePlans) can leave a stage a thin piece of a node where other counts would not.
-  // Among the counts for one m: fewest stages continued onto a node of another lowest domain,
+  // Among the counts for one m: fewest crossings (a stage's next node under another lowest
+  // domain than its previous one),
   // then fewest nodes beyond the first `home` of `region`, then fewest nodes, then fewest units
   // left free on them. The plan for the largest feasible m and, when its stages cross domains,
   // the one for the largest m whose stages do not (sched/stage_pack.h); for a job of one stage,

@@ -116,15 +116,22 @@ int LargestHolding(int hi, Ok ok) {
 std::vector<std::vector<int>> StagePackCounts(const std::vector<PackSlot>& slots, int stage_units,
                                               int stages, int64_t max_work) {
   std::vector<std::vector<int>> out;
-  if (stages < 1 || stage_units < 1 || slots.size() < 2) return out;
+  // Over kMaxWork the cost's weights would stop being lexicographic: units w ≤ Σ cap ≤ slots ·
+  // largest cap, so w² < work ≤ 2^20 and crossings, away nodes and nodes used (each ≤ w) stay
+  // under 2^10, units left free (≤ slots · largest cap) under 2^20.
+  constexpr int64_t kMaxWork = int64_t{1} << 20;
+  if (stages < 1 || stage_units < 1 || slots.size() < 2 || max_work > kMaxWork) return out;
   int max_cap = 0, groups = 0;
   for (const PackSlot& x : slots) {
+    if (x.group < 0 || x.cap < 0) return out;
     max_cap = std::max(max_cap, x.cap);
     groups = std::max(groups, x.group + 1);
   }
-  const int w = stage_units * stages;
-  const double work = static_cast<double>(slots.size()) * (w + 1) * (groups + 1) * max_cap;
+  const int64_t units = int64_t{stage_units} * stages;
+  const double work =
+      static_cast<double>(slots.size()) * static_cast<double>(units + 1) * (groups + 1.0) * max_cap;
   if (max_cap < 1 || work > static_cast<double>(max_work)) return out;
+  const int w = static_cast<int>(units);
   Packer p(slots, stage_units, w, static_cast<size_t>(groups));
   const int hi = std::min(stage_units, max_cap);
   // Both tests fall as m grows: pieces ≥ m allow pieces ≥ m - 1, with or without a crossing.

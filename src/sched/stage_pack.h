@@ -1,11 +1,11 @@
 // Counts per node that give every pipeline stage thick pieces of its nodes.
 //
 // Ranks are filled node by node, stage after stage (rank = tp + TP·(dp + DP·stage)), so the
-// counts per node decide which nodes each stage lands on and how many of its units (TP groups,
-// or GPUs for TP 1) each holds. A stage's DP groups are as slow as their thinnest node
-// (sched/group_shape.h), and a stage continued onto a node of another lowest domain sends its
-// DP traffic up the network. StagePackCounts finds, by dynamic programming over (node, units
-// placed, domain of the stage in progress), counts whose every piece is at least m units for
+// counts per node decide which nodes each stage lands on and how many of its units (TP groups
+// when each sits on one node, else GPUs) each holds. A stage's DP groups are as slow as their
+// thinnest node (sched/group_shape.h), and a stage continued onto a node of another lowest domain
+// sends its DP traffic up the network. StagePackCounts finds, by dynamic programming over (node,
+// units placed, domain of the stage in progress), counts whose every piece is at least m units for
 // the largest m that allows it.
 #pragma once
 
@@ -21,13 +21,15 @@ struct PackSlot {
 };
 
 // Slots are in fill order. Among the counts whose pieces are all ≥ m, the chosen ones have the
-// fewest stages continued onto another group, then the fewest away nodes, then the fewest
-// nodes, then the fewest units left free on the nodes used. Returns the counts for the largest
+// fewest crossings (a stage's next node in another group than its previous one: a stage over
+// groups 0, 1, 0 counts two), then the fewest away nodes, then the fewest nodes, then the fewest
+// units left free on the nodes used. Returns the counts for the largest
 // feasible m and, when those make a stage cross groups, also the counts for the largest m with
 // no crossing stage (that second vector may be absent). A job of one stage is one DP group: its
 // pieces are its nodes' shares, and the second counts keep it inside one group. Empty when
-// nothing fits, for no stage, or when slots × (units + 1) × (groups + 1) × largest cap exceeds
-// `max_work`.
+// nothing fits, for no stage, for fewer than two slots, for a negative cap or group, when
+// max_work exceeds 2^20 (the cost's weights stop being lexicographic there), or when slots ×
+// (units + 1) × (groups + 1) × largest cap exceeds `max_work`.
 std::vector<std::vector<int>> StagePackCounts(const std::vector<PackSlot>& slots, int stage_units,
                                               int stages, int64_t max_work);
 
