@@ -418,7 +418,8 @@ class Search {
   // left free on them. The plan for the largest feasible m and, when its stages cross domains,
   // the one for the largest m whose stages do not (sched/stage_pack.h); for a job of one stage,
   // the thickest shares per node, and the thickest inside one domain. None when the packer's
-  // work would exceed kStagePackWork.
+  // work would exceed kStagePackWork on `region` and on its first `home` nodes alike (on a
+  // large region the candidate domain alone is packed).
   std::vector<Plan> StagePackPlans(const std::vector<int>& region, size_t home) const;
   // Bounds StagePackPlans' dynamic program (nodes × (units + 1) × (domains + 1) × largest node,
   // per value of m tried): a few hundred microseconds at most, so large jobs on large regions,

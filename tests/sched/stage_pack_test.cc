@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sched/ilp_cases.h"
+#include "testing/clusters.h"
 
 namespace toposched::sched {
 namespace {
@@ -157,6 +158,46 @@ TEST(StagePackTest, ThePlacerKeepsEveryStagesPiecesThickOnTheQualityShape) {
   ASSERT_EQ(opt.status, ilp::OracleStatus::kOptimal) << opt.reason;
   EXPECT_LE(p.predicted_ms, opt.placement->predicted_ms * 1.05)
       << "placer " << p.predicted_ms << " ms, optimum " << opt.placement->predicted_ms << " ms";
+}
+
+// On a large cluster the whole region is too large for the packer's bound, and the candidate
+// leaf alone is packed: the evaluation's 256-node fabric (leaves of 16), every node with 2 GPUs
+// free but leaf0's first seven, which have 4, 6, 4, 6, 4, 4 and 3. A TP1 PP4 DP7 job fits there
+// with every stage on two nodes, 4 + 3 or 3 + 4; taking leaf0's nodes whole leaves a stage 6 + 1.
+TEST(StagePackTest, OnALargeClusterTheCandidateLeafAloneIsPacked) {
+  const topo::Cluster& c = testing::LoadExampleCluster("eval-h100-3tier-2to1.yaml");
+  auto placer = GangPlacer::Create(c);
+  ASSERT_TRUE(placer.ok()) << placer.status().ToString();
+  StatusOr<ClusterState> st = ClusterState::Create(c);
+  ASSERT_TRUE(st.ok());
+  const std::vector<int> leaf0_free = {4, 6, 4, 6, 4, 4, 3};
+  int64_t id = 1;
+  for (int n = 0; n < static_cast<int>(c.nodes.size()); ++n) {
+    const int keep = n < static_cast<int>(leaf0_free.size()) ? leaf0_free[n] : (n < 16 ? 0 : 2);
+    GpuMask held;
+    for (int g = keep; g < st->GpuCount(n); ++g) held.set(g);
+    if (held.count() > 0) {
+      ASSERT_TRUE(st->Allocate(id++, {NodeGpus{n, held}}).ok());
+    }
+  }
+  job::JobSpec j;
+  j.name = "stages";
+  j.layout.tp = 1;
+  j.layout.pp = 4;
+  j.layout.dp = 7;
+  j.model_params = 7e9;
+  ASSERT_TRUE(j.Normalize().ok());
+  const Verdict v = (*placer)->Place(*st, j);
+  ASSERT_TRUE(v.fit()) << v.Explain();
+  const Placement& p = *v.placement;
+  const int stage = j.layout.tp * j.layout.dp;
+  for (int s = 0; s < j.layout.pp; ++s) {
+    std::map<int, int> per_node;
+    for (int r = s * stage; r < (s + 1) * stage; ++r) ++per_node[p.ranks[r].node];
+    for (const auto& [node, k] : per_node) {
+      EXPECT_GE(k, 3) << "stage " << s << " holds " << k << " GPUs of " << c.nodes[node].name;
+    }
+  }
 }
 
 }  // namespace
