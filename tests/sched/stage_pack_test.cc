@@ -44,6 +44,31 @@ int Thinnest(const std::vector<std::vector<std::pair<int, int>>>& stages) {
   return m;
 }
 
+// A TP·PP·DP job of a 7B model.
+job::JobSpec StageJob(int tp, int pp, int dp) {
+  job::JobSpec j;
+  j.name = "stages";
+  j.layout.tp = tp;
+  j.layout.pp = pp;
+  j.layout.dp = dp;
+  j.model_params = 7e9;
+  EXPECT_TRUE(j.Normalize().ok());
+  return j;
+}
+
+// Every stage holds at least `gpus` of its GPUs on each node it uses.
+void ExpectStagePiecesOfAtLeast(const topo::Cluster& c, const job::JobSpec& j, const Placement& p,
+                                int gpus) {
+  const int stage = j.layout.tp * j.layout.dp;
+  for (int s = 0; s < j.layout.pp; ++s) {
+    std::map<int, int> per_node;
+    for (int r = s * stage; r < (s + 1) * stage; ++r) ++per_node[p.ranks[r].node];
+    for (const auto& [node, k] : per_node) {
+      EXPECT_GE(k, gpus) << "stage " << s << " holds " << k << " GPUs of " << c.nodes[node].name;
+    }
+  }
+}
+
 TEST(StagePackTest, EveryStageGetsPiecesOfAtLeastThreeWhereFillingInOrderLeavesOne) {
   // Stages of 7 GPUs on nodes with 4, 6, 4, 6, 4 free: taking each node whole gives the third
   // stage 6 + 1. Three stages fit with pieces of 4 + 3 and 3 + 4.
@@ -135,25 +160,12 @@ TEST(StagePackTest, ThePlacerKeepsEveryStagesPiecesThickOnTheQualityShape) {
       ASSERT_TRUE(st->Allocate(id++, {NodeGpus{n, held}}).ok());
     }
   }
-  job::JobSpec j;
-  j.name = "stages";
-  j.layout.tp = 2;
-  j.layout.pp = 4;
-  j.layout.dp = 4;
-  j.model_params = 7e9;
-  ASSERT_TRUE(j.Normalize().ok());
+  const job::JobSpec j = StageJob(2, 4, 4);
   const Verdict v = (*shape)->placer->Place(*st, j);
   ASSERT_TRUE(v.fit()) << v.Explain();
   const Placement& p = *v.placement;
   // Every stage's DP groups: at least two of their ranks on each node (two TP groups).
-  const int stage = j.layout.tp * j.layout.dp;
-  for (int s = 0; s < j.layout.pp; ++s) {
-    std::map<int, int> per_node;
-    for (int r = s * stage; r < (s + 1) * stage; ++r) ++per_node[p.ranks[r].node];
-    for (const auto& [node, k] : per_node) {
-      EXPECT_GE(k, 4) << "stage " << s << " holds " << k << " GPUs of " << c.nodes[node].name;
-    }
-  }
+  ExpectStagePiecesOfAtLeast(c, j, p, 4);
   const ilp::OracleResult opt = (*shape)->oracle->SolveByBranchAndBound(*st, j);
   ASSERT_EQ(opt.status, ilp::OracleStatus::kOptimal) << opt.reason;
   EXPECT_LE(p.predicted_ms, opt.placement->predicted_ms * 1.05)
@@ -180,24 +192,10 @@ TEST(StagePackTest, OnALargeClusterTheCandidateLeafAloneIsPacked) {
       ASSERT_TRUE(st->Allocate(id++, {NodeGpus{n, held}}).ok());
     }
   }
-  job::JobSpec j;
-  j.name = "stages";
-  j.layout.tp = 1;
-  j.layout.pp = 4;
-  j.layout.dp = 7;
-  j.model_params = 7e9;
-  ASSERT_TRUE(j.Normalize().ok());
+  const job::JobSpec j = StageJob(1, 4, 7);
   const Verdict v = (*placer)->Place(*st, j);
   ASSERT_TRUE(v.fit()) << v.Explain();
-  const Placement& p = *v.placement;
-  const int stage = j.layout.tp * j.layout.dp;
-  for (int s = 0; s < j.layout.pp; ++s) {
-    std::map<int, int> per_node;
-    for (int r = s * stage; r < (s + 1) * stage; ++r) ++per_node[p.ranks[r].node];
-    for (const auto& [node, k] : per_node) {
-      EXPECT_GE(k, 3) << "stage " << s << " holds " << k << " GPUs of " << c.nodes[node].name;
-    }
-  }
+  ExpectStagePiecesOfAtLeast(c, j, *v.placement, 3);
 }
 
 }  // namespace
