@@ -37,10 +37,12 @@ std::vector<int> OrderOf(const std::vector<RankSlot>& from, int base, int k) {
 void Search::AlignPeersToRails(const Plan& plan, std::vector<RankSlot>& ranks) const {
   const job::Layout& l = job_.layout;
   if (l.dp > 1) AlignToRails(plan, ranks);
-  if (l.pp < 2 || CrossedRailPairs(ranks, RailPeers::kPp) == 0) return;
+  if (l.pp < 2) return;
+  const int pp_crossed = CrossedRailPairs(ranks, RailPeers::kPp);
+  if (pp_crossed == 0) return;
   std::vector<RankSlot> next = ranks;
   AlignPipelineToRails(plan, next);
-  if (CrossedRailPairs(next, RailPeers::kPp) >= CrossedRailPairs(ranks, RailPeers::kPp)) return;
+  if (CrossedRailPairs(next, RailPeers::kPp) >= pp_crossed) return;
   if (l.dp > 1) {
     // No more DP pairs across rails, and none more in the DP class the score prices (gang.cc
     // DpMs: the class with the most crossed pairs).

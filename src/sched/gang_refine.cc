@@ -257,53 +257,43 @@ std::vector<Plan> Search::StagePackPlans(const std::vector<int>& region, size_t 
   const int unit = mode_ == Mode::kNodeTp ? tp_ : 1;
   const int stage_units = l.tp * l.dp / unit;
   const int64_t units = stage_units * static_cast<int64_t>(l.pp);
-  // The packer's slots for the first `upto` nodes of `region` with room, in id order: their
-  // node, and whether they lie beyond `home`; empty when the program's work would exceed
-  // kStagePackWork.
-  std::vector<std::pair<int, bool>> nodes;
-  std::vector<PackSlot> slots;
-  auto build = [&](size_t upto) {
-    nodes.clear();
-    slots.clear();
+  // Stage-pack plans over the first `upto` nodes of `region` with room, in id order (each marked
+  // whether it lies beyond `home`); none when the program's work would exceed kStagePackWork.
+  auto pack = [&](size_t upto) {
+    std::vector<Plan> out;
+    std::vector<std::pair<int, bool>> nodes;
     int max_cap = 0;
     for (size_t i = 0; i < upto; ++i) {
       if (nodes_[region[i]].cap < unit) continue;
       nodes.emplace_back(region[i], i >= home);
       max_cap = std::max(max_cap, nodes_[region[i]].cap / unit);
     }
-    // At least nodes × (units + 1) × 2 × largest node: skip the numbering when that is over.
-    const int64_t least = static_cast<int64_t>(nodes.size()) * (units + 1) * 2 * max_cap;
-    if (least > kStagePackWork) {
-      nodes.clear();
-      return;
-    }
+    // The work is at least nodes × (units + 1) × 2 × largest node: skip the numbering of
+    // domains when that is over already (StagePackCounts checks the exact figure).
+    if (static_cast<int64_t>(nodes.size()) * (units + 1) * 2 * max_cap > kStagePackWork) return out;
     std::sort(nodes.begin(), nodes.end());
+    std::vector<PackSlot> slots;
     std::unordered_map<int, int> groups;  // lowest domain -> its number
     for (const auto& [n, away] : nodes) {
       const int g =
           groups.emplace(c_.nodes[n].domain, static_cast<int>(groups.size())).first->second;
       slots.push_back(PackSlot{nodes_[n].cap / unit, g, away});
     }
-    if (static_cast<int64_t>(nodes.size()) * (units + 1) * static_cast<int64_t>(groups.size() + 1) *
-            max_cap >
-        kStagePackWork) {
-      nodes.clear();
-      slots.clear();
+    for (const std::vector<int>& counts :
+         StagePackCounts(slots, stage_units, l.pp, kStagePackWork)) {
+      Plan plan;
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        if (counts[i] > 0) AddChunk(plan, nodes[i].first, counts[i] * unit);
+      }
+      out.push_back(std::move(plan));
     }
+    return out;
   };
   // The whole region where the program stays small; else the candidate domain alone (a leaf
-  // of a large cluster, where most of the gain is).
-  build(region.size());
-  if (nodes.empty() && home < region.size()) build(home);
-  std::vector<Plan> out;
-  if (nodes.empty()) return out;
-  for (const std::vector<int>& counts : StagePackCounts(slots, stage_units, l.pp, kStagePackWork)) {
-    Plan plan;
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      if (counts[i] > 0) AddChunk(plan, nodes[i].first, counts[i] * unit);
-    }
-    out.push_back(std::move(plan));
-  }
+  // of a large cluster, where most of the gain is). Nothing else empties the region's answer
+  // that the domain, a subset of it, could escape: too few free units or fewer than two nodes.
+  std::vector<Plan> out = pack(region.size());
+  if (out.empty() && home < region.size()) out = pack(home);
   return out;
 }
 

@@ -122,12 +122,15 @@ std::vector<std::vector<int>> StagePackCounts(const std::vector<PackSlot>& slots
   constexpr int64_t kMaxWork = int64_t{1} << 20;
   if (stages < 1 || stage_units < 1 || slots.size() < 2 || max_work > kMaxWork) return out;
   int max_cap = 0, groups = 0;
+  int64_t room = 0;
   for (const PackSlot& x : slots) {
     if (x.group < 0 || x.cap < 0) return out;
     max_cap = std::max(max_cap, x.cap);
     groups = std::max(groups, x.group + 1);
+    room += x.cap;
   }
   const int64_t units = int64_t{stage_units} * stages;
+  if (room < units) return out;  // nothing fits, whatever m
   const double work =
       static_cast<double>(slots.size()) * static_cast<double>(units + 1) * (groups + 1.0) * max_cap;
   if (max_cap < 1 || work > static_cast<double>(max_work)) return out;
