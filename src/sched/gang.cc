@@ -199,8 +199,11 @@ StatusOr<std::unique_ptr<GangPlacer>> GangPlacer::Create(const topo::Cluster& cl
   auto ix = std::make_shared<detail::GangIndex>();
   ix->node_profile.resize(cluster.nodes.size());
   ix->all_nodes.resize(cluster.nodes.size());
+  ix->profile_node.assign(cluster.profiles.size(), -1);
   for (size_t n = 0; n < cluster.nodes.size(); ++n) {
     ix->node_profile[n] = cluster.nodes[n].profile;
+    int& first = ix->profile_node[cluster.nodes[n].profile];
+    if (first < 0) first = static_cast<int>(n);
     ix->all_nodes[n] = static_cast<int>(n);
     ix->max_node_gpus = std::max(
         ix->max_node_gpus, static_cast<int>(cluster.topology(static_cast<int>(n)).gpus.size()));

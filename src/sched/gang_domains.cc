@@ -96,8 +96,9 @@ int Search::FastestBestFitNode(int first, int best_free, double* chosen_ms) cons
       seen[n_seen++] = Seen{p, m.lo(), m.hi()};
       if (n_seen > opt_.max_node_evaluations) return chosen;
       auto ch = selectors_[p]->Select(m, req);
-      if (ch.ok() && (*ch)->fit == Fit::kFit && (*ch)->predicted_ms < *chosen_ms * (1 - 1e-9)) {
-        *chosen_ms = (*ch)->predicted_ms;
+      if (!ch.ok() || (*ch)->fit != Fit::kFit) continue;
+      if (const double ms = ChoiceMs(node, **ch); ms < *chosen_ms * (1 - 1e-9)) {
+        *chosen_ms = ms;
         chosen = node;
       }
       if (n_seen >= possible) return chosen;
@@ -113,8 +114,8 @@ double Search::IdealNodeMs() const {
     if (!profile_ok_[pi]) continue;
     if (static_cast<int>(c_.profiles[pi].topology.gpus.size()) < world_) continue;
     auto ideal = selectors_[pi]->Select(selectors_[pi]->healthy(), req);
-    if (ideal.ok() && (*ideal)->fit == Fit::kFit) {
-      ideal_ms = std::min(ideal_ms, (*ideal)->predicted_ms);
+    if (ideal.ok() && (*ideal)->fit == Fit::kFit && ix_.profile_node[pi] >= 0) {
+      ideal_ms = std::min(ideal_ms, ChoiceMs(ix_.profile_node[pi], **ideal));
     }
   }
   return ideal_ms;
@@ -141,7 +142,7 @@ void Search::RoomierNodeByScore(int best_free, double chosen_ms, int* chosen,
     if (static_cast<int>(more.size()) > 4 * opt_.max_node_evaluations) break;
     auto ch = selectors_[prof[node]]->Select(m, req);
     if (!ch.ok() || (*ch)->fit != Fit::kFit) continue;
-    const double score = comm_w_ * (*ch)->predicted_ms + frag_w_ * (f - world_);
+    const double score = comm_w_ * ChoiceMs(node, **ch) + frag_w_ * (f - world_);
     if (score < best_score * (1 - 1e-9)) {
       best_score = score;
       *chosen = node;

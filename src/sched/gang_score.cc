@@ -40,6 +40,43 @@ bool Search::Score(Placement& p) const {
   return true;
 }
 
+std::vector<int> Search::NodeOrder(int node, const std::vector<int>& order) const {
+  const job::Layout& l = job_.layout;
+  if (!NodeOrderMatters(l) || static_cast<int>(order.size()) != world_) return order;
+  const int64_t head[] = {c_.nodes[node].profile,
+                          c_.nodes[node].nvlink_domain,
+                          l.tp,
+                          l.pp,
+                          l.dp,
+                          l.tp_bytes,
+                          l.pp_bytes,
+                          l.dp_bytes};
+  std::string key(reinterpret_cast<const char*>(head), sizeof head);
+  for (int g : order) key.push_back(static_cast<char>(g));
+  {
+    std::lock_guard<std::mutex> lock(baseline_.mu);
+    auto it = baseline_.node_orders.find(key);
+    if (it != baseline_.node_orders.end()) return it->second;
+  }
+  std::vector<int> better = ImproveNodeOrder(cost_, l, node, order);
+  std::lock_guard<std::mutex> lock(baseline_.mu);
+  if (baseline_.node_orders.size() >= detail::BaselineCache::kMaxScores) {
+    baseline_.node_orders.clear();
+  }
+  baseline_.node_orders.emplace(std::move(key), better);
+  return better;
+}
+
+double Search::ChoiceMs(int node, const NodeChoice& ch) const {
+  if (!NodeOrderMatters(job_.layout) || static_cast<int>(ch.order.size()) != world_) {
+    return ch.predicted_ms;
+  }
+  const std::vector<int> order = NodeOrder(node, ch.order);
+  Placement p;
+  for (int i = 0; i < world_; ++i) p.ranks.push_back(RankSlot{i, node, order[i], -1});
+  return Score(p) ? p.predicted_ms : std::numeric_limits<double>::infinity();
+}
+
 bool Search::PreferredMet(const Placement& p) const {
   const std::string& level = job_.constraints.job.level;
   if (level == job::kLevelNode) return p.parts.size() == 1;

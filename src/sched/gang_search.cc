@@ -127,6 +127,13 @@ std::optional<Placement> Search::Materialize(const Plan& plan) const {
       return std::nullopt;
     }
     const NodeChoice& ch = **choice;
+    if (k == world_ && NodeOrderMatters(job_.layout)) {
+      // The whole job on this node: the order its layout prices best (NodeOrder).
+      const std::vector<int> order = NodeOrder(node, ch.order);
+      const std::vector<int> nics = AssignNics(c_.topology(node), order);
+      for (int i = 0; i < k; ++i) p.ranks.push_back(RankSlot{rank++, node, order[i], nics[i]});
+      continue;
+    }
     for (int i = 0; i < k; ++i) {
       int nic = i < static_cast<int>(ch.layout.ranks.size()) ? ch.layout.ranks[i].nic : -1;
       p.ranks.push_back(RankSlot{rank++, node, ch.order[i], nic});

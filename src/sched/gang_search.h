@@ -27,6 +27,7 @@
 
 #include "sched/gang.h"
 #include "sched/link_model.h"
+#include "sched/node_order.h"
 #include "sched/pair_score.h"
 #include "sched/rank_order.h"
 #include "sched/scatter.h"
@@ -43,6 +44,7 @@ struct GangIndex {
   std::vector<std::vector<int>> domain_nodes;  // per network domain: NodesUnder (sorted)
   std::vector<std::vector<int>> nvd_nodes;     // per NVLink domain: its nodes, sorted
   std::vector<int> all_nodes;                  // 0 .. nodes-1
+  std::vector<int> profile_node;               // per profile: its first node (-1: none)
   // Runs of consecutive node ids with the same lowest network domain (-1: none), in node order.
   // ClusterState::LargestFreeOnNode of that domain bounds every node's free count in the run.
   struct Run {
@@ -61,6 +63,10 @@ struct BaselineCache {
   // profile over and over. Cleared when it grows past kMaxScores.
   static constexpr size_t kMaxScores = 1 << 16;
   std::unordered_map<std::string, std::array<double, 3>> single_node_scores;
+  // ImproveNodeOrder's results by (profile, NVLink domain or -1, layout, the selector's order):
+  // a scheduler pass asks for the same few sets of a profile over and over. Cleared past
+  // kMaxScores.
+  std::unordered_map<std::string, std::vector<int>> node_orders;
 };
 }  // namespace detail
 
@@ -303,6 +309,13 @@ class Search {
   // once each.
   void AddRails(std::vector<int>& rails, const RankSlot& r) const;
   bool Score(Placement& p) const;
+  // The job whole on `node` in `order` (the selector's): where the layout makes the order matter
+  // (NodeOrderMatters), ImproveNodeOrder's order, cached; else `order`.
+  std::vector<int> NodeOrder(int node, const std::vector<int>& order) const;
+  // What the node selector's choice of the whole job on `node` is worth: its predicted_ms, or,
+  // where the order matters, the job's predicted time on the set in NodeOrder's order (the
+  // selector's request prices neither pipeline sends nor strided DP groups).
+  double ChoiceMs(int node, const NodeChoice& ch) const;
   // The weighted score of a scored placement that leaves `frag` GPUs free on partly used
   // nodes: comm-time, fragmentation and, with link loads, contention.
   double Weighted(const Placement& p, int frag) const;

@@ -12,7 +12,9 @@
 #include <set>
 #include <utility>
 
+#include "sched/node_order.h"
 #include "sched/objective.h"
+#include "sched/rank_order.h"
 
 namespace toposched::sched::ilp {
 
@@ -204,6 +206,12 @@ std::optional<Placement> IlpOracle::Materialize(const ClusterState& state, const
     }
     const NodeChoice& ch = **choice;
     p.parts.push_back(NodeGpus{node, ch.gpus});
+    if (k == job.layout.WorldSize() && NodeOrderMatters(job.layout)) {
+      const std::vector<int> order = ImproveNodeOrder(*cost_, job.layout, node, ch.order);
+      const std::vector<int> nics = AssignNics(cluster_->topology(node), order);
+      for (int i = 0; i < k; ++i) p.ranks.push_back(RankSlot{rank++, node, order[i], nics[i]});
+      continue;
+    }
     for (int i = 0; i < k; ++i) {
       int nic = i < static_cast<int>(ch.layout.ranks.size()) ? ch.layout.ranks[i].nic : -1;
       p.ranks.push_back(RankSlot{rank++, node, ch.order[i], nic});
@@ -600,7 +608,10 @@ Shared Prepare(const topo::Cluster& cluster, const cost::CostModel& cost_model,
       req.tp_bytes = sh.tp_bytes;
       auto ch = selectors_[cluster_->nodes[n].profile]->Select(state.FreeMask(n), req);
       if (!ch.ok() || (*ch)->fit != Fit::kFit) continue;
-      const std::vector<int>& o = (*ch)->order;
+      // The job whole on one node takes the order the placer gives it (sched/node_order.h).
+      const std::vector<int> o = k == sh.W && NodeOrderMatters(l)
+                                     ? ImproveNodeOrder(*cost_, l, n, (*ch)->order)
+                                     : (*ch)->order;
       sh.K[n].push_back(k);
       sh.order[n].push_back(o);
       double tp_ms = 0, dp_ms = 0;

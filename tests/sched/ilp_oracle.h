@@ -26,7 +26,10 @@ namespace toposched::sched::ilp {
 //     one node); TP = 1 places GPUs freely. A job that only fits with TP groups spanning nodes
 //     (the placer's fallback) is kUnsupported, as is a cluster with multi-node NVLink domains;
 //   * on each node, the GPUs and their rank order are NodeSelector's exact optimum for
-//     (free mask, k_n, TP, dp/tp bytes): the same in-node choice the placer makes;
+//     (free mask, k_n, TP, dp/tp bytes): the same in-node choice the placer makes. A node that
+//     holds the whole job takes the placer's order for it (sched/node_order.h: swaps of ranks
+//     while the layout's predicted time falls, where pipeline stages or strided DP groups make
+//     the order matter);
 //   * ranks are filled node by node in node-id order (rank = tp + TP·(dp + DP·pp)), the fill
 //     order the placer uses. Other fill orders are not searched.
 // Within the family the result is exact: it minimises predicted_ms as re-evaluated by
