@@ -258,14 +258,17 @@ std::vector<Plan> Search::StagePackPlans(const std::vector<int>& region, size_t 
   const int stage_units = l.tp * l.dp / unit;
   const int64_t units = stage_units * static_cast<int64_t>(l.pp);
   // Stage-pack plans over the first `upto` nodes of `region` with room, in id order (each marked
-  // whether it lies beyond `home`); none when the program's work would exceed kStagePackWork.
-  auto pack = [&](size_t upto) {
+  // away when it lies beyond `home` or, for a profile >= 0, is of another hardware profile);
+  // none when the program's work would exceed kStagePackWork.
+  auto pack = [&](size_t upto, int profile) {
+    // A profile's plan: fewest nodes of the others (m = 1); else the thickest pieces.
     std::vector<Plan> out;
     std::vector<std::pair<int, bool>> nodes;
     int max_cap = 0;
     for (size_t i = 0; i < upto; ++i) {
       if (nodes_[region[i]].cap < unit) continue;
-      nodes.emplace_back(region[i], i >= home);
+      const bool other = profile >= 0 && ix_.node_profile[region[i]] != profile;
+      nodes.emplace_back(region[i], i >= home || other);
       max_cap = std::max(max_cap, nodes_[region[i]].cap / unit);
     }
     // The work is at least nodes × (units + 1) × 2 × largest node: skip the numbering of
@@ -279,8 +282,14 @@ std::vector<Plan> Search::StagePackPlans(const std::vector<int>& region, size_t 
           groups.emplace(c_.nodes[n].domain, static_cast<int>(groups.size())).first->second;
       slots.push_back(PackSlot{nodes_[n].cap / unit, g, away});
     }
-    for (const std::vector<int>& counts :
-         StagePackCounts(slots, stage_units, l.pp, kStagePackWork)) {
+    std::vector<std::vector<int>> all;
+    if (profile < 0) {
+      all = StagePackCounts(slots, stage_units, l.pp, kStagePackWork);
+    } else if (std::vector<int> few = StagePackFewestAway(slots, stage_units, l.pp, kStagePackWork);
+               !few.empty()) {
+      all.push_back(std::move(few));
+    }
+    for (const std::vector<int>& counts : all) {
       Plan plan;
       for (size_t i = 0; i < nodes.size(); ++i) {
         if (counts[i] > 0) AddChunk(plan, nodes[i].first, counts[i] * unit);
@@ -292,8 +301,21 @@ std::vector<Plan> Search::StagePackPlans(const std::vector<int>& region, size_t 
   // The whole region where the program stays small; else the candidate domain alone (a leaf
   // of a large cluster, where most of the gain is). Nothing else empties the region's answer
   // that the domain, a subset of it, could escape: too few free units or fewer than two nodes.
-  std::vector<Plan> out = pack(region.size());
-  if (out.empty() && home < region.size()) out = pack(home);
+  size_t upto = region.size();
+  std::vector<Plan> out = pack(upto, -1);
+  if (out.empty() && home < region.size()) out = pack(upto = home, -1);
+  if (out.empty() || c_.profiles.size() < 2) return out;
+  // Nodes of several hardware profiles: also the plans with the fewest nodes of the others, per
+  // profile (a stage's DP groups are as slow as their slowest node).
+  std::vector<uint8_t> present(c_.profiles.size(), 0);
+  for (size_t i = 0; i < upto; ++i) {
+    if (nodes_[region[i]].cap >= unit) present[ix_.node_profile[region[i]]] = 1;
+  }
+  if (std::count(present.begin(), present.end(), 1) < 2) return out;
+  for (size_t pi = 0; pi < present.size(); ++pi) {
+    if (!present[pi]) continue;
+    for (Plan& p : pack(upto, static_cast<int>(pi))) out.push_back(std::move(p));
+  }
   return out;
 }
 

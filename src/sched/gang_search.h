@@ -428,9 +428,12 @@ class Search {
   // Among the counts for one m: fewest crossings (a stage's next node under another lowest
   // domain than its previous one),
   // then fewest nodes beyond the first `home` of `region`, then fewest nodes, then fewest units
-  // left free on them. The plan for the largest feasible m and, when its stages cross domains,
+  // left free on them. The plan for the largest feasible m; when it splits a node between two
+  // stages, the one for the same m with the fewest such nodes; when its stages cross domains,
   // the one for the largest m whose stages do not (sched/stage_pack.h); for a job of one stage,
-  // the thickest shares per node, and the thickest inside one domain. None when the packer's
+  // the thickest shares per node, and the thickest inside one domain. On nodes of several
+  // hardware profiles also, per profile, the plan with the fewest nodes of the others (pieces of
+  // any size; StagePackFewestAway). None when the packer's
   // work would exceed kStagePackWork on `region` and on its first `home` nodes alike (on a
   // large region the candidate domain alone is packed).
   std::vector<Plan> StagePackPlans(const std::vector<int>& region, size_t home) const;

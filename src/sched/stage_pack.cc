@@ -18,10 +18,21 @@ bool PiecesHold(int u, int t, int s, int m) {
 }
 
 // Cost of a prefix, most important first: stages continued onto a node of another group, away
-// nodes, nodes used, units left free on them.
+// nodes, (when asked) nodes holding pieces of two stages, nodes used, units left free on them.
 constexpr int64_t kCross = int64_t{1} << 50;
 constexpr int64_t kAway = int64_t{1} << 40;
+constexpr int64_t kShared = int64_t{1} << 30;
 constexpr int64_t kUsed = int64_t{1} << 20;
+
+// Nodes of `counts` that hold pieces of two stages or more.
+int SharedNodes(const std::vector<int>& counts, int s) {
+  int shared = 0, u = 0;
+  for (int t : counts) {
+    if (t > 0 && u / s != (u + t - 1) / s) ++shared;
+    u += t;
+  }
+  return shared;
+}
 constexpr int64_t kInf = std::numeric_limits<int64_t>::max();
 
 class Packer {
@@ -36,8 +47,13 @@ class Packer {
         cost_(layer_ * (slots.size() + 1)),
         from_(cost_.size()) {}
 
-  // The cheapest counts whose pieces are all ≥ m; false when none exist.
-  bool Solve(int m) {
+  // The cheapest counts whose pieces are all ≥ m; false when none exist. `unshared`: nodes
+  // holding pieces of two stages count (kShared).
+  // `away_first`: away nodes weigh above crossings (kAway and kCross trade places).
+  bool Solve(int m, bool unshared = false, bool away_first = false) {
+    shared_cost_ = unshared ? kShared : 0;
+    cross_cost_ = away_first ? kAway : kCross;
+    away_cost_ = away_first ? kCross : kAway;
     std::fill(cost_.begin(), cost_.end(), kInf);
     cost_[At(0, 0, none_)] = 0;
     for (size_t i = 0; i < slots_.size(); ++i) {
@@ -48,7 +64,7 @@ class Packer {
     return Best() != kInf;
   }
   int64_t Best() const { return cost_[At(slots_.size(), w_, none_)]; }
-  bool Crosses() const { return Best() >= kCross; }
+  bool Crosses() const { return Best() >= cross_cost_ && cross_cost_ == kCross; }
 
   std::vector<int> Counts() const {
     std::vector<int> counts(slots_.size());
@@ -85,7 +101,10 @@ class Packer {
       if (!PiecesHold(u, t, s_, m)) continue;
       const bool cross = g != none_ && g != group;
       const size_t g2 = (u + t) % s_ == 0 ? none_ : group;
-      relax(t, g2, (cross ? kCross : 0) + kUsed + (nd.away ? kAway : 0) + (nd.cap - t));
+      const bool shared = u / s_ != (u + t - 1) / s_;
+      relax(t, g2,
+            (cross ? cross_cost_ : 0) + kUsed + (nd.away ? away_cost_ : 0) +
+                (shared ? shared_cost_ : 0) + (nd.cap - t));
     }
   }
 
@@ -94,6 +113,7 @@ class Packer {
   const size_t gs_, none_, layer_;
   std::vector<int64_t> cost_;
   std::vector<std::pair<int, size_t>> from_;  // (units taken, group before)
+  int64_t shared_cost_ = 0, cross_cost_ = kCross, away_cost_ = kAway;
 };
 
 // The largest m in [1, hi] for which ok(m) holds, ok falling as m grows; 0 when none.
@@ -111,38 +131,64 @@ int LargestHolding(int hi, Ok ok) {
   return lo;
 }
 
-}  // namespace
-
-std::vector<std::vector<int>> StagePackCounts(const std::vector<PackSlot>& slots, int stage_units,
-                                              int stages, int64_t max_work) {
-  std::vector<std::vector<int>> out;
+// Whether the packer may run on these slots (see StagePackCounts); *groups and *max_cap filled.
+bool PackAllowed(const std::vector<PackSlot>& slots, int stage_units, int stages, int64_t max_work,
+                 int* groups, int* max_cap) {
   // Over kMaxWork the cost's weights would stop being lexicographic: units w ≤ Σ cap ≤ slots ·
   // largest cap, so w² < work ≤ 2^20 and crossings, away nodes and nodes used (each ≤ w) stay
   // under 2^10, units left free (≤ slots · largest cap) under 2^20.
   constexpr int64_t kMaxWork = int64_t{1} << 20;
-  if (stages < 1 || stage_units < 1 || slots.size() < 2 || max_work > kMaxWork) return out;
-  int max_cap = 0, groups = 0;
+  if (stages < 1 || stage_units < 1 || slots.size() < 2 || max_work > kMaxWork) return false;
+  *max_cap = 0;
+  *groups = 0;
   int64_t room = 0;
   for (const PackSlot& x : slots) {
-    if (x.group < 0 || x.cap < 0) return out;
-    max_cap = std::max(max_cap, x.cap);
-    groups = std::max(groups, x.group + 1);
+    if (x.group < 0 || x.cap < 0) return false;
+    *max_cap = std::max(*max_cap, x.cap);
+    *groups = std::max(*groups, x.group + 1);
     room += x.cap;
   }
   const int64_t units = int64_t{stage_units} * stages;
-  if (room < units) return out;  // nothing fits, whatever m
-  const double work =
-      static_cast<double>(slots.size()) * static_cast<double>(units + 1) * (groups + 1.0) * max_cap;
-  if (max_cap < 1 || work > static_cast<double>(max_work)) return out;
-  const int w = static_cast<int>(units);
-  Packer p(slots, stage_units, w, static_cast<size_t>(groups));
+  if (room < units) return false;  // nothing fits, whatever m
+  const double work = static_cast<double>(slots.size()) * static_cast<double>(units + 1) *
+                      (*groups + 1.0) * *max_cap;
+  return *max_cap >= 1 && work <= static_cast<double>(max_work);
+}
+
+}  // namespace
+
+std::vector<int> StagePackFewestAway(const std::vector<PackSlot>& slots, int stage_units,
+                                     int stages, int64_t max_work) {
+  int groups = 0, max_cap = 0;
+  if (!PackAllowed(slots, stage_units, stages, max_work, &groups, &max_cap)) return {};
+  Packer p(slots, stage_units, stage_units * stages, static_cast<size_t>(groups));
+  if (!p.Solve(1, false, true)) return {};
+  return p.Counts();
+}
+
+std::vector<std::vector<int>> StagePackCounts(const std::vector<PackSlot>& slots, int stage_units,
+                                              int stages, int64_t max_work) {
+  std::vector<std::vector<int>> out;
+  int groups = 0, max_cap = 0;
+  if (!PackAllowed(slots, stage_units, stages, max_work, &groups, &max_cap)) return out;
+  Packer p(slots, stage_units, stage_units * stages, static_cast<size_t>(groups));
   const int hi = std::min(stage_units, max_cap);
   // Both tests fall as m grows: pieces ≥ m allow pieces ≥ m - 1, with or without a crossing.
   const int m = LargestHolding(hi, [&](int x) { return p.Solve(x); });
   if (m == 0) return out;
   p.Solve(m);
   out.push_back(p.Counts());
-  if (!p.Crosses()) return out;
+  const bool crosses = p.Crosses();
+  if (SharedNodes(out[0], stage_units) > 0) {
+    // The same m with as few nodes split between stages as its crossings and away nodes allow:
+    // such a node carries two stages' DP traffic through its NICs at once.
+    p.Solve(m, true);
+    std::vector<int> unshared = p.Counts();
+    if (SharedNodes(unshared, stage_units) < SharedNodes(out[0], stage_units)) {
+      out.push_back(std::move(unshared));
+    }
+  }
+  if (!crosses) return out;
   const int flat = LargestHolding(m - 1, [&](int x) { return p.Solve(x) && !p.Crosses(); });
   if (flat == 0) return out;
   p.Solve(flat);

@@ -24,13 +24,22 @@ struct PackSlot {
 // fewest crossings (a stage's next node in another group than its previous one: a stage over
 // groups 0, 1, 0 counts two), then the fewest away nodes, then the fewest nodes, then the fewest
 // units left free on the nodes used. Returns the counts for the largest
-// feasible m and, when those make a stage cross groups, also the counts for the largest m with
-// no crossing stage (that second vector may be absent). A job of one stage is one DP group: its
-// pieces are its nodes' shares, and the second counts keep it inside one group. Empty when
-// nothing fits, for no stage, for fewer than two slots, for a negative cap or group, when
-// max_work exceeds 2^20 (the cost's weights stop being lexicographic there), or when slots ×
-// (units + 1) × (groups + 1) × largest cap exceeds `max_work`.
+// feasible m; when those split a node between two stages, also the counts for the same m with
+// the fewest such nodes after crossings and away nodes (present only when it has fewer: a split
+// node carries two stages' DP traffic through its NICs at once); and, when the first counts make
+// a stage cross groups, the counts for the largest m with no crossing stage (may be absent). A job
+// of one stage is one DP group: its pieces are its nodes' shares, and the last counts keep it
+// inside one group. Empty when nothing fits, for no stage, for fewer than two slots, for a negative
+// cap or group, when max_work exceeds 2^20 (the cost's weights stop being lexicographic there), or
+// when slots × (units + 1) × (groups + 1) × largest cap exceeds `max_work`.
 std::vector<std::vector<int>> StagePackCounts(const std::vector<PackSlot>& slots, int stage_units,
                                               int stages, int64_t max_work);
+
+// Pieces of any size (m = 1): the counts with the fewest away nodes, then the fewest crossings,
+// then the fewest nodes, then the fewest units left free. Where the thickest pieces would take
+// nodes the caller would rather leave (another hardware profile), the plan that takes fewest.
+// Empty on StagePackCounts' conditions.
+std::vector<int> StagePackFewestAway(const std::vector<PackSlot>& slots, int stage_units,
+                                     int stages, int64_t max_work);
 
 }  // namespace toposched::sched

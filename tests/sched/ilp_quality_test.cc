@@ -266,8 +266,8 @@ struct OneNodeCase {
   double params;
 };
 
-Verdict PlaceOnV100(const OneNodeCase& c, double* optimum_ms) {
-  Shape& s = GetShape("v100-8");
+Verdict PlaceOn(const std::string& shape, const OneNodeCase& c, double* optimum_ms) {
+  Shape& s = GetShape(shape);
   ClusterState state = StateWithFree(*s.cluster, c.free);
   job::JobSpec j;
   j.name = "one-node";
@@ -285,9 +285,10 @@ Verdict PlaceOnV100(const OneNodeCase& c, double* optimum_ms) {
 TEST(IlpQualityTest, PipelineOnOneNodeSendsOverDoubleLinks) {
   // 4 stages of one GPU (case 223): every stage sends to the next over an NV2 pair.
   double optimum = 0;
-  Verdict v = PlaceOnV100(
-      {"v01: v02:0,5 v03:3,6 v04:2-3 v05:0-1,3-6 v06:0-7 v07:4,7 v08:1-4", 1, 4, 1, 1.3e9},
-      &optimum);
+  Verdict v =
+      PlaceOn("v100-8",
+              {"v01: v02:0,5 v03:3,6 v04:2-3 v05:0-1,3-6 v06:0-7 v07:4,7 v08:1-4", 1, 4, 1, 1.3e9},
+              &optimum);
   ASSERT_TRUE(v.fit()) << v.Explain();
   const Placement& p = *v.placement;
   ASSERT_EQ(p.parts.size(), 1u);
@@ -305,11 +306,35 @@ TEST(IlpQualityTest, DpPairsInsideTpOnOneNodeTakeDoubleLinks) {
   // TP 2 × PP 2 × DP 2 of a 70B model whole on one node (case 1918): each stage's DP pairs carry
   // 35 GB and take NV2 pairs.
   double optimum = 0;
-  Verdict v = PlaceOnV100(
+  Verdict v = PlaceOn(
+      "v100-8",
       {"v01:1-3,6 v02:0,2-6 v03:1-6 v04:0-7 v05:1,3,6-7 v06: v07:0-7 v08:1,5-7", 2, 2, 2, 70e9},
       &optimum);
   ASSERT_TRUE(v.fit()) << v.Explain();
   EXPECT_LT(v.placement->dp_ms, 2000) << v.placement->explanation;  // 2,778 ms before
+  EXPECT_LE(v.placement->predicted_ms, optimum * 1.05) << v.placement->explanation;
+}
+
+// Two cases of the quality table on the mixed shape (H100 nodes with a NIC per GPU under leaves
+// 0 and 1, V100 nodes with one NIC under leaf 2), 1.67x and 1.50x the optimum before the stage
+// packer offered its split-free and fewest-V100 plans.
+TEST(IlpQualityTest, OnMixedProfilesStagesKeepToFewSlowNodesAndSplitNone) {
+  double optimum = 0;
+  // TP 2 × PP 2 × DP 10 of a 70B model: each stage on nodes of its own.
+  Verdict v = PlaceOn("mixed-12",
+                      {"h01: h02:0,5-7 h03:0-2,4,6-7 h04:0,2-6 h05:2-4,6 h06:0,2-3,5-7 h07:2,4 "
+                       "h08:0,4,6-7 v01:0,7 v02:0-7 v03:0-7 v04:0-7",
+                       2, 2, 10, 70e9},
+                      &optimum);
+  ASSERT_TRUE(v.fit()) << v.Explain();
+  EXPECT_LE(v.placement->predicted_ms, optimum * 1.05) << v.placement->explanation;
+  // TP 2 × DP 12 of a 13B model: one V100 node, not four.
+  v = PlaceOn("mixed-12",
+              {"h01: h02:0-1 h03:6-7 h04:0-2,5-7 h05:4-5 h06:3,7 h07:6-7 h08:0,2-3,7 v01:0,4-6 "
+               "v02:1,5-7 v03:2,5-7 v04:3,6",
+               2, 1, 12, 13e9},
+              &optimum);
+  ASSERT_TRUE(v.fit()) << v.Explain();
   EXPECT_LE(v.placement->predicted_ms, optimum * 1.05) << v.placement->explanation;
 }
 

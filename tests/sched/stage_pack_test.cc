@@ -115,6 +115,59 @@ TEST(StagePackTest, OneStageTakesTheThickestSharesAndTheThickestInsideOneDomain)
   EXPECT_EQ(plans[1], (std::vector<int>{6, 1, 1, 0}));
 }
 
+// Slots holding pieces of two stages or more.
+int SharedSlots(const std::vector<int>& counts, int s) {
+  std::map<int, int> stages_of;
+  for (const auto& st : Pieces(counts, s)) {
+    for (const auto& [slot, t] : st) ++stages_of[slot];
+  }
+  int n = 0;
+  for (const auto& [slot, k] : stages_of) n += k > 1 ? 1 : 0;
+  return n;
+}
+
+TEST(StagePackTest, APlanThatSplitsANodeBetweenStagesComesWithOneThatSplitsNone) {
+  // The quality table's case 1316 in TP groups of 2 (stages of 10): leaf 0 with 2, 3, 3 free,
+  // leaf 1 with 2, 3, 1, 2, leaf 2 (one-NIC nodes) with 1, 4, 4, 4. The fewest nodes put the
+  // first stage's last 2 units on the node that starts the second, whose one NIC then carries
+  // both stages' DP traffic; 2, 3, 3, 2 | 4, 3, 3 splits no node, pieces as thick (2 units).
+  const std::vector<PackSlot> slots = {{2, 0, false}, {3, 0, false}, {3, 0, false}, {2, 1, false},
+                                       {3, 1, false}, {1, 1, false}, {2, 1, false}, {1, 2, false},
+                                       {4, 2, false}, {4, 2, false}, {4, 2, false}};
+  const auto plans = StagePackCounts(slots, 10, 2, int64_t{1} << 16);
+  ASSERT_GE(plans.size(), 2u);
+  EXPECT_EQ(SharedSlots(plans[0], 10), 1);
+  EXPECT_EQ(SharedSlots(plans[1], 10), 0);
+  EXPECT_EQ(Thinnest(Pieces(plans[1], 10)), Thinnest(Pieces(plans[0], 10)));
+  int total = 0;
+  for (int c : plans[1]) total += c;
+  EXPECT_EQ(total, 20);
+}
+
+TEST(StagePackTest, FewestAwayNodesBeforeFewestCrossings) {
+  // The quality table's case 905 (one stage of 12 TP pairs): leaves 0 and 1 of H100 nodes with
+  // 1, 1, 3 and 1, 1, 1, 2 free pairs, leaf 2 of V100 nodes (away) with 2, 2, 2, 1. The thickest
+  // shares take four V100 nodes; the fewest away nodes take one, crossing both H100 leaves.
+  const std::vector<PackSlot> slots = {{1, 0, false}, {1, 0, false}, {3, 0, false}, {1, 1, false},
+                                       {1, 1, false}, {1, 1, false}, {2, 1, false}, {2, 2, true},
+                                       {2, 2, true},  {2, 2, true},  {1, 2, true}};
+  const std::vector<int> few = StagePackFewestAway(slots, 12, 1, int64_t{1} << 16);
+  ASSERT_EQ(few.size(), slots.size());
+  int total = 0, away = 0;
+  for (size_t i = 0; i < few.size(); ++i) {
+    total += few[i];
+    if (few[i] > 0 && slots[i].away) ++away;
+  }
+  EXPECT_EQ(total, 12);
+  EXPECT_EQ(away, 1);
+  const auto thick = StagePackCounts(slots, 12, 1, int64_t{1} << 16);
+  ASSERT_FALSE(thick.empty());
+  int thick_away = 0;
+  for (size_t i = 0; i < thick[0].size(); ++i) thick_away += thick[0][i] > 0 && slots[i].away;
+  EXPECT_GT(thick_away, 1);
+  EXPECT_TRUE(StagePackFewestAway(slots, 12, 1, 8).empty());  // over the work bound
+}
+
 TEST(StagePackTest, NothingBeyondTheWorkBoundOrTheFreeUnits) {
   const std::vector<PackSlot> slots = {{4, 0, false}, {4, 0, false}};
   EXPECT_TRUE(StagePackCounts(slots, 8, 0, int64_t{1} << 16).empty());
