@@ -382,6 +382,17 @@ std::optional<Verdict> Search::BestOfGroup(const std::string& level,
     // Stable: on equal scores the best-fit plan of the best-fit domain stays first.
     std::stable_sort(starts.begin(), starts.end(),
                      [](const Start& a, const Start& b) { return a.score < b.score; });
+    // The same plan made for two candidate domains (a start that leaves its domain can land on
+    // the same nodes from either) is refined once: local search takes the best two distinct.
+    for (size_t i = 1; i < starts.size() && i <= 2;) {
+      bool same = false;
+      for (size_t j = 0; j < i && !same; ++j) same = starts[j].plan.chunks == starts[i].plan.chunks;
+      if (same) {
+        starts.erase(starts.begin() + static_cast<long>(i));
+      } else {
+        ++i;
+      }
+    }
     std::string how = why.empty() ? "lowest " + level + " with room, best fit" : why;
     if (refine) {
       const double before = starts[0].score;

@@ -381,7 +381,8 @@ class Search {
   std::vector<Candidate> FeasibleCandidates(DomainGroup& g,
                                             std::vector<std::string>& reasons) const;
   // The best placement over `feasible` (one level's): starting plans per domain, the best two
-  // refined; nullopt when no plan materialises.
+  // distinct plans refined (the same plan made for two domains is refined once); nullopt when
+  // no plan materialises.
   // `why` replaces "lowest <level> with room, best fit" in the explanation when given.
   std::optional<Verdict> BestOfGroup(const std::string& level, std::vector<Candidate>& feasible,
                                      double* out_score, const std::string& why = "");
