@@ -260,8 +260,22 @@ std::vector<Plan> Search::StagePackPlans(const std::vector<int>& region, size_t 
   // Stage-pack plans over the first `upto` nodes of `region` with room, in id order (each marked
   // away when it lies beyond `home` or, for a profile >= 0, is of another hardware profile);
   // none when the program's work would exceed kStagePackWork.
+  // The network a node's GPUs reach: its distinct NICs and the best rate one gives (GB/s).
+  auto network = [&](int n, PackSlot& x) {
+    const cost::NodeCostModel& nm = cost_.node_model(n);
+    std::vector<int> seen;
+    for (int g = 0; g < state_.GpuCount(n); ++g) {
+      for (int c : nm.NicsOf(g)) {
+        if (std::find(seen.begin(), seen.end(), c) == seen.end()) seen.push_back(c);
+        x.nic_gbps = std::max(x.nic_gbps, nm.NicGbps(g, c));
+      }
+    }
+    x.nics = static_cast<int>(seen.size());
+  };
+  constexpr int kByBandwidth = -2;
   auto pack = [&](size_t upto, int profile) {
-    // A profile's plan: fewest nodes of the others (m = 1); else the thickest pieces.
+    // A profile's plan: fewest nodes of the others (m = 1); kByBandwidth: the thickest pieces
+    // by network bandwidth; else the thickest pieces in units.
     std::vector<Plan> out;
     std::vector<std::pair<int, bool>> nodes;
     int max_cap = 0;
@@ -281,9 +295,13 @@ std::vector<Plan> Search::StagePackPlans(const std::vector<int>& region, size_t 
       const int g =
           groups.emplace(c_.nodes[n].domain, static_cast<int>(groups.size())).first->second;
       slots.push_back(PackSlot{nodes_[n].cap / unit, g, away});
+      if (profile == kByBandwidth) network(n, slots.back());
     }
     std::vector<std::vector<int>> all;
-    if (profile < 0) {
+    if (profile == kByBandwidth) {
+      std::vector<int> thick = StagePackByBandwidth(slots, stage_units, l.pp, unit, kStagePackWork);
+      if (!thick.empty()) all.push_back(std::move(thick));
+    } else if (profile < 0) {
       all = StagePackCounts(slots, stage_units, l.pp, kStagePackWork);
     } else if (std::vector<int> few = StagePackFewestAway(slots, stage_units, l.pp, kStagePackWork);
                !few.empty()) {
@@ -312,6 +330,7 @@ std::vector<Plan> Search::StagePackPlans(const std::vector<int>& region, size_t 
     if (nodes_[region[i]].cap >= unit) present[ix_.node_profile[region[i]]] = 1;
   }
   if (std::count(present.begin(), present.end(), 1) < 2) return out;
+  for (Plan& p : pack(upto, kByBandwidth)) out.push_back(std::move(p));
   for (size_t pi = 0; pi < present.size(); ++pi) {
     if (!present[pi]) continue;
     for (Plan& p : pack(upto, static_cast<int>(pi))) out.push_back(std::move(p));

@@ -1,21 +1,12 @@
 #include "sched/stage_pack.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <utility>
 
 namespace toposched::sched {
 namespace {
-
-// Whether taking t units at offset u of a job cut into stages of s units leaves every piece of a
-// stage on this node at least m units: the piece that continues the current stage, any whole
-// stages, and the piece that starts the next one.
-bool PiecesHold(int u, int t, int s, int m) {
-  const int first = std::min(t, s - u % s);
-  if (first < m) return false;
-  const int last = (t - first) % s;
-  return last == 0 || last >= m;
-}
 
 // Cost of a prefix, most important first: stages continued onto a node of another group, away
 // nodes, (when asked) nodes holding pieces of two stages, nodes used, units left free on them.
@@ -37,7 +28,9 @@ constexpr int64_t kInf = std::numeric_limits<int64_t>::max();
 
 class Packer {
  public:
-  Packer(const std::vector<PackSlot>& slots, int s, int w, size_t groups)
+  // `unit_gpus` > 0: a piece's thickness is its network bandwidth (StagePackByBandwidth), else
+  // its units.
+  Packer(const std::vector<PackSlot>& slots, int s, int w, size_t groups, int unit_gpus = 0)
       : slots_(slots),
         s_(s),
         w_(w),
@@ -45,12 +38,32 @@ class Packer {
         none_(groups),
         layer_((static_cast<size_t>(w) + 1) * gs_),
         cost_(layer_ * (slots.size() + 1)),
-        from_(cost_.size()) {}
+        from_(cost_.size()),
+        unit_gpus_(unit_gpus) {}
+
+  // A piece of `piece` units (not a whole stage) on slot i, which takes t units in all: in
+  // units, or by bandwidth its share of the node's NICs (each of its GPUs' own NIC while the
+  // node's units do not outnumber its NICs, else a share in proportion).
+  double Thickness(size_t i, int piece, int t) const {
+    if (unit_gpus_ <= 0) return piece;
+    const PackSlot& x = slots_[i];
+    return piece * std::min<double>(unit_gpus_, static_cast<double>(x.nics) / t) * x.nic_gbps;
+  }
+
+  // Whether taking t units of slot i at offset u leaves every piece of a stage on it at least m
+  // thick: the piece that continues the current stage, any whole stages (always), and the piece
+  // that starts the next one.
+  bool PiecesHold(size_t i, int u, int t, double m) const {
+    const int first = std::min(t, s_ - u % s_);
+    if (first < s_ && Thickness(i, first, t) < m) return false;
+    const int last = (t - first) % s_;
+    return last == 0 || Thickness(i, last, t) >= m;
+  }
 
   // The cheapest counts whose pieces are all ≥ m; false when none exist. `unshared`: nodes
   // holding pieces of two stages count (kShared).
   // `away_first`: away nodes weigh above crossings (kAway and kCross trade places).
-  bool Solve(int m, bool unshared = false, bool away_first = false) {
+  bool Solve(double m, bool unshared = false, bool away_first = false) {
     shared_cost_ = unshared ? kShared : 0;
     cross_cost_ = away_first ? kAway : kCross;
     away_cost_ = away_first ? kCross : kAway;
@@ -84,7 +97,7 @@ class Packer {
     return i * layer_ + static_cast<size_t>(u) * gs_ + g;
   }
 
-  void Extend(size_t i, int u, size_t g, int m) {
+  void Extend(size_t i, int u, size_t g, double m) {
     const int64_t c = cost_[At(i, u, g)];
     if (c == kInf) return;
     auto relax = [&](int t, size_t g2, int64_t add) {
@@ -97,8 +110,9 @@ class Packer {
     relax(0, g, 0);
     const PackSlot& nd = slots_[i];
     const auto group = static_cast<size_t>(nd.group);
-    for (int t = m; t <= std::min(nd.cap, w_ - u); ++t) {
-      if (!PiecesHold(u, t, s_, m)) continue;
+    const int from = unit_gpus_ > 0 ? 1 : std::max(1, static_cast<int>(std::ceil(m)));
+    for (int t = from; t <= std::min(nd.cap, w_ - u); ++t) {
+      if (!PiecesHold(i, u, t, m)) continue;
       const bool cross = g != none_ && g != group;
       const size_t g2 = (u + t) % s_ == 0 ? none_ : group;
       const bool shared = u / s_ != (u + t - 1) / s_;
@@ -113,6 +127,7 @@ class Packer {
   const size_t gs_, none_, layer_;
   std::vector<int64_t> cost_;
   std::vector<std::pair<int, size_t>> from_;  // (units taken, group before)
+  const int unit_gpus_;
   int64_t shared_cost_ = 0, cross_cost_ = kCross, away_cost_ = kAway;
 };
 
@@ -163,6 +178,33 @@ std::vector<int> StagePackFewestAway(const std::vector<PackSlot>& slots, int sta
   if (!PackAllowed(slots, stage_units, stages, max_work, &groups, &max_cap)) return {};
   Packer p(slots, stage_units, stage_units * stages, static_cast<size_t>(groups));
   if (!p.Solve(1, false, true)) return {};
+  return p.Counts();
+}
+
+std::vector<int> StagePackByBandwidth(const std::vector<PackSlot>& slots, int stage_units,
+                                      int stages, int unit_gpus, int64_t max_work) {
+  int groups = 0, max_cap = 0;
+  if (unit_gpus < 1 || !PackAllowed(slots, stage_units, stages, max_work, &groups, &max_cap)) {
+    return {};
+  }
+  for (const PackSlot& x : slots) {
+    if (x.cap > 0 && (x.nics < 1 || !(x.nic_gbps > 0) || !std::isfinite(x.nic_gbps))) return {};
+  }
+  Packer p(slots, stage_units, stage_units * stages, static_cast<size_t>(groups), unit_gpus);
+  // Every thickness a piece can have, ascending; feasibility falls as the threshold grows.
+  std::vector<double> levels;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    for (int t = 1; t <= slots[i].cap; ++t) {
+      for (int piece = 1; piece <= std::min(t, stage_units - 1); ++piece) {
+        levels.push_back(p.Thickness(i, piece, t));
+      }
+    }
+  }
+  std::sort(levels.begin(), levels.end());
+  levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+  const int k = LargestHolding(static_cast<int>(levels.size()),
+                               [&](int x) { return p.Solve(levels[x - 1]); });
+  if (!p.Solve(k > 0 ? levels[k - 1] : 0)) return {};
   return p.Counts();
 }
 

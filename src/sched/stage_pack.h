@@ -18,6 +18,9 @@ struct PackSlot {
   int cap = 0;        // units the node can take
   int group = 0;      // its lowest network domain, numbered from 0
   bool away = false;  // beyond the nodes preferred (the candidate domain)
+  // For StagePackByBandwidth: the node's NICs and the rate one of them gives (GB/s).
+  int nics = 0;
+  double nic_gbps = 0;
 };
 
 // Slots are in fill order. Among the counts whose pieces are all ≥ m, the chosen ones have the
@@ -34,6 +37,18 @@ struct PackSlot {
 // when slots × (units + 1) × (groups + 1) × largest cap exceeds `max_work`.
 std::vector<std::vector<int>> StagePackCounts(const std::vector<PackSlot>& slots, int stage_units,
                                               int stages, int64_t max_work);
+
+// Thickness as network bandwidth, for nodes of several hardware profiles: a piece of p units
+// (unit_gpus GPUs each) on a slot that takes t units in all is p · min(unit_gpus, nics / t) ·
+// nic_gbps, its share of the node's NICs (a NIC per GPU while the GPUs do not outnumber them),
+// and a stage whole on one node has no network piece and always holds. A stage's DP
+// groups are as slow as their piece with the least network bandwidth, which on a node with one
+// NIC for 8 GPUs is no thicker with 7 GPUs than with 1, and thinner when another stage shares
+// the node. The counts for the largest thickness
+// every piece can have, ties as StagePackCounts' first. Empty on StagePackCounts' conditions,
+// for unit_gpus < 1, or when a slot with room has no NIC figures.
+std::vector<int> StagePackByBandwidth(const std::vector<PackSlot>& slots, int stage_units,
+                                      int stages, int unit_gpus, int64_t max_work);
 
 // Pieces of any size (m = 1): the counts with the fewest away nodes, then the fewest crossings,
 // then the fewest nodes, then the fewest units left free. Where the thickest pieces would take

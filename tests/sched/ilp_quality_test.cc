@@ -315,9 +315,9 @@ TEST(IlpQualityTest, DpPairsInsideTpOnOneNodeTakeDoubleLinks) {
   EXPECT_LE(v.placement->predicted_ms, optimum * 1.05) << v.placement->explanation;
 }
 
-// Two cases of the quality table on the mixed shape (H100 nodes with a NIC per GPU under leaves
-// 0 and 1, V100 nodes with one NIC under leaf 2), 1.67x and 1.50x the optimum before the stage
-// packer offered its split-free and fewest-V100 plans.
+// Three cases of the quality table on the mixed shape (H100 nodes with a NIC per GPU under
+// leaves 0 and 1, V100 nodes with one NIC under leaf 2), 1.67x, 1.50x and 1.48x the optimum
+// before the stage packer offered its split-free, fewest-V100 and by-bandwidth plans.
 TEST(IlpQualityTest, OnMixedProfilesStagesKeepToFewSlowNodesAndSplitNone) {
   double optimum = 0;
   // TP 2 × PP 2 × DP 10 of a 70B model: each stage on nodes of its own.
@@ -333,6 +333,14 @@ TEST(IlpQualityTest, OnMixedProfilesStagesKeepToFewSlowNodesAndSplitNone) {
               {"h01: h02:0-1 h03:6-7 h04:0-2,5-7 h05:4-5 h06:3,7 h07:6-7 h08:0,2-3,7 v01:0,4-6 "
                "v02:1,5-7 v03:2,5-7 v04:3,6",
                2, 1, 12, 13e9},
+              &optimum);
+  ASSERT_TRUE(v.fit()) << v.Explain();
+  EXPECT_LE(v.placement->predicted_ms, optimum * 1.05) << v.placement->explanation;
+  // PP 4 × DP 7 of a 1.3B model: one stage whole on a V100 node, the rest on H100 nodes.
+  v = PlaceOn("mixed-12",
+              {"h01:0-7 h02:1-3,7 h03: h04: h05:0,2-6 h06:2,6 h07:5,7 h08:0-1,3-4,6-7 "
+               "v01:0,2-3,7 v02:1-2,4-7 v03:0-7 v04:1,7",
+               1, 4, 7, 1.3e9},
               &optimum);
   ASSERT_TRUE(v.fit()) << v.Explain();
   EXPECT_LE(v.placement->predicted_ms, optimum * 1.05) << v.placement->explanation;

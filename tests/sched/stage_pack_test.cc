@@ -168,6 +168,40 @@ TEST(StagePackTest, FewestAwayNodesBeforeFewestCrossings) {
   EXPECT_TRUE(StagePackFewestAway(slots, 12, 1, 8).empty());  // over the work bound
 }
 
+TEST(StagePackTest, ByBandwidthAOneNicNodeTakesAWholeStageOrNothing) {
+  // The quality table's case 1091: four stages of 7 GPUs on H100 nodes (8 NICs of 46 GB/s)
+  // with 8, 4 | 6, 2, 2, 6 free under leaves 0 and 1, and V100 nodes (one 8 GB/s NIC for 8
+  // GPUs) with 4, 6, 8, 2 free under leaf 2. In units the thickest pieces split a stage over
+  // V100 nodes, each piece with a share of one NIC; by bandwidth a V100 node takes a whole stage
+  // (no network piece) or nothing, and the H100 pieces are as thick as that allows.
+  std::vector<PackSlot> slots;
+  for (int cap : {8, 4}) slots.push_back({cap, 0, false, 8, 46});
+  for (int cap : {6, 2, 2, 6}) slots.push_back({cap, 1, false, 8, 46});
+  for (int cap : {4, 6, 8, 2}) slots.push_back({cap, 2, false, 1, 8});
+  const std::vector<int> bw = StagePackByBandwidth(slots, 7, 4, 1, int64_t{1} << 16);
+  ASSERT_EQ(bw.size(), slots.size());
+  const auto stages = Pieces(bw, 7);
+  ASSERT_EQ(stages.size(), 4u);
+  int whole_on_v100 = 0;
+  for (const auto& st : stages) {
+    for (const auto& [slot, t] : st) {
+      if (slot < 6) continue;
+      EXPECT_EQ(t, 7) << "a V100 node holds a piece of " << t << " GPUs";
+      ++whole_on_v100;
+    }
+  }
+  EXPECT_EQ(whole_on_v100, 1);
+  const auto thick = StagePackCounts(slots, 7, 4, int64_t{1} << 16);
+  ASSERT_FALSE(thick.empty());
+  bool split_on_v100 = false;
+  for (const auto& st : Pieces(thick[0], 7)) {
+    for (const auto& [slot, t] : st) split_on_v100 = split_on_v100 || (slot >= 6 && t < 7);
+  }
+  EXPECT_TRUE(split_on_v100);
+  slots[0].nics = 0;  // no NIC figures: no plan
+  EXPECT_TRUE(StagePackByBandwidth(slots, 7, 4, 1, int64_t{1} << 16).empty());
+}
+
 TEST(StagePackTest, NothingBeyondTheWorkBoundOrTheFreeUnits) {
   const std::vector<PackSlot> slots = {{4, 0, false}, {4, 0, false}};
   EXPECT_TRUE(StagePackCounts(slots, 8, 0, int64_t{1} << 16).empty());
