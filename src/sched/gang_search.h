@@ -433,8 +433,9 @@ class Search {
   // stages, the one for the same m with the fewest such nodes; when its stages cross domains,
   // the one for the largest m whose stages do not (sched/stage_pack.h); for a job of one stage,
   // the thickest shares per node, and the thickest inside one domain. On nodes of several
-  // hardware profiles also, per profile, the plan with the fewest nodes of the others (pieces of
-  // any size; StagePackFewestAway). None when the packer's
+  // hardware profiles also the thickest plan by network bandwidth (StagePackByBandwidth) and,
+  // per profile, the plan with the fewest nodes of the others (pieces of any size;
+  // StagePackFewestAway). None when the packer's
   // work would exceed kStagePackWork on `region` and on its first `home` nodes alike (on a
   // large region the candidate domain alone is packed).
   std::vector<Plan> StagePackPlans(const std::vector<int>& region, size_t home) const;
