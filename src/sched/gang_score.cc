@@ -3,11 +3,7 @@
 
 namespace toposched::sched::gang_internal {
 
-bool Search::Score(Placement& p) const {
-  const int node = p.ranks.empty() ? -1 : p.ranks[0].node;
-  bool one_node = node >= 0;
-  for (const RankSlot& r : p.ranks) one_node = one_node && r.node == node;
-  if (!one_node) return ScorePlacement(cost_, job_.layout, p).ok();
+std::string Search::OneNodeKey(int node) const {
   const job::Layout& l = job_.layout;
   const int64_t head[] = {c_.nodes[node].profile,
                           c_.nodes[node].nvlink_domain,
@@ -17,7 +13,15 @@ bool Search::Score(Placement& p) const {
                           l.tp_bytes,
                           l.pp_bytes,
                           l.dp_bytes};
-  std::string key(reinterpret_cast<const char*>(head), sizeof head);
+  return std::string(reinterpret_cast<const char*>(head), sizeof head);
+}
+
+bool Search::Score(Placement& p) const {
+  const int node = p.ranks.empty() ? -1 : p.ranks[0].node;
+  bool one_node = node >= 0;
+  for (const RankSlot& r : p.ranks) one_node = one_node && r.node == node;
+  if (!one_node) return ScorePlacement(cost_, job_.layout, p).ok();
+  std::string key = OneNodeKey(node);
   for (const RankSlot& r : p.ranks) key.push_back(static_cast<char>(r.gpu));
   {
     std::lock_guard<std::mutex> lock(baseline_.mu);
@@ -43,15 +47,7 @@ bool Search::Score(Placement& p) const {
 std::vector<int> Search::NodeOrder(int node, const std::vector<int>& order) const {
   const job::Layout& l = job_.layout;
   if (!NodeOrderMatters(l) || static_cast<int>(order.size()) != world_) return order;
-  const int64_t head[] = {c_.nodes[node].profile,
-                          c_.nodes[node].nvlink_domain,
-                          l.tp,
-                          l.pp,
-                          l.dp,
-                          l.tp_bytes,
-                          l.pp_bytes,
-                          l.dp_bytes};
-  std::string key(reinterpret_cast<const char*>(head), sizeof head);
+  std::string key = OneNodeKey(node);
   for (int g : order) key.push_back(static_cast<char>(g));
   {
     std::lock_guard<std::mutex> lock(baseline_.mu);

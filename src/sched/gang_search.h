@@ -309,6 +309,9 @@ class Search {
   // once each.
   void AddRails(std::vector<int>& rails, const RankSlot& r) const;
   bool Score(Placement& p) const;
+  // The caches' key for the job on one node before its GPUs: (profile, NVLink domain or -1,
+  // layout); such a placement's score and order depend on nothing else.
+  std::string OneNodeKey(int node) const;
   // The job whole on `node` in `order` (the selector's): where the layout makes the order matter
   // (NodeOrderMatters), ImproveNodeOrder's order, cached; else `order`.
   std::vector<int> NodeOrder(int node, const std::vector<int>& order) const;
