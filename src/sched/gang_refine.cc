@@ -103,7 +103,8 @@ void Search::Refine(const std::vector<int>& region, size_t home, Plan& plan, Pla
   // The budget grows with the plan: a job over more nodes has more moves worth trying.
   const int budget = opt_.max_refine_evaluations *
                      std::max<int>(1, (static_cast<int>(plan.chunks.size()) + 1) / 2);
-  while (evals < budget) {
+  bool split_tried = false;
+  while (evals < budget || split_tried) {
     const double start = best_score;
     for (size_t a = 0; a < m && evals < budget; ++a) {
       if (k[a] == 0) continue;
@@ -129,6 +130,38 @@ void Search::Refine(const std::vector<int>& region, size_t home, Plan& plan, Pla
           consider(kv);  // a's whole share to b
         }
       }
+    }
+    if (!(best_score < start) && !split_tried) {
+      // A plateau: one unit moved at a time leaves a thin node until the node is empty or even,
+      // and the spread move fills the first nodes with room. Try two units from one node to
+      // another, and a two-unit share split over any two other nodes (one unit each), within
+      // one more budget.
+      split_tried = true;
+      const int split_budget = evals + budget;
+      for (size_t a = 0; a < m && evals < split_budget; ++a) {
+        if (k[a] < 2 * unit) continue;
+        for (size_t b = 0; b < m && evals < split_budget; ++b) {
+          if (b == a || cap[b] - k[b] < unit) continue;
+          if (cap[b] - k[b] >= 2 * unit) {
+            std::vector<int> kv = k;
+            kv[a] -= 2 * unit;
+            kv[b] += 2 * unit;
+            consider(kv);  // two units from a to b
+          }
+          if (k[a] != 2 * unit) continue;
+          for (size_t c = b + 1; c < m && evals < split_budget; ++c) {
+            if (c == a || cap[c] - k[c] < unit) continue;
+            std::vector<int> kv = k;
+            kv[a] = 0;
+            kv[b] += unit;
+            kv[c] += unit;
+            consider(kv);
+          }
+        }
+      }
+      if (!(best_score < start)) break;
+      k = best_k;
+      continue;
     }
     if (!(best_score < start)) break;
     k = best_k;

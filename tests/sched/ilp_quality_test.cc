@@ -366,6 +366,28 @@ TEST(IlpQualityTest, LocalSearchRefinesTheBestTwoDistinctStarts) {
   }
 }
 
+// Two DP-only cases of the quality table on h100-16 (1.25x and 1.24x before) where no single
+// one-unit move improves: the optimum splits a 4-GPU node's share 2 + 2 over two other nodes
+// (1314), or moves 4 of a full node's 8 GPUs to a node outside the plan (567).
+TEST(IlpQualityTest, LocalSearchLeavesAPlateauByTwoUnitMoves) {
+  double optimum = 0;
+  Verdict v =
+      PlaceOn("h100-16",
+              {"h01:0-1,3,5 h02:2-3,6-7 h03:0,4 h04:0-1,3-6 h05:4,6 h06:0,4 h07:2-3 h08:4,7 "
+               "h09: h10:4,7 h11:0-7 h12: h13:0,2-4,6-7 h14:1,7 h15:4-7 h16:",
+               2, 1, 16, 70e9},
+              &optimum);
+  ASSERT_TRUE(v.fit()) << v.Explain();
+  EXPECT_LE(v.placement->predicted_ms, optimum * 1.05) << v.placement->explanation;
+  v = PlaceOn("h100-16",
+              {"h01:0-1,3,5-7 h02:0-1,3,7 h03: h04:3-6 h05: h06:0-1,4-5 h07:1-5,7 h08:0-2,5-7 "
+               "h09:1,3-5 h10:0,2,4-7 h11: h12:3,5 h13:0,4,6-7 h14:2,4,6-7 h15:0-1,3-4,6-7 h16:0-7",
+               2, 1, 14, 13e9},
+              &optimum);
+  ASSERT_TRUE(v.fit()) << v.Explain();
+  EXPECT_LE(v.placement->predicted_ms, optimum * 1.05) << v.placement->explanation;
+}
+
 TEST(IlpQualityTest, PlacerNeverBeatsTheProvenOptimum) {
   const Quality& q = RunQuality();
   EXPECT_GE(q.cases, 200);
