@@ -290,9 +290,6 @@ std::vector<Plan> Search::StagePackPlans(const std::vector<int>& region, size_t 
   const int unit = mode_ == Mode::kNodeTp ? tp_ : 1;
   const int stage_units = l.tp * l.dp / unit;
   const int64_t units = stage_units * static_cast<int64_t>(l.pp);
-  // Stage-pack plans over the first `upto` nodes of `region` with room, in id order (each marked
-  // away when it lies beyond `home` or, for a profile >= 0, is of another hardware profile);
-  // none when the program's work would exceed kStagePackWork.
   // The network a node's GPUs reach: its distinct NICs and the best rate one gives (GB/s).
   auto network = [&](int n, PackSlot& x) {
     const cost::NodeCostModel& nm = cost_.node_model(n);
@@ -306,6 +303,9 @@ std::vector<Plan> Search::StagePackPlans(const std::vector<int>& region, size_t 
     x.nics = static_cast<int>(seen.size());
   };
   constexpr int kByBandwidth = -2;
+  // Stage-pack plans over the first `upto` nodes of `region` with room, in id order (each marked
+  // away when it lies beyond `home` or, for a profile >= 0, is of another hardware profile);
+  // none when the program's work would exceed kStagePackWork.
   auto pack = [&](size_t upto, int profile) {
     // A profile's plan: fewest nodes of the others (m = 1); kByBandwidth: the thickest pieces
     // by network bandwidth; else the thickest pieces in units.

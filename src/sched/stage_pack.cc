@@ -15,11 +15,14 @@ constexpr int64_t kAway = int64_t{1} << 40;
 constexpr int64_t kShared = int64_t{1} << 30;
 constexpr int64_t kUsed = int64_t{1} << 20;
 
+// Whether t ≥ 1 units taken at offset u hold pieces of two stages of s units or more.
+bool SplitsStages(int u, int t, int s) { return u / s != (u + t - 1) / s; }
+
 // Nodes of `counts` that hold pieces of two stages or more.
 int SharedNodes(const std::vector<int>& counts, int s) {
   int shared = 0, u = 0;
   for (int t : counts) {
-    if (t > 0 && u / s != (u + t - 1) / s) ++shared;
+    if (t > 0 && SplitsStages(u, t, s)) ++shared;
     u += t;
   }
   return shared;
@@ -115,10 +118,9 @@ class Packer {
       if (!PiecesHold(i, u, t, m)) continue;
       const bool cross = g != none_ && g != group;
       const size_t g2 = (u + t) % s_ == 0 ? none_ : group;
-      const bool shared = u / s_ != (u + t - 1) / s_;
       relax(t, g2,
             (cross ? cross_cost_ : 0) + kUsed + (nd.away ? away_cost_ : 0) +
-                (shared ? shared_cost_ : 0) + (nd.cap - t));
+                (SplitsStages(u, t, s_) ? shared_cost_ : 0) + (nd.cap - t));
     }
   }
 
