@@ -2,8 +2,8 @@
 // solve time. `ilp_quality_bench --table [N]` runs N random cases (default 2,000) and prints
 // the quality table of BENCHMARKS.md (`--shapes a,b` over other shapes of
 // tests/sched/testdata/ilp; `--worst N` prints N of the cases over 5%, 12 unless told; `--only I`
-// case I alone); without
-// --table it runs the Google Benchmark timings.
+// case I alone, with both placements' ranks); without --table it runs the Google Benchmark
+// timings.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -60,6 +60,16 @@ std::string PartsOf(const topo::Cluster& c, const Placement& p) {
   return s;
 }
 
+// Rank -> node:GPU/NIC, for looking at one case (--only).
+std::string RanksOf(const topo::Cluster& c, const Placement& p) {
+  std::string s;
+  for (const RankSlot& r : p.ranks) {
+    s += (r.rank % 8 == 0 ? "\n     " : "") + std::string(" ") + std::to_string(r.rank) + "=" +
+         c.nodes[r.node].name + ":" + std::to_string(r.gpu) + "/" + std::to_string(r.nic);
+  }
+  return s;
+}
+
 struct Row {
   int cases = 0, fit = 0, nofit = 0, unsupported = 0, unproven = 0, within1 = 0, within5 = 0;
   // Cases whose optimum the oracle proved (an unproven case is measured against the best
@@ -98,6 +108,11 @@ int PrintTable(int n_cases, const std::vector<std::string>& shapes, size_t worst
                    DescribeJob(c.job).c_str(), OracleStatusName(r.status), r.iterations, solve_s);
     }
     Verdict v = s.placer->Place(*c.state, c.job);
+    if (only >= 0 && v.fit() && r.placement) {
+      std::printf("placer ranks:%s\n  %s\noracle ranks:%s\n",
+                  RanksOf(*s.cluster, *v.placement).c_str(), v.placement->explanation.c_str(),
+                  RanksOf(*s.cluster, *r.placement).c_str());
+    }
     if (r.status == OracleStatus::kError) {
       ++errors;
       std::printf("oracle error on %s %s: %s\n", shape.c_str(), DescribeJob(c.job).c_str(),

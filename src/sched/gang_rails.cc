@@ -34,28 +34,32 @@ std::vector<int> OrderOf(const std::vector<RankSlot>& from, int base, int k) {
 
 }  // namespace
 
-void Search::AlignPeersToRails(const Plan& plan, std::vector<RankSlot>& ranks) const {
+std::vector<std::vector<RankSlot>> Search::RailAlignments(
+    const Plan& plan, const std::vector<RankSlot>& ranks) const {
   const job::Layout& l = job_.layout;
-  if (l.dp > 1) AlignToRails(plan, ranks);
-  if (l.pp < 2) return;
-  const int pp_crossed = CrossedRailPairs(ranks, RailPeers::kPp);
-  if (pp_crossed == 0) return;
-  std::vector<RankSlot> next = ranks;
-  AlignPipelineToRails(plan, next);
-  if (CrossedRailPairs(next, RailPeers::kPp) >= pp_crossed) return;
-  if (l.dp > 1) {
-    // No more DP pairs across rails, and none more in the DP class the score prices (gang.cc
-    // DpMs: the class with the most crossed pairs).
-    const RailPairs was = CountRailPairs(cost_, l, ranks, RailPeers::kDp);
-    const RailPairs now = CountRailPairs(cost_, l, next, RailPeers::kDp);
-    auto worst = [](const RailPairs& rp) {
-      return rp.crossed_by_class.empty()
-                 ? 0
-                 : *std::max_element(rp.crossed_by_class.begin(), rp.crossed_by_class.end());
-    };
-    if (now.crossed > was.crossed || worst(now) > worst(was)) return;
+  std::vector<std::vector<RankSlot>> out;
+  auto add = [&](std::vector<RankSlot>&& r) {
+    if (r == ranks || std::find(out.begin(), out.end(), r) != out.end()) return;
+    out.push_back(std::move(r));
+  };
+  const bool pp = l.pp > 1 && CrossedRailPairs(ranks, RailPeers::kPp) > 0;
+  if (pp) {
+    std::vector<RankSlot> next = ranks;
+    AlignPipelineToRails(plan, next);
+    add(std::move(next));
   }
-  ranks = std::move(next);
+  if (l.dp < 2) return out;
+  std::vector<RankSlot> dp = ranks;
+  AlignToRails(plan, dp);
+  if (l.pp > 1 && CrossedRailPairs(dp, RailPeers::kPp) > 0) {
+    std::vector<RankSlot> both = dp;
+    AlignPipelineToRails(plan, both);
+    add(std::move(dp));
+    add(std::move(both));
+  } else {
+    add(std::move(dp));
+  }
+  return out;
 }
 
 void Search::AlignPipelineToRails(const Plan& plan, std::vector<RankSlot>& ranks) const {

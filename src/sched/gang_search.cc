@@ -140,20 +140,33 @@ std::optional<Placement> Search::Materialize(const Plan& plan) const {
     }
   }
   if (rank != world_) return std::nullopt;
+  // Parts from ranks, then the score.
+  auto finish = [&](Placement& q) {
+    int base = 0;
+    for (const auto& [node, k] : plan.chunks) {
+      GpuMask m;
+      for (int i = base; i < base + k; ++i) m.set(q.ranks[i].gpu);
+      q.parts.push_back(NodeGpus{node, m});
+      base += k;
+    }
+    std::sort(q.parts.begin(), q.parts.end(),
+              [](const NodeGpus& a, const NodeGpus& b) { return a.node < b.node; });
+    return Score(q);
+  };
   if (c_.rails.count > 0 && plan.chunks.size() > 1 && (job_.layout.dp > 1 || job_.layout.pp > 1) &&
       plug_.gpus == GpuRule::kCostModel) {
-    AlignPeersToRails(plan, p.ranks);
+    // The selector's choice and each rail alignment of it: the fastest by the score, the
+    // later (more aligned) one on a tie.
+    std::vector<std::vector<RankSlot>> aligned = RailAlignments(plan, p.ranks);
+    if (!finish(p)) return std::nullopt;
+    for (std::vector<RankSlot>& ranks : aligned) {
+      Placement q;
+      q.ranks = std::move(ranks);
+      if (finish(q) && q.predicted_ms <= p.predicted_ms) p = std::move(q);
+    }
+    return p;
   }
-  int base = 0;
-  for (const auto& [node, k] : plan.chunks) {
-    GpuMask m;
-    for (int i = base; i < base + k; ++i) m.set(p.ranks[i].gpu);
-    p.parts.push_back(NodeGpus{node, m});
-    base += k;
-  }
-  std::sort(p.parts.begin(), p.parts.end(),
-            [](const NodeGpus& a, const NodeGpus& b) { return a.node < b.node; });
-  if (!Score(p)) return std::nullopt;
+  if (!finish(p)) return std::nullopt;
   return p;
 }
 

@@ -291,10 +291,13 @@ class Search {
   // against its ranks' neighbours before it, then, while pairs still cross, against those on
   // either side (kept only when fewer pairs cross).
   void AlignPipelineToRails(const Plan& plan, std::vector<RankSlot>& ranks) const;
-  // DP neighbours first (a DP group's AllReduce carries the most bytes), then pipeline
-  // neighbours: their alignment is kept only when fewer pipeline pairs cross rails, no more DP
-  // pairs do, and no more in the DP class with the most.
-  void AlignPeersToRails(const Plan& plan, std::vector<RankSlot>& ranks) const;
+  // The rail alignments of `ranks` worth scoring, each different from it and from the others:
+  // pipeline neighbours alone, DP neighbours alone, and DP neighbours then pipeline neighbours
+  // (the DP alignment kept). The pair counts the passes lower are not the score: a set of GPUs
+  // that shares more pairs' rails can share fewer of its islands' rails (cost::CostModel prices
+  // an island's NICs against the rails of the next island), so Materialize scores each.
+  std::vector<std::vector<RankSlot>> RailAlignments(const Plan& plan,
+                                                    const std::vector<RankSlot>& ranks) const;
   // What one node of a plan runs: `k` GPUs, TP groups inside it when the mode puts them there.
   NodeRequest ChunkRequest(int k) const {
     return NodeRequestFor(job_.layout, k, (mode_ == Mode::kNodeTp && tp_ > 1) ? tp_ : 1);
