@@ -3,6 +3,34 @@
 
 namespace toposched::sched::gang_internal {
 
+namespace {
+
+// DP neighbours, a group's last and first included (its ring closes), in different lowest
+// network domains whose GPUs share no rail: on a rail-optimised network each such hop climbs
+// above the rail switches. The score prices a ring by its slowest hop, so a move that mends
+// one of two such hops leaves the score as it was; this count tells the search that it mended
+// one. O(world).
+int CrossedRailHops(const cost::CostModel& cost, const job::Layout& l,
+                    const std::vector<RankSlot>& ranks) {
+  const topo::Cluster& c = cost.cluster();
+  int out = 0;
+  for (int s = 0; s < l.pp; ++s) {
+    for (int t = 0; t < l.tp; ++t) {
+      for (int d = 0; d < l.dp; ++d) {
+        const RankSlot& a = ranks[l.RankOf(t, d, s)];
+        const RankSlot& b = ranks[l.RankOf(t, (d + 1) % l.dp, s)];
+        if (c.nodes[a.node].domain != c.nodes[b.node].domain &&
+            !cost.SameRail({a.node, a.gpu}, {b.node, b.gpu})) {
+          ++out;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 bool Search::RefineOn() const {
   return plug_.refine == RefineRule::kLocalSearch && comm_w_ > 0 &&
          plug_.gpus == GpuRule::kCostModel && mode_ != Mode::kNvdTp &&
@@ -77,6 +105,14 @@ void Search::Refine(const std::vector<int>& region, size_t home, Plan& plan, Pla
   double home_ms = p.predicted_ms;  // best predicted time inside the domain so far
   std::optional<Placement> best_p;
   Plan best_plan;
+  // On rails, a move that scores the same and has fewer DP hops across domains and rails is
+  // taken too (CrossedRailHops): the next move can mend the hop that still decides the score.
+  const bool rails = c_.RailsPriced() && job_.layout.dp > 1;
+  auto hops = [&](const Placement& q) {
+    return rails ? CrossedRailHops(cost_, job_.layout, q.ranks) : 0;
+  };
+  int best_hops = hops(p);
+  int taken = 0;  // moves taken
   auto consider = [&](const std::vector<int>& kv) {
     if (memo.count(kv)) return;
     ++evals;
@@ -92,12 +128,17 @@ void Search::Refine(const std::vector<int>& region, size_t home, Plan& plan, Pla
     memo.emplace(kv, sc);
     if (q && !away) home_ms = std::min(home_ms, q->predicted_ms);
     if (q && away && !(q->predicted_ms < home_ms * 0.99)) return;
-    if (q && sc < best_score * (1 - 1e-9)) {
-      best_score = sc;
-      best_k = kv;
-      best_p = std::move(q);
-      best_plan = std::move(pl);
-    }
+    if (!q) return;
+    const bool better = sc < best_score * (1 - 1e-9);
+    if (!better && !(rails && sc <= best_score * (1 + 1e-9))) return;
+    const int h = hops(*q);
+    if (!better && h >= best_hops) return;
+    best_score = sc;
+    best_hops = h;
+    best_k = kv;
+    best_p = std::move(q);
+    best_plan = std::move(pl);
+    ++taken;
   };
   std::vector<int> spare(m);
   // The budget grows with the plan: a job over more nodes has more moves worth trying.
@@ -105,7 +146,7 @@ void Search::Refine(const std::vector<int>& region, size_t home, Plan& plan, Pla
                      std::max<int>(1, (static_cast<int>(plan.chunks.size()) + 1) / 2);
   bool split_tried = false;
   while (evals < budget || split_tried) {
-    const double start = best_score;
+    const int start = taken;
     for (size_t a = 0; a < m && evals < budget; ++a) {
       if (k[a] == 0) continue;
       // Spread node a's share over the others, best fit.
@@ -131,7 +172,7 @@ void Search::Refine(const std::vector<int>& region, size_t home, Plan& plan, Pla
         }
       }
     }
-    if (!(best_score < start) && !split_tried) {
+    if (taken == start && !split_tried) {
       // A plateau: one unit moved at a time leaves a thin node until the node is empty or even,
       // and the spread move fills the first nodes with room. Try two units from one node to
       // another, and a two-unit share split over any two other nodes (one unit each), within
@@ -159,11 +200,11 @@ void Search::Refine(const std::vector<int>& region, size_t home, Plan& plan, Pla
           }
         }
       }
-      if (!(best_score < start)) break;
+      if (taken == start) break;
       k = best_k;
       continue;
     }
-    if (!(best_score < start)) break;
+    if (taken == start) break;
     k = best_k;
   }
   if (best_p) {

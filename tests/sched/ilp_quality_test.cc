@@ -413,6 +413,22 @@ TEST(IlpQualityTest, OnRailsAnAlignmentIsKeptOnlyWhenItScoresFaster) {
   EXPECT_LE(v.placement->predicted_ms, optimum * 1.05) << v.placement->explanation;
 }
 
+// A TP4 DP11 job over both leaves of the rails shape (case 179, 1.50x the optimum before): its
+// DP rings cross between the leaves twice, each hop on different rails, and the score prices a
+// ring by its slowest hop. Moving one node's unit mends one hop and leaves the score as it was;
+// local search takes such a move when fewer hops cross, and the next move mends the other.
+TEST(IlpQualityTest, OnRailsLocalSearchMendsOneCrossedHopAtATime) {
+  double optimum = 0;
+  Verdict v = PlaceOn("h100-16-rails",
+                      {"h01:0-1,3-5,7 h02:0,2-6 h03:0-7 h04:0,2 h05:0-7 h06:1,3,6-7 h07:2,4,6-7 "
+                       "h08:1-2 h09:0-3,5,7 h10:0,2,4-7 h11:0,4-6 h12:0,3 h13:0-7 h14:3,6 h15:0-7 "
+                       "h16:0-2,4-6",
+                       4, 1, 11, 1.3e9},
+                      &optimum);
+  ASSERT_TRUE(v.fit()) << v.Explain();
+  EXPECT_LE(v.placement->predicted_ms, optimum * 1.05) << v.placement->explanation;
+}
+
 TEST(IlpQualityTest, PlacerNeverBeatsTheProvenOptimum) {
   const Quality& q = RunQuality();
   EXPECT_GE(q.cases, 200);
