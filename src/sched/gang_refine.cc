@@ -6,10 +6,12 @@ namespace toposched::sched::gang_internal {
 namespace {
 
 // DP neighbours, a group's last and first included (its ring closes), in different lowest
-// network domains whose GPUs share no rail: on a rail-optimised network each such hop climbs
-// above the rail switches. The score prices a ring by its slowest hop, so a move that mends
-// one of two such hops leaves the score as it was; this count tells the search that it mended
-// one. O(world).
+// network domains whose GPUs share no rail. On a rail-optimised network such a hop climbs above
+// the rail switches; so does a hop between rails inside one domain, which this count leaves out:
+// counting those too sent the search sideways inside a leaf and lost a plan over both leaves
+// that was twice as fast (rails quality table, case 1772). The score prices a ring by its
+// slowest hop, so a move that mends one of two such hops leaves the score as it was; this count
+// tells the search that it mended one. O(world).
 int CrossedRailHops(const cost::CostModel& cost, const job::Layout& l,
                     const std::vector<RankSlot>& ranks) {
   const topo::Cluster& c = cost.cluster();
