@@ -282,6 +282,14 @@ Verdict PlaceOn(const std::string& shape, const OneNodeCase& c, double* optimum_
   return s.placer->Place(state, j);
 }
 
+// The placer within 5% of the proven optimum for `c` on `shape`.
+void ExpectNearOptimum(const std::string& shape, const OneNodeCase& c) {
+  double optimum = 0;
+  Verdict v = PlaceOn(shape, c, &optimum);
+  ASSERT_TRUE(v.fit()) << v.Explain();
+  EXPECT_LE(v.placement->predicted_ms, optimum * 1.05) << v.placement->explanation;
+}
+
 TEST(IlpQualityTest, PipelineOnOneNodeSendsOverDoubleLinks) {
   // 4 stages of one GPU (case 223): every stage sends to the next over an NV2 pair.
   double optimum = 0;
@@ -370,22 +378,15 @@ TEST(IlpQualityTest, LocalSearchRefinesTheBestTwoDistinctStarts) {
 // one-unit move improves: the optimum splits a 4-GPU node's share 2 + 2 over two other nodes
 // (1314), or moves 4 of a full node's 8 GPUs to a node outside the plan (567).
 TEST(IlpQualityTest, LocalSearchLeavesAPlateauByTwoUnitMoves) {
-  double optimum = 0;
-  Verdict v =
-      PlaceOn("h100-16",
-              {"h01:0-1,3,5 h02:2-3,6-7 h03:0,4 h04:0-1,3-6 h05:4,6 h06:0,4 h07:2-3 h08:4,7 "
-               "h09: h10:4,7 h11:0-7 h12: h13:0,2-4,6-7 h14:1,7 h15:4-7 h16:",
-               2, 1, 16, 70e9},
-              &optimum);
-  ASSERT_TRUE(v.fit()) << v.Explain();
-  EXPECT_LE(v.placement->predicted_ms, optimum * 1.05) << v.placement->explanation;
-  v = PlaceOn("h100-16",
-              {"h01:0-1,3,5-7 h02:0-1,3,7 h03: h04:3-6 h05: h06:0-1,4-5 h07:1-5,7 h08:0-2,5-7 "
-               "h09:1,3-5 h10:0,2,4-7 h11: h12:3,5 h13:0,4,6-7 h14:2,4,6-7 h15:0-1,3-4,6-7 h16:0-7",
-               2, 1, 14, 13e9},
-              &optimum);
-  ASSERT_TRUE(v.fit()) << v.Explain();
-  EXPECT_LE(v.placement->predicted_ms, optimum * 1.05) << v.placement->explanation;
+  ExpectNearOptimum("h100-16",
+                    {"h01:0-1,3,5 h02:2-3,6-7 h03:0,4 h04:0-1,3-6 h05:4,6 h06:0,4 h07:2-3 h08:4,7 "
+                     "h09: h10:4,7 h11:0-7 h12: h13:0,2-4,6-7 h14:1,7 h15:4-7 h16:",
+                     2, 1, 16, 70e9});
+  ExpectNearOptimum(
+      "h100-16",
+      {"h01:0-1,3,5-7 h02:0-1,3,7 h03: h04:3-6 h05: h06:0-1,4-5 h07:1-5,7 h08:0-2,5-7 "
+       "h09:1,3-5 h10:0,2,4-7 h11: h12:3,5 h13:0,4,6-7 h14:2,4,6-7 h15:0-1,3-4,6-7 h16:0-7",
+       2, 1, 14, 13e9});
 }
 
 // On rails, a node's island reaches the next island at the rate of the rails they share
@@ -395,22 +396,15 @@ TEST(IlpQualityTest, LocalSearchLeavesAPlateauByTwoUnitMoves) {
 // 1.99x the optimum), and a PP2 DP29 job whose pipeline pass moved a stage's piece of a node to
 // other rails (413, 1.45x). The selector's order and each alignment are scored.
 TEST(IlpQualityTest, OnRailsAnAlignmentIsKeptOnlyWhenItScoresFaster) {
-  double optimum = 0;
-  Verdict v = PlaceOn("h100-16-rails",
-                      {"h01:0-2,4-5,7 h02:0-1,4,7 h03:1,6 h04:0,2,4-7 h05:0-7 h06:0,3,6-7 "
-                       "h07:2-4,6 h08:1-3,7 h09:0,2,6-7 h10:2-3,6-7 h11:0,2-6 h12:0-5 "
-                       "h13:1-2,4,7 h14:5,7 h15:1-2,5-6 h16:0-3",
-                       4, 2, 4, 70e9},
-                      &optimum);
-  ASSERT_TRUE(v.fit()) << v.Explain();
-  EXPECT_LE(v.placement->predicted_ms, optimum * 1.05) << v.placement->explanation;
-  v = PlaceOn("h100-16-rails",
-              {"h01:0,7 h02:0-3 h03:0,2,5-6 h04: h05:0-1,5,7 h06:0-7 h07: h08:5-6 h09:0,2 "
-               "h10:0,3-5 h11:0-7 h12:3-6 h13:2-3,5-6 h14:0-4,7 h15:0-4,7 h16:0-1,4-7",
-               1, 2, 29, 1.3e9},
-              &optimum);
-  ASSERT_TRUE(v.fit()) << v.Explain();
-  EXPECT_LE(v.placement->predicted_ms, optimum * 1.05) << v.placement->explanation;
+  ExpectNearOptimum("h100-16-rails",
+                    {"h01:0-2,4-5,7 h02:0-1,4,7 h03:1,6 h04:0,2,4-7 h05:0-7 h06:0,3,6-7 "
+                     "h07:2-4,6 h08:1-3,7 h09:0,2,6-7 h10:2-3,6-7 h11:0,2-6 h12:0-5 "
+                     "h13:1-2,4,7 h14:5,7 h15:1-2,5-6 h16:0-3",
+                     4, 2, 4, 70e9});
+  ExpectNearOptimum("h100-16-rails",
+                    {"h01:0,7 h02:0-3 h03:0,2,5-6 h04: h05:0-1,5,7 h06:0-7 h07: h08:5-6 h09:0,2 "
+                     "h10:0,3-5 h11:0-7 h12:3-6 h13:2-3,5-6 h14:0-4,7 h15:0-4,7 h16:0-1,4-7",
+                     1, 2, 29, 1.3e9});
 }
 
 // A TP4 DP11 job over both leaves of the rails shape (case 179, 1.50x the optimum before): its
@@ -418,15 +412,11 @@ TEST(IlpQualityTest, OnRailsAnAlignmentIsKeptOnlyWhenItScoresFaster) {
 // ring by its slowest hop. Moving one node's unit mends one hop and leaves the score as it was;
 // local search takes such a move when fewer hops cross, and the next move mends the other.
 TEST(IlpQualityTest, OnRailsLocalSearchMendsOneCrossedHopAtATime) {
-  double optimum = 0;
-  Verdict v = PlaceOn("h100-16-rails",
-                      {"h01:0-1,3-5,7 h02:0,2-6 h03:0-7 h04:0,2 h05:0-7 h06:1,3,6-7 h07:2,4,6-7 "
-                       "h08:1-2 h09:0-3,5,7 h10:0,2,4-7 h11:0,4-6 h12:0,3 h13:0-7 h14:3,6 h15:0-7 "
-                       "h16:0-2,4-6",
-                       4, 1, 11, 1.3e9},
-                      &optimum);
-  ASSERT_TRUE(v.fit()) << v.Explain();
-  EXPECT_LE(v.placement->predicted_ms, optimum * 1.05) << v.placement->explanation;
+  ExpectNearOptimum("h100-16-rails",
+                    {"h01:0-1,3-5,7 h02:0,2-6 h03:0-7 h04:0,2 h05:0-7 h06:1,3,6-7 h07:2,4,6-7 "
+                     "h08:1-2 h09:0-3,5,7 h10:0,2,4-7 h11:0,4-6 h12:0,3 h13:0-7 h14:3,6 h15:0-7 "
+                     "h16:0-2,4-6",
+                     4, 1, 11, 1.3e9});
 }
 
 TEST(IlpQualityTest, PlacerNeverBeatsTheProvenOptimum) {
