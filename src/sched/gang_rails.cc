@@ -39,26 +39,24 @@ std::vector<std::vector<RankSlot>> Search::RailAlignments(
   const job::Layout& l = job_.layout;
   std::vector<std::vector<RankSlot>> out;
   auto add = [&](std::vector<RankSlot>&& r) {
-    if (r == ranks || std::find(out.begin(), out.end(), r) != out.end()) return;
+    if (r.empty() || r == ranks || std::find(out.begin(), out.end(), r) != out.end()) return;
     out.push_back(std::move(r));
   };
-  const bool pp = l.pp > 1 && CrossedRailPairs(ranks, RailPeers::kPp) > 0;
-  if (pp) {
-    std::vector<RankSlot> next = ranks;
-    AlignPipelineToRails(plan, next);
-    add(std::move(next));
-  }
+  // `from` with its pipeline neighbours aligned; empty when none of them crosses rails.
+  auto piped = [&](const std::vector<RankSlot>& from) {
+    std::vector<RankSlot> r;
+    if (l.pp < 2 || CrossedRailPairs(from, RailPeers::kPp) == 0) return r;
+    r = from;
+    AlignPipelineToRails(plan, r);
+    return r;
+  };
+  add(piped(ranks));
   if (l.dp < 2) return out;
   std::vector<RankSlot> dp = ranks;
   AlignToRails(plan, dp);
-  if (l.pp > 1 && CrossedRailPairs(dp, RailPeers::kPp) > 0) {
-    std::vector<RankSlot> both = dp;
-    AlignPipelineToRails(plan, both);
-    add(std::move(dp));
-    add(std::move(both));
-  } else {
-    add(std::move(dp));
-  }
+  std::vector<RankSlot> both = piped(dp);
+  add(std::move(dp));
+  add(std::move(both));
   return out;
 }
 

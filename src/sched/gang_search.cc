@@ -153,20 +153,19 @@ std::optional<Placement> Search::Materialize(const Plan& plan) const {
               [](const NodeGpus& a, const NodeGpus& b) { return a.node < b.node; });
     return Score(q);
   };
+  // The selector's choice and each rail alignment of it: the fastest by the score, the later
+  // (more aligned) one on a tie.
+  std::vector<std::vector<RankSlot>> aligned;
   if (c_.rails.count > 0 && plan.chunks.size() > 1 && (job_.layout.dp > 1 || job_.layout.pp > 1) &&
       plug_.gpus == GpuRule::kCostModel) {
-    // The selector's choice and each rail alignment of it: the fastest by the score, the
-    // later (more aligned) one on a tie.
-    std::vector<std::vector<RankSlot>> aligned = RailAlignments(plan, p.ranks);
-    if (!finish(p)) return std::nullopt;
-    for (std::vector<RankSlot>& ranks : aligned) {
-      Placement q;
-      q.ranks = std::move(ranks);
-      if (finish(q) && q.predicted_ms <= p.predicted_ms) p = std::move(q);
-    }
-    return p;
+    aligned = RailAlignments(plan, p.ranks);
   }
   if (!finish(p)) return std::nullopt;
+  for (std::vector<RankSlot>& ranks : aligned) {
+    Placement q;
+    q.ranks = std::move(ranks);
+    if (finish(q) && q.predicted_ms <= p.predicted_ms) p = std::move(q);
+  }
   return p;
 }
 
