@@ -406,6 +406,7 @@ std::optional<Verdict> Search::BestOfGroup(const std::string& level,
       if (starts[0].score < before * (1 - 1e-9)) how += ", refined by local search";
     }
     Start& best = starts[0];
+    if (refine && PolishRails(best.plan, best.p, best.score)) how += ", GPUs polished for rails";
     best.p.contention_note = QuieterNote(best.p, best.score, starts);
     how += best.p.contention_note;
     for (const auto& [n, k] : best.plan.chunks) {

@@ -140,19 +140,7 @@ std::optional<Placement> Search::Materialize(const Plan& plan) const {
     }
   }
   if (rank != world_) return std::nullopt;
-  // Parts from ranks, then the score.
-  auto finish = [&](Placement& q) {
-    int base = 0;
-    for (const auto& [node, k] : plan.chunks) {
-      GpuMask m;
-      for (int i = base; i < base + k; ++i) m.set(q.ranks[i].gpu);
-      q.parts.push_back(NodeGpus{node, m});
-      base += k;
-    }
-    std::sort(q.parts.begin(), q.parts.end(),
-              [](const NodeGpus& a, const NodeGpus& b) { return a.node < b.node; });
-    return Score(q);
-  };
+  auto finish = [&](Placement& q) { return ScoreRanks(plan, q); };
   // The selector's choice and each rail alignment of it: the fastest by the score, the later
   // (more aligned) one on a tie.
   std::vector<std::vector<RankSlot>> aligned;
@@ -167,6 +155,20 @@ std::optional<Placement> Search::Materialize(const Plan& plan) const {
     if (finish(q) && q.predicted_ms <= p.predicted_ms) p = std::move(q);
   }
   return p;
+}
+
+bool Search::ScoreRanks(const Plan& plan, Placement& q) const {
+  q.parts.clear();
+  int base = 0;
+  for (const auto& [node, k] : plan.chunks) {
+    GpuMask m;
+    for (int i = base; i < base + k; ++i) m.set(q.ranks[i].gpu);
+    q.parts.push_back(NodeGpus{node, m});
+    base += k;
+  }
+  std::sort(q.parts.begin(), q.parts.end(),
+            [](const NodeGpus& a, const NodeGpus& b) { return a.node < b.node; });
+  return Score(q);
 }
 
 std::vector<int> Search::BaselineGpus(int node, int k) const {

@@ -298,6 +298,21 @@ class Search {
   // an island's NICs against the rails of the next island), so Materialize scores each.
   std::vector<std::vector<RankSlot>> RailAlignments(const Plan& plan,
                                                     const std::vector<RankSlot>& ranks) const;
+  // On a cluster whose rails are priced, the chosen multi-node placement's GPUs polished against
+  // the score itself (the rail passes count neighbour pairs on one rail; the cost model prices
+  // each island of a DP group against the rails of the next): moves that keep every node's GPU
+  // count (a rank to a free GPU of its node the placement does not use; with TP or stages, two
+  // ranks of one node trade GPUs), each round the best that lowers the weighted score, while
+  // one does and within max_refine_evaluations scorings per node of the plan. Replaces `p` and
+  // `score` and returns true when it finds better.
+  bool PolishRails(const Plan& plan, Placement& p, double& score) const;
+  // Whether every NIC already reaches the next island on its own rail: per DP class (TP index
+  // and stage), the rails of each node's ranks are among those of the nodes before and after it
+  // in the ring, and every pipeline neighbour pair on different nodes shares a rail. Then the
+  // polish has no rail to mend and is skipped. O(world · nodes of a DP group).
+  bool RailsMatched(const std::vector<RankSlot>& ranks) const;
+  // Rebuilds q.parts from q.ranks under `plan` and scores q.
+  bool ScoreRanks(const Plan& plan, Placement& q) const;
   // What one node of a plan runs: `k` GPUs, TP groups inside it when the mode puts them there.
   NodeRequest ChunkRequest(int k) const {
     return NodeRequestFor(job_.layout, k, (mode_ == Mode::kNodeTp && tp_ > 1) ? tp_ : 1);

@@ -419,6 +419,23 @@ TEST(IlpQualityTest, OnRailsLocalSearchMendsOneCrossedHopAtATime) {
                      4, 1, 11, 1.3e9});
 }
 
+// On rails, which of a node's free GPUs an island takes decides which rails it shares with the
+// next island. The rail passes count neighbour pairs on one rail; the last step polishes the
+// GPUs against the score itself. Case 463 (TP1 PP2 DP9, 1.06x the proven optimum before) and
+// case 870 (TP1 PP4 DP16 of a 70B model, 1.07x before) are then the optimum.
+TEST(IlpQualityTest, OnRailsGpusArePolishedAgainstTheScore) {
+  ExpectNearOptimum("h100-16-rails",
+                    {"h01:2,4 h02:0-4,6 h03:0,3 h04:0-1,3,6 h05:0-3,5,7 h06: h07:1,4,6-7 "
+                     "h08:1,3-7 h09:0,2-4 h10:0,3-4,6 h11:0-1,3-4 h12: h13: h14:0-1,3-5,7 "
+                     "h15:0-1,3-4,6-7 h16:1-2,4,7",
+                     1, 2, 9, 1.3e9});
+  ExpectNearOptimum("h100-16-rails",
+                    {"h01:0-2,5-7 h02:4,7 h03:2-7 h04:0-1,3-5,7 h05:0-1,4,6 h06:1,5 h07:4-5 "
+                     "h08:0-1,3,6 h09:2-7 h10:0,4,6-7 h11:3-6 h12:0-2,4-5,7 h13:0,4 h14:0,3,5,7 "
+                     "h15:0-3,6-7 h16:1,4-5,7",
+                     1, 4, 16, 70e9});
+}
+
 TEST(IlpQualityTest, PlacerNeverBeatsTheProvenOptimum) {
   const Quality& q = RunQuality();
   EXPECT_GE(q.cases, 200);
