@@ -349,6 +349,9 @@ std::optional<Verdict> Search::BestOfGroup(const std::string& level,
       for (Plan& b : StagePackPlans(region_of(&cand), cand.nodes->size())) {
         plans.push_back(std::move(b));
       }
+      for (Plan& b : RailMaskPlans(region_of(&cand), cand.nodes->size())) {
+        plans.push_back(std::move(b));
+      }
     }
     // A start with the same chunks as an earlier one of this domain is the same placement: it
     // is scored once, so that local search refines the best two distinct starts.

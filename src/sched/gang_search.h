@@ -436,6 +436,21 @@ class Search {
     plan.chunks.emplace_back(node, k);
     if (nodes_[node].free > k) plan.frag += nodes_[node].free - k;
   }
+  // On a cluster whose rails are priced, for a job with DP: plans whose nodes share a set of
+  // rails (an island reaches the next on its own rails only where the next has a NIC on each of
+  // its rails, and which nodes' free GPUs share rails is what the other starts do not look at).
+  // Per share s of a node (a multiple of the TP unit), the s rails that most nodes of `region`
+  // have free GPUs on, and world / s such nodes (the first `home` of `region` first, then the
+  // fullest), each s GPUs plus the rest of the job one unit at a time. None with more than
+  // kMaxMaskRails rails or kMaxMaskNodes nodes with room.
+  std::vector<Plan> RailMaskPlans(const std::vector<int>& region, size_t home) const;
+  // RailMaskPlans' plans on the rail set `r` of s rails (`ids`' free rails in `masks`).
+  void AddRailMaskPlans(const std::vector<int>& ids, const std::vector<uint32_t>& masks,
+                        const std::vector<char>& in_home, uint32_t r, int s, int m,
+                        std::vector<Plan>& out) const;
+  static constexpr size_t kMaskSets = 1;  // rail sets tried per share, the most covered first
+  static constexpr int kMaxMaskRails = 8;
+  static constexpr int kMaxMaskNodes = 64;
   // Plans that cut each stage into the fewest pieces a node can hold, as even as the TP unit
   // allows (a 10-GPU stage on 8-GPU nodes: 6 + 4), and give the pieces, stage after stage, to the
   // nodes of `nodes` in id order, each node as many whole pieces as it has room for. The pieces

@@ -42,9 +42,10 @@ struct ScoreWeight {
 //     model; on a cluster with rails, a multi-node job's ranks are then aligned node by node:
 //     among reorderings of the set and other free sets of the node that are no slower inside
 //     the node (and, for another set, use as many NICs), the one where the most ranks share a
-//     rail with their DP peers on earlier nodes; "pair-score" — NVIDIA device plugin's pair-score
-//     choice; "first-free" — the lowest-numbered free GPUs (what a device plugin without topology
-//     hands out).
+//     rail with their DP peers on earlier nodes, and the chosen plan's GPUs are then polished
+//     against the score (moves that keep each node's count); "pair-score" — NVIDIA device plugin's
+//     pair-score choice; "first-free" — the lowest-numbered free GPUs (what a device plugin without
+//     topology hands out).
 //   refine: what happens to a multi-node plan before it is scored. "local-search" — starting
 //     from the node plugin's plan, hill climbing over the GPU count per node (move one TP group
 //     or GPU between two nodes, move a node's share to another node, spread a node's share over

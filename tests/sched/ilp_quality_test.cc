@@ -436,6 +436,17 @@ TEST(IlpQualityTest, OnRailsGpusArePolishedAgainstTheScore) {
                      1, 4, 16, 70e9});
 }
 
+// Nodes whose free GPUs share rails are a start of their own: case 1909 (TP1 PP2 DP9 of a 13B
+// model, 1.12x the proven optimum before) took h04:0,5-7 then h06:0,2-3,5-6, whose islands share
+// three of four rails; four nodes with GPUs 0-3 free (and one more on two of them) share all.
+TEST(IlpQualityTest, OnRailsNodesThatShareRailsAreAStart) {
+  ExpectNearOptimum("h100-16-rails",
+                    {"h01: h02:0-1,4-7 h03:0-3,6-7 h04:0,5-7 h05:0,2-4,6-7 h06:0,2-6 h07:0-4,6 "
+                     "h08:0,2,4-5 h09:1,3-5 h10:0-4,6 h11:1-2,4-7 h12:0-4,6 h13:3,7 "
+                     "h14:0-3,5,7 h15:2,4 h16:0,3,5-6",
+                     1, 2, 9, 13e9});
+}
+
 TEST(IlpQualityTest, PlacerNeverBeatsTheProvenOptimum) {
   const Quality& q = RunQuality();
   EXPECT_GE(q.cases, 200);
