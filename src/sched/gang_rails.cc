@@ -352,7 +352,6 @@ bool Search::PolishRails(const Plan& plan, Placement& p, double& score) const {
       base += k;
     }
     if (!best) break;
-    best->domain = p.domain;
     p = std::move(*best);
     score = best_sc;
     improved = true;

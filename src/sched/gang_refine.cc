@@ -350,48 +350,46 @@ void Search::AddRailMaskPlans(const std::vector<int>& ids, const std::vector<uin
                               const std::vector<char>& in_home, uint32_t best_r, int s, int m,
                               std::vector<Plan>& out) const {
   const int unit = mode_ == Mode::kNodeTp ? tp_ : 1;
-  {
-    std::vector<int> pick;
-    for (size_t i = 0; i < ids.size(); ++i) {
-      if ((masks[i] & best_r) == best_r && nodes_[ids[i]].cap >= s) pick.push_back(ids[i]);
-    }
-    std::stable_sort(pick.begin(), pick.end(), [&](int a, int b) {
-      if (in_home[a] != in_home[b]) return in_home[a] > in_home[b];
-      return nodes_[a].cap < nodes_[b].cap;
-    });
-    // The fewest nodes that hold the rest too: a node beyond the first m adds its s.
-    std::vector<int> take;
-    int room = 0, placed = 0;
-    for (int n : pick) {
-      if (placed + room >= world_ && static_cast<int>(take.size()) >= m) break;
-      take.push_back(n);
-      placed += s;
-      room += nodes_[n].cap - s;
-    }
-    if (placed > world_) return;  // the first m nodes with R lack the room for the rest
-    if (placed + room < world_) return;
-    std::sort(take.begin(), take.end());
-    // The rest's units from the first node on, and evenly spaced (so that stages can end on
-    // node boundaries: 5, 4, 5, 4 for two stages of 9 on shares of 4).
-    const int extra = (world_ - placed) / unit;
-    const size_t stride = extra > 0 ? std::max<size_t>(1, take.size() / extra) : 1;
-    for (size_t step : {size_t{1}, stride}) {
-      if (step == stride && (stride == 1 || extra == 0)) continue;
-      std::vector<int> k(take.size(), s);
-      int rest = extra;
-      for (size_t i = 0, tries = 0; rest > 0 && tries < 4 * take.size() * (extra + 1); ++tries) {
-        if (k[i] + unit <= nodes_[take[i]].cap) {
-          k[i] += unit;
-          --rest;
-        }
-        i = (i + step) % take.size();
-        if (step > 1 && i < step && rest > 0) i = (i + 1) % take.size();
+  std::vector<int> pick;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if ((masks[i] & best_r) == best_r && nodes_[ids[i]].cap >= s) pick.push_back(ids[i]);
+  }
+  std::stable_sort(pick.begin(), pick.end(), [&](int a, int b) {
+    if (in_home[a] != in_home[b]) return in_home[a] > in_home[b];
+    return nodes_[a].cap < nodes_[b].cap;
+  });
+  // The fewest nodes that hold the rest too: a node beyond the first m adds its s.
+  std::vector<int> take;
+  int room = 0, placed = 0;
+  for (int n : pick) {
+    if (placed + room >= world_ && static_cast<int>(take.size()) >= m) break;
+    take.push_back(n);
+    placed += s;
+    room += nodes_[n].cap - s;
+  }
+  if (placed > world_) return;  // the first m nodes with R lack the room for the rest
+  if (placed + room < world_) return;
+  std::sort(take.begin(), take.end());
+  // The rest's units from the first node on, and evenly spaced (so that stages can end on
+  // node boundaries: 5, 4, 5, 4 for two stages of 9 on shares of 4).
+  const int extra = (world_ - placed) / unit;
+  const size_t stride = extra > 0 ? std::max<size_t>(1, take.size() / extra) : 1;
+  for (size_t step : {size_t{1}, stride}) {
+    if (step == stride && (stride == 1 || extra == 0)) continue;
+    std::vector<int> k(take.size(), s);
+    int rest = extra;
+    for (size_t i = 0, tries = 0; rest > 0 && tries < 4 * take.size() * (extra + 1); ++tries) {
+      if (k[i] + unit <= nodes_[take[i]].cap) {
+        k[i] += unit;
+        --rest;
       }
-      if (rest > 0) continue;
-      Plan plan;
-      for (size_t i = 0; i < take.size(); ++i) AddChunk(plan, take[i], k[i]);
-      out.push_back(std::move(plan));
+      i = (i + step) % take.size();
+      if (step > 1 && i < step && rest > 0) i = (i + 1) % take.size();
     }
+    if (rest > 0) continue;
+    Plan plan;
+    for (size_t i = 0; i < take.size(); ++i) AddChunk(plan, take[i], k[i]);
+    out.push_back(std::move(plan));
   }
 }
 

@@ -140,7 +140,6 @@ std::optional<Placement> Search::Materialize(const Plan& plan) const {
     }
   }
   if (rank != world_) return std::nullopt;
-  auto finish = [&](Placement& q) { return ScoreRanks(plan, q); };
   // The selector's choice and each rail alignment of it: the fastest by the score, the later
   // (more aligned) one on a tie.
   std::vector<std::vector<RankSlot>> aligned;
@@ -148,11 +147,11 @@ std::optional<Placement> Search::Materialize(const Plan& plan) const {
       plug_.gpus == GpuRule::kCostModel) {
     aligned = RailAlignments(plan, p.ranks);
   }
-  if (!finish(p)) return std::nullopt;
+  if (!ScoreRanks(plan, p)) return std::nullopt;
   for (std::vector<RankSlot>& ranks : aligned) {
     Placement q;
     q.ranks = std::move(ranks);
-    if (finish(q) && q.predicted_ms <= p.predicted_ms) p = std::move(q);
+    if (ScoreRanks(plan, q) && q.predicted_ms <= p.predicted_ms) p = std::move(q);
   }
   return p;
 }
