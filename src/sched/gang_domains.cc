@@ -409,7 +409,32 @@ std::optional<Verdict> Search::BestOfGroup(const std::string& level,
       if (starts[0].score < before * (1 - 1e-9)) how += ", refined by local search";
     }
     Start& best = starts[0];
-    if (refine && PolishRails(best.plan, best.p, best.score)) how += ", GPUs polished for rails";
+    const bool polished = refine && PolishRails(best.plan, best.p, best.score);
+    // Stages built one by one on nodes that share rails: ranks a Plan cannot express, so they
+    // compete with the refined and polished best, under the same rule for nodes beyond the
+    // candidate domain.
+    bool staged = false;
+    if (refine) {
+      for (RailStaged& rs : StageRailPlacements(region_of(best.cand), best.cand->nodes->size())) {
+        bool away = false;
+        for (const auto& [n, k] : rs.plan.chunks) {
+          away = away || !std::binary_search(best.cand->nodes->begin(), best.cand->nodes->end(), n);
+        }
+        if (away && !(rs.p.predicted_ms < home_ms * 0.99)) continue;
+        const double sc = Weighted(rs.p, rs.plan.frag);
+        if (!(sc < best.score * (1 - 1e-9))) continue;
+        best.p = std::move(rs.p);
+        best.p.domain = *best.cand->name;
+        best.plan = std::move(rs.plan);
+        best.score = sc;
+        staged = true;
+      }
+    }
+    if (staged) {
+      how += ", stages placed on nodes that share rails";
+    } else if (polished) {
+      how += ", GPUs polished for rails";
+    }
     best.p.contention_note = QuieterNote(best.p, best.score, starts);
     how += best.p.contention_note;
     for (const auto& [n, k] : best.plan.chunks) {

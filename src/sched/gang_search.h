@@ -448,6 +448,25 @@ class Search {
   void AddRailMaskPlans(const std::vector<int>& ids, const std::vector<uint32_t>& masks,
                         const std::vector<char>& in_home, uint32_t r, int s, int m,
                         std::vector<Plan>& out) const;
+  // A placement built stage by stage so that each stage's DP groups run on shared rails, and the
+  // per-node GPU counts that go with it (for fragmentation and the domain checks).
+  struct RailStaged {
+    Plan plan;
+    Placement p;
+  };
+  // On a cluster whose rails are priced, for a job with DP: per stage, the fewest nodes m of
+  // `region` whose unused free GPUs cover one set R of ceil(stage / m) rails (TP units), each
+  // taking the first GPUs of R in rail order, so that the islands' rail sets are nested and
+  // every NIC of the smaller island reaches the larger on its own rail. Stages are built one
+  // after the other on what the earlier ones left, so a node may hold GPUs of two stages that
+  // are not neighbours: the ranks are not contiguous per node, which a Plan cannot express
+  // (Materialize fills nodes in turn). Two node orders per stage among those covering R (the
+  // first `home` of `region` first): best fit, and the fullest. Scored; unrefined; empty where
+  // RailMaskPlans is, or when a stage finds no such nodes.
+  std::vector<RailStaged> StageRailPlacements(const std::vector<int>& region, size_t home) const;
+  // The placement of `ranks` (rank order, NICs unset): per node its GPUs as a part and their NICs
+  // (AssignNics over the node's GPUs in rank order), and per node its GPU count as the plan.
+  RailStaged Staged(std::vector<RankSlot> ranks) const;
   static constexpr size_t kMaskSets = 1;  // rail sets tried per share, the most covered first
   static constexpr int kMaxMaskRails = 8;
   static constexpr int kMaxMaskNodes = 64;
