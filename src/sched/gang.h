@@ -127,6 +127,10 @@ struct GangPlacerOptions {
   cost::CostModelOptions cost_model;
   // Seeds the "random" node rule's draws (with the job's name and the free GPU count).
   uint64_t seed = 1;
+  // Ranks come in one block per node, nodes in id order: for a launcher that numbers ranks node
+  // by node (srun's block distribution; the Slurm integration sets it). Off: a placement may put
+  // two stages that are not neighbours on one node (stages placed on nodes that share rails).
+  bool ranks_in_node_blocks = false;
   // InvalidArgument unless the plugins are known with finite weights ≥ 0, the limits are in
   // [1, 1024] (max_refine_evaluations in [0, 100000]) and node_select is valid.
   Status Validate() const;

@@ -397,6 +397,7 @@ std::optional<Verdict> Search::BestOfGroup(const std::string& level,
       }
     }
     std::string how = why.empty() ? "lowest " + level + " with room, best fit" : why;
+    bool refined = false;
     if (refine) {
       const double before = starts[0].score;
       const size_t n = std::min<size_t>(starts.size(), 2);
@@ -406,7 +407,7 @@ std::optional<Verdict> Search::BestOfGroup(const std::string& level,
       }
       std::stable_sort(starts.begin(), starts.begin() + static_cast<long>(n),
                        [](const Start& a, const Start& b) { return a.score < b.score; });
-      if (starts[0].score < before * (1 - 1e-9)) how += ", refined by local search";
+      refined = starts[0].score < before * (1 - 1e-9);
     }
     Start& best = starts[0];
     const bool polished = refine && PolishRails(best.plan, best.p, best.score);
@@ -432,8 +433,9 @@ std::optional<Verdict> Search::BestOfGroup(const std::string& level,
     }
     if (staged) {
       how += ", stages placed on nodes that share rails";
-    } else if (polished) {
-      how += ", GPUs polished for rails";
+    } else {
+      if (refined) how += ", refined by local search";
+      if (polished) how += ", GPUs polished for rails";
     }
     best.p.contention_note = QuieterNote(best.p, best.score, starts);
     how += best.p.contention_note;

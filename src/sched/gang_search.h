@@ -454,15 +454,21 @@ class Search {
     Plan plan;
     Placement p;
   };
-  // On a cluster whose rails are priced, for a job with DP: per stage, the fewest nodes m of
-  // `region` whose unused free GPUs cover one set R of ceil(stage / m) rails (TP units), each
-  // taking the first GPUs of R in rail order, so that the islands' rail sets are nested and
-  // every NIC of the smaller island reaches the larger on its own rail. Stages are built one
-  // after the other on what the earlier ones left, so a node may hold GPUs of two stages that
-  // are not neighbours: the ranks are not contiguous per node, which a Plan cannot express
-  // (Materialize fills nodes in turn). Two node orders per stage among those covering R (the
-  // first `home` of `region` first): best fit, and the fullest. Scored; unrefined; empty where
-  // RailMaskPlans is, or when a stage finds no such nodes.
+  // On a cluster whose rails are priced, for a job with DP: a placement built stage by stage on
+  // what the earlier stages left. Per stage, candidate rail sets R (each node's unused rails, and
+  // per size the set the most nodes hold); per R the nodes of `region` by how much of R they hold
+  // (then the first `home` of `region`, then the least room), and the fewest of them whose
+  // pieces, as even as their room allows and each on its rails of R first, lowest rail first (so
+  // that the pieces' rail sets nest), reach the target: the slowest island's rate to its ring
+  // neighbours, in NICs at full rate, priced as cost::CostModel prices an island's link. The
+  // target is the highest such rate every stage reaches (a binary search over stage 0's
+  // options' rates; a greedy build, so not always the highest there is). Per stage the option
+  // with the fewest nodes, then the fewest unused rails on them; a second placement ranks the
+  // two the other way round. A node may hold GPUs of two stages that are not neighbours: the
+  // ranks are not contiguous per node, which a Plan cannot express (Materialize fills nodes in
+  // turn). A GPU serves its first NIC's rail only, one GPU per rail of a node. Scored;
+  // unrefined; empty where RailMaskPlans is, for TP groups that span nodes, with
+  // ranks_in_node_blocks, or when a stage finds no nodes with room.
   std::vector<RailStaged> StageRailPlacements(const std::vector<int>& region, size_t home) const;
   // The placement of `ranks` (rank order, NICs unset): per node its GPUs as a part and their NICs
   // (AssignNics over the node's GPUs in rank order), and per node its GPU count as the plan.

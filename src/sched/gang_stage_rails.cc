@@ -29,7 +29,7 @@ struct StageOption {
 
 // What a stage needs and how its options are ranked.
 struct StageAsk {
-  int rails = 0;          // rails of the cluster (≤ 32)
+  int rails = 0;          // rails of the cluster (≤ kMaxMaskRails)
   int unit = 1;           // GPUs per unit (the TP group when each sits on one node)
   int units = 0;          // units per stage
   bool few_nodes = true;  // rank options by (nodes, unused rails) or by (unused rails, nodes)
@@ -185,7 +185,8 @@ std::vector<Search::RailStaged> Search::StageRailPlacements(const std::vector<in
   const job::Layout& l = job_.layout;
   const int rails = c_.rails.count;
   if (!c_.RailsPriced() || rails > kMaxMaskRails || l.dp < 2 || mode_ == Mode::kNvdTp ||
-      (mode_ == Mode::kFlat && tp_ > 1) || plug_.gpus != GpuRule::kCostModel) {
+      (mode_ == Mode::kFlat && tp_ > 1) || plug_.gpus != GpuRule::kCostModel ||
+      opt_.ranks_in_node_blocks) {
     return out;
   }
   StageAsk ask;

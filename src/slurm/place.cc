@@ -285,8 +285,11 @@ StatusOr<PlaceReport> PlaceOnce(const topo::Cluster& cluster, CommandRunner& run
   ASSIGN_OR_RETURN(std::vector<SlurmJob> jobs, ParseJobs(job_text, "scontrol show job"));
   std::sort(jobs.begin(), jobs.end(),
             [](const SlurmJob& a, const SlurmJob& b) { return JobNumber(a.id) < JobNumber(b.id); });
+  // srun numbers ranks node by node: the placer keeps each node's ranks in one block.
+  sched::GangPlacerOptions placer_options = options.placer;
+  placer_options.ranks_in_node_blocks = true;
   ASSIGN_OR_RETURN(std::unique_ptr<sched::GangPlacer> placer,
-                   sched::GangPlacer::Create(cluster, options.placer));
+                   sched::GangPlacer::Create(cluster, placer_options));
 
   // Jobs released to a ReqNodeList that Slurm has not started yet hold their nodes' GPUs.
   int64_t next_hidden = int64_t{1} << 40;

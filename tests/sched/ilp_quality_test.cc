@@ -452,13 +452,14 @@ TEST(IlpQualityTest, OnRailsNodesThatShareRailsAreAStart) {
 // before: a stage ended on a 3-GPU island whose rails the next island lacked) and case 1742 (TP2
 // PP2 DP8 of a 13B model, 1.24x). A node may hold two stages that are not neighbours, which
 // the oracle's family (nodes filled in turn) does not contain: both come out below its optimum.
+constexpr OneNodeCase kCase595 = {
+    "h01:5,7 h02:1,3,5,7 h03: h04:0,2,5,7 h05:0,2,4-7 h06:5-6 h07: h08:2,4,6-7 h09:0-3 h10:0-7 "
+    "h11:0,4 h12:0-7 h13:0-2,5-7 h14:0-4,6 h15:0,3-7 h16:1,7",
+    1, 4, 11, 70e9};
+
 TEST(IlpQualityTest, OnRailsStagesArePlacedOnNodesThatShareRails) {
   double optimum = 0;
-  Verdict v = PlaceOn("h100-16-rails",
-                      {"h01:5,7 h02:1,3,5,7 h03: h04:0,2,5,7 h05:0,2,4-7 h06:5-6 h07: h08:2,4,6-7 "
-                       "h09:0-3 h10:0-7 h11:0,4 h12:0-7 h13:0-2,5-7 h14:0-4,6 h15:0,3-7 h16:1,7",
-                       1, 4, 11, 70e9},
-                      &optimum);
+  Verdict v = PlaceOn("h100-16-rails", kCase595, &optimum);
   ASSERT_TRUE(v.fit()) << v.Explain();
   EXPECT_LE(v.placement->predicted_ms, optimum * 1.05) << v.placement->explanation;
   EXPECT_NE(v.placement->explanation.find("stages placed on nodes that share rails"),
@@ -468,6 +469,34 @@ TEST(IlpQualityTest, OnRailsStagesArePlacedOnNodesThatShareRails) {
                     {"h01:0,2-3,5-7 h02:0-7 h03:0-4,6 h04:0-1,4-7 h05: h06:3,5-7 h07: h08: "
                      "h09:1-2 h10:0,3 h11:0-7 h12:1,3,5,7 h13:0,6 h14:0-2,7 h15:0-1,3-6 h16:3,6",
                      2, 2, 8, 13e9});
+}
+
+// With ranks_in_node_blocks (the Slurm integration: srun numbers ranks node by node, nodes in
+// order) the stage-by-stage placement is not offered: each node's ranks form one block, and the
+// blocks come in node-id order.
+TEST(IlpQualityTest, RanksInNodeBlocksKeepEachNodesRanksTogether) {
+  Shape& s = GetShape("h100-16-rails");
+  ClusterState state = StateWithFree(*s.cluster, kCase595.free);
+  GangPlacerOptions o;
+  o.cost_model = OracleCostOptions();
+  o.ranks_in_node_blocks = true;
+  auto placer = GangPlacer::Create(*s.cluster, o);
+  ASSERT_TRUE(placer.ok()) << placer.status().ToString();
+  job::JobSpec j;
+  j.name = "blocks";
+  j.layout.tp = kCase595.tp;
+  j.layout.pp = kCase595.pp;
+  j.layout.dp = kCase595.dp;
+  j.model_params = kCase595.params;
+  ASSERT_TRUE(j.Normalize().ok());
+  Verdict v = (*placer)->Place(state, j);
+  ASSERT_TRUE(v.fit()) << v.Explain();
+  const std::vector<RankSlot>& r = v.placement->ranks;
+  for (size_t i = 1; i < r.size(); ++i) {
+    EXPECT_GE(r[i].node, r[i - 1].node) << "rank " << i << ": " << v.placement->explanation;
+  }
+  EXPECT_EQ(v.placement->explanation.find("stages placed"), std::string::npos)
+      << v.placement->explanation;
 }
 
 TEST(IlpQualityTest, PlacerNeverBeatsTheProvenOptimum) {
