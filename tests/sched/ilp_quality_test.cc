@@ -266,9 +266,8 @@ struct OneNodeCase {
   double params;
 };
 
-Verdict PlaceOn(const std::string& shape, const OneNodeCase& c, double* optimum_ms) {
-  Shape& s = GetShape(shape);
-  ClusterState state = StateWithFree(*s.cluster, c.free);
+// The job of `c`, normalised.
+job::JobSpec JobOf(const OneNodeCase& c) {
   job::JobSpec j;
   j.name = "one-node";
   j.layout.tp = c.tp;
@@ -276,6 +275,13 @@ Verdict PlaceOn(const std::string& shape, const OneNodeCase& c, double* optimum_
   j.layout.dp = c.dp;
   j.model_params = c.params;
   EXPECT_TRUE(j.Normalize().ok());
+  return j;
+}
+
+Verdict PlaceOn(const std::string& shape, const OneNodeCase& c, double* optimum_ms) {
+  Shape& s = GetShape(shape);
+  ClusterState state = StateWithFree(*s.cluster, c.free);
+  const job::JobSpec j = JobOf(c);
   OracleResult r = s.oracle->SolveByBranchAndBound(state, j, OracleOptions{});
   EXPECT_EQ(r.status, OracleStatus::kOptimal) << r.reason;
   *optimum_ms = r.placement ? r.placement->predicted_ms : 0;
@@ -482,14 +488,7 @@ TEST(IlpQualityTest, RanksInNodeBlocksKeepEachNodesRanksTogether) {
   o.ranks_in_node_blocks = true;
   auto placer = GangPlacer::Create(*s.cluster, o);
   ASSERT_TRUE(placer.ok()) << placer.status().ToString();
-  job::JobSpec j;
-  j.name = "blocks";
-  j.layout.tp = kCase595.tp;
-  j.layout.pp = kCase595.pp;
-  j.layout.dp = kCase595.dp;
-  j.model_params = kCase595.params;
-  ASSERT_TRUE(j.Normalize().ok());
-  Verdict v = (*placer)->Place(state, j);
+  Verdict v = (*placer)->Place(state, JobOf(kCase595));
   ASSERT_TRUE(v.fit()) << v.Explain();
   const std::vector<RankSlot>& r = v.placement->ranks;
   for (size_t i = 1; i < r.size(); ++i) {
