@@ -8,6 +8,9 @@
 #   scripts/fuzz.sh [SECONDS] [TARGET...]      e.g. scripts/fuzz.sh 600 nvidia_smi
 # FUZZ_BUILD=DIR: the build directory (default build-fuzz); FUZZ_OUT=DIR: corpora, logs, crashes;
 # FUZZ_NO_BUILD=1: run the binaries already in FUZZ_BUILD (for runs in parallel).
+# FUZZ_SEED=N: libFuzzer's random seed (default: a new one each run). CI sets it, so that its
+# short runs take the same mutations each time and a failure there reproduces here; long runs
+# without it explore further.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH="${1:-10}"
@@ -47,10 +50,12 @@ for t in "${targets[@]}"; do
   done
   corpus="$OUT/corpus-$t"
   mkdir -p "$corpus"
+  seed_flag=()
+  if [ -n "${FUZZ_SEED:-}" ]; then seed_flag=(-seed="$FUZZ_SEED"); fi
   log="$OUT/$t.log"
   # shellcheck disable=SC2086
   if "$BUILD/fuzz_$t" "$corpus" $seeds -max_total_time="$SECONDS_EACH" -max_len=65536 \
-    -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 -artifact_prefix="$OUT/crash-$t-" \
+    -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 -artifact_prefix="$OUT/crash-$t-" "${seed_flag[@]}" \
     >"$log" 2>&1; then
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
     line=$(grep -E '^#[0-9]+.*(DONE|pulse|NEW|REDUCE)' "$log" | tail -1)
@@ -60,7 +65,18 @@ for t in "${targets[@]}"; do
     echo "fuzz: $t: ${SECONDS_EACH} s, $execs executions, cov $cov edges, ft $ft, corpus $corp, 0 crashes"
   else
     echo "fuzz: $t: FAILED (log $log):"
-    grep -E 'ERROR|SUMMARY|Test unit written|==[0-9]+==' "$log" | head -20
+    # What ended the run (a sanitizer report, an assertion, an uncaught exception) and the stack
+    # libFuzzer or the sanitizer printed: the tail of the log, from its first report line.
+    awk '/ERROR|Assertion|terminate called|what\(\)|deadly signal|runtime error/ && !s {s=1} s' "$log" |
+      head -60
+    grep -E 'Test unit written' "$log" | head -1
+    # The input itself, so that a run elsewhere (CI) can be reproduced from its log alone:
+    # base64 -d | gunzip > input, then build-fuzz/fuzz_<target> input.
+    crash=$(sed -n 's/.*Test unit written to //p' "$log" | head -1)
+    if [ -n "$crash" ] && [ -f "$crash" ]; then
+      echo "input $crash ($(stat -c %s "$crash") bytes), gzip + base64:"
+      gzip -9c "$crash" | base64 -w 120 | head -200
+    fi
     status=1
   fi
 done

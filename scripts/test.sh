@@ -53,7 +53,7 @@ stage "soak (scripts/soak.sh: REST and extender clients, >= 10 kill -9 cycles, 4
 bash scripts/soak.sh --binary build-san/toposched --out build-san/soak.json \
   >build-san/soak.log 2>&1 &
 soak_pid=$!
-FUZZ_BUILD=build-san FUZZ_NO_BUILD=1 bash scripts/fuzz.sh 10
+FUZZ_BUILD=build-san FUZZ_NO_BUILD=1 FUZZ_SEED=1 bash scripts/fuzz.sh 10
 wait "$soak_pid" || {
   cat build-san/soak.log
   exit 1

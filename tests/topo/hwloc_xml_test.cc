@@ -260,6 +260,8 @@ TEST(HwlocXmlMalformed, InvalidArgumentWithoutCrash) {
       {"wrong-root", "<?xml version=\"1.0\"?><system version=\"1\"><cpu/></system>"},
       {"unclosed", "<topology version=\"2.0\"><object type=\"Machine\">"},
       {"no-machine", "<topology version=\"2.0\"><object type=\"Foo\"/></topology>"},
+      // hwloc's bitmap reader aborts on a set that starts with a comma (found by CI's fuzzing).
+      {"leading-comma", replace("nodeset=\"0x00000003\"", "nodeset=\",0x00000003\"")},
   };
   for (const BadInput& c : cases) {
     auto r = ParseHwlocXml(c.text, c.name + ".xml");
@@ -294,6 +296,49 @@ TEST(HwlocXmlMalformed, InfoWithAnUnknownAttributeIsRefusedAtItsLine) {
   ASSERT_FALSE(nameless.ok());
   EXPECT_NE(nameless.status().message().find("m:2: <info>: info without name"), std::string::npos)
       << nameless.status().message();
+}
+
+// Found by fuzzing (fuzz/regressions/hwloc_xml/segv-v1-*): libhwloc's importer of the 1.x layout
+// (no version attribute) dereferences the sets an object lacks. 1.x files are refused with the
+// line of <topology>, naming the version and what to do; 2.x and 3.x still load.
+TEST(HwlocXmlMalformed, HwlocOneXmlIsRefusedNamingTheVersion) {
+  const std::string sets =
+      " cpuset=\"0x1\" complete_cpuset=\"0x1\" nodeset=\"0x1\" complete_nodeset=\"0x1\"";
+  const std::string machine = "<object type=\"Machine\"" + sets + "><object type=\"NUMANode\" " +
+                              "os_index=\"0\"" + sets + "/><object type=\"PU\" os_index=\"0\"" +
+                              sets + "/></object></topology>";
+  auto none = ParseHwlocXml("<?xml version=\"1.0\"?>\n<topology>" + machine, "old.xml");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(none.status().message(),
+            "old.xml:2: <topology> version=\"\": only hwloc XML 2.x and 3.x are read (hwloc 1.x "
+            "files are not: export again with lstopo from hwloc 2.0 or later)");
+  auto one = ParseHwlocXml("<topology version=\"1.0\">" + machine, "one.xml");
+  ASSERT_FALSE(one.ok());
+  EXPECT_TRUE(StartsWith(one.status().message(), "one.xml:1: <topology> version=\"1.0\": "))
+      << one.status().message();
+  for (const char* file :
+       {"segv-v1-machine-without-sets", "segv-v1-numanode-without-complete-cpuset"}) {
+    auto r = ParseHwlocXml(
+        testing::ReadFileText(testing::SourceDir() + "/fuzz/regressions/hwloc_xml/" + file), file);
+    ASSERT_FALSE(r.ok()) << file;
+    EXPECT_NE(r.status().message().find("only hwloc XML 2.x and 3.x are read"), std::string::npos)
+        << r.status().message();
+  }
+  EXPECT_TRUE(ParseHwlocXml("<topology version=\"2.0\">" + machine, "two.xml").ok());
+}
+
+// An infinite set ("0xf...f", optionally followed by words) is an hwloc bitmap: accepted.
+TEST(HwlocXmlMalformed, InfiniteSetIsABitmap) {
+  std::string v2 = testing::ReadFileText(kTestData + "hwloc-v2-power8-4xP100.xml");
+  const std::string from = "allowed_cpuset=\"";
+  size_t pos = v2.find(from);
+  ASSERT_NE(pos, std::string::npos);
+  size_t end = v2.find('"', pos + from.size());
+  v2.replace(pos, end + 1 - pos, "allowed_cpuset=\"0xf...f\"");
+  auto t = ParseHwlocXml(v2, "infinite.xml");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->gpus.size(), 4u);
 }
 
 TEST(HwlocXmlFile, MissingFileNamesThePath) {

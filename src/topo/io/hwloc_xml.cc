@@ -21,6 +21,7 @@
 //    devices make the node switched: every GPU pair that both reach the switches gets
 //    min(links of either GPU into the switches), as nvidia-smi prints (DGX-2: NV6). Links to a
 //    CPU (POWER8/9 NVLink) count toward the GPU's nvlink_ports but form no GPU pair.
+//  - Only XML version 2.x and 3.x is read: 1.x (no version attribute) is refused with its line.
 //  - hwloc 2.9 refuses XML version 3.0 (written by hwloc 3.x). Such files are downgraded before
 //    loading: version="2.0" and the 3.x osdev_type bitmask mapped to the 2.x enum. Nothing else in
 //    3.0 XML that we read differs.
@@ -590,11 +591,20 @@ void DowngradeElement(tinyxml2::XMLElement* e) {
 }
 
 // hwloc bitmap text: comma-separated 32-bit hex words, most significant first, empty words
-// meaning 0, optionally led by "0xf...f" for an infinite set.
+// meaning 0, optionally led by "0xf...f" for an infinite set. hwloc's reader counts the words by
+// the commas after the first character, so a set that starts with a comma makes it read one word
+// more than it counted and abort on its assertion (found by fuzzing, fuzz/regressions/hwloc_xml):
+// refused here.
 bool IsHwlocBitmap(std::string_view text) {
-  if (text.empty() || text.size() > 65536) return false;
+  if (text.empty() || text.size() > 65536 || text.front() == ',') return false;
+  bool first = true;
   for (const std::string& word : Split(text, ',')) {
     std::string_view w = word;
+    if (first && w == "0xf...f") {
+      first = false;
+      continue;
+    }
+    first = false;
     if (StartsWith(w, "0x")) w.remove_prefix(2);
     if (w.size() > 8) return false;
     for (char c : w) {
@@ -614,7 +624,7 @@ bool IsNormalOrMemoryType(std::string_view type) {
 
 // libhwloc trusts its XML: an object without its sets, or a set that is not a bitmap, crashes
 // it inside hwloc_topology_load(). Such input is refused here, with the line.
-Status ValidateObjects(const tinyxml2::XMLElement* e, const std::string& source, bool v2, bool v3) {
+Status ValidateObjects(const tinyxml2::XMLElement* e, const std::string& source, bool v3) {
   static const char* const kSetAttrs[] = {"cpuset",         "complete_cpuset", "allowed_cpuset",
                                           "online_cpuset",  "nodeset",         "complete_nodeset",
                                           "allowed_nodeset"};
@@ -670,7 +680,7 @@ Status ValidateObjects(const tinyxml2::XMLElement* e, const std::string& source,
                       "\" is not an hwloc bitmap");
         }
       }
-      if (v2 && IsNormalOrMemoryType(type)) {
+      if (IsNormalOrMemoryType(type)) {
         for (const char* attr : kRequiredV2) {
           if (e->Attribute(attr) == nullptr) {
             return fail(std::string(type) + " object without " + attr);
@@ -678,7 +688,7 @@ Status ValidateObjects(const tinyxml2::XMLElement* e, const std::string& source,
         }
       }
     }
-    RETURN_IF_ERROR(ValidateObjects(e->FirstChildElement(), source, v2, v3));
+    RETURN_IF_ERROR(ValidateObjects(e->FirstChildElement(), source, v3));
   }
   return OkStatus();
 }
@@ -698,16 +708,27 @@ StatusOr<std::string> PrepareXml(std::string_view text, const std::string& sourc
                                 std::string(root == nullptr ? "" : root->Name()) +
                                 ">, expected <topology>)");
   }
+  // hwloc 2.x and 3.x write version="2.0" and "3.0"; 1.x wrote none (or 1.x). libhwloc's
+  // importer of the 1.x layout crashes on objects without their sets (found by fuzzing: a
+  // <topology> without a version whose Machine has no cpuset; a 1.x NUMANode without
+  // complete_cpuset), and 1.x files carry no NVLink matrix: refused, naming what to use.
   const char* version = root->Attribute("version");
   const bool v3 = version != nullptr && StartsWith(version, "3.");
   const bool v2 = v3 || (version != nullptr && StartsWith(version, "2."));
+  if (!v2) {
+    const std::string shown = version == nullptr ? "" : std::string(version).substr(0, 16);
+    return InvalidArgumentError(
+        source + ":" + std::to_string(root->GetLineNum()) + ": <topology> version=\"" + shown +
+        "\": only hwloc XML 2.x and 3.x are read (hwloc 1.x files are not: export again with "
+        "lstopo from hwloc 2.0 or later)");
+  }
   const tinyxml2::XMLElement* top = root->FirstChildElement("object");
   if (top == nullptr || top->Attribute("type") == nullptr ||
       !(std::strcmp(top->Attribute("type"), "Machine") == 0 ||
         std::strcmp(top->Attribute("type"), "System") == 0)) {
     return InvalidArgumentError(source + ": hwloc XML without a Machine root object");
   }
-  RETURN_IF_ERROR(ValidateObjects(root->FirstChildElement(), source, v2, v3));
+  RETURN_IF_ERROR(ValidateObjects(root->FirstChildElement(), source, v3));
   if (!v3) return std::string(text);
   root->SetAttribute("version", "2.0");
   DowngradeElement(root->FirstChildElement());
