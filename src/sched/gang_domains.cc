@@ -11,6 +11,14 @@ struct Seen {
   uint64_t lo, hi;
 };
 
+// Whether the plan uses a node outside the candidate domain's (sorted) nodes.
+bool LeavesDomain(const Plan& plan, const std::vector<int>& domain) {
+  for (const auto& [n, k] : plan.chunks) {
+    if (!std::binary_search(domain.begin(), domain.end(), n)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::optional<Verdict> Search::NodeVerdict(int node, int left, const std::string& how,
@@ -365,10 +373,7 @@ std::optional<Verdict> Search::BestOfGroup(const std::string& level,
       if (plan.chunks.empty() || repeat[i]) continue;
       std::optional<Placement> p = Materialize(plan);
       if (!p) continue;
-      bool away = false;
-      for (const auto& [n, k] : plan.chunks) {
-        away = away || !std::binary_search(cand.nodes->begin(), cand.nodes->end(), n);
-      }
+      const bool away = LeavesDomain(plan, *cand.nodes);
       if (!away) home_ms = std::min(home_ms, p->predicted_ms);
       p->domain = *cand.name;
       const double score = Weighted(*p, plan.frag);
@@ -417,10 +422,7 @@ std::optional<Verdict> Search::BestOfGroup(const std::string& level,
     bool staged = false;
     if (refine) {
       for (RailStaged& rs : StageRailPlacements(region_of(best.cand), best.cand->nodes->size())) {
-        bool away = false;
-        for (const auto& [n, k] : rs.plan.chunks) {
-          away = away || !std::binary_search(best.cand->nodes->begin(), best.cand->nodes->end(), n);
-        }
+        const bool away = LeavesDomain(rs.plan, *best.cand->nodes);
         if (away && !(rs.p.predicted_ms < home_ms * 0.99)) continue;
         const double sc = Weighted(rs.p, rs.plan.frag);
         if (!(sc < best.score * (1 - 1e-9))) continue;
@@ -439,12 +441,9 @@ std::optional<Verdict> Search::BestOfGroup(const std::string& level,
     }
     best.p.contention_note = QuieterNote(best.p, best.score, starts);
     how += best.p.contention_note;
-    for (const auto& [n, k] : best.plan.chunks) {
-      if (!std::binary_search(best.cand->nodes->begin(), best.cand->nodes->end(), n)) {
-        best.p.domain = CommonDomainName(best.plan);
-        how += ", beyond " + *best.cand->name + " (faster)";
-        break;
-      }
+    if (LeavesDomain(best.plan, *best.cand->nodes)) {
+      best.p.domain = CommonDomainName(best.plan);
+      how += ", beyond " + *best.cand->name + " (faster)";
     }
     if (out_score) *out_score = best.score;
     return Fitted(std::move(best.p), how, best.cand->cap - world_, best.plan.frag);

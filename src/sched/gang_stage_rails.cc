@@ -63,16 +63,17 @@ std::vector<uint32_t> CandidateSets(const std::vector<RailNode>& nodes, int rail
   for (const RailNode& x : nodes) {
     if (x.rem != 0) sets.push_back(x.rem);
   }
-  for (int k = 1; k <= rails; ++k) {
-    uint32_t best = 0;
-    int best_cover = 0;
-    for (uint32_t r = 1; r < (uint32_t{1} << rails); ++r) {
-      if (std::popcount(r) != k) continue;
-      int cover = 0;
-      for (const RailNode& x : nodes) cover += (x.rem & r) == r ? 1 : 0;
-      if (cover > best_cover) best = r, best_cover = cover;
-    }
-    if (best_cover > 0) sets.push_back(best);
+  // Per size, the first set (lowest mask) of the highest cover.
+  std::vector<uint32_t> best(static_cast<size_t>(rails) + 1, 0);
+  std::vector<int> best_cover(static_cast<size_t>(rails) + 1, 0);
+  for (uint32_t r = 1; r < (uint32_t{1} << rails); ++r) {
+    int cover = 0;
+    for (const RailNode& x : nodes) cover += (x.rem & r) == r ? 1 : 0;
+    const auto k = static_cast<size_t>(std::popcount(r));
+    if (cover > best_cover[k]) best[k] = r, best_cover[k] = cover;
+  }
+  for (size_t k = 1; k < best.size(); ++k) {
+    if (best_cover[k] > 0) sets.push_back(best[k]);
   }
   std::sort(sets.begin(), sets.end());
   sets.erase(std::unique(sets.begin(), sets.end()), sets.end());
