@@ -60,7 +60,7 @@ struct Placement {
   double dp_ms = 0;             // AllReduce of dp_bytes over a DP group
   double tp_ms = 0;             // AllReduce of tp_bytes over a TP group
   double pp_ms = 0;             // Send/Recv of pp_bytes between neighbouring stages
-  double best_possible_ms = 0;  // predicted_ms of the same job on the empty cluster
+  double best_possible_ms = 0;  // the job on the empty cluster, or this placement if faster
   // A fractional job (JobSpec::gpu_milli < 1000): its thousandths of the one GPU in `parts`,
   // to be taken with ClusterState::AllocateShared. 0 = whole GPUs (ClusterState::Allocate).
   int gpu_milli = 0;

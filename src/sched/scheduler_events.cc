@@ -182,7 +182,8 @@ Status Scheduler::Resize(Job& j, const std::vector<int>& keep, const Placement* 
   for (const RankSlot& r : np.ranks) by_node[r.node].set(r.gpu);
   for (const auto& [node, m] : by_node) np.parts.push_back(NodeGpus{node, m});
   RETURN_IF_ERROR(placer_->Rescore(ns, np));
-  np.best_possible_ms = placer_->BestPossibleMs(ns).value_or(np.predicted_ms);
+  np.best_possible_ms =
+      std::min(placer_->BestPossibleMs(ns).value_or(np.predicted_ms), np.predicted_ms);
   np.domain = DomainOf(np.parts);
   np.decision_us = now_us;
   RETURN_IF_ERROR(state_.Resize(j.id, np.parts));
