@@ -55,7 +55,8 @@ for t in "${targets[@]}"; do
   log="$OUT/$t.log"
   # shellcheck disable=SC2086
   if "$BUILD/fuzz_$t" "$corpus" $seeds -max_total_time="$SECONDS_EACH" -max_len=65536 \
-    -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 -artifact_prefix="$OUT/crash-$t-" "${seed_flag[@]}" \
+    -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 -artifact_prefix="$OUT/crash-$t-" \
+    "${seed_flag[@]}" \
     >"$log" 2>&1; then
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
     line=$(grep -E '^#[0-9]+.*(DONE|pulse|NEW|REDUCE)' "$log" | tail -1)
@@ -69,13 +70,14 @@ for t in "${targets[@]}"; do
     # libFuzzer or the sanitizer printed: the tail of the log, from its first report line.
     awk '/ERROR|Assertion|terminate called|what\(\)|deadly signal|runtime error/ && !s {s=1} s' "$log" |
       head -60
-    grep -E 'Test unit written' "$log" | head -1
     # The input itself, so that a run elsewhere (CI) can be reproduced from its log alone:
     # base64 -d | gunzip > input, then build-fuzz/fuzz_<target> input.
     crash=$(sed -n 's/.*Test unit written to //p' "$log" | head -1)
-    if [ -n "$crash" ] && [ -f "$crash" ]; then
+    if [ -f "$crash" ]; then
       echo "input $crash ($(stat -c %s "$crash") bytes), gzip + base64:"
       gzip -9c "$crash" | base64 -w 120 | head -200
+    elif [ -n "$crash" ]; then
+      echo "input $crash (not found)"
     fi
     status=1
   fi
