@@ -64,7 +64,7 @@ stage "the daemon's concurrency tests under TSan (gcc; tsan_tests: listeners, se
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
   -DTOPOSCHED_TSAN=ON -DTOPOSCHED_BENCH=OFF >/dev/null
 ninja -C build-tsan -j "$JOBS" tsan_tests
-TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
   ctest --test-dir build-tsan --output-on-failure -j "$JOBS" -L '^tsan$'
 
 stage "packaging (Debian package installed, run and purged; container image; Kubernetes manifests)"
