@@ -168,7 +168,7 @@ int RunSimulate(const SimulateArgs& a) {
   if (Status s = sim::WriteReport(a.out, info, results); !s.ok()) return Fail(s);
   std::fputs(sim::ReportMarkdown(info, results).c_str(), stdout);
   std::printf(
-      "\nwrote %s/report.json, report.md, jct_cdf.svg, utilization.svg, "
+      "\nwrote %s/report.json, report.md, jobs.csv, jct_cdf.svg, utilization.svg, "
       "slowdown_by_size.svg\n",
       a.out.c_str());
   return 0;

@@ -145,6 +145,7 @@ Status Replay::Completions(int64_t t) {
     o.comm_slowdown = run_us / static_cast<double>(std::max<int64_t>(1, o.ideal_us));
     o.contention_slowdown = j.contention_area / run_us;
     o.multi_node = j.multi_node;
+    o.nodes = j.nodes;
     StopJob(i);
     last_end_ = std::max(last_end_, t);
     ++r_.events;
@@ -325,6 +326,7 @@ Status Replay::StartJob(size_t i, int64_t t) {
   j.contention_area = 0;
   j.contention = 1;
   j.multi_node = p->parts.size() > 1;
+  j.nodes = static_cast<int>(p->parts.size());
   // A preempted or failed job restarts from the beginning: a declared checkpoint serves only
   // consolidation moves (MoveJob), not requeues.
   j.remaining_us = static_cast<double>(trace_.jobs[i].duration_us);
@@ -358,6 +360,7 @@ Status Replay::PriceOn(size_t i, const sched::Placement& p) {
   JobRun& j = jobs_[i];
   j.usage = sched::LinkModel::Usage{};
   j.multi_node = p.parts.size() > 1;
+  j.nodes = static_cast<int>(p.parts.size());
   ASSIGN_OR_RETURN(j.parts, StepPartsOn(*flat_cost_, specs_[i], work_[i], p.ranks, catalog_));
   j.free_step_ms = StepMs(j.parts, 1.0, catalog_.dp_backward_overlap);
   if (j.multi_node && (j.parts.dp_net || j.parts.tp_net || j.parts.pp_net)) {
@@ -459,6 +462,7 @@ void Replay::Sample(int64_t t) {
 StatusOr<SimResult> Replay::Run(const std::string& policy) {
   RETURN_IF_ERROR(Init(policy));
   r_.policy = policy;
+  r_.seed = options_.seed;
   const size_t n = trace_.jobs.size();
   // Runs while work is left; once every job has arrived and nothing runs, only outstanding
   // repairs (which may let a waiting job fit) keep it going, and no new failure is drawn.

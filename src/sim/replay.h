@@ -45,6 +45,7 @@ class Replay {
     StepParts parts;
     sched::LinkModel::Usage usage;
     bool multi_node = false;
+    int nodes = 0;            // nodes of its placement
     double contention = 1;    // current factor on its network links
     double free_step_ms = 0;  // step without contention on its own placement
     double step_ms = 0;       // step at the current contention (UpdateRate)

@@ -684,6 +684,45 @@ std::string SlowdownBySizeSvg(const std::vector<SimResult>& results) {
   return s + o.str() + Legend(f, results) + "</svg>\n";
 }
 
+namespace {
+
+std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"') o += '"';
+    o += c;
+  }
+  return o + "\"";
+}
+
+std::string SecondsOrEmpty(int64_t us) {
+  return us < 0 ? std::string() : Fixed(static_cast<double>(us) / kUsPerS, 3);
+}
+
+}  // namespace
+
+std::string JobsCsv(const std::vector<SimResult>& results) {
+  std::ostringstream o;
+  o << "policy,seed,job,gpus,gpu_milli,submit_s,start_s,end_s,queue_s,jct_s,ideal_s,"
+       "comm_slowdown,contention_slowdown,nodes,preemptions,failures,moves\n";
+  for (const SimResult& r : results) {
+    for (const JobOutcome& j : r.jobs) {
+      const bool started = j.first_start_us >= 0, ended = j.end_us >= 0;
+      o << CsvField(r.policy) << ',' << r.seed << ',' << CsvField(j.name) << ',' << j.gpus << ','
+        << j.gpu_milli << ',' << Fixed(static_cast<double>(j.submit_us) / kUsPerS, 3) << ','
+        << SecondsOrEmpty(j.first_start_us) << ',' << SecondsOrEmpty(j.end_us) << ','
+        << (started ? SecondsOrEmpty(j.first_start_us - j.submit_us) : "") << ','
+        << (ended ? SecondsOrEmpty(j.end_us - j.submit_us) : "") << ','
+        << Fixed(static_cast<double>(j.ideal_us) / kUsPerS, 3) << ','
+        << (ended ? Fixed(j.comm_slowdown, 4) : "") << ','
+        << (ended ? Fixed(j.contention_slowdown, 4) : "") << ',' << j.nodes << ',' << j.preemptions
+        << ',' << j.failures << ',' << j.moves << '\n';
+    }
+  }
+  return o.str();
+}
+
 Status WriteReport(const std::string& dir, const ReportInfo& info,
                    const std::vector<SimResult>& results) {
   std::error_code ec;
@@ -692,6 +731,7 @@ Status WriteReport(const std::string& dir, const ReportInfo& info,
   const std::pair<const char*, std::string> files[] = {
       {"report.json", ReportJson(info, results)},
       {"report.md", ReportMarkdown(info, results)},
+      {"jobs.csv", JobsCsv(results)},
       {"jct_cdf.svg", JctCdfSvg(results)},
       {"utilization.svg", UtilizationSvg(results)},
       {"slowdown_by_size.svg", SlowdownBySizeSvg(results)},

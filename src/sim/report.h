@@ -93,9 +93,17 @@ std::string ReportMarkdown(const ReportInfo& info, const std::vector<SimResult>&
 std::string JctCdfSvg(const std::vector<SimResult>& results);
 std::string UtilizationSvg(const std::vector<SimResult>& results);
 std::string SlowdownBySizeSvg(const std::vector<SimResult>& results);
+// Every job of every run, one CSV row each (policy, seed, then the trace's order), with the
+// header line: policy,seed,job,gpus,gpu_milli,submit_s,start_s,end_s,queue_s,jct_s,ideal_s,
+// comm_slowdown,contention_slowdown,nodes,preemptions,failures,moves. Times in seconds from the
+// trace's clock (3 decimals); start_s, end_s, queue_s and jct_s are empty for a job that never
+// started or did not finish; a job name with a comma, quote or line break is quoted (RFC 4180).
+// The rows behind report.json's means, for looking at single jobs.
+std::string JobsCsv(const std::vector<SimResult>& results);
 
-// Writes report.json, report.md, jct_cdf.svg, utilization.svg and slowdown_by_size.svg into
-// `dir` (created when missing). InvalidArgument naming the path when a file cannot be written.
+// Writes report.json, report.md, jobs.csv, jct_cdf.svg, utilization.svg and
+// slowdown_by_size.svg into `dir` (created when missing). InvalidArgument naming the path when a
+// file cannot be written.
 Status WriteReport(const std::string& dir, const ReportInfo& info,
                    const std::vector<SimResult>& results);
 

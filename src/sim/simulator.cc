@@ -31,6 +31,7 @@ StatusOr<SimResult> SimulateFill(const topo::Cluster& cluster, const Trace& trac
                                  const sched::GangPlacer& placer, const SimOptions& options) {
   SimResult r;
   r.policy = policy;
+  r.seed = options.seed;
   r.experiment = "fill";
   r.total_gpus = cluster.TotalGpus();
   const size_t n = specs.size();
@@ -81,6 +82,9 @@ StatusOr<SimResult> SimulateFill(const topo::Cluster& cluster, const Trace& trac
     r.events += 1;
     if (started.size() == 1 && started[0] == id) {
       o.first_start_us = t;
+      if (const sched::Placement* p = sched->PlacementOf(id)) {
+        o.nodes = static_cast<int>(p->parts.size());
+      }
     } else {
       if (!started.empty()) return InternalError("fill: a pass started another job");
       RETURN_IF_ERROR(sched->Cancel(id, t));

@@ -96,6 +96,7 @@ struct JobOutcome {
   // job on no shared link).
   double contention_slowdown = 1.0;
   bool multi_node = false;  // its last run spanned nodes
+  int nodes = 0;            // nodes its last run held (0: never started)
   int gpu_milli = 1000;     // < 1000: a fractional job (a share of one GPU)
   int preemptions = 0;
   int failures = 0;  // runs of this job stopped by a failure
@@ -104,6 +105,7 @@ struct JobOutcome {
 
 struct SimResult {
   std::string policy;
+  uint64_t seed = 0;  // SimOptions::seed of the run
   int total_gpus = 0;
   std::vector<JobOutcome> jobs;  // in trace order
   int64_t makespan_us = 0;       // last end − first submission

@@ -2,6 +2,7 @@
 // reruns, and bad input (exit 1 with file:line).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -29,7 +30,12 @@ TEST(SimulateCliTest, WritesTheReportContract) {
   }
   EXPECT_EQ(j["policies"]["toposched"]["jobs"], 60);
   EXPECT_EQ(j["trace"]["format"], "tiresias");  // guessed from the header
-  for (const char* f : {"report.md", "jct_cdf.svg", "utilization.svg", "slowdown_by_size.svg"}) {
+  // jobs.csv: the header and a row per job of each policy (60 jobs, two policies).
+  const std::string jobs = Slurp(out + "/jobs.csv");
+  EXPECT_EQ(jobs.rfind("policy,seed,job,gpus,", 0), 0u);
+  EXPECT_EQ(std::count(jobs.begin(), jobs.end(), '\n'), 1 + 2 * 60);
+  for (const char* f :
+       {"report.md", "jobs.csv", "jct_cdf.svg", "utilization.svg", "slowdown_by_size.svg"}) {
     const std::string text = Slurp(out + "/" + f);
     ASSERT_FALSE(text.empty()) << f;
     if (std::string(f).find(".svg") != std::string::npos) {
@@ -44,8 +50,8 @@ TEST(SimulateCliTest, WritesTheReportContract) {
       RunCli("simulate --cluster " + kSrc + "/data/clusters/h100-2rack.yaml --trace " + kSrc +
              "/data/traces/tiresias-60_job.csv --policy toposched,first-fit --out " + out2);
   ASSERT_EQ(r2.code, 0) << r2.err;
-  for (const char* f :
-       {"report.json", "report.md", "jct_cdf.svg", "utilization.svg", "slowdown_by_size.svg"}) {
+  for (const char* f : {"report.json", "report.md", "jobs.csv", "jct_cdf.svg", "utilization.svg",
+                        "slowdown_by_size.svg"}) {
     EXPECT_EQ(Slurp(out + "/" + f), Slurp(out2 + "/" + f)) << f;
   }
 }

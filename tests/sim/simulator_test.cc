@@ -8,9 +8,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "sim/openb_cluster.h"
 #include "sim/policies.h"
@@ -284,6 +286,67 @@ TEST(SimulatorGoldenTest, GenericExampleOnH100) {
   std::vector<SimResult> rs;
   for (const std::string& p : PolicyNames()) rs.push_back(RunPolicy(c, *t, p));
   ExpectGolden("example-generic.h100-2rack.report.json", ReportJson(info, rs));
+}
+
+// jobs.csv: a row per job per run, its figures the ones report.json averages.
+TEST(JobsCsvTest, EveryJobHasARowThatAddsUpToTheReport) {
+  const topo::Cluster& c = testing::H100Cluster();
+  auto t = ReadTraceFile(TracePath("example-generic.csv"), TraceFormat::kCsv);
+  ASSERT_TRUE(t.ok());
+  SimOptions o;
+  o.seed = 7;
+  const std::vector<SimResult> rs = {RunPolicy(c, *t, "toposched", o),
+                                     RunPolicy(c, *t, "kueue-tas", o)};
+  std::istringstream in(JobsCsv(rs));
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  EXPECT_EQ(line,
+            "policy,seed,job,gpus,gpu_milli,submit_s,start_s,end_s,queue_s,jct_s,ideal_s,"
+            "comm_slowdown,contention_slowdown,nodes,preemptions,failures,moves");
+  std::map<std::string, std::pair<double, int>> jct;  // policy -> (sum, rows)
+  int multi_node = 0;
+  size_t rows = 0;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
+    ASSERT_EQ(f.size(), 17u) << line;
+    const SimResult& r = rows < t->jobs.size() ? rs[0] : rs[1];
+    const JobOutcome& j = r.jobs[rows % t->jobs.size()];
+    EXPECT_EQ(f[0], r.policy);
+    EXPECT_EQ(f[1], "7");
+    EXPECT_EQ(f[2], j.name);
+    EXPECT_EQ(std::stoi(f[3]), j.gpus);
+    const double submit = std::stod(f[5]), start = std::stod(f[6]), end = std::stod(f[7]);
+    EXPECT_NEAR(std::stod(f[8]), start - submit, 0.002) << line;
+    EXPECT_NEAR(std::stod(f[9]), end - submit, 0.002) << line;
+    EXPECT_GE(std::stoi(f[13]), 1) << line;
+    EXPECT_EQ(std::stoi(f[13]) > 1, j.multi_node) << line;
+    multi_node += j.multi_node ? 1 : 0;
+    jct[f[0]].first += std::stod(f[9]);
+    ++jct[f[0]].second;
+    ++rows;
+  }
+  EXPECT_EQ(rows, 2 * t->jobs.size());
+  EXPECT_GT(multi_node, 0);  // the trace has jobs larger than a node
+  for (const SimResult& r : rs) {
+    EXPECT_NEAR(jct[r.policy].first / jct[r.policy].second, Summarize(r).mean_jct_s, 0.001)
+        << r.policy;
+  }
+}
+
+TEST(JobsCsvTest, UnfinishedJobsLeaveTheirTimesEmptyAndNamesAreQuoted) {
+  SimResult r;
+  r.policy = "toposched";
+  r.seed = 3;
+  JobOutcome never;
+  never.name = "a,\"b\"";
+  never.gpus = 4;
+  never.submit_us = 1'500'000;
+  never.ideal_us = 60'000'000;
+  r.jobs.push_back(never);
+  EXPECT_EQ(JobsCsv({r}).substr(JobsCsv({r}).find('\n') + 1),
+            "toposched,3,\"a,\"\"b\"\"\",4,1000,1.500,,,,,60.000,,,0,0,0,0\n");
 }
 
 TEST(OpenbClusterTest, NodeListBuildsTheTraceCluster) {
