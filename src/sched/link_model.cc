@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "cost/cost_tables.h"
+
 namespace toposched::sched {
 
 LinkModel::LinkModel(const topo::Cluster& cluster)
@@ -14,7 +16,11 @@ LinkModel::LinkModel(const topo::Cluster& cluster)
       network_ms_(cluster.domains.size(), 0.0) {
   for (size_t n = 0; n < cluster.nodes.size(); ++n) {
     for (const topo::Nic& nic : cluster.topology(static_cast<int>(n)).nics) {
-      node_gbps_[n] += nic.rate_gbps.value_or(0.0);
+      // A NIC whose rate the topology does not give runs at the rate the cost model assumes for
+      // it (data/hardware/cost.json, default_nic_gbps by link layer), so that its traffic loads
+      // the links the cost model prices it on (as 0 Gb/s it loaded nothing and no uplink had
+      // capacity: no contention at all on such a cluster).
+      node_gbps_[n] += cost::CostTables::Default().NicRateGBps(nic) * 8.0;
       ++node_nics_[n];
     }
   }

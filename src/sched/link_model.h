@@ -18,8 +18,9 @@ namespace toposched::sched {
 // NIC: min(GPUs of the job on the node, NICs) · the node's mean NIC rate) when the job also has
 // nodes outside the domain (the design ratio's own assumption, as Cluster::Oversubscription makes
 // it); a saturated link gives each flow a share proportional to its demand, which for flows of
-// equal rate is the max-min fair share. A job whose nodes are all in one NVLink domain uses no
-// network link.
+// equal rate is the max-min fair share. A NIC without a rate in its topology counts at the rate
+// the cost model assumes for it (cost::CostTables::NicRateGBps). A job whose nodes are all in
+// one NVLink domain uses no network link.
 //
 // Not thread-safe; O(nodes · depth) per Add/Remove/UsageOf, O(links of the job) per Factor.
 class LinkModel {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cost/cost_model.h"
+#include "cost/cost_tables.h"
 #include "sched/cluster_state.h"
 #include "sched/link_model.h"
 #include "sim/simulator.h"
@@ -181,6 +182,32 @@ TEST(LinkModelTest, JobsCrossingOneUplinkShareIt) {
   EXPECT_DOUBLE_EQ(links.Factor(ub), 2.0);
   links.Remove(ub);
   EXPECT_DOUBLE_EQ(links.Factor(ua), 1.0);
+}
+
+// A cluster imported from nvidia-smi text has NICs without a rate. They count at the rate the
+// cost model assumes (the link layer's default), not as 0 Gb/s: before, such a cluster had no
+// uplink capacity and no load, so two jobs on one tapered uplink never slowed each other.
+TEST(LinkModelTest, NicsWithoutARateLoadTheLinksAtTheCostModelsRate) {
+  topo::Cluster c = TaperedH100();
+  for (topo::HardwareProfile& p : c.profiles) {
+    for (topo::Nic& nic : p.topology.nics) nic.rate_gbps.reset();
+  }
+  c.Finalize();
+  const double nic_gbps = cost::CostTables::Default().NicRateGBps(c.topology(0).nics[0]) * 8.0;
+  ASSERT_GT(nic_gbps, 0);
+  sched::LinkModel links(c);
+  EXPECT_DOUBLE_EQ(links.Capacity(c.FindDomain("leaf0")), 16 * 8 * nic_gbps / 2.0);
+  std::vector<std::pair<int, int>> a, b;
+  for (int n = 0; n < 8; ++n) {
+    a.emplace_back(n, 8);
+    a.emplace_back(16 + n, 8);
+    b.emplace_back(8 + n, 8);
+    b.emplace_back(24 + n, 8);
+  }
+  const sched::LinkModel::Usage ua = links.UsageOf(a), ub = links.UsageOf(b);
+  links.Add(ua);
+  links.Add(ub);
+  EXPECT_DOUBLE_EQ(links.Factor(ua), 2.0);  // as with the rates given (JobsCrossingOneUplink...)
 }
 
 // The fragmentation measure of the report. With a 1-GPU and an 8-GPU job waiting and three free
