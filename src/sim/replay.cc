@@ -144,7 +144,7 @@ Status Replay::Completions(int64_t t) {
     const double run_us = static_cast<double>(std::max<int64_t>(1, t - j.started_us));
     o.comm_slowdown = run_us / static_cast<double>(std::max<int64_t>(1, o.ideal_us));
     o.contention_slowdown = j.contention_area / run_us;
-    o.multi_node = j.multi_node;
+    o.multi_node = j.nodes > 1;
     o.nodes = j.nodes;
     StopJob(i);
     last_end_ = std::max(last_end_, t);
@@ -325,7 +325,6 @@ Status Replay::StartJob(size_t i, int64_t t) {
   j.started_us = t;
   j.contention_area = 0;
   j.contention = 1;
-  j.multi_node = p->parts.size() > 1;
   j.nodes = static_cast<int>(p->parts.size());
   // A preempted or failed job restarts from the beginning: a declared checkpoint serves only
   // consolidation moves (MoveJob), not requeues.
@@ -359,11 +358,10 @@ void Replay::LeaveLinks(size_t i) {
 Status Replay::PriceOn(size_t i, const sched::Placement& p) {
   JobRun& j = jobs_[i];
   j.usage = sched::LinkModel::Usage{};
-  j.multi_node = p.parts.size() > 1;
   j.nodes = static_cast<int>(p.parts.size());
   ASSIGN_OR_RETURN(j.parts, StepPartsOn(*flat_cost_, specs_[i], work_[i], p.ranks, catalog_));
   j.free_step_ms = StepMs(j.parts, 1.0, catalog_.dp_backward_overlap);
-  if (j.multi_node && (j.parts.dp_net || j.parts.tp_net || j.parts.pp_net)) {
+  if (j.nodes > 1 && (j.parts.dp_net || j.parts.tp_net || j.parts.pp_net)) {
     j.usage = links_->UsageOf(p.parts);
     if (!j.usage.links.empty()) {
       links_->Add(j.usage);

@@ -44,8 +44,7 @@ class Replay {
     double ideal_ms = 0;      // step on the reference placement, no contention
     StepParts parts;
     sched::LinkModel::Usage usage;
-    bool multi_node = false;
-    int nodes = 0;            // nodes of its placement
+    int nodes = 0;            // nodes of its placement (> 1: it spans nodes)
     double contention = 1;    // current factor on its network links
     double free_step_ms = 0;  // step without contention on its own placement
     double step_ms = 0;       // step at the current contention (UpdateRate)

@@ -696,9 +696,10 @@ std::string CsvField(const std::string& s) {
   return o + "\"";
 }
 
-std::string SecondsOrEmpty(int64_t us) {
-  return us < 0 ? std::string() : Fixed(static_cast<double>(us) / kUsPerS, 3);
-}
+std::string Seconds3(int64_t us) { return Fixed(static_cast<double>(us) / kUsPerS, 3); }
+
+// An instant that may not have happened (-1): empty then.
+std::string SecondsOrEmpty(int64_t us) { return us < 0 ? std::string() : Seconds3(us); }
 
 }  // namespace
 
@@ -710,11 +711,10 @@ std::string JobsCsv(const std::vector<SimResult>& results) {
     for (const JobOutcome& j : r.jobs) {
       const bool started = j.first_start_us >= 0, ended = j.end_us >= 0;
       o << CsvField(r.policy) << ',' << r.seed << ',' << CsvField(j.name) << ',' << j.gpus << ','
-        << j.gpu_milli << ',' << Fixed(static_cast<double>(j.submit_us) / kUsPerS, 3) << ','
-        << SecondsOrEmpty(j.first_start_us) << ',' << SecondsOrEmpty(j.end_us) << ','
-        << (started ? SecondsOrEmpty(j.first_start_us - j.submit_us) : "") << ','
-        << (ended ? SecondsOrEmpty(j.end_us - j.submit_us) : "") << ','
-        << Fixed(static_cast<double>(j.ideal_us) / kUsPerS, 3) << ','
+        << j.gpu_milli << ',' << Seconds3(j.submit_us) << ',' << SecondsOrEmpty(j.first_start_us)
+        << ',' << SecondsOrEmpty(j.end_us) << ','
+        << (started ? Seconds3(j.first_start_us - j.submit_us) : "") << ','
+        << (ended ? Seconds3(j.end_us - j.submit_us) : "") << ',' << Seconds3(j.ideal_us) << ','
         << (ended ? Fixed(j.comm_slowdown, 4) : "") << ','
         << (ended ? Fixed(j.contention_slowdown, 4) : "") << ',' << j.nodes << ',' << j.preemptions
         << ',' << j.failures << ',' << j.moves << '\n';
