@@ -243,14 +243,19 @@ Status GangPlacer::Rescore(const job::JobSpec& job, Placement& p) const {
 
 double NetworkMs(const Placement& p) { return p.parts.size() > 1 ? p.dp_ms + p.pp_ms : 0.0; }
 
-void AddToLinks(LinkModel& links, const Placement& p) {
+void AddToLinks(LinkModel& links, const Placement& p, double hidden_comm_ms) {
   const LinkModel::Usage u = links.UsageOf(p.parts);
   if (u.links.empty()) return;
-  links.Add(u, NetworkMs(p) / links.AloneFactor(u));
+  const double alone = links.AloneFactor(u);
+  if (hidden_comm_ms > 0 && p.parts.size() > 1) {
+    links.Add(u, LinkModel::Traffic{p.dp_ms / alone, p.pp_ms / alone, hidden_comm_ms});
+  } else {
+    links.Add(u, NetworkMs(p) / alone);
+  }
 }
 
 Verdict GangPlacer::PlaceOn(const ClusterState& state, const job::JobSpec& job,
-                            const LinkModel* links) const {
+                            const LinkModel* links, double hidden_comm_ms) const {
   const bool one_pod = job.Fractional() ||
                        job.constraints.job.mode == job::ConstraintMode::kRequired ||
                        job.constraints.tp.mode == job::ConstraintMode::kRequired;
@@ -270,12 +275,12 @@ Verdict GangPlacer::PlaceOn(const ClusterState& state, const job::JobSpec& job,
     return v;
   }
   Search s(*cluster_, state, job, options_, plugins_.scatters() ? one_pod_plugins_ : plugins_,
-           *cost_, selectors_, *index_, *baseline_, links);
+           *cost_, selectors_, *index_, *baseline_, links, hidden_comm_ms);
   return s.Run();
 }
 
 Verdict GangPlacer::Place(const ClusterState& state, const job::JobSpec& job,
-                          const LinkModel* links) const {
+                          const LinkModel* links, double hidden_comm_ms) const {
   Verdict bad;
   bad.kind = VerdictKind::kUnresolvable;
   if (Status st = job.Validate(); !st.ok()) {
@@ -301,7 +306,7 @@ Verdict GangPlacer::Place(const ClusterState& state, const job::JobSpec& job,
     for (const std::string& r : best_reasons) bad.reasons.push_back(r);
     return bad;
   }
-  Verdict v = PlaceOn(state, job, links);
+  Verdict v = PlaceOn(state, job, links, hidden_comm_ms);
   if (v.fit()) {
     // The empty cluster's figure is the placer's best there, not a proven bound. A placement
     // found now is one the empty cluster holds too (and with no other job on its links), so
@@ -340,7 +345,7 @@ bool GangPlacer::BestOnEmpty(const job::JobSpec& job, double* best_ms,
     }
   }
   if (!known) {
-    Verdict b = PlaceOn(*empty_, job);
+    Verdict b = PlaceOn(*empty_, job, nullptr, 0);
     best_fit = b.fit();
     if (best_fit) {
       *best_ms = b.placement->predicted_ms;

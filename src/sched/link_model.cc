@@ -13,7 +13,8 @@ LinkModel::LinkModel(const topo::Cluster& cluster)
       node_nics_(cluster.nodes.size(), 0),
       capacity_gbps_(cluster.domains.size(), 0.0),
       load_gbps_(cluster.domains.size(), 0.0),
-      network_ms_(cluster.domains.size(), 0.0) {
+      network_ms_(cluster.domains.size(), 0.0),
+      hiding_(cluster.domains.size()) {
   for (size_t n = 0; n < cluster.nodes.size(); ++n) {
     for (const topo::Nic& nic : cluster.topology(static_cast<int>(n)).nics) {
       // A NIC whose rate the topology does not give runs at the rate the cost model assumes for
@@ -89,6 +90,25 @@ void LinkModel::Remove(const Usage& u, double network_ms) {
   }
 }
 
+double LinkModel::Traffic::ExposedAt(double c) const {
+  return other_ms * c + std::max(0.0, dp_ms * c - hidden_ms);
+}
+
+void LinkModel::Add(const Usage& u, const Traffic& t) {
+  if (!(t.hidden_ms > 0)) return Add(u, t.dp_ms + t.other_ms);
+  Add(u, 0.0);
+  for (const auto& [d, gbps] : u.links) hiding_[d].push_back(t);
+}
+
+void LinkModel::Remove(const Usage& u, const Traffic& t) {
+  if (!(t.hidden_ms > 0)) return Remove(u, t.dp_ms + t.other_ms);
+  Remove(u, 0.0);
+  for (const auto& [d, gbps] : u.links) {
+    std::vector<Traffic>& v = hiding_[d];
+    if (auto it = std::find(v.begin(), v.end(), t); it != v.end()) v.erase(it);
+  }
+}
+
 double LinkModel::Factor(const Usage& u) const {
   double f = 1.0;
   for (const auto& [d, gbps] : u.links) {
@@ -118,15 +138,28 @@ double LinkModel::AloneFactor(const Usage& u) const {
 }
 
 LinkModel::Contention LinkModel::ContentionMs(const Usage& u, double own_ms) const {
+  return ContentionMs(u, Traffic{0.0, own_ms, 0.0});
+}
+
+LinkModel::Contention LinkModel::ContentionMs(const Usage& u, const Traffic& own) const {
   Contention c;
   if (u.links.empty()) return c;
   const double alone = AloneFactor(u);
-  c.own_ms = own_ms / alone * (FactorWith(u) - alone);
+  if (own.hidden_ms > 0) {
+    // The traffic's time at the unloaded network's rate, then exposed at each factor.
+    const Traffic unloaded{own.dp_ms / alone, own.other_ms / alone, own.hidden_ms};
+    c.own_ms = unloaded.ExposedAt(FactorWith(u)) - unloaded.ExposedAt(alone);
+  } else {
+    c.own_ms = (own.dp_ms + own.other_ms) / alone * (FactorWith(u) - alone);
+  }
   for (const auto& [d, gbps] : u.links) {
-    if (capacity_gbps_[d] <= 0 || network_ms_[d] <= 0) continue;
+    if (capacity_gbps_[d] <= 0) continue;
+    if (network_ms_[d] <= 0 && hiding_[d].empty()) continue;
     const double before = std::max(1.0, load_gbps_[d] / capacity_gbps_[d]);
     const double after = std::max(1.0, (load_gbps_[d] + gbps) / capacity_gbps_[d]);
+    if (after <= before) continue;
     c.others_ms += network_ms_[d] * (after - before);
+    for (const Traffic& t : hiding_[d]) c.others_ms += t.ExposedAt(after) - t.ExposedAt(before);
   }
   return c;
 }

@@ -37,12 +37,30 @@ class LinkModel {
   Usage UsageOf(const std::vector<std::pair<int, int>>& gpus_on_node) const;
   // The same for the parts of a placement (node-id order, as ClusterState::Allocate takes them).
   Usage UsageOf(const std::vector<NodeGpus>& parts) const;
+  // A job's communication per step across nodes on the unloaded network (the cost model's
+  // prediction divided by AloneFactor), and the part of it a slower network does not cost: the
+  // gradient all-reduce overlaps the backward pass, so only what outlasts `hidden_ms` of it is
+  // exposed (sim/step_model.h, StepMs). At a link factor c ≥ 1 the step carries
+  //   other_ms · c + max(0, dp_ms · c − hidden_ms)
+  // With hidden_ms = 0 that is (dp_ms + other_ms) · c: all of it exposed.
+  struct Traffic {
+    double dp_ms = 0;      // the DP gradient all-reduce (may overlap the backward pass)
+    double other_ms = 0;   // the rest that crosses nodes (pipeline transfers): always exposed
+    double hidden_ms = 0;  // backward-pass time the DP all-reduce can hide behind
+    double ExposedAt(double c) const;
+    bool operator==(const Traffic&) const = default;
+  };
+
   // A job starts (or stops) loading its links. `network_ms`: its communication time per step
-  // on the unloaded network (the cost model's prediction divided by AloneFactor); it is summed
-  // per link so that ContentionMs can price what a newcomer costs the jobs already there. The
-  // simulator passes 0 (it tracks each job's own factor).
+  // on the unloaded network (the cost model's prediction divided by AloneFactor), all exposed;
+  // it is summed per link so that ContentionMs can price what a newcomer costs the jobs already
+  // there. The simulator passes 0 (it tracks each job's own factor).
   void Add(const Usage& u, double network_ms = 0);
   void Remove(const Usage& u, double network_ms = 0);
+  // The same for a job that hides part of its DP communication (Traffic::hidden_ms > 0; with 0
+  // it is Add(u, dp_ms + other_ms)). Remove takes the same Traffic as Add did.
+  void Add(const Usage& u, const Traffic& t);
+  void Remove(const Usage& u, const Traffic& t);
   // max over the job's links of load / capacity, at least 1 (1 for a job on no link).
   double Factor(const Usage& u) const;
   // The factor the job would have alone on the network: max over its links of its own demand
@@ -59,12 +77,17 @@ class LinkModel {
   //           factor max(1, load / capacity), the slowdown it causes them. A job on several of
   //           the links is counted on each, so this bounds the others' slowdown from above.
   // Both 0 when no link it would cross is over-asked. O(links of the job).
+  // With Traffic: only exposed time counts (Traffic::ExposedAt), the newcomer's rise from its
+  // alone factor to FactorWith and each hiding job's rise on each link from the link's factor
+  // before to after (a job that hides its DP all-reduce costs nothing until the factor passes
+  // hidden_ms / dp_ms). O(links of the job + hiding jobs on them).
   struct Contention {
     double own_ms = 0;
     double others_ms = 0;
     double total() const { return own_ms + others_ms; }
   };
   Contention ContentionMs(const Usage& u, double own_ms) const;
+  Contention ContentionMs(const Usage& u, const Traffic& own) const;
   // Uplink capacity of a domain in Gb/s: (NIC rate of the nodes attached to it + the uplink
   // capacity of its child domains) / its level's oversubscription. 0 for a root (no uplink).
   double Capacity(int domain) const { return capacity_gbps_[domain]; }
@@ -77,6 +100,8 @@ class LinkModel {
   std::vector<double> capacity_gbps_;  // per domain
   std::vector<double> load_gbps_;      // per domain
   std::vector<double> network_ms_;     // per domain: Σ network_ms of the jobs crossing it
+  // Per domain: the jobs crossing it that hide part of their traffic (Add with a Traffic).
+  std::vector<std::vector<Traffic>> hiding_;
 };
 
 }  // namespace toposched::sched

@@ -192,7 +192,7 @@ Verdict SchedulingPass::VerdictNow(const Turn& t) {
     if (!res_) now_v.reasons = {no_fit_[t.shape]};  // behind a reservation: behind_reason_
     return now_v;
   }
-  now_v = s_.placer_->Place(s_.state_, t.spec, links_ptr_);
+  now_v = s_.placer_->Place(s_.state_, t.spec, links_ptr_, HiddenMs(t));
   if (t.held && now_v.kind == VerdictKind::kUnschedulable) {
     now_v.reasons.insert(
         now_v.reasons.begin(),
@@ -210,7 +210,9 @@ void SchedulingPass::CountStart(const Job& started) {
   usage_.user_gpus[started.spec.user] += started.spec.total_gpus;
   usage_.queue_gpus[started.spec.queue] += started.spec.total_gpus;
   started_.push_back(started.id);
-  if (links_ && started.placement) AddToLinks(*links_, *started.placement);
+  if (links_ && started.placement) {
+    AddToLinks(*links_, *started.placement, s_.HiddenCommMs(started.id));
+  }
   if (s_.options_.fair_share_half_life_s <= 0) Rekey(&started.spec.user, &started.spec.queue);
 }
 
@@ -331,7 +333,7 @@ Status SchedulingPass::PlaceBehindReservation(Turn& t) {
 Status SchedulingPass::BackfillBeside(Turn& t) {
   Job& j = t.j;
   Verdict side;
-  if (!no_fit_shadow_[t.shape]) side = s_.placer_->Place(*shadow_, t.spec, links_ptr_);
+  if (!no_fit_shadow_[t.shape]) side = s_.placer_->Place(*shadow_, t.spec, links_ptr_, HiddenMs(t));
   if (!side.fit()) no_fit_shadow_[t.shape] = 1;
   if (side.fit() && Waits(t, *side.placement, *shadow_)) return OkStatus();
   if (side.fit()) {

@@ -55,7 +55,13 @@ Status Replay::Init(const std::string& policy) {
                  options_.checkpoint_interval_s > 0;
   so.consolidate = consolidate_;
   ASSIGN_OR_RETURN(sched_, sched::Scheduler::Create(placer_, so));
-  if (wait_or_spread || consolidate_) sched_->SetRunTimeEstimator(&estimator_);
+  // With the step-time model the scheduler always has it: the contention score asks it what
+  // each job hides behind its backward pass (the planning uses run only when switched on).
+  if (options_.runtime_model == RuntimeModel::kStep) sched_->SetRunTimeEstimator(&estimator_);
+  for (size_t n = 0; n < cluster_.nodes.size(); ++n) {
+    fastest_flops_ = std::max(
+        fastest_flops_, catalog_.SustainedFlops(cluster_.topology(static_cast<int>(n)).gpu_model));
+  }
   // The ideal placement is the same for every policy: toposched's placement on the empty
   // cluster (a baseline's own choice on the empty cluster would hide its worse GPU choices).
   ASSIGN_OR_RETURN(sched::GangPlacerOptions ref_options, sched::PolicyOptions("toposched"));
@@ -305,6 +311,18 @@ std::optional<int64_t> Replay::Estimator::ExpectedEndUs(int64_t id, int64_t now_
   const JobRun& j = r_.jobs_[static_cast<size_t>(id - 1)];
   if (!j.running || !(j.rate > 0)) return std::nullopt;
   return now_us + static_cast<int64_t>(std::ceil(std::max(0.0, j.remaining_us) / j.rate));
+}
+
+std::optional<double> Replay::Estimator::HiddenCommMs(int64_t id) const {
+  if (id < 1 || static_cast<size_t>(id) > r_.jobs_.size()) return std::nullopt;
+  const size_t i = static_cast<size_t>(id - 1);
+  const JobRun& j = r_.jobs_[i];
+  StepParts step = j.parts;
+  if (!j.running) {
+    if (!(r_.fastest_flops_ > 0)) return std::nullopt;
+    step.compute_ms = ComputeMs(r_.work_[i], r_.specs_[i].layout, r_.fastest_flops_);
+  }
+  return r_.catalog_.dp_backward_overlap * step.backward_ms();
 }
 
 void Replay::UpdateRate(JobRun& j) const {

@@ -79,6 +79,9 @@ class Replay {
     explicit Estimator(const Replay& r) : r_(r) {}
     std::optional<double> RunSeconds(int64_t id, const sched::Placement& p) const override;
     std::optional<int64_t> ExpectedEndUs(int64_t id, int64_t now_us) const override;
+    // dp_backward_overlap × the backward pass (2/3 of compute): of its placement when it runs,
+    // else on the cluster's fastest GPUs (the least it can hide wherever it goes).
+    std::optional<double> HiddenCommMs(int64_t id) const override;
 
    private:
     const Replay& r_;
@@ -102,6 +105,7 @@ class Replay {
   std::unique_ptr<sched::ClusterState> empty_;
   std::unique_ptr<topo::Cluster> flat_cluster_;  // the cluster with every tier untapered
   std::unique_ptr<cost::CostModel> flat_cost_;
+  double fastest_flops_ = 0;  // the highest sustained FLOP/s of a GPU model of the cluster
   std::unique_ptr<sched::LinkModel> links_;
   mutable std::map<std::string, double> ideal_cache_;
   Estimator estimator_{*this};

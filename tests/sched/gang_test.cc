@@ -579,6 +579,21 @@ TEST(GangContention, QuietLinksWinOverBestFitWhenTheRunningJobsLoadsArePassed) {
   const Verdict k = (*kp)->Place(s, x, &links);
   ASSERT_TRUE(k.fit());
   EXPECT_EQ(spine_of(k), std::set<std::string>{"spine0"});
+
+  // When both hide their DP all-reduce behind a backward pass longer than it takes at 5/4 of the
+  // links' capacity, spine0 costs nobody a ms: best fit again, and no note.
+  LinkModel hidden(c);
+  AddToLinks(hidden, bg_p, /*hidden_comm_ms=*/1000.0);
+  const Verdict h = placer.Place(s, x, &hidden, /*hidden_comm_ms=*/1000.0);
+  ASSERT_TRUE(h.fit()) << h.Explain();
+  EXPECT_EQ(spine_of(h), std::set<std::string>{"spine0"}) << h.Explain();
+  EXPECT_EQ(h.placement->explanation.find("contention"), std::string::npos) << h.Explain();
+  // Hiding less than its all-reduce takes, bg's slowdown on spine0 is exposed as before.
+  LinkModel short_hide(c);
+  AddToLinks(short_hide, bg_p, /*hidden_comm_ms=*/5.0);
+  const Verdict e = placer.Place(s, x, &short_hide);
+  ASSERT_TRUE(e.fit()) << e.Explain();
+  EXPECT_EQ(spine_of(e), std::set<std::string>{"spine1"}) << e.Explain();
 }
 
 }  // namespace

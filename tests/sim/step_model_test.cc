@@ -184,6 +184,51 @@ TEST(LinkModelTest, JobsCrossingOneUplinkShareIt) {
   EXPECT_DOUBLE_EQ(links.Factor(ua), 1.0);
 }
 
+// A job whose DP all-reduce overlaps its backward pass loses nothing to a slower link until its
+// all-reduce outlasts the time it hides behind (sim/step_model.h, StepMs). The contention price
+// of a newcomer counts only that exposed part, for the newcomer and for the jobs it joins.
+TEST(LinkModelTest, HiddenDpTrafficCostsOnlyWhatOutlastsTheBackwardPass) {
+  std::vector<std::pair<int, int>> a, b;
+  for (int n = 0; n < 8; ++n) {
+    a.emplace_back(n, 8);
+    a.emplace_back(16 + n, 8);
+    b.emplace_back(8 + n, 8);
+    b.emplace_back(24 + n, 8);
+  }
+  using Traffic = sched::LinkModel::Traffic;
+  // The newcomer b doubles the load of a's two uplinks (factor 1 → 2).
+  auto price = [&](const Traffic& running, const Traffic& newcomer) {
+    sched::LinkModel links(TaperedH100());
+    const sched::LinkModel::Usage ua = links.UsageOf(a), ub = links.UsageOf(b);
+    links.Add(ua, running);
+    return links.ContentionMs(ub, newcomer);
+  };
+  // All exposed: as the network_ms form, on each of a's two links.
+  sched::LinkModel plain(TaperedH100());
+  plain.Add(plain.UsageOf(a), 40.0);
+  const sched::LinkModel::Contention exposed = plain.ContentionMs(plain.UsageOf(b), 12.0);
+  EXPECT_DOUBLE_EQ(exposed.others_ms, 2 * 40.0);
+  EXPECT_DOUBLE_EQ(exposed.own_ms, 12.0);
+  const sched::LinkModel::Contention same = price({40, 0, 0}, {10, 2, 0});
+  EXPECT_DOUBLE_EQ(same.others_ms, exposed.others_ms);
+  EXPECT_DOUBLE_EQ(same.own_ms, exposed.own_ms);
+  // a hides 30 ms of its 40 ms all-reduce: exposed 10 ms alone, 50 ms at factor 2.
+  EXPECT_DOUBLE_EQ(price({40, 0, 30}, {10, 2, 0}).others_ms, 2 * (50.0 - 10.0));
+  // Hiding 100 ms, its 80 ms at factor 2 is still hidden: b costs it nothing.
+  EXPECT_DOUBLE_EQ(price({40, 0, 100}, {10, 2, 0}).others_ms, 0.0);
+  // Pipeline transfers are exposed whatever is hidden.
+  EXPECT_DOUBLE_EQ(price({40, 5, 100}, {10, 2, 0}).others_ms, 2 * 5.0);
+  // The newcomer's own: 10 ms of DP hiding 15 ms is 20 ms at factor 2, 5 exposed, + 2 of PP.
+  EXPECT_DOUBLE_EQ(price({40, 0, 100}, {10, 2, 15}).own_ms, 5.0 + 2.0);
+  // Remove takes back exactly what Add put on the links.
+  sched::LinkModel links(TaperedH100());
+  const sched::LinkModel::Usage ua = links.UsageOf(a), ub = links.UsageOf(b);
+  links.Add(ua, Traffic{40, 0, 30});
+  links.Remove(ua, Traffic{40, 0, 30});
+  EXPECT_DOUBLE_EQ(links.Factor(ua), 1.0);
+  EXPECT_DOUBLE_EQ(links.ContentionMs(ub, Traffic{10, 2, 0}).others_ms, 0.0);
+}
+
 // A cluster imported from nvidia-smi text has NICs without a rate. They count at the rate the
 // cost model assumes (the link layer's default), not as 0 Gb/s: before, such a cluster had no
 // uplink capacity and no load, so two jobs on one tapered uplink never slowed each other.
