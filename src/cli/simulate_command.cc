@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/atomic_file.h"
 #include "cli/commands.h"
 #include "core/strings.h"
 #include "job/job_spec.h"
@@ -165,7 +166,9 @@ int RunSimulate(const SimulateArgs& a) {
   info.policies_distinct = sim::PoliciesDistinct();
   info.failures = a.failures;
   info.fill_ratio = a.fill;
-  if (Status s = sim::WriteReport(a.out, info, results); !s.ok()) return Fail(s);
+  if (Status s = WriteFilesAtomically(a.out, sim::ReportFiles(info, results)); !s.ok()) {
+    return Fail(s);
+  }
   std::fputs(sim::ReportMarkdown(info, results).c_str(), stdout);
   std::printf(
       "\nwrote %s/report.json, report.md, jobs.csv, jct_cdf.svg, utilization.svg, "

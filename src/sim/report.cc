@@ -4,8 +4,6 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -723,12 +721,9 @@ std::string JobsCsv(const std::vector<SimResult>& results) {
   return o.str();
 }
 
-Status WriteReport(const std::string& dir, const ReportInfo& info,
-                   const std::vector<SimResult>& results) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return InvalidArgumentError(dir + ": cannot create directory: " + ec.message());
-  const std::pair<const char*, std::string> files[] = {
+std::vector<std::pair<std::string, std::string>> ReportFiles(
+    const ReportInfo& info, const std::vector<SimResult>& results) {
+  return {
       {"report.json", ReportJson(info, results)},
       {"report.md", ReportMarkdown(info, results)},
       {"jobs.csv", JobsCsv(results)},
@@ -736,15 +731,6 @@ Status WriteReport(const std::string& dir, const ReportInfo& info,
       {"utilization.svg", UtilizationSvg(results)},
       {"slowdown_by_size.svg", SlowdownBySizeSvg(results)},
   };
-  for (const auto& [name, text] : files) {
-    const std::filesystem::path p = std::filesystem::path(dir) / name;
-    std::ofstream out(p, std::ios::binary | std::ios::trunc);
-    if (!out) return InvalidArgumentError(p.string() + ": cannot open for writing");
-    out << text;
-    out.close();
-    if (!out) return InvalidArgumentError(p.string() + ": write failed");
-  }
-  return OkStatus();
 }
 
 }  // namespace toposched::sim

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -101,10 +102,10 @@ std::string SlowdownBySizeSvg(const std::vector<SimResult>& results);
 // The rows behind report.json's means, for looking at single jobs.
 std::string JobsCsv(const std::vector<SimResult>& results);
 
-// Writes report.json, report.md, jobs.csv, jct_cdf.svg, utilization.svg and
-// slowdown_by_size.svg into `dir` (created when missing). InvalidArgument naming the path when a
-// file cannot be written.
-Status WriteReport(const std::string& dir, const ReportInfo& info,
-                   const std::vector<SimResult>& results);
+// The files of a report, (name, contents), in this order: report.json, report.md, jobs.csv,
+// jct_cdf.svg, utilization.svg, slowdown_by_size.svg. The cli writes them into --out as a set
+// (cli/atomic_file.h, WriteFilesAtomically).
+std::vector<std::pair<std::string, std::string>> ReportFiles(const ReportInfo& info,
+                                                             const std::vector<SimResult>& results);
 
 }  // namespace toposched::sim

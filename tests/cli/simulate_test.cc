@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -54,6 +55,34 @@ TEST(SimulateCliTest, WritesTheReportContract) {
                         "slowdown_by_size.svg"}) {
     EXPECT_EQ(Slurp(out + "/" + f), Slurp(out2 + "/" + f)) << f;
   }
+}
+
+// The report's six files are written as a set: when one cannot be written, the earlier report
+// in --out stays whole (not report.json of the new run beside jobs.csv of the old one) and no
+// temporary is left behind.
+TEST(SimulateCliTest, AFailedWriteLeavesTheEarlierReportWhole) {
+  const std::string out = TempDir() + "/sim-set";
+  const std::string run = "simulate --cluster " + kSrc + "/data/clusters/h100-2rack.yaml --trace " +
+                          kSrc + "/data/traces/tiresias-60_job.csv --out " + out + " --policy ";
+  Result first = RunCli(run + "first-fit");
+  ASSERT_EQ(first.code, 0) << first.err;
+  const std::string json = Slurp(out + "/report.json"), md = Slurp(out + "/report.md");
+  // jobs.csv's temporary cannot be opened: the second run's files cannot all be written.
+  std::filesystem::create_directory(out + "/jobs.csv.tmp");
+  Result second = RunCli(run + "spread");
+  EXPECT_EQ(second.code, 1);
+  EXPECT_NE(second.err.find("jobs.csv.tmp: cannot open for writing"), std::string::npos)
+      << second.err;
+  EXPECT_EQ(Slurp(out + "/report.json"), json);
+  EXPECT_EQ(Slurp(out + "/report.md"), md);
+  EXPECT_FALSE(std::filesystem::exists(out + "/report.json.tmp"));
+  EXPECT_FALSE(std::filesystem::exists(out + "/report.md.tmp"));
+  // Once it can, the whole new report replaces the old one.
+  std::filesystem::remove(out + "/jobs.csv.tmp");
+  Result third = RunCli(run + "spread");
+  ASSERT_EQ(third.code, 0) << third.err;
+  EXPECT_TRUE(nlohmann::json::parse(Slurp(out + "/report.json"))["policies"].contains("spread"));
+  EXPECT_NE(Slurp(out + "/jobs.csv").find("\nspread,"), std::string::npos);
 }
 
 TEST(SimulateCliTest, OpenbNodeListAndMaxJobs) {
