@@ -23,6 +23,21 @@ Status DeclaredRunTimes::Declare(int64_t id, double run_s, double comm_share) {
   return OkStatus();
 }
 
+Status DeclaredRunTimes::DeclareHidden(int64_t id, double hidden_ms) {
+  if (!(hidden_ms > 0 && hidden_ms <= 1e9)) {
+    return InvalidArgumentError("hidden communication time of job " + std::to_string(id) +
+                                " must be in (0, 1e9] ms");
+  }
+  hidden_ms_[id] = hidden_ms;
+  return OkStatus();
+}
+
+std::optional<double> DeclaredRunTimes::HiddenCommMs(int64_t id) const {
+  auto it = hidden_ms_.find(id);
+  if (it == hidden_ms_.end()) return std::nullopt;
+  return it->second;
+}
+
 std::optional<double> DeclaredRunTimes::RunSeconds(int64_t id, const Placement& p) const {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return std::nullopt;

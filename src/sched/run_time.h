@@ -29,8 +29,13 @@ class DeclaredRunTimes : public RunTimeEstimator {
   // InvalidArgument unless run_s > 0 and comm_share is in [0, 1].
   Status Declare(int64_t id, double run_s, double comm_share);
 
+  // The job hides its DP all-reduce behind `hidden_ms` of its backward pass per step
+  // (RunTimeEstimator::HiddenCommMs). InvalidArgument unless hidden_ms is in (0, 1e9].
+  Status DeclareHidden(int64_t id, double hidden_ms);
+
   std::optional<double> RunSeconds(int64_t id, const Placement& p) const override;
   std::optional<int64_t> ExpectedEndUs(int64_t id, int64_t now_us) const override;
+  std::optional<double> HiddenCommMs(int64_t id) const override;
 
  private:
   struct Declared {
@@ -38,6 +43,7 @@ class DeclaredRunTimes : public RunTimeEstimator {
   };
   const Scheduler* scheduler_ = nullptr;
   std::map<int64_t, Declared> jobs_;
+  std::map<int64_t, double> hidden_ms_;
 };
 
 }  // namespace toposched::sched

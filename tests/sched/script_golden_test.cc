@@ -68,7 +68,7 @@ INSTANTIATE_TEST_SUITE_P(Scheduler, GoldenScript,
                                            "fairshare_decay", "fairshare_instant",
                                            "limits_priority", "rails", "locality", "wait_or_spread",
                                            "queue_basics", "pod_groups", "contention",
-                                           "consolidate"));
+                                           "contention_hidden", "consolidate"));
 
 TEST(GoldenScriptPolicies, EachPolicyTranscriptMatches) {
   const std::string script = Read(kDir + "policies.script");
@@ -98,6 +98,7 @@ TEST(ScriptTest, MalformedLinesNameTheLine) {
       {"0 gpu-health gpu001 3 sick", "s:1: "},
       {"0 complete nobody", "s:1: no job named \"nobody\""},
       {"0 submit a gpus=8 job=leaf", "expected LEVEL:required or LEVEL:preferred"},
+      {"0 submit a gpus=8 hide=0", "s:1: submit hide: expected milliseconds > 0, got \"0\""},
   };
   for (const Case& k : cases) {
     auto r = RunScript(c, k.text, "s");
