@@ -184,10 +184,10 @@ TEST(LinkModelTest, JobsCrossingOneUplinkShareIt) {
   EXPECT_DOUBLE_EQ(links.Factor(ua), 1.0);
 }
 
-// A job whose DP all-reduce overlaps its backward pass loses nothing to a slower link until its
-// all-reduce outlasts the time it hides behind (sim/step_model.h, StepMs). The contention price
-// of a newcomer counts only that exposed part, for the newcomer and for the jobs it joins.
-TEST(LinkModelTest, HiddenDpTrafficCostsOnlyWhatOutlastsTheBackwardPass) {
+// Two jobs of 8 whole nodes in each of leaf0 and leaf1 of TaperedH100: together they load both
+// leaves' 2:1 uplinks to twice their capacity.
+std::pair<std::vector<std::pair<int, int>>, std::vector<std::pair<int, int>>>
+TwoJobsOnLeaf0AndLeaf1Uplinks() {
   std::vector<std::pair<int, int>> a, b;
   for (int n = 0; n < 8; ++n) {
     a.emplace_back(n, 8);
@@ -195,6 +195,14 @@ TEST(LinkModelTest, HiddenDpTrafficCostsOnlyWhatOutlastsTheBackwardPass) {
     b.emplace_back(8 + n, 8);
     b.emplace_back(24 + n, 8);
   }
+  return {a, b};
+}
+
+// A job whose DP all-reduce overlaps its backward pass loses nothing to a slower link until its
+// all-reduce outlasts the time it hides behind (sim/step_model.h, StepMs). The contention price
+// of a newcomer counts only that exposed part, for the newcomer and for the jobs it joins.
+TEST(LinkModelTest, HiddenDpTrafficCostsOnlyWhatOutlastsTheBackwardPass) {
+  const auto [a, b] = TwoJobsOnLeaf0AndLeaf1Uplinks();
   using Traffic = sched::LinkModel::Traffic;
   // The newcomer b doubles the load of a's two uplinks (factor 1 → 2).
   auto price = [&](const Traffic& running, const Traffic& newcomer) {
@@ -242,13 +250,7 @@ TEST(LinkModelTest, NicsWithoutARateLoadTheLinksAtTheCostModelsRate) {
   ASSERT_GT(nic_gbps, 0);
   sched::LinkModel links(c);
   EXPECT_DOUBLE_EQ(links.Capacity(c.FindDomain("leaf0")), 16 * 8 * nic_gbps / 2.0);
-  std::vector<std::pair<int, int>> a, b;
-  for (int n = 0; n < 8; ++n) {
-    a.emplace_back(n, 8);
-    a.emplace_back(16 + n, 8);
-    b.emplace_back(8 + n, 8);
-    b.emplace_back(24 + n, 8);
-  }
+  const auto [a, b] = TwoJobsOnLeaf0AndLeaf1Uplinks();
   const sched::LinkModel::Usage ua = links.UsageOf(a), ub = links.UsageOf(b);
   links.Add(ua);
   links.Add(ub);
