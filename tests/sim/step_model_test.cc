@@ -202,7 +202,9 @@ TwoJobsOnLeaf0AndLeaf1Uplinks() {
 // all-reduce outlasts the time it hides behind (sim/step_model.h, StepMs). The contention price
 // of a newcomer counts only that exposed part, for the newcomer and for the jobs it joins.
 TEST(LinkModelTest, HiddenDpTrafficCostsOnlyWhatOutlastsTheBackwardPass) {
-  const auto [a, b] = TwoJobsOnLeaf0AndLeaf1Uplinks();
+  // (not a structured binding: the lambda below captures them)
+  const auto jobs = TwoJobsOnLeaf0AndLeaf1Uplinks();
+  const std::vector<std::pair<int, int>>&a = jobs.first, &b = jobs.second;
   using Traffic = sched::LinkModel::Traffic;
   // The newcomer b doubles the load of a's two uplinks (factor 1 → 2).
   auto price = [&](const Traffic& running, const Traffic& newcomer) {
