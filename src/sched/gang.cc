@@ -243,19 +243,19 @@ Status GangPlacer::Rescore(const job::JobSpec& job, Placement& p) const {
 
 double NetworkMs(const Placement& p) { return p.parts.size() > 1 ? p.dp_ms + p.pp_ms : 0.0; }
 
-void AddToLinks(LinkModel& links, const Placement& p, double hidden_comm_ms) {
+void AddToLinks(LinkModel& links, const Placement& p, double dp_hide_factor) {
   const LinkModel::Usage u = links.UsageOf(p.parts);
   if (u.links.empty()) return;
   const double alone = links.AloneFactor(u);
-  if (hidden_comm_ms > 0 && p.parts.size() > 1) {
-    links.Add(u, LinkModel::Traffic{p.dp_ms / alone, p.pp_ms / alone, hidden_comm_ms});
+  if (dp_hide_factor > 0 && p.parts.size() > 1) {
+    links.Add(u, LinkModel::Traffic{p.dp_ms / alone, p.pp_ms / alone, dp_hide_factor});
   } else {
     links.Add(u, NetworkMs(p) / alone);
   }
 }
 
 Verdict GangPlacer::PlaceOn(const ClusterState& state, const job::JobSpec& job,
-                            const LinkModel* links, double hidden_comm_ms) const {
+                            const LinkModel* links, double dp_hide_factor) const {
   const bool one_pod = job.Fractional() ||
                        job.constraints.job.mode == job::ConstraintMode::kRequired ||
                        job.constraints.tp.mode == job::ConstraintMode::kRequired;
@@ -275,12 +275,12 @@ Verdict GangPlacer::PlaceOn(const ClusterState& state, const job::JobSpec& job,
     return v;
   }
   Search s(*cluster_, state, job, options_, plugins_.scatters() ? one_pod_plugins_ : plugins_,
-           *cost_, selectors_, *index_, *baseline_, links, hidden_comm_ms);
+           *cost_, selectors_, *index_, *baseline_, links, dp_hide_factor);
   return s.Run();
 }
 
 Verdict GangPlacer::Place(const ClusterState& state, const job::JobSpec& job,
-                          const LinkModel* links, double hidden_comm_ms) const {
+                          const LinkModel* links, double dp_hide_factor) const {
   Verdict bad;
   bad.kind = VerdictKind::kUnresolvable;
   if (Status st = job.Validate(); !st.ok()) {
@@ -306,7 +306,7 @@ Verdict GangPlacer::Place(const ClusterState& state, const job::JobSpec& job,
     for (const std::string& r : best_reasons) bad.reasons.push_back(r);
     return bad;
   }
-  Verdict v = PlaceOn(state, job, links, hidden_comm_ms);
+  Verdict v = PlaceOn(state, job, links, dp_hide_factor);
   if (v.fit()) {
     // The empty cluster's figure is the placer's best there, not a proven bound. A placement
     // found now is one the empty cluster holds too (and with no other job on its links), so

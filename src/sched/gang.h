@@ -104,10 +104,11 @@ Status ScorePlacement(const cost::CostModel& cost, const job::Layout& layout, Pl
 double NetworkMs(const Placement& p);
 
 // Adds a running job's placement to the link loads (LinkModel::Add with its network time on
-// the unloaded network, NetworkMs / AloneFactor). `hidden_comm_ms` > 0: the backward-pass time
-// its DP all-reduce (dp_ms) hides behind (RunTimeEstimator::HiddenCommMs), so that the
-// "contention" score prices only what a slower link exposes of it (LinkModel::Traffic).
-void AddToLinks(LinkModel& links, const Placement& p, double hidden_comm_ms = 0);
+// the unloaded network, NetworkMs / AloneFactor). `dp_hide_factor` > 0: the link factor up to
+// which its DP all-reduce (dp_ms) stays hidden behind its backward pass
+// (RunTimeEstimator::DpHideFactor), so that the "contention" score prices only what a slower
+// link exposes of it (LinkModel::Traffic).
+void AddToLinks(LinkModel& links, const Placement& p, double dp_hide_factor = 0);
 
 // The node-selector request for `gpus` GPUs of a job with this layout, TP groups of `tp` (1 =
 // none) inside the node; negative byte counts count as 0.
@@ -167,11 +168,12 @@ class GangPlacer {
   // The job must be normalized (JobSpec::Normalize); a spec that fails Validate or names an
   // unknown level is unresolvable with the error as reason. Never a partial placement.
   // `links`: the network links' load by the running jobs (the "contention" score; ignored
-  // when null or when the policy does not weigh contention). `hidden_comm_ms`: the backward-
-  // pass time per step the job's DP all-reduce hides behind, when known (> 0): the score then
-  // counts only the part of its DP time a loaded link exposes (AddToLinks); 0 = all exposed.
+  // when null or when the policy does not weigh contention). `dp_hide_factor`: the link factor
+  // up to which the job's DP all-reduce stays hidden behind its backward pass, when known (> 0):
+  // the score then counts only the part of its DP time a loaded link exposes (AddToLinks);
+  // 0 = all exposed.
   Verdict Place(const ClusterState& state, const job::JobSpec& job,
-                const LinkModel* links = nullptr, double hidden_comm_ms = 0) const;
+                const LinkModel* links = nullptr, double dp_hide_factor = 0) const;
 
   // Recomputes dp_ms/tp_ms/pp_ms/predicted_ms of `p` (ranks set, Megatron order) for the job's
   // layout on this placer's cluster, e.g. after the topology degraded or the job was resized.
@@ -190,7 +192,7 @@ class GangPlacer {
  private:
   GangPlacer(const topo::Cluster& cluster, Options options);
   Verdict PlaceOn(const ClusterState& state, const job::JobSpec& job, const LinkModel* links,
-                  double hidden_comm_ms) const;
+                  double dp_hide_factor) const;
   // The cached verdict on the empty cluster: fit with *ms, or not with *reasons.
   bool BestOnEmpty(const job::JobSpec& job, double* ms, std::vector<std::string>* reasons) const;
 

@@ -107,9 +107,9 @@ double Search::Weighted(const Placement& p, int frag) const {
 
 LinkModel::Contention Search::ContentionOf(const Placement& p) const {
   if (!links_ || p.parts.size() < 2) return {};
-  if (hidden_comm_ms_ > 0) {
+  if (dp_hide_factor_ > 0) {
     return links_->ContentionMs(links_->UsageOf(p.parts),
-                                LinkModel::Traffic{p.dp_ms, p.pp_ms, hidden_comm_ms_});
+                                LinkModel::Traffic{p.dp_ms, p.pp_ms, dp_hide_factor_});
   }
   return links_->ContentionMs(links_->UsageOf(p.parts), NetworkMs(p));
 }

@@ -230,7 +230,7 @@ class Search {
          const GangPlacerOptions& options, const TypedPlugins& plugins, const cost::CostModel& cost,
          const std::vector<std::unique_ptr<NodeSelector>>& selectors,
          const detail::GangIndex& index, detail::BaselineCache& baseline, const LinkModel* links,
-         double hidden_comm_ms = 0)
+         double dp_hide_factor = 0)
       : c_(cluster),
         state_(state),
         job_(job),
@@ -248,7 +248,7 @@ class Search {
         frag_w_(plugins.weight(ScoreTerm::kFragmentation)),
         cont_w_(links ? plugins.weight(ScoreTerm::kContention) : 0.0),
         links_(cont_w_ > 0 ? links : nullptr),
-        hidden_comm_ms_(hidden_comm_ms) {}
+        dp_hide_factor_(dp_hide_factor) {}
 
   Verdict Run();
 
@@ -539,7 +539,7 @@ class Search {
   const NodeStrategy strategy_;
   const double comm_w_, frag_w_, cont_w_;
   const LinkModel* links_;       // null unless the contention score is on
-  const double hidden_comm_ms_;  // GangPlacer::Place's; 0 = all DP time exposed
+  const double dp_hide_factor_;  // GangPlacer::Place's; 0 = all DP time exposed
   Mode mode_ = Mode::kFlat;
   bool filtered_ = false;
   std::vector<NodeView> nodes_;  // built by Filter only when the single-node path fails

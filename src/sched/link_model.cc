@@ -91,22 +91,13 @@ void LinkModel::Remove(const Usage& u, double network_ms) {
 }
 
 double LinkModel::Traffic::ExposedAt(double c) const {
-  return other_ms * c + std::max(0.0, dp_ms * c - hidden_ms);
+  return other_ms * c + dp_ms * std::max(0.0, c - hide_factor);
 }
 
 void LinkModel::Add(const Usage& u, const Traffic& t) {
-  if (!(t.hidden_ms > 0)) return Add(u, t.dp_ms + t.other_ms);
+  if (!(t.hide_factor > 0)) return Add(u, t.dp_ms + t.other_ms);
   Add(u, 0.0);
   for (const auto& [d, gbps] : u.links) hiding_[d].push_back(t);
-}
-
-void LinkModel::Remove(const Usage& u, const Traffic& t) {
-  if (!(t.hidden_ms > 0)) return Remove(u, t.dp_ms + t.other_ms);
-  Remove(u, 0.0);
-  for (const auto& [d, gbps] : u.links) {
-    std::vector<Traffic>& v = hiding_[d];
-    if (auto it = std::find(v.begin(), v.end(), t); it != v.end()) v.erase(it);
-  }
 }
 
 double LinkModel::Factor(const Usage& u) const {
@@ -145,9 +136,9 @@ LinkModel::Contention LinkModel::ContentionMs(const Usage& u, const Traffic& own
   Contention c;
   if (u.links.empty()) return c;
   const double alone = AloneFactor(u);
-  if (own.hidden_ms > 0) {
+  if (own.hide_factor > 0) {
     // The traffic's time at the unloaded network's rate, then exposed at each factor.
-    const Traffic unloaded{own.dp_ms / alone, own.other_ms / alone, own.hidden_ms};
+    const Traffic unloaded{own.dp_ms / alone, own.other_ms / alone, own.hide_factor};
     c.own_ms = unloaded.ExposedAt(FactorWith(u)) - unloaded.ExposedAt(alone);
   } else {
     c.own_ms = (own.dp_ms + own.other_ms) / alone * (FactorWith(u) - alone);

@@ -38,15 +38,18 @@ class LinkModel {
   // The same for the parts of a placement (node-id order, as ClusterState::Allocate takes them).
   Usage UsageOf(const std::vector<NodeGpus>& parts) const;
   // A job's communication per step across nodes on the unloaded network (the cost model's
-  // prediction divided by AloneFactor), and the part of it a slower network does not cost: the
-  // gradient all-reduce overlaps the backward pass, so only what outlasts `hidden_ms` of it is
-  // exposed (sim/step_model.h, StepMs). At a link factor c ≥ 1 the step carries
-  //   other_ms · c + max(0, dp_ms · c − hidden_ms)
-  // With hidden_ms = 0 that is (dp_ms + other_ms) · c: all of it exposed.
+  // prediction divided by AloneFactor), and how much of it a slower network does not cost: the
+  // gradient all-reduce overlaps the backward pass, which hides it until the link factor passes
+  // `hide_factor` = the hiding time / the all-reduce's time unloaded (sim/step_model.h, StepMs:
+  // max(0, dp · c − hidden) = dp · max(0, c − hidden / dp)). At a link factor c ≥ 1 the step
+  // carries
+  //   other_ms · c + dp_ms · max(0, c − hide_factor)
+  // With hide_factor = 0 that is (dp_ms + other_ms) · c: all of it exposed. A factor, not a
+  // time, so that the threshold does not depend on which model priced dp_ms.
   struct Traffic {
-    double dp_ms = 0;      // the DP gradient all-reduce (may overlap the backward pass)
-    double other_ms = 0;   // the rest that crosses nodes (pipeline transfers): always exposed
-    double hidden_ms = 0;  // backward-pass time the DP all-reduce can hide behind
+    double dp_ms = 0;        // the DP gradient all-reduce (may overlap the backward pass)
+    double other_ms = 0;     // the rest that crosses nodes (pipeline transfers): always exposed
+    double hide_factor = 0;  // the link factor up to which the DP all-reduce stays hidden
     double ExposedAt(double c) const;
     bool operator==(const Traffic&) const = default;
   };
@@ -57,10 +60,9 @@ class LinkModel {
   // there. The simulator passes 0 (it tracks each job's own factor).
   void Add(const Usage& u, double network_ms = 0);
   void Remove(const Usage& u, double network_ms = 0);
-  // The same for a job that hides part of its DP communication (Traffic::hidden_ms > 0; with 0
-  // it is Add(u, dp_ms + other_ms)). Remove takes the same Traffic as Add did.
+  // The same for a job that hides part of its DP communication (Traffic::hide_factor > 0; with
+  // 0 it is Add(u, dp_ms + other_ms)). The scheduler rebuilds the loads each pass (no Remove).
   void Add(const Usage& u, const Traffic& t);
-  void Remove(const Usage& u, const Traffic& t);
   // max over the job's links of load / capacity, at least 1 (1 for a job on no link).
   double Factor(const Usage& u) const;
   // The factor the job would have alone on the network: max over its links of its own demand
@@ -80,7 +82,7 @@ class LinkModel {
   // With Traffic: only exposed time counts (Traffic::ExposedAt), the newcomer's rise from its
   // alone factor to FactorWith and each hiding job's rise on each link from the link's factor
   // before to after (a job that hides its DP all-reduce costs nothing until the factor passes
-  // hidden_ms / dp_ms). O(links of the job + hiding jobs on them).
+  // hide_factor). O(links of the job + hiding jobs on them).
   struct Contention {
     double own_ms = 0;
     double others_ms = 0;

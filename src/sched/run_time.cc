@@ -23,18 +23,18 @@ Status DeclaredRunTimes::Declare(int64_t id, double run_s, double comm_share) {
   return OkStatus();
 }
 
-Status DeclaredRunTimes::DeclareHidden(int64_t id, double hidden_ms) {
-  if (!(hidden_ms > 0 && hidden_ms <= 1e9)) {
-    return InvalidArgumentError("hidden communication time of job " + std::to_string(id) +
-                                " must be in (0, 1e9] ms");
+Status DeclaredRunTimes::DeclareHideFactor(int64_t id, double factor) {
+  if (!(factor > 0 && factor <= 1e6)) {
+    return InvalidArgumentError("DP hide factor of job " + std::to_string(id) +
+                                " must be in (0, 1e6]");
   }
-  hidden_ms_[id] = hidden_ms;
+  hide_factor_[id] = factor;
   return OkStatus();
 }
 
-std::optional<double> DeclaredRunTimes::HiddenCommMs(int64_t id) const {
-  auto it = hidden_ms_.find(id);
-  if (it == hidden_ms_.end()) return std::nullopt;
+std::optional<double> DeclaredRunTimes::DpHideFactor(int64_t id) const {
+  auto it = hide_factor_.find(id);
+  if (it == hide_factor_.end()) return std::nullopt;
   return it->second;
 }
 

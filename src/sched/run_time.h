@@ -29,13 +29,13 @@ class DeclaredRunTimes : public RunTimeEstimator {
   // InvalidArgument unless run_s > 0 and comm_share is in [0, 1].
   Status Declare(int64_t id, double run_s, double comm_share);
 
-  // The job hides its DP all-reduce behind `hidden_ms` of its backward pass per step
-  // (RunTimeEstimator::HiddenCommMs). InvalidArgument unless hidden_ms is in (0, 1e9].
-  Status DeclareHidden(int64_t id, double hidden_ms);
+  // The job's DP all-reduce stays hidden behind its backward pass up to link factor `factor`
+  // (RunTimeEstimator::DpHideFactor). InvalidArgument unless factor is in (0, 1e6].
+  Status DeclareHideFactor(int64_t id, double factor);
 
   std::optional<double> RunSeconds(int64_t id, const Placement& p) const override;
   std::optional<int64_t> ExpectedEndUs(int64_t id, int64_t now_us) const override;
-  std::optional<double> HiddenCommMs(int64_t id) const override;
+  std::optional<double> DpHideFactor(int64_t id) const override;
 
  private:
   struct Declared {
@@ -43,7 +43,7 @@ class DeclaredRunTimes : public RunTimeEstimator {
   };
   const Scheduler* scheduler_ = nullptr;
   std::map<int64_t, Declared> jobs_;
-  std::map<int64_t, double> hidden_ms_;
+  std::map<int64_t, double> hide_factor_;
 };
 
 }  // namespace toposched::sched

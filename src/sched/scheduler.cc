@@ -175,14 +175,14 @@ std::optional<LinkModel> Scheduler::RunningLinks() const {
   if (!(placer_->plugins().weight(ScoreTerm::kContention) > 0)) return std::nullopt;
   std::optional<LinkModel> links(std::in_place, placer_->cluster());
   for (const auto& [id, j] : running_) {
-    if (j->placement) AddToLinks(*links, *j->placement, HiddenCommMs(id));
+    if (j->placement) AddToLinks(*links, *j->placement, DpHideFactor(id));
   }
   return links;
 }
 
-double Scheduler::HiddenCommMs(int64_t id) const {
+double Scheduler::DpHideFactor(int64_t id) const {
   if (estimator_ == nullptr) return 0.0;
-  return estimator_->HiddenCommMs(id).value_or(0.0);
+  return estimator_->DpHideFactor(id).value_or(0.0);
 }
 
 int64_t Scheduler::EndUs(const Job& j) {

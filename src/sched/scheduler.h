@@ -172,11 +172,12 @@ class RunTimeEstimator {
   virtual std::optional<double> RunSeconds(int64_t id, const Placement& p) const = 0;
   // When running job `id` is expected to end; nullopt when unknown (never, for planning).
   virtual std::optional<int64_t> ExpectedEndUs(int64_t id, int64_t now_us) const = 0;
-  // The time per step, in ms, behind which job `id`'s DP gradient all-reduce can hide (the
-  // overlapped share of its backward pass, sim/step_model.h), for the "contention" score
-  // (GangPlacer::Place, AddToLinks); nullopt when unknown: all its communication is exposed.
-  // Consulted whenever the policy weighs contention, with or without wait_or_spread.
-  virtual std::optional<double> HiddenCommMs(int64_t id) const {
+  // The link factor up to which job `id`'s DP gradient all-reduce stays hidden behind its
+  // backward pass: the backward-pass time it can hide behind / the all-reduce's time on the
+  // unloaded network (sim/step_model.h), for the "contention" score (GangPlacer::Place,
+  // AddToLinks); nullopt when unknown: all its communication is exposed. Consulted whenever
+  // the policy weighs contention, with or without wait_or_spread.
+  virtual std::optional<double> DpHideFactor(int64_t id) const {
     (void)id;
     return std::nullopt;
   }
@@ -444,8 +445,8 @@ class Scheduler {
   // The network links as the running jobs load them, for the placer's "contention" score;
   // nullopt when the policy does not weigh contention.
   std::optional<LinkModel> RunningLinks() const;
-  // The estimator's HiddenCommMs for job `id`, 0 without an estimator or an answer.
-  double HiddenCommMs(int64_t id) const;
+  // The estimator's DpHideFactor for job `id`, 0 without an estimator or an answer.
+  double DpHideFactor(int64_t id) const;
   Usage CurrentUsage() const;
   struct Shares {
     double user_weight_sum = 0, queue_weight_sum = 0;

@@ -192,7 +192,7 @@ Verdict SchedulingPass::VerdictNow(const Turn& t) {
     if (!res_) now_v.reasons = {no_fit_[t.shape]};  // behind a reservation: behind_reason_
     return now_v;
   }
-  now_v = s_.placer_->Place(s_.state_, t.spec, links_ptr_, HiddenMs(t));
+  now_v = s_.placer_->Place(s_.state_, t.spec, links_ptr_, HideFactor(t));
   if (t.held && now_v.kind == VerdictKind::kUnschedulable) {
     now_v.reasons.insert(
         now_v.reasons.begin(),
@@ -211,7 +211,7 @@ void SchedulingPass::CountStart(const Job& started) {
   usage_.queue_gpus[started.spec.queue] += started.spec.total_gpus;
   started_.push_back(started.id);
   if (links_ && started.placement) {
-    AddToLinks(*links_, *started.placement, s_.HiddenCommMs(started.id));
+    AddToLinks(*links_, *started.placement, s_.DpHideFactor(started.id));
   }
   if (s_.options_.fair_share_half_life_s <= 0) Rekey(&started.spec.user, &started.spec.queue);
 }
@@ -333,7 +333,8 @@ Status SchedulingPass::PlaceBehindReservation(Turn& t) {
 Status SchedulingPass::BackfillBeside(Turn& t) {
   Job& j = t.j;
   Verdict side;
-  if (!no_fit_shadow_[t.shape]) side = s_.placer_->Place(*shadow_, t.spec, links_ptr_, HiddenMs(t));
+  if (!no_fit_shadow_[t.shape])
+    side = s_.placer_->Place(*shadow_, t.spec, links_ptr_, HideFactor(t));
   if (!side.fit()) no_fit_shadow_[t.shape] = 1;
   if (side.fit() && Waits(t, *side.placement, *shadow_)) return OkStatus();
   if (side.fit()) {

@@ -80,8 +80,8 @@ class SchedulingPass {
   Job* NextJob();
   StatusOr<bool> Consider(Job& j);  // false: stop the pass (strict order)
   Verdict VerdictNow(const Turn& t);
-  // Scheduler::HiddenCommMs of the job, when the contention score runs (else 0: not asked).
-  double HiddenMs(const Turn& t) const { return links_ptr_ ? s_.HiddenCommMs(t.j.id) : 0.0; }
+  // Scheduler::DpHideFactor of the job, when the contention score runs (else 0: not asked).
+  double HideFactor(const Turn& t) const { return links_ptr_ ? s_.DpHideFactor(t.j.id) : 0.0; }
   void CountStart(const Job& started);
   void AfterRelease(const Job& j);
   bool Waits(Turn& t, const Placement& p, const ClusterState& base);

@@ -61,7 +61,7 @@ class Runner {
   std::unique_ptr<Scheduler> sched_;
   DeclaredRunTimes run_times_;
   // Per submit line being parsed: its declared run time (s, 0: none) and communication share.
-  double run_s_ = 0, comm_share_ = 0, hide_ms_ = 0;
+  double run_s_ = 0, comm_share_ = 0, hide_factor_ = 0;
   std::string group_;  // the submit line's group=, "" for a plain job
   std::map<std::string, int64_t> ids_;
   std::string out_;
@@ -181,7 +181,7 @@ StatusOr<job::JobSpec> Runner::MakeJob(const Line& l) {
   j.user = "user";
   run_s_ = 0;
   comm_share_ = 0;
-  hide_ms_ = 0;
+  hide_factor_ = 0;
   group_.clear();
   int gpus = 0, tp = 0, pp = 1, dp = 0, min = 0, max = 0;
   auto level = [&](const std::string& v, job::LevelConstraint& c) -> Status {
@@ -251,14 +251,18 @@ StatusOr<job::JobSpec> Runner::MakeJob(const Line& l) {
       } else if (k == "restart") {
         j.restart_cost_s = *n;
       } else if (k == "run") {
-        if (*n <= 0) return Err(l, "submit run: expected seconds > 0, got \"" + v + "\"");
+        if (*n <= 0 || *n > 1000000000) {
+          return Err(l, "submit run: expected seconds in [1, 1000000000], got \"" + v + "\"");
+        }
         run_s_ = static_cast<double>(*n);
       } else if (k == "comm") {
         if (*n < 0 || *n > 100) return Err(l, "submit comm: expected a percent in [0, 100]");
         comm_share_ = static_cast<double>(*n) / 100;
       } else if (k == "hide") {
-        if (*n <= 0) return Err(l, "submit hide: expected milliseconds > 0, got \"" + v + "\"");
-        hide_ms_ = static_cast<double>(*n);
+        if (*n < 1 || *n > 100000000) {
+          return Err(l, "submit hide: expected a percent in [1, 100000000], got \"" + v + "\"");
+        }
+        hide_factor_ = static_cast<double>(*n) / 100;
       } else if (k == "min") {
         min = x;
       } else if (k == "max") {
@@ -394,7 +398,9 @@ Status Runner::Command(const Line& l, int64_t t) {
     } else if (!name.empty()) {
       ids_[name] = a->job.value;
       if (run_s_ > 0) RETURN_IF_ERROR(run_times_.Declare(a->job.value, run_s_, comm_share_));
-      if (hide_ms_ > 0) RETURN_IF_ERROR(run_times_.DeclareHidden(a->job.value, hide_ms_));
+      if (hide_factor_ > 0) {
+        RETURN_IF_ERROR(run_times_.DeclareHideFactor(a->job.value, hide_factor_));
+      }
     }
   } else {
     RETURN_IF_ERROR(Query(l, st));

@@ -25,8 +25,9 @@ namespace toposched::sched {
 //            [job=LEVEL:required|preferred] [tpc=LEVEL:required|preferred] [model=GPU_MODEL]
 //            [run=S comm=PERCENT]  (run time on its best placement, communication share there)
 //            [ckpt=S restart=S]  (checkpoint interval and restart cost, seconds)
-//            [hide=MS]  (backward-pass time per step its DP all-reduce hides behind: the
-//                       contention score counts only what a loaded link exposes of it)
+//            [hide=PERCENT]  (its backward pass hides its DP all-reduce up to this percent of
+//                       the all-reduce's unloaded time, 1..100000000: the contention score
+//                       counts only what a loaded link exposes, DeclaredRunTimes)
 //            [group=NS/NAME]  (submitted as that Kubernetes pod group: SubmitPodGroup)
 //       gpus=G means TP min(G, 8) x DP G/TP; traffic: 1 GiB per DP AllReduce, 64 MiB per TP
 //       AllReduce and per PP send

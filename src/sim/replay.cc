@@ -58,10 +58,6 @@ Status Replay::Init(const std::string& policy) {
   // With the step-time model the scheduler always has it: the contention score asks it what
   // each job hides behind its backward pass (the planning uses run only when switched on).
   if (options_.runtime_model == RuntimeModel::kStep) sched_->SetRunTimeEstimator(&estimator_);
-  for (size_t n = 0; n < cluster_.nodes.size(); ++n) {
-    fastest_flops_ = std::max(
-        fastest_flops_, catalog_.SustainedFlops(cluster_.topology(static_cast<int>(n)).gpu_model));
-  }
   // The ideal placement is the same for every policy: toposched's placement on the empty
   // cluster (a baseline's own choice on the empty cluster would hide its worse GPU choices).
   ASSIGN_OR_RETURN(sched::GangPlacerOptions ref_options, sched::PolicyOptions("toposched"));
@@ -263,22 +259,39 @@ void Replay::StopJob(size_t i) {
   LeaveLinks(i);
 }
 
+namespace {
+
+std::string WorkKey(const job::JobSpec& spec, const Workload& w) {
+  return sched::PlacementShapeKey(spec) + "|" + w.model + "|" + std::to_string(w.flops_per_gpu) +
+         "|" + std::to_string(w.layers);
+}
+
+}  // namespace
+
+StatusOr<std::optional<Replay::Reference>> Replay::ReferenceOf(size_t i) const {
+  const std::string key = WorkKey(specs_[i], work_[i]);
+  auto it = reference_cache_.find(key);
+  if (it != reference_cache_.end()) return it->second;
+  std::optional<Reference> ref;
+  const sched::Verdict v = reference_->Place(*empty_, specs_[i]);
+  if (v.fit()) {
+    ref.emplace();
+    ASSIGN_OR_RETURN(ref->parts,
+                     StepPartsOn(*flat_cost_, specs_[i], work_[i], v.placement->ranks, catalog_));
+    // Alone on the cluster: its own traffic still meets the tapering of the links it crosses.
+    ref->alone = links_->AloneFactor(links_->UsageOf(v.placement->parts));
+  }
+  reference_cache_.emplace(key, ref);
+  return ref;
+}
+
 StatusOr<double> Replay::IdealStepMs(size_t i, const StepParts& own) const {
-  const job::JobSpec& spec = specs_[i];
-  const Workload& w = work_[i];
-  const std::string key = sched::PlacementShapeKey(spec) + "|" + w.model + "|" +
-                          std::to_string(w.flops_per_gpu) + "|" + std::to_string(w.layers);
+  const std::string key = WorkKey(specs_[i], work_[i]);
   auto it = ideal_cache_.find(key);
   if (it != ideal_cache_.end()) return it->second;
   double ideal = StepMs(own, 1.0, catalog_.dp_backward_overlap);  // the reference never fits
-  const sched::Verdict v = reference_->Place(*empty_, spec);
-  if (v.fit()) {
-    // Alone on the cluster: its own traffic still meets the tapering of the links it crosses.
-    ASSIGN_OR_RETURN(StepParts ref,
-                     StepPartsOn(*flat_cost_, spec, w, v.placement->ranks, catalog_));
-    const double alone = links_->AloneFactor(links_->UsageOf(v.placement->parts));
-    ideal = StepMs(ref, alone, catalog_.dp_backward_overlap);
-  }
+  ASSIGN_OR_RETURN(std::optional<Reference> ref, ReferenceOf(i));
+  if (ref) ideal = StepMs(ref->parts, ref->alone, catalog_.dp_backward_overlap);
   ideal_cache_.emplace(key, ideal);
   return ideal;
 }
@@ -313,16 +326,18 @@ std::optional<int64_t> Replay::Estimator::ExpectedEndUs(int64_t id, int64_t now_
   return now_us + static_cast<int64_t>(std::ceil(std::max(0.0, j.remaining_us) / j.rate));
 }
 
-std::optional<double> Replay::Estimator::HiddenCommMs(int64_t id) const {
+std::optional<double> Replay::Estimator::DpHideFactor(int64_t id) const {
   if (id < 1 || static_cast<size_t>(id) > r_.jobs_.size()) return std::nullopt;
   const size_t i = static_cast<size_t>(id - 1);
   const JobRun& j = r_.jobs_[i];
   StepParts step = j.parts;
   if (!j.running) {
-    if (!(r_.fastest_flops_ > 0)) return std::nullopt;
-    step.compute_ms = ComputeMs(r_.work_[i], r_.specs_[i].layout, r_.fastest_flops_);
+    StatusOr<std::optional<Reference>> ref = r_.ReferenceOf(i);
+    if (!ref.ok() || !*ref || !(*ref)->parts.dp_net) return std::nullopt;
+    step = (*ref)->parts;
   }
-  return r_.catalog_.dp_backward_overlap * step.backward_ms();
+  if (!(step.dp_ms > 0)) return std::nullopt;
+  return r_.catalog_.dp_backward_overlap * step.backward_ms() / step.dp_ms;
 }
 
 void Replay::UpdateRate(JobRun& j) const {

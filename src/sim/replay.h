@@ -71,6 +71,14 @@ class Replay {
   // Step time at the job's current contention and the rate ideal / step (step-time model).
   void UpdateRate(JobRun& j) const;
   StatusOr<double> IdealStepMs(size_t i, const StepParts& own) const;
+  // The job's step parts on its reference placement (toposched's on the empty cluster) on the
+  // untapered network, and that placement's alone factor; nullopt when it never fits. Cached
+  // per job shape and workload.
+  struct Reference {
+    StepParts parts;
+    double alone = 1;
+  };
+  StatusOr<std::optional<Reference>> ReferenceOf(size_t i) const;
 
   // What the scheduler's wait-or-spread plans with: the step-time model on the network as
   // loaded now, and each running job's remaining work at its current rate.
@@ -79,9 +87,11 @@ class Replay {
     explicit Estimator(const Replay& r) : r_(r) {}
     std::optional<double> RunSeconds(int64_t id, const sched::Placement& p) const override;
     std::optional<int64_t> ExpectedEndUs(int64_t id, int64_t now_us) const override;
-    // dp_backward_overlap × the backward pass (2/3 of compute): of its placement when it runs,
-    // else on the cluster's fastest GPUs (the least it can hide wherever it goes).
-    std::optional<double> HiddenCommMs(int64_t id) const override;
+    // dp_backward_overlap × the backward pass (2/3 of compute) / the DP all-reduce on the
+    // untapered network, both of its placement when it runs, else of its reference placement
+    // (toposched's on the empty cluster); nullopt when that keeps its DP groups inside nodes
+    // (their time says nothing of one across the network) or it has no DP all-reduce.
+    std::optional<double> DpHideFactor(int64_t id) const override;
 
    private:
     const Replay& r_;
@@ -105,7 +115,7 @@ class Replay {
   std::unique_ptr<sched::ClusterState> empty_;
   std::unique_ptr<topo::Cluster> flat_cluster_;  // the cluster with every tier untapered
   std::unique_ptr<cost::CostModel> flat_cost_;
-  double fastest_flops_ = 0;  // the highest sustained FLOP/s of a GPU model of the cluster
+  mutable std::map<std::string, std::optional<Reference>> reference_cache_;
   std::unique_ptr<sched::LinkModel> links_;
   mutable std::map<std::string, double> ideal_cache_;
   Estimator estimator_{*this};

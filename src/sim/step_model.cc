@@ -203,11 +203,6 @@ bool SpansNodes(const std::vector<sched::RankSlot>& ranks, const std::vector<int
 
 }  // namespace
 
-double ComputeMs(const Workload& w, const job::Layout& layout, double flops) {
-  const double bubble = w.transformer ? (layout.pp - 1) / w.microbatches : 0.0;
-  return w.flops_per_gpu / flops * 1e3 * (1.0 + bubble);
-}
-
 StatusOr<StepParts> StepPartsOn(const cost::CostModel& cost, const job::JobSpec& spec,
                                 const Workload& w, const std::vector<sched::RankSlot>& ranks,
                                 const StepCatalog& catalog) {
@@ -220,7 +215,8 @@ StatusOr<StepParts> StepPartsOn(const cost::CostModel& cost, const job::JobSpec&
   }
   if (flops <= 0) flops = catalog.SustainedFlops("");
   const job::Layout& l = spec.layout;
-  p.compute_ms = ComputeMs(w, l, flops);
+  const double bubble = w.transformer ? (l.pp - 1) / w.microbatches : 0.0;
+  p.compute_ms = w.flops_per_gpu / flops * 1e3 * (1.0 + bubble);
   if (ranks.size() < 2) return p;
   sched::Placement scored;
   scored.ranks = ranks;

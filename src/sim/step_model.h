@@ -84,10 +84,6 @@ struct StepParts {
   double backward_ms() const { return compute_ms * 2.0 / 3.0; }
 };
 
-// Compute time of one step in ms on GPUs of `flops` sustained FLOP/s each, including the PP
-// bubble of a transformer ((pp − 1) / microbatches).
-double ComputeMs(const Workload& w, const job::Layout& layout, double flops);
-
 // Parts of a step for the job's layout on `ranks` (Megatron order), from `cost` (the simulator
 // passes a model of the untapered network: link sharing is applied by LinkModel) and the
 // slowest GPU model among the placement's nodes. Errors of the cost model.

@@ -98,7 +98,8 @@ TEST(ScriptTest, MalformedLinesNameTheLine) {
       {"0 gpu-health gpu001 3 sick", "s:1: "},
       {"0 complete nobody", "s:1: no job named \"nobody\""},
       {"0 submit a gpus=8 job=leaf", "expected LEVEL:required or LEVEL:preferred"},
-      {"0 submit a gpus=8 hide=0", "s:1: submit hide: expected milliseconds > 0, got \"0\""},
+      {"0 submit a gpus=8 hide=0", "s:1: submit hide: expected a percent in [1, 100000000]"},
+      {"0 submit a gpus=8 run=0", "s:1: submit run: expected seconds in [1, 1000000000]"},
   };
   for (const Case& k : cases) {
     auto r = RunScript(c, k.text, "s");

@@ -222,21 +222,22 @@ TEST(LinkModelTest, HiddenDpTrafficCostsOnlyWhatOutlastsTheBackwardPass) {
   const sched::LinkModel::Contention same = price({40, 0, 0}, {10, 2, 0});
   EXPECT_DOUBLE_EQ(same.others_ms, exposed.others_ms);
   EXPECT_DOUBLE_EQ(same.own_ms, exposed.own_ms);
-  // a hides 30 ms of its 40 ms all-reduce: exposed 10 ms alone, 50 ms at factor 2.
-  EXPECT_DOUBLE_EQ(price({40, 0, 30}, {10, 2, 0}).others_ms, 2 * (50.0 - 10.0));
-  // Hiding 100 ms, its 80 ms at factor 2 is still hidden: b costs it nothing.
-  EXPECT_DOUBLE_EQ(price({40, 0, 100}, {10, 2, 0}).others_ms, 0.0);
+  // a's backward pass hides 30 ms of its 40 ms all-reduce (hidden up to factor 0.75): exposed
+  // 10 ms alone, 50 ms at factor 2.
+  EXPECT_DOUBLE_EQ(price({40, 0, 0.75}, {10, 2, 0}).others_ms, 2 * (50.0 - 10.0));
+  // Hiding 100 ms (factor 2.5), its 80 ms at factor 2 is still hidden: b costs it nothing.
+  EXPECT_DOUBLE_EQ(price({40, 0, 2.5}, {10, 2, 0}).others_ms, 0.0);
   // Pipeline transfers are exposed whatever is hidden.
-  EXPECT_DOUBLE_EQ(price({40, 5, 100}, {10, 2, 0}).others_ms, 2 * 5.0);
-  // The newcomer's own: 10 ms of DP hiding 15 ms is 20 ms at factor 2, 5 exposed, + 2 of PP.
-  EXPECT_DOUBLE_EQ(price({40, 0, 100}, {10, 2, 15}).own_ms, 5.0 + 2.0);
-  // Remove takes back exactly what Add put on the links.
-  sched::LinkModel links(TaperedH100());
-  const sched::LinkModel::Usage ua = links.UsageOf(a), ub = links.UsageOf(b);
-  links.Add(ua, Traffic{40, 0, 30});
-  links.Remove(ua, Traffic{40, 0, 30});
-  EXPECT_DOUBLE_EQ(links.Factor(ua), 1.0);
-  EXPECT_DOUBLE_EQ(links.ContentionMs(ub, Traffic{10, 2, 0}).others_ms, 0.0);
+  EXPECT_DOUBLE_EQ(price({40, 5, 2.5}, {10, 2, 0}).others_ms, 2 * 5.0);
+  // The newcomer's own: 10 ms of DP hidden up to factor 1.5 is 20 ms at factor 2, 5 exposed,
+  // + 2 of PP.
+  EXPECT_DOUBLE_EQ(price({40, 0, 2.5}, {10, 2, 1.5}).own_ms, 5.0 + 2.0);
+  // The threshold is a factor: the same jobs priced on a model twice as slow cost twice as much,
+  // from the same link factor on.
+  EXPECT_DOUBLE_EQ(price({80, 0, 0.75}, {20, 4, 1.5}).others_ms,
+                   2 * price({40, 0, 0.75}, {10, 2, 1.5}).others_ms);
+  EXPECT_DOUBLE_EQ(price({80, 0, 2.5}, {20, 4, 1.5}).own_ms,
+                   2 * price({40, 0, 2.5}, {10, 2, 1.5}).own_ms);
 }
 
 // A cluster imported from nvidia-smi text has NICs without a rate. They count at the rate the
