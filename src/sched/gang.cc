@@ -247,7 +247,7 @@ void AddToLinks(LinkModel& links, const Placement& p, double dp_hide_factor) {
   const LinkModel::Usage u = links.UsageOf(p.parts);
   if (u.links.empty()) return;
   const double alone = links.AloneFactor(u);
-  if (dp_hide_factor > 0 && p.parts.size() > 1) {
+  if (dp_hide_factor > 0) {
     links.Add(u, LinkModel::Traffic{p.dp_ms / alone, p.pp_ms / alone, dp_hide_factor});
   } else {
     links.Add(u, NetworkMs(p) / alone);
