@@ -6,6 +6,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/atomic_file.h"
@@ -166,14 +167,14 @@ int RunSimulate(const SimulateArgs& a) {
   info.policies_distinct = sim::PoliciesDistinct();
   info.failures = a.failures;
   info.fill_ratio = a.fill;
-  if (Status s = WriteFilesAtomically(a.out, sim::ReportFiles(info, results)); !s.ok()) {
-    return Fail(s);
+  const std::vector<std::pair<std::string, std::string>> files = sim::ReportFiles(info, results);
+  if (Status s = WriteFilesAtomically(a.out, files); !s.ok()) return Fail(s);
+  std::string names;
+  for (const auto& [name, text] : files) {
+    if (name == "report.md") std::fputs(text.c_str(), stdout);
+    names += (names.empty() ? a.out + "/" : ", ") + name;
   }
-  std::fputs(sim::ReportMarkdown(info, results).c_str(), stdout);
-  std::printf(
-      "\nwrote %s/report.json, report.md, jobs.csv, jct_cdf.svg, utilization.svg, "
-      "slowdown_by_size.svg\n",
-      a.out.c_str());
+  std::printf("\nwrote %s\n", names.c_str());
   return 0;
 }
 

@@ -146,7 +146,6 @@ Status Replay::Completions(int64_t t) {
     const double run_us = static_cast<double>(std::max<int64_t>(1, t - j.started_us));
     o.comm_slowdown = run_us / static_cast<double>(std::max<int64_t>(1, o.ideal_us));
     o.contention_slowdown = j.contention_area / run_us;
-    o.multi_node = j.nodes > 1;
     o.nodes = j.nodes;
     StopJob(i);
     last_end_ = std::max(last_end_, t);

@@ -279,7 +279,7 @@ void SummarizeJobs(const SimResult& r, PolicySummary& s) {
       mg_sum += jct;
       ++mg;
     }
-    if (j.multi_node) {
+    if (j.nodes > 1) {
       mn_sum += jct;
       ++mn;
       const double run = static_cast<double>(j.ideal_us) * j.comm_slowdown;

@@ -95,9 +95,8 @@ struct JobOutcome {
   // Time average over its last run of step time with contention / step time without (1 for a
   // job on no shared link).
   double contention_slowdown = 1.0;
-  bool multi_node = false;  // its last run spanned nodes
-  int nodes = 0;            // nodes its last run held (0: never started)
-  int gpu_milli = 1000;     // < 1000: a fractional job (a share of one GPU)
+  int nodes = 0;         // nodes its last run held (0: never started; > 1: it spanned nodes)
+  int gpu_milli = 1000;  // < 1000: a fractional job (a share of one GPU)
   int preemptions = 0;
   int failures = 0;  // runs of this job stopped by a failure
   int moves = 0;     // consolidation moves

@@ -121,8 +121,8 @@ TEST(SimulatorTest, TheReferenceIsCommonToEveryPolicy) {
     const SimResult spread = RunPolicy(c, *t, "spread", o);
     ASSERT_EQ(packed.unfinished + spread.unfinished, 0);
     EXPECT_NEAR(packed.jobs[0].comm_slowdown, 1.0, 1e-6);
-    EXPECT_FALSE(packed.jobs[0].multi_node);
-    EXPECT_TRUE(spread.jobs[0].multi_node);
+    EXPECT_FALSE(packed.jobs[0].nodes > 1);
+    EXPECT_TRUE(spread.jobs[0].nodes > 1);
     EXPECT_GT(spread.jobs[0].comm_slowdown, 1.05) << static_cast<int>(m);
   }
 }
@@ -146,7 +146,7 @@ TEST(SimulatorTest, JobsOnSharedUplinksSlowEachOther) {
   const SimResult a = RunPolicy(c, *apart, "random");
   ASSERT_EQ(t.unfinished + a.unfinished, 0);
   for (int i = 0; i < 2; ++i) {
-    EXPECT_TRUE(t.jobs[i].multi_node);
+    EXPECT_TRUE(t.jobs[i].nodes > 1);
     EXPECT_GT(t.jobs[i].contention_slowdown, a.jobs[i].contention_slowdown * 1.1) << i;
   }
   // Job a gets the same GPUs in both runs (first on the empty cluster, same draw); b does not.
@@ -183,8 +183,8 @@ TEST(SimulatorTest, ConsolidationMovesAJobAtACheckpointAndChargesItsRestart) {
   EXPECT_EQ(moved.moves, 1);
   EXPECT_EQ(moved.jobs[64].moves, 1);
   EXPECT_EQ(stayed.moves, 0);
-  EXPECT_TRUE(stayed.jobs[64].multi_node);
-  EXPECT_FALSE(moved.jobs[64].multi_node) << "its last run is on one node";
+  EXPECT_TRUE(stayed.jobs[64].nodes > 1);
+  EXPECT_FALSE(moved.jobs[64].nodes > 1) << "its last run is on one node";
   const double x_moved = static_cast<double>(moved.jobs[64].end_us - moved.jobs[64].submit_us);
   const double x_stayed = static_cast<double>(stayed.jobs[64].end_us - stayed.jobs[64].submit_us);
   EXPECT_LT(x_moved, 0.9 * x_stayed) << x_moved << " vs " << x_stayed;
@@ -321,8 +321,8 @@ TEST(JobsCsvTest, EveryJobHasARowThatAddsUpToTheReport) {
     EXPECT_NEAR(std::stod(f[8]), start - submit, 0.002) << line;
     EXPECT_NEAR(std::stod(f[9]), end - submit, 0.002) << line;
     EXPECT_GE(std::stoi(f[13]), 1) << line;
-    EXPECT_EQ(std::stoi(f[13]) > 1, j.multi_node) << line;
-    multi_node += j.multi_node ? 1 : 0;
+    EXPECT_EQ(std::stoi(f[13]), j.nodes) << line;
+    multi_node += j.nodes > 1 ? 1 : 0;
     jct[f[0]].first += std::stod(f[9]);
     ++jct[f[0]].second;
     ++rows;
