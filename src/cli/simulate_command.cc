@@ -40,6 +40,7 @@ struct SimulateArgs {
   int seeds = 1;
   double locality_wait_s = sched::kDefaultLocalityWaitS;
   bool no_wait_or_spread = false;
+  std::string estimated_backfill;  // "" (off), "toposched" or "all"
   bool no_contention = false;
   bool no_consolidation = false;
   std::string checkpoint_interval, restart_cost;  // durations; "" = jobs do not checkpoint
@@ -87,6 +88,13 @@ int RunSimulate(const SimulateArgs& a) {
   opts.comm_fraction = a.comm_fraction;
   opts.locality_wait_s = a.locality_wait_s;
   opts.wait_or_spread = !a.no_wait_or_spread;
+  if (!a.estimated_backfill.empty() && a.estimated_backfill != "toposched" &&
+      a.estimated_backfill != "all") {
+    return Fail(InvalidArgumentError("--estimated-backfill: expected toposched or all, got \"" +
+                                     a.estimated_backfill + "\""));
+  }
+  opts.backfill_by_estimates = !a.estimated_backfill.empty();
+  opts.backfill_by_estimates_all = a.estimated_backfill == "all";
   opts.failures = a.failures;
   if (a.failures_per_gpu_day >= 0) opts.failures_per_gpu_day = a.failures_per_gpu_day;
   opts.repair_mean_s = a.repair_hours * 3600;
@@ -160,6 +168,10 @@ int RunSimulate(const SimulateArgs& a) {
   info.runtime_model = a.runtime_model;
   info.locality_wait_s = a.locality_wait_s;
   info.wait_or_spread = opts.wait_or_spread && opts.runtime_model == sim::RuntimeModel::kStep;
+  info.estimated_backfill =
+      !opts.backfill_by_estimates || opts.runtime_model != sim::RuntimeModel::kStep
+          ? "off"
+          : (opts.backfill_by_estimates_all ? "all" : "toposched");
   info.contention_score = !a.no_contention;
   info.consolidation = opts.consolidate && opts.runtime_model == sim::RuntimeModel::kStep;
   info.checkpoint_interval_s = opts.checkpoint_interval_s;
@@ -216,6 +228,11 @@ void RegisterSimCommands(CLI::App& app, int& rc) {
   cmd->add_flag("--no-wait-or-spread", a->no_wait_or_spread,
                 "policy toposched: start every job that fits at once instead of waiting for a "
                 "placement expected to finish it sooner (the ablation)");
+  cmd->add_option("--estimated-backfill", a->estimated_backfill,
+                  "toposched or all: that policy (or every policy) backfills by run-time "
+                  "estimates: a job expected to end before a blocked job's estimated start may "
+                  "use its reserved GPUs (traces give no time limits; default: backfill only "
+                  "around the reserved GPUs, as every policy does)");
   cmd->add_flag("--no-contention", a->no_contention,
                 "policy toposched: score placements without the contention they add on links "
                 "shared with running jobs (the ablation)");

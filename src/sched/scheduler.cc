@@ -193,6 +193,33 @@ int64_t Scheduler::EndUs(const Job& j) {
   return j.start_us + lim * 1000000;
 }
 
+int64_t Scheduler::ReservationEndUs(const Job& j, int64_t now_us) const {
+  const int64_t end = EndUs(j);
+  if (end != kNever || !options_.backfill_by_estimates || estimator_ == nullptr ||
+      j.record.kill_deadline_us() || j.spec.time_limit_s > 0) {
+    return end;
+  }
+  const std::optional<int64_t> e = estimator_->ExpectedEndUs(j.id, now_us);
+  return e ? std::max(*e, now_us) : kNever;
+}
+
+std::optional<int64_t> Scheduler::BackfillEndUs(const Job& j, const Placement& p, int64_t now_us,
+                                                bool* estimated) const {
+  *estimated = false;
+  if (j.spec.time_limit_s > 0) {
+    if (j.spec.time_limit_s > (kNever - now_us) / 1000000) return std::nullopt;
+    return now_us + j.spec.time_limit_s * 1000000;
+  }
+  if (!options_.backfill_by_estimates || estimator_ == nullptr) return std::nullopt;
+  const std::optional<double> run = estimator_->RunSeconds(j.id, p);
+  if (!run || !std::isfinite(*run) || *run < 0 ||
+      *run >= static_cast<double>(kNever - now_us) / 1e6) {
+    return std::nullopt;
+  }
+  *estimated = true;
+  return now_us + static_cast<int64_t>(std::ceil(*run * 1e6));
+}
+
 StatusOr<int64_t> Scheduler::Submit(job::JobSpec spec, int64_t now_us) {
   return SubmitAs(std::move(spec), now_us, "");
 }
@@ -451,23 +478,27 @@ const job::JobSpec& Scheduler::PlacementSpec(const Job& j, int64_t now_us) const
 
 Scheduler::Reservation Scheduler::MakeReservation(const Job& j, const job::JobSpec& spec,
                                                   int64_t now_us) const {
-  std::vector<const Job*> running;
+  std::vector<std::pair<int64_t, const Job*>> running;  // (end for the reservation, job)
   for (const auto& [id, o_ptr] : Running()) {
     const Job& o = *o_ptr;
-    if (o.placement) running.push_back(&o);
+    if (o.placement) running.emplace_back(ReservationEndUs(o, now_us), &o);
   }
   std::stable_sort(running.begin(), running.end(),
-                   [](const Job* a, const Job* b) { return EndUs(*a) < EndUs(*b); });
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   ClusterState trial = state_;
   Reservation r{j.id, kNever, {}};
-  for (const Job* o : running) {
+  bool estimated = false;
+  for (const auto& [end, o] : running) {
     (void)trial.Release(o->id);
-    const int64_t end = EndUs(*o);
     if (end == kNever) continue;  // only reached when released as part of "never"
+    estimated = estimated || end != EndUs(*o);
+    // Too few free GPUs cluster-wide: no placement yet (saves a placer call per release).
+    if (!spec.Fractional() && trial.ClusterCapacity().free_gpus < spec.total_gpus) continue;
     Verdict v = placer_->Place(trial, spec);
     if (v.fit()) {
       r.start_us = std::max(end, now_us);
       r.parts = v.placement->parts;
+      r.estimated = estimated;
       return r;
     }
   }

@@ -159,6 +159,17 @@ struct SchedulerOptions {
   bool consolidate = false;
   int max_moves_per_job = 2;
   int max_moves_per_hour = 6;
+  // Backfill by run-time estimates (needs a RunTimeEstimator, as wait_or_spread). Without a
+  // time limit a running job never ends for the reservation (EndUs), so a blocked head job
+  // reserves the GPUs it would take with every running job gone, and they stay idle until it
+  // starts. With this option the estimates stand in where no time limit is given: a running job
+  // without a limit ends, for the reservation, at its expected end (ExpectedEndUs; without an
+  // answer, never), and a later job without a limit may start on the reserved GPUs when its
+  // estimated run there (RunSeconds on the placement it gets now) ends by the reservation's
+  // start. A declared time limit always wins over an estimate. EASY backfill with predicted run
+  // times (as Slurm's backfill uses time limits); an estimate that turns out short delays the
+  // reservation, which every pass makes again. Off by default.
+  bool backfill_by_estimates = false;
   Status Validate() const;
 };
 
@@ -390,6 +401,7 @@ class Scheduler {
     int64_t job_id = 0;
     int64_t start_us = 0;  // INT64_MAX: never (running jobs without a time limit)
     std::vector<NodeGpus> parts;
+    bool estimated = false;  // start_us rests on a running job's estimated end
   };
 
   Scheduler(const GangPlacer& placer, Options options, ClusterState state);
@@ -475,6 +487,14 @@ class Scheduler {
   // Tries to place `j` by preempting; on success performs it and starts j.
   StatusOr<bool> TryPreempt(Job& j, int64_t now_us);
   static int64_t EndUs(const Job& j);  // INT64_MAX without a limit
+  // When a running job ends for the reservation: EndUs, or without a limit (and a kill
+  // deadline) its expected end under backfill_by_estimates (INT64_MAX: unknown).
+  int64_t ReservationEndUs(const Job& j, int64_t now_us) const;
+  // When pending job `j` started now on `p` would end, for backfill: now + its time limit, or
+  // without one its estimated run there under backfill_by_estimates; nullopt: unknown. `estimated`
+  // tells which.
+  std::optional<int64_t> BackfillEndUs(const Job& j, const Placement& p, int64_t now_us,
+                                       bool* estimated) const;
 
   const RunTimeEstimator* estimator_ = nullptr;
   const GangPlacer* base_placer_;

@@ -291,9 +291,9 @@ StatusOr<bool> SchedulingPass::PlaceAtHead(Turn& t) {
     return false;  // strict order: nobody passes the head
   }
   Reserve(s_.MakeReservation(j, t.spec, now_us_));
-  j.pending_reason =
-      Scheduler::Words("head of queue, reserved to start at " +
-                       Seconds(res_->start_us, options.epoch_clock) + ": " + t.now_v.Explain());
+  j.pending_reason = Scheduler::Words(
+      "head of queue, reserved to start at " + Seconds(res_->start_us, options.epoch_clock) +
+      (res_->estimated ? " (by the running jobs' estimated ends)" : "") + ": " + t.now_v.Explain());
   return true;
 }
 
@@ -313,14 +313,16 @@ Status SchedulingPass::PlaceBehindReservation(Turn& t) {
     j.pending_reason = behind_reason_[t.shape];
     return OkStatus();
   }
-  const bool ends_before = j.spec.time_limit_s > 0 && res_->start_us != kNever &&
-                           now_us_ + j.spec.time_limit_s * 1000000 <= res_->start_us;
+  t.end_us = s_.BackfillEndUs(j, *t.now_v.placement, now_us_, &t.end_estimated);
+  const std::optional<int64_t> end = t.end_us;
+  const bool estimated = t.end_estimated;
+  const bool ends_before = res_->start_us != kNever && end && *end <= res_->start_us;
   if (ends_before && Waits(t, *t.now_v.placement, *shadow_)) return OkStatus();
   if (!ends_before) return BackfillBeside(t);
   const std::string quiet = t.now_v.placement->contention_note;
   RETURN_IF_ERROR(s_.Start(j, std::move(*t.now_v.placement), now_us_,
-                           "backfilled (" + t.gpus + quiet + ", ends by " +
-                               Seconds(now_us_ + j.spec.time_limit_s * 1000000, epoch) +
+                           "backfilled (" + t.gpus + quiet + ", ends by " + Seconds(*end, epoch) +
+                               (estimated ? " by its estimated run time" : "") +
                                " before the reservation of " + JobName(res_->job_id) + " at " +
                                Seconds(res_->start_us, epoch) + t.note + ")"));
   Shadow(*shadow_, *j.placement, j.id);
@@ -349,10 +351,13 @@ Status SchedulingPass::BackfillBeside(Turn& t) {
   waiting_ = true;
   j.pending_reason = Scheduler::Words(
       "would delay the reservation of " + JobName(res_->job_id) + " at " +
-      Seconds(res_->start_us, s_.options_.epoch_clock) +
-      ": fits only on its reserved GPUs and its limit " +
-      (j.spec.time_limit_s > 0 ? job::FormatDuration(j.spec.time_limit_s) : std::string("(none)")) +
-      " ends after it");
+      Seconds(res_->start_us, s_.options_.epoch_clock) + ": fits only on its reserved GPUs and " +
+      (t.end_estimated ? "its estimated run ends at " +
+                             Seconds(*t.end_us, s_.options_.epoch_clock) + ", after it"
+                       : "its limit " +
+                             (j.spec.time_limit_s > 0 ? job::FormatDuration(j.spec.time_limit_s)
+                                                      : std::string("(none)")) +
+                             " ends after it"));
   return OkStatus();
 }
 

@@ -71,6 +71,9 @@ class SchedulingPass {
     std::string gpus;  // "N GPUs"
     std::optional<Scheduler::WaitPlan> plan;
     std::string note;
+    // Behind a reservation: when the job would end started now (Scheduler::BackfillEndUs).
+    std::optional<int64_t> end_us;
+    bool end_estimated = false;
   };
 
   void CompactPending();

@@ -134,6 +134,8 @@ Status Runner::Option(const Line& l, const std::string& kv) {
     opts_.locality_wait_us = v < 0 ? -1 : v * kSec;
   } else if (key == "wait_or_spread") {
     opts_.wait_or_spread = v != 0;
+  } else if (key == "backfill_by_estimates") {
+    opts_.backfill_by_estimates = v != 0;
   } else if (key == "consolidate") {
     opts_.consolidate = v != 0;
   } else if (key == "max_moves_per_job") {

@@ -19,7 +19,8 @@ namespace toposched::sched {
 //                             locality_wait (s; −1 off; policy locality-relax: default
 //                             kDefaultLocalityWaitS), wait_or_spread (0/1; plans with the
 //                             jobs' declared run times, DeclaredRunTimes), consolidate (0/1;
-//                             the same estimates), max_moves_per_job, max_moves_per_hour
+//                             the same estimates), backfill_by_estimates (0/1; the same
+//                             estimates), max_moves_per_job, max_moves_per_hour
 //   T submit NAME [user=U] [queue=Q] [prio=P] (gpus=G | tp=T pp=P dp=D) [limit=S]
 //            [min=R max=R] [on_failure=requeue|shrink|fail] [on_degraded=continue|wait]
 //            [job=LEVEL:required|preferred] [tpc=LEVEL:required|preferred] [model=GPU_MODEL]

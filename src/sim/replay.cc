@@ -49,6 +49,9 @@ Status Replay::Init(const std::string& policy) {
   const bool wait_or_spread = sched::PolicyWaitsOrSpreads(policy) && options_.wait_or_spread &&
                               options_.runtime_model == RuntimeModel::kStep;
   so.wait_or_spread = wait_or_spread;
+  so.backfill_by_estimates =
+      (sched::PolicyWaitsOrSpreads(policy) || options_.backfill_by_estimates_all) &&
+      options_.backfill_by_estimates && options_.runtime_model == RuntimeModel::kStep;
   // Only jobs that checkpoint move: without them the passes stay as before.
   consolidate_ = sched::PolicyWaitsOrSpreads(policy) && options_.consolidate &&
                  options_.runtime_model == RuntimeModel::kStep &&

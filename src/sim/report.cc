@@ -453,6 +453,7 @@ std::string ReportJson(const ReportInfo& info, const std::vector<SimResult>& res
     << "  \"runtime_model\": " << JsonString(info.runtime_model) << ",\n"
     << "  \"locality_wait_s\": " << Fixed(info.locality_wait_s, 3) << ",\n"
     << "  \"wait_or_spread\": " << (info.wait_or_spread ? "true" : "false") << ",\n"
+    << "  \"estimated_backfill\": " << JsonString(info.estimated_backfill) << ",\n"
     << "  \"contention_score\": " << (info.contention_score ? "true" : "false") << ",\n"
     << "  \"consolidation\": {\"on\": " << (info.consolidation ? "true" : "false")
     << ", \"checkpoint_interval_s\": " << info.checkpoint_interval_s

@@ -31,7 +31,10 @@ struct ReportInfo {
   double comm_fraction = 0;
   std::string runtime_model = "step";  // "step" or "comm-fraction" (SimOptions::runtime_model)
   double locality_wait_s = sched::kDefaultLocalityWaitS;  // SimOptions::locality_wait_s
-  bool wait_or_spread = true;    // SimOptions::wait_or_spread, in effect (step model only)
+  bool wait_or_spread = true;  // SimOptions::wait_or_spread, in effect (step model only)
+  // SimOptions::backfill_by_estimates in effect (step model only): "toposched" (its policy
+  // only), "all" (every policy) or "off".
+  std::string estimated_backfill = "off";
   bool contention_score = true;  // toposched's "contention" score on (simulate --no-contention)
   bool consolidation = true;     // SimOptions::consolidate, in effect (step model only)
   int64_t checkpoint_interval_s = 0, restart_cost_s = 0;  // SimOptions', 0: jobs do not checkpoint

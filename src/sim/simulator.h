@@ -42,6 +42,15 @@ struct SimOptions {
   // the simulator's estimates are exact, an upper bound on what estimates from time limits give.
   // Only with RuntimeModel::kStep. false: the ablation without it.
   bool wait_or_spread = true;
+  // The "toposched" policy backfills by the same estimates (SchedulerOptions::
+  // backfill_by_estimates): traces give no time limits, so without estimates a blocked head job
+  // reserves the GPUs it would take with every running job gone, and later jobs backfill around
+  // those. Only with RuntimeModel::kStep. Off by default: on the LLM mix it made toposched's mean
+  // JCT worse (docs/evaluation.md, "Backfill by run-time estimates"); a what-if of the run, like
+  // the ablations. backfill_by_estimates_all gives it to every policy; it needs
+  // backfill_by_estimates.
+  bool backfill_by_estimates = false;
+  bool backfill_by_estimates_all = false;
   // The "toposched" policy moves running jobs that checkpoint to faster placements
   // (SchedulerOptions::consolidate), planning with the same estimates. Only with
   // RuntimeModel::kStep. false: the ablation without it. A move costs the job its restart (no

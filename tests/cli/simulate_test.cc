@@ -111,6 +111,23 @@ TEST(SimulateCliTest, BadTraceNamesTheLine) {
       << r.err;
 }
 
+TEST(SimulateCliTest, EstimatedBackfillIsReportedAndCheckedWhenParsed) {
+  const std::string base = "simulate --cluster " + kSrc +
+                           "/data/clusters/h100-2rack.yaml --trace " + kSrc +
+                           "/data/traces/tiresias-60_job.csv --policy first-fit --out " + TempDir();
+  for (const std::string& who : {std::string(""), std::string("toposched"), std::string("all")}) {
+    Result r = RunCli(base + "/eb-" + who + (who.empty() ? "" : " --estimated-backfill " + who));
+    ASSERT_EQ(r.code, 0) << r.err;
+    auto j = nlohmann::json::parse(Slurp(TempDir() + "/eb-" + who + "/report.json"));
+    EXPECT_EQ(j["estimated_backfill"], who.empty() ? "off" : who);
+  }
+  Result bad = RunCli(base + "/eb-bad --estimated-backfill kueue-tas");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("--estimated-backfill: expected toposched or all, got \"kueue-tas\""),
+            std::string::npos)
+      << bad.err;
+}
+
 TEST(SimulateCliTest, UnknownPolicyIsBadInput) {
   Result r = RunCli("simulate --cluster " + kSrc + "/data/clusters/h100-2rack.yaml --trace " +
                     kSrc + "/data/traces/tiresias-60_job.csv --policy fastest");

@@ -68,7 +68,8 @@ INSTANTIATE_TEST_SUITE_P(Scheduler, GoldenScript,
                                            "fairshare_decay", "fairshare_instant",
                                            "limits_priority", "rails", "locality", "wait_or_spread",
                                            "queue_basics", "pod_groups", "contention",
-                                           "contention_hidden", "consolidate"));
+                                           "contention_hidden", "consolidate",
+                                           "backfill_estimates"));
 
 TEST(GoldenScriptPolicies, EachPolicyTranscriptMatches) {
   const std::string script = Read(kDir + "policies.script");

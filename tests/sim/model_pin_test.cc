@@ -71,6 +71,10 @@ TEST(ModelPinTest, SimulatorDefaultsAreTheCitedOnes) {
   // Wait-or-spread is a scheduler rule with no constant of its own (its search bound is not a
   // model parameter); it plans with the same step model as the replay.
   EXPECT_TRUE(o.wait_or_spread);
+  // Backfill by estimates is a what-if of the run, off unless asked (simulate
+  // --estimated-backfill): every policy backfills around the reserved GPUs alike.
+  EXPECT_FALSE(o.backfill_by_estimates);
+  EXPECT_FALSE(o.backfill_by_estimates_all);
 }
 
 }  // namespace

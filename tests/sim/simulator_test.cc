@@ -193,6 +193,34 @@ TEST(SimulatorTest, ConsolidationMovesAJobAtACheckpointAndChargesItsRestart) {
   EXPECT_TRUE(moved.all_free_at_end);
 }
 
+// Backfill by run-time estimates (SimOptions::backfill_by_estimates): 31 one-node jobs leave one
+// of 32 nodes free; two of them end at 600 s, the rest at 5,000 s. head (24 GPUs) arrives at
+// 10 s, slow (8 GPUs, 5,000 s) right after it. Without estimates head reserves "never" (no time
+// limits), on GPUs the long jobs hold: slow takes the free node, and at 600 s head still does not
+// fit. With them head reserves the two ending nodes and the free one for 600 s, slow waits, and
+// head starts at 600 s.
+TEST(SimulatorTest, BackfillByEstimatesStartsTheHeadJobWhenItsReservationSays) {
+  const topo::Cluster& c = testing::H100Cluster();
+  std::string csv = "name,submit_s,duration_s,gpus\n";
+  for (int i = 0; i < 29; ++i) csv += "f" + std::to_string(i) + ",0,5000,8\n";
+  csv += "e1,0,600,8\ne2,0,600,8\nhead,10,1000,24\nslow,10,5000,8\n";
+  auto t = ParseTrace(csv, "b.csv", TraceFormat::kCsv);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  SimOptions o;
+  const SimResult around = RunPolicy(c, *t, "kueue-tas", o);
+  o.backfill_by_estimates = true;
+  const SimResult only_toposched = RunPolicy(c, *t, "kueue-tas", o);
+  o.backfill_by_estimates_all = true;
+  const SimResult by_estimates = RunPolicy(c, *t, "kueue-tas", o);
+  ASSERT_EQ(around.unfinished + only_toposched.unfinished + by_estimates.unfinished, 0);
+  const size_t head = 31, slow = 32;
+  EXPECT_EQ(around.jobs[slow].first_start_us, 10 * 1000000);
+  EXPECT_GE(around.jobs[head].first_start_us, int64_t{5000} * 1000000);
+  EXPECT_EQ(only_toposched.jobs[head].first_start_us, around.jobs[head].first_start_us);
+  EXPECT_EQ(by_estimates.jobs[head].first_start_us, 600 * 1000000);
+  EXPECT_GE(by_estimates.jobs[slow].first_start_us, 600 * 1000000);
+}
+
 TEST(SimulatorTest, EveryGpuIsFreeAtTheEnd) {
   const topo::Cluster& c = testing::H100Cluster();
   for (const char* f : {"tiresias-60_job.csv", "example-generic.csv", "philly-head200.csv"}) {
