@@ -9,72 +9,45 @@
 #include <vector>
 
 #include "job/job_spec.h"
-#include "sched/run_time.h"
 #include "sched/scheduler.h"
-#include "testing/placers.h"
+#include "testing/declared_scheduler.h"
 
 namespace toposched::sched {
 namespace {
 
-constexpr int64_t kSec = 1000000;
+using testing::WholeNodeJob;
 
-job::JobSpec Job(const std::string& name, int gpus, int64_t limit_s = 0) {
-  job::JobSpec j;
-  j.name = name;
-  j.user = "u";
-  j.layout.tp = 8;
-  j.layout.pp = 1;
-  j.layout.dp = gpus / 8;
-  j.layout.dp_bytes = int64_t{1} << 30;
-  j.layout.tp_bytes = int64_t{64} << 20;
-  j.time_limit_s = limit_s;
-  EXPECT_TRUE(j.Normalize().ok()) << name;
-  return j;
-}
-
-class Backfill {
+class Backfill : public testing::DeclaredScheduler {
  public:
-  explicit Backfill(bool by_estimates, int64_t r2_limit_s = 0) {
-    SchedulerOptions o;
-    o.backfill_by_estimates = by_estimates;
-    auto s = Scheduler::Create(testing::ExamplePlacer("slurm-8node.yaml"), o);
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    s_ = std::move(s).value();
-    runs_.Attach(s_.get());
-    s_->SetRunTimeEstimator(&runs_);
-    Submit(Job("r1", 32), 3600, 0);
-    Submit(Job("r2", 16, r2_limit_s), 600, 0);
-    Submit(Job("r3", 8), 7200, 0);
-    EXPECT_EQ(s_->Schedule(0).value().size(), 3u);
+  explicit Backfill(bool by_estimates, int64_t r2_limit_s = 0)
+      : DeclaredScheduler("slurm-8node.yaml", [by_estimates] {
+          SchedulerOptions o;
+          o.backfill_by_estimates = by_estimates;
+          return o;
+        }()) {
+    Submit(WholeNodeJob("r1", 32), 3600, 0);
+    Submit(WholeNodeJob("r2", 16, r2_limit_s), 600, 0);
+    Submit(WholeNodeJob("r3", 8), 7200, 0);
+    EXPECT_EQ(s().Schedule(0).value().size(), 3u);
   }
+  // Declared with 20% of a step communicating.
   int64_t Submit(const job::JobSpec& spec, double run_s, int64_t t_s) {
-    auto id = s_->Submit(spec, t_s * kSec);
-    EXPECT_TRUE(id.ok()) << id.status().ToString();
-    EXPECT_TRUE(runs_.Declare(*id, run_s, 0.2).ok());
-    return *id;
-  }
-  std::vector<int64_t> Schedule(int64_t t_s) {
-    auto r = s_->Schedule(t_s * kSec);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    EXPECT_TRUE(s_->CheckInvariants().ok());
-    return r.ok() ? *r : std::vector<int64_t>{};
+    return DeclaredScheduler::Submit(spec, run_s, 0.2, t_s);
   }
   std::string Why(int64_t id) const {
-    StatusOr<std::string> w = s_->Explain(id);
+    StatusOr<std::string> w = s().Explain(id);
     return w.ok() ? *w : w.status().ToString();
   }
-  bool Running(int64_t id) const { return s_->PlacementOf(id) != nullptr; }
-  void Complete(int64_t id, int64_t t_s) { EXPECT_TRUE(s_->Complete(id, t_s * kSec).ok()); }
-
- private:
-  std::unique_ptr<Scheduler> s_;
-  DeclaredRunTimes runs_;
+  bool Running(int64_t id) const { return s().PlacementOf(id) != nullptr; }
+  void Complete(int64_t id, int64_t t_s) {
+    EXPECT_TRUE(s().Complete(id, t_s * testing::kDeclaredSec).ok());
+  }
 };
 
 TEST(BackfillByEstimatesTest, AJobExpectedToEndBeforeTheReservationTakesItsGpus) {
   Backfill b(true);
-  const int64_t head = b.Submit(Job("head", 24), 1000, 10);
-  const int64_t quick = b.Submit(Job("quick", 8), 300, 10);
+  const int64_t head = b.Submit(WholeNodeJob("head", 24), 1000, 10);
+  const int64_t quick = b.Submit(WholeNodeJob("quick", 8), 300, 10);
   EXPECT_EQ(b.Schedule(10), std::vector<int64_t>{quick});
   EXPECT_NE(b.Why(head).find("reserved to start at 600.000000s (by the running jobs' estimated"),
             std::string::npos)
@@ -84,8 +57,8 @@ TEST(BackfillByEstimatesTest, AJobExpectedToEndBeforeTheReservationTakesItsGpus)
 
 TEST(BackfillByEstimatesTest, AJobExpectedToRunPastTheReservationWaits) {
   Backfill b(true);
-  b.Submit(Job("head", 24), 1000, 10);
-  const int64_t slow = b.Submit(Job("slow", 8), 5000, 10);
+  b.Submit(WholeNodeJob("head", 24), 1000, 10);
+  const int64_t slow = b.Submit(WholeNodeJob("slow", 8), 5000, 10);
   EXPECT_TRUE(b.Schedule(10).empty());
   EXPECT_NE(b.Why(slow).find("its estimated run ends at 5010.000000s, after it"), std::string::npos)
       << b.Why(slow);
@@ -99,8 +72,8 @@ TEST(BackfillByEstimatesTest, WithoutEstimatesTheHeadIsPassedOverWithThemItStart
   for (bool on : {false, true}) {
     SCOPED_TRACE(on ? "with estimates" : "without");
     Backfill b(on);
-    const int64_t head = b.Submit(Job("head", 24), 1000, 10);
-    const int64_t slow = b.Submit(Job("slow", 8), 5000, 10);
+    const int64_t head = b.Submit(WholeNodeJob("head", 24), 1000, 10);
+    const int64_t slow = b.Submit(WholeNodeJob("slow", 8), 5000, 10);
     const std::vector<int64_t> started = b.Schedule(10);
     EXPECT_EQ(b.Running(slow), !on);
     EXPECT_EQ(started.size(), on ? 0u : 1u);
@@ -118,8 +91,8 @@ TEST(BackfillByEstimatesTest, ADeclaredTimeLimitWinsOverTheEstimate) {
   // r2 is estimated to end at 600 s but may run to its 2,000 s limit: the reservation starts
   // then, and a job estimated to run 1,000 s now fits before it.
   Backfill b(true, 2000);
-  const int64_t head = b.Submit(Job("head", 24), 1000, 10);
-  const int64_t mid = b.Submit(Job("mid", 8), 1000, 10);
+  const int64_t head = b.Submit(WholeNodeJob("head", 24), 1000, 10);
+  const int64_t mid = b.Submit(WholeNodeJob("mid", 8), 1000, 10);
   EXPECT_EQ(b.Schedule(10), std::vector<int64_t>{mid});
   EXPECT_NE(b.Why(head).find("reserved to start at 2000.000000s"), std::string::npos)
       << b.Why(head);
@@ -128,8 +101,8 @@ TEST(BackfillByEstimatesTest, ADeclaredTimeLimitWinsOverTheEstimate) {
 TEST(BackfillByEstimatesTest, AJobsOwnTimeLimitDecidesItsBackfill) {
   // quick is estimated at 300 s but declares a 1,000 s limit: it would end after 600 s.
   Backfill b(true);
-  b.Submit(Job("head", 24), 1000, 10);
-  const int64_t quick = b.Submit(Job("quick", 8, 1000), 300, 10);
+  b.Submit(WholeNodeJob("head", 24), 1000, 10);
+  const int64_t quick = b.Submit(WholeNodeJob("quick", 8, 1000), 300, 10);
   EXPECT_TRUE(b.Schedule(10).empty());
   EXPECT_NE(b.Why(quick).find("its limit 16m40s ends after it"), std::string::npos) << b.Why(quick);
 }

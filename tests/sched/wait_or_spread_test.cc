@@ -12,6 +12,7 @@
 #include "sched/run_time.h"
 #include "sched/scheduler.h"
 #include "testing/clusters.h"
+#include "testing/declared_scheduler.h"
 #include "testing/placers.h"
 
 namespace toposched::sched {
@@ -21,64 +22,32 @@ constexpr int64_t kSec = 1000000;
 
 const topo::Cluster& Eight() { return testing::LoadExampleCluster("slurm-8node.yaml"); }
 
-const GangPlacer& Placer() { return testing::ExamplePlacer("slurm-8node.yaml"); }
-
-job::JobSpec Job(const std::string& name, int gpus) {
-  job::JobSpec j;
-  j.name = name;
-  j.user = "u";
-  j.layout.tp = 8;
-  j.layout.pp = 1;
-  j.layout.dp = gpus / 8;
-  j.layout.dp_bytes = int64_t{1} << 30;
-  j.layout.tp_bytes = int64_t{64} << 20;
-  EXPECT_TRUE(j.Normalize().ok()) << name;
-  return j;
-}
+job::JobSpec Job(const std::string& name, int gpus) { return testing::WholeNodeJob(name, gpus); }
 
 // Eight whole-node jobs w1..w8 (ids 1..8) fill the cluster, declared to run `runs[k]` s; the
 // two that run 10 s (w4 on gpu04, w5 on gpu05) end at 10 s, leaving one free node per leaf.
-class WaitOrSpread {
+class WaitOrSpread : public testing::DeclaredScheduler {
  public:
-  explicit WaitOrSpread(bool on, std::vector<double> runs = {36000, 36000, 600, 10, 10, 36000,
-                                                             36000, 36000}) {
-    SchedulerOptions o;
-    o.wait_or_spread = on;
-    auto s = Scheduler::Create(Placer(), o);
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    s_ = std::move(s).value();
-    runs_.Attach(s_.get());
-    s_->SetRunTimeEstimator(&runs_);
+  explicit WaitOrSpread(bool on,
+                        std::vector<double> runs = {36000, 36000, 600, 10, 10, 36000, 36000, 36000})
+      : DeclaredScheduler("slurm-8node.yaml", [on] {
+          SchedulerOptions o;
+          o.wait_or_spread = on;
+          return o;
+        }()) {
     for (size_t k = 0; k < runs.size(); ++k)
       Submit(Job("w" + std::to_string(k + 1), 8), runs[k], 0.2, 0);
-    EXPECT_EQ(s_->Schedule(0).value().size(), 8u);
-    EXPECT_TRUE(s_->Complete(4, 10 * kSec).ok());
-    EXPECT_TRUE(s_->Complete(5, 10 * kSec).ok());
-  }
-  int64_t Submit(const job::JobSpec& spec, double run_s, double comm, int64_t t_s) {
-    auto id = s_->Submit(spec, t_s * kSec);
-    EXPECT_TRUE(id.ok()) << id.status().ToString();
-    EXPECT_TRUE(runs_.Declare(*id, run_s, comm).ok());
-    return *id;
-  }
-  std::vector<int64_t> Schedule(int64_t t_s) {
-    auto r = s_->Schedule(t_s * kSec);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    EXPECT_TRUE(s_->CheckInvariants().ok());
-    return r.ok() ? *r : std::vector<int64_t>{};
+    EXPECT_EQ(s().Schedule(0).value().size(), 8u);
+    EXPECT_TRUE(s().Complete(4, 10 * kSec).ok());
+    EXPECT_TRUE(s().Complete(5, 10 * kSec).ok());
   }
   std::string Nodes(int64_t id) const {
-    const Placement* p = s_->PlacementOf(id);
+    const Placement* p = s().PlacementOf(id);
     if (p == nullptr) return "none";
     std::string out;
     for (const NodeGpus& g : p->parts) out += (out.empty() ? "" : ",") + Eight().nodes[g.node].name;
     return out;
   }
-  Scheduler& s() { return *s_; }
-
- private:
-  std::unique_ptr<Scheduler> s_;
-  DeclaredRunTimes runs_;
 };
 
 TEST(WaitOrSpreadTest, OffALongJobStartsAtOnceAcrossTheLeaves) {
