@@ -212,12 +212,13 @@ std::optional<int64_t> Scheduler::BackfillEndUs(const Job& j, const Placement& p
   }
   if (!options_.backfill_by_estimates || estimator_ == nullptr) return std::nullopt;
   const std::optional<double> run = estimator_->RunSeconds(j.id, p);
-  if (!run || !std::isfinite(*run) || *run < 0 ||
-      *run >= static_cast<double>(kNever - now_us) / 1e6) {
-    return std::nullopt;
-  }
+  if (!run || !std::isfinite(*run) || *run < 0) return std::nullopt;
+  const double us = std::ceil(*run * 1e6);
+  if (!(us < 9e18)) return std::nullopt;  // below 2^63: the cast is defined
+  const int64_t d = static_cast<int64_t>(us);
+  if (d > kNever - now_us) return std::nullopt;
   *estimated = true;
-  return now_us + static_cast<int64_t>(std::ceil(*run * 1e6));
+  return now_us + d;
 }
 
 StatusOr<int64_t> Scheduler::Submit(job::JobSpec spec, int64_t now_us) {

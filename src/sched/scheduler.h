@@ -161,14 +161,16 @@ struct SchedulerOptions {
   int max_moves_per_hour = 6;
   // Backfill by run-time estimates (needs a RunTimeEstimator, as wait_or_spread). Without a
   // time limit a running job never ends for the reservation (EndUs), so a blocked head job
-  // reserves the GPUs it would take with every running job gone, and they stay idle until it
-  // starts. With this option the estimates stand in where no time limit is given: a running job
-  // without a limit ends, for the reservation, at its expected end (ExpectedEndUs; without an
-  // answer, never), and a later job without a limit may start on the reserved GPUs when its
-  // estimated run there (RunSeconds on the placement it gets now) ends by the reservation's
-  // start. A declared time limit always wins over an estimate. EASY backfill with predicted run
-  // times (as Slurm's backfill uses time limits); an estimate that turns out short delays the
-  // reservation, which every pass makes again. Off by default.
+  // reserves the GPUs it would take with every running job gone, and no later job may use those
+  // that are free. With this option the estimates stand in where no time limit is given: a
+  // running job without a limit ends, for the reservation, at its expected end (ExpectedEndUs;
+  // without an answer, never), and a later job without a limit may start on the reserved GPUs
+  // when its estimated run there (RunSeconds on the placement it gets now) ends by the
+  // reservation's start, when that start itself rests on an estimate (a reservation from time
+  // limits alone is not traded against an estimate). A declared time limit always wins over an
+  // estimate, for a running job's end and for a waiting job's own. EASY backfill with predicted
+  // run times (as Slurm's backfill uses time limits); an estimate that turns out short delays
+  // the reservation, which every pass makes again. Off by default.
   bool backfill_by_estimates = false;
   Status Validate() const;
 };

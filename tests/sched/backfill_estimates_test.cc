@@ -89,13 +89,17 @@ TEST(BackfillByEstimatesTest, WithoutEstimatesTheHeadIsPassedOverWithThemItStart
 
 TEST(BackfillByEstimatesTest, ADeclaredTimeLimitWinsOverTheEstimate) {
   // r2 is estimated to end at 600 s but may run to its 2,000 s limit: the reservation starts
-  // then, and a job estimated to run 1,000 s now fits before it.
+  // then, from a limit alone. mid, estimated at 1,000 s without a limit, is not let onto it on
+  // that estimate; mid2, with a 1,000 s limit, is.
   Backfill b(true, 2000);
   const int64_t head = b.Submit(WholeNodeJob("head", 24), 1000, 10);
   const int64_t mid = b.Submit(WholeNodeJob("mid", 8), 1000, 10);
-  EXPECT_EQ(b.Schedule(10), std::vector<int64_t>{mid});
-  EXPECT_NE(b.Why(head).find("reserved to start at 2000.000000s"), std::string::npos)
+  EXPECT_TRUE(b.Schedule(10).empty());
+  EXPECT_NE(b.Why(head).find("reserved to start at 2000.000000s: "), std::string::npos)
       << b.Why(head);
+  EXPECT_NE(b.Why(mid).find("its limit (none) ends after it"), std::string::npos) << b.Why(mid);
+  const int64_t mid2 = b.Submit(WholeNodeJob("mid2", 8, 1000), 1000, 20);
+  EXPECT_EQ(b.Schedule(20), std::vector<int64_t>{mid2});
 }
 
 TEST(BackfillByEstimatesTest, AJobsOwnTimeLimitDecidesItsBackfill) {

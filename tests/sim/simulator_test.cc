@@ -219,6 +219,11 @@ TEST(SimulatorTest, BackfillByEstimatesStartsTheHeadJobWhenItsReservationSays) {
   EXPECT_EQ(only_toposched.jobs[head].first_start_us, around.jobs[head].first_start_us);
   EXPECT_EQ(by_estimates.jobs[head].first_start_us, 600 * 1000000);
   EXPECT_GE(by_estimates.jobs[slow].first_start_us, 600 * 1000000);
+  // The toposched-only form turns it on for toposched.
+  o.backfill_by_estimates_all = false;
+  const SimResult toposched = RunPolicy(c, *t, "toposched", o);
+  ASSERT_EQ(toposched.unfinished, 0);
+  EXPECT_EQ(toposched.jobs[head].first_start_us, 600 * 1000000);
 }
 
 TEST(SimulatorTest, EveryGpuIsFreeAtTheEnd) {
