@@ -185,18 +185,23 @@ double Scheduler::DpHideFactor(int64_t id) const {
   return estimator_->DpHideFactor(id).value_or(0.0);
 }
 
+// `us` + `limit_s` seconds; kNever where that would overflow.
+static int64_t PlusLimit(int64_t us, int64_t limit_s) {
+  if (limit_s > (kNever - us) / 1000000) return kNever;
+  return us + limit_s * 1000000;
+}
+
 int64_t Scheduler::EndUs(const Job& j) {
   if (auto kill = j.record.kill_deadline_us()) return *kill;
   if (j.spec.time_limit_s <= 0) return kNever;
-  const int64_t lim = j.spec.time_limit_s;
-  if (lim > (kNever - j.start_us) / 1000000) return kNever;
-  return j.start_us + lim * 1000000;
+  return PlusLimit(j.start_us, j.spec.time_limit_s);
 }
 
 int64_t Scheduler::ReservationEndUs(const Job& j, int64_t now_us) const {
   const int64_t end = EndUs(j);
+  // A kill deadline is never kNever, so `end` already answers for it.
   if (end != kNever || !options_.backfill_by_estimates || estimator_ == nullptr ||
-      j.record.kill_deadline_us() || j.spec.time_limit_s > 0) {
+      j.spec.time_limit_s > 0) {
     return end;
   }
   const std::optional<int64_t> e = estimator_->ExpectedEndUs(j.id, now_us);
@@ -204,13 +209,16 @@ int64_t Scheduler::ReservationEndUs(const Job& j, int64_t now_us) const {
 }
 
 std::optional<int64_t> Scheduler::BackfillEndUs(const Job& j, const Placement& p, int64_t now_us,
-                                                bool* estimated) const {
+                                                bool estimate_ok, bool* estimated) const {
   *estimated = false;
   if (j.spec.time_limit_s > 0) {
-    if (j.spec.time_limit_s > (kNever - now_us) / 1000000) return std::nullopt;
-    return now_us + j.spec.time_limit_s * 1000000;
+    const int64_t end = PlusLimit(now_us, j.spec.time_limit_s);
+    if (end == kNever) return std::nullopt;
+    return end;
   }
-  if (!options_.backfill_by_estimates || estimator_ == nullptr) return std::nullopt;
+  if (!estimate_ok || !options_.backfill_by_estimates || estimator_ == nullptr) {
+    return std::nullopt;
+  }
   const std::optional<double> run = estimator_->RunSeconds(j.id, p);
   if (!run || !std::isfinite(*run) || *run < 0) return std::nullopt;
   const double us = std::ceil(*run * 1e6);

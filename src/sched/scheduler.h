@@ -493,10 +493,11 @@ class Scheduler {
   // deadline) its expected end under backfill_by_estimates (INT64_MAX: unknown).
   int64_t ReservationEndUs(const Job& j, int64_t now_us) const;
   // When pending job `j` started now on `p` would end, for backfill: now + its time limit, or
-  // without one its estimated run there under backfill_by_estimates; nullopt: unknown. `estimated`
-  // tells which.
+  // without one its estimated run there under backfill_by_estimates when `estimate_ok` (the
+  // reservation it is weighed against rests on an estimate itself: one from time limits alone is
+  // not traded against an estimate); nullopt: unknown. `estimated` tells which.
   std::optional<int64_t> BackfillEndUs(const Job& j, const Placement& p, int64_t now_us,
-                                       bool* estimated) const;
+                                       bool estimate_ok, bool* estimated) const;
 
   const RunTimeEstimator* estimator_ = nullptr;
   const GangPlacer* base_placer_;

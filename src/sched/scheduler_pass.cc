@@ -313,23 +313,17 @@ Status SchedulingPass::PlaceBehindReservation(Turn& t) {
     j.pending_reason = behind_reason_[t.shape];
     return OkStatus();
   }
-  t.end_us = s_.BackfillEndUs(j, *t.now_v.placement, now_us_, &t.end_estimated);
-  if (t.end_estimated && !res_->estimated) {
-    // A reservation that rests on time limits alone is not traded against an estimate.
-    t.end_us.reset();
-    t.end_estimated = false;
-  }
-  const std::optional<int64_t> end = t.end_us;
-  const bool estimated = t.end_estimated;
-  const bool ends_before = res_->start_us != kNever && end && *end <= res_->start_us;
+  t.end_us = s_.BackfillEndUs(j, *t.now_v.placement, now_us_, res_->estimated, &t.end_estimated);
+  const bool ends_before = res_->start_us != kNever && t.end_us && *t.end_us <= res_->start_us;
   if (ends_before && Waits(t, *t.now_v.placement, *shadow_)) return OkStatus();
   if (!ends_before) return BackfillBeside(t);
   const std::string quiet = t.now_v.placement->contention_note;
   RETURN_IF_ERROR(s_.Start(
       j, std::move(*t.now_v.placement), now_us_,
       "backfilled (" + t.gpus + quiet +
-          (estimated ? ", expected to end at " + Seconds(*end, epoch) + " (its estimated run time)"
-                     : ", ends by " + Seconds(*end, epoch)) +
+          (t.end_estimated
+               ? ", expected to end at " + Seconds(*t.end_us, epoch) + " (its estimated run time)"
+               : ", ends by " + Seconds(*t.end_us, epoch)) +
           " before the reservation of " + JobName(res_->job_id) + " at " +
           Seconds(res_->start_us, epoch) + t.note + ")"));
   Shadow(*shadow_, *j.placement, j.id);
