@@ -186,7 +186,7 @@ StatusOr<std::unique_ptr<GangPlacer>> GangPlacer::Create(const topo::Cluster& cl
   ASSIGN_OR_RETURN(p->plugins_, ResolvePlugins(options.plugins));
   // A pod that cannot be split (see PlaceOn) is placed as "least-allocated" would place it.
   p->one_pod_plugins_ = p->plugins_;
-  p->one_pod_plugins_.nodes = NodeRule::kLeastAllocated;
+  p->one_pod_plugins_.nodes = &NodePluginFor(NodeRule::kLeastAllocated);
   p->cost_ = std::make_unique<cost::CostModel>(cluster, options.cost_model);
   // A busy cluster asks each selector the same (free mask, request) questions over and over.
   p->selection_cache_ = std::make_unique<SelectionCache>();
@@ -263,7 +263,7 @@ Verdict GangPlacer::PlaceOn(const ClusterState& state, const job::JobSpec& job,
     Verdict v;
     std::optional<Placement> p = PlaceScattered(
         *cost_, state, job,
-        plugins_.nodes == NodeRule::kSpread ? ScatterRule::kSpread : ScatterRule::kRandom,
+        plugins_.nodes->rule() == NodeRule::kSpread ? ScatterRule::kSpread : ScatterRule::kRandom,
         options_.seed);
     if (p) {
       v.kind = VerdictKind::kFit;

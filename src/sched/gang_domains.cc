@@ -33,20 +33,15 @@ std::optional<Verdict> Search::NodeVerdict(int node, int left, const std::string
   return Fitted(std::move(*p), how, left, left);
 }
 
-std::optional<Verdict> Search::NodeInOrderOrSpread() {
-  // Spread (emptiest node, first on ties) or node order (first node that holds the job).
+std::optional<Verdict> Search::NodeByPlugin() {
   const int* prof = ix_.node_profile.data();
-  int pick = -1, pick_free = -1;
+  std::vector<int> free(c_.nodes.size(), -1);
   for (int n = 0; n < static_cast<int>(c_.nodes.size()); ++n) {
-    if (!all_profiles_ok_ && !profile_ok_[prof[n]]) continue;
-    const int f = state_.FreeMask(n).count();
-    if (f < world_ || f <= pick_free) continue;
-    pick = n;
-    pick_free = f;
-    if (strategy_ == NodeStrategy::kInOrder) break;
+    if (all_profiles_ok_ || profile_ok_[prof[n]]) free[n] = state_.FreeMask(n).count();
   }
+  const int pick = plug_.nodes->OneNode(free, world_);
   if (pick < 0) return std::nullopt;
-  return NodeVerdict(pick, pick_free - world_, PluginName(plug_.nodes) + " node", nullptr);
+  return NodeVerdict(pick, free[pick] - world_, plug_.nodes->name() + " node", nullptr);
 }
 
 int Search::FirstBestFitNode(int* best_free) const {
@@ -165,7 +160,7 @@ void Search::RoomierNodeByScore(int best_free, double chosen_ms, int* chosen,
 std::optional<Verdict> Search::TrySingleNode(double* score_out, bool* slower) {
   if (slower) *slower = false;
   if (mode_ == Mode::kNvdTp || world_ > max_node_gpus_) return std::nullopt;
-  if (strategy_ != NodeStrategy::kBestFit) return NodeInOrderOrSpread();
+  if (!plug_.nodes->ScoresOneNode()) return NodeByPlugin();
   // Best fit: fewest free GPUs left on the node; ties by the node selector's predicted time,
   // evaluated once per distinct (profile, free mask). world_ is a multiple of tp_, so under
   // kNodeTp a node holds the job iff its free count does.
@@ -173,7 +168,7 @@ std::optional<Verdict> Search::TrySingleNode(double* score_out, bool* slower) {
   const int first = FirstBestFitNode(&best_free);
   if (first < 0) return std::nullopt;
   const int best_left = best_free - world_;
-  if (comm_w_ == 0 || plug_.gpus != GpuRule::kCostModel) {
+  if (comm_w_ == 0 || !plug_.gpus->priced()) {
     // Nothing to compare the tied nodes by: the first best-fit node.
     return NodeVerdict(first, best_left, "best-fit node", nullptr);
   }

@@ -296,7 +296,7 @@ bool Search::RailsMatched(const std::vector<RankSlot>& ranks) const {
 
 bool Search::PolishRails(const Plan& plan, Placement& p, double& score) const {
   const job::Layout& l = job_.layout;
-  if (!c_.RailsPriced() || plan.chunks.size() < 2 || plug_.gpus != GpuRule::kCostModel ||
+  if (!c_.RailsPriced() || plan.chunks.size() < 2 || !plug_.gpus->priced() ||
       (l.dp < 2 && l.pp < 2)) {
     return false;
   }

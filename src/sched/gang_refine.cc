@@ -36,9 +36,8 @@ int CrossedRailHops(const cost::CostModel& cost, const job::Layout& l,
 }  // namespace
 
 bool Search::RefineOn() const {
-  return plug_.refine == RefineRule::kLocalSearch && comm_w_ > 0 &&
-         plug_.gpus == GpuRule::kCostModel && mode_ != Mode::kNvdTp &&
-         opt_.max_refine_evaluations > 0;
+  return plug_.refine == RefineRule::kLocalSearch && comm_w_ > 0 && plug_.gpus->priced() &&
+         mode_ != Mode::kNvdTp && opt_.max_refine_evaluations > 0;
 }
 
 bool Search::WholeNodesOfOneKind(const Plan& plan) const {

@@ -73,7 +73,7 @@ Plan Search::MakePlan(const std::vector<int>& nodes) const {
   if (mode_ != Mode::kNvdTp) {
     std::vector<int> caps;
     for (int n : nodes) caps.push_back(nodes_[n].cap);
-    std::vector<int> take = TakeBins(caps, world_, strategy_);
+    std::vector<int> take = plug_.nodes->Take(caps, world_);
     for (size_t i = 0; i < take.size(); ++i) {
       if (take[i] > 0) add(nodes[i], take[i]);
     }
@@ -94,13 +94,13 @@ Plan Search::MakePlan(const std::vector<int>& nodes) const {
     for (int n : members[nvd]) f += nodes_[n].cap;
     caps.push_back(f / tp_ * tp_);
   }
-  std::vector<int> take = TakeBins(caps, world_, strategy_);
+  std::vector<int> take = plug_.nodes->Take(caps, world_);
   for (size_t i = 0; i < take.size(); ++i) {
     if (take[i] == 0) continue;
     const std::vector<int>& m = members[nvds[i]];
     std::vector<int> ncaps;
     for (int n : m) ncaps.push_back(nodes_[n].cap);
-    std::vector<int> ntake = TakeBins(ncaps, take[i], strategy_);
+    std::vector<int> ntake = plug_.nodes->Take(ncaps, take[i]);
     for (size_t j = 0; j < ntake.size(); ++j) {
       if (ntake[j] > 0) add(m[j], ntake[j]);
     }
@@ -114,7 +114,7 @@ std::optional<Placement> Search::Materialize(const Plan& plan) const {
   for (const auto& [node, k] : plan.chunks) {
     const NodeRequest req = ChunkRequest(k);
     const NodeSelector& sel = *selectors_[c_.nodes[node].profile];
-    if (plug_.gpus != GpuRule::kCostModel) {
+    if (!plug_.gpus->priced()) {
       std::vector<int> order = BaselineGpus(node, k);
       if (static_cast<int>(order.size()) != k) return std::nullopt;
       const std::vector<int> nics = AssignNics(c_.topology(node), order);
@@ -144,7 +144,7 @@ std::optional<Placement> Search::Materialize(const Plan& plan) const {
   // (more aligned) one on a tie.
   std::vector<std::vector<RankSlot>> aligned;
   if (c_.rails.count > 0 && plan.chunks.size() > 1 && (job_.layout.dp > 1 || job_.layout.pp > 1) &&
-      plug_.gpus == GpuRule::kCostModel) {
+      plug_.gpus->priced()) {
     aligned = RailAlignments(plan, p.ranks);
   }
   if (!ScoreRanks(plan, p)) return std::nullopt;
@@ -177,9 +177,9 @@ std::vector<int> Search::BaselineGpus(int node, int k) const {
     if (free.test(g)) ids.push_back(g);
   }
   if (static_cast<int>(ids.size()) < k) return {};
-  if (plug_.gpus == GpuRule::kFirstFree || static_cast<int>(ids.size()) == k) {
-    ids.resize(k);
-    return ids;
+  const GpuPlugin& gpus = *plug_.gpus;
+  if (!gpus.costly() || static_cast<int>(ids.size()) == k) {
+    return gpus.Choose(c_.topology(node), ids, k);
   }
   const auto key = std::make_tuple(c_.nodes[node].profile, free.lo(), free.hi(), k);
   {
@@ -187,7 +187,7 @@ std::vector<int> Search::BaselineGpus(int node, int k) const {
     auto it = baseline_.pair_score.find(key);
     if (it != baseline_.pair_score.end()) return it->second;
   }
-  std::vector<int> pick = PairScoreSelect(c_.topology(node), ids, k);
+  std::vector<int> pick = gpus.Choose(c_.topology(node), ids, k);
   std::lock_guard<std::mutex> lock(baseline_.mu);
   baseline_.pair_score.emplace(key, pick);
   return pick;

@@ -26,11 +26,14 @@
 #include <vector>
 
 #include "sched/gang.h"
+#include "sched/gpu_plugins.h"
 #include "sched/link_model.h"
 #include "sched/node_order.h"
+#include "sched/node_plugins.h"
 #include "sched/pair_score.h"
 #include "sched/rank_order.h"
 #include "sched/scatter.h"
+#include "sched/share_plugins.h"
 #include "sched/stage_pack.h"
 
 namespace toposched::sched {
@@ -144,86 +147,6 @@ struct Plan {
   int frag = 0;                             // GPUs left free in partly used nodes
 };
 
-// Greedy bin choice: while the rest fits in one bin, take the smallest such bin (best fit);
-// otherwise take the largest bin whole. Returns the amount per bin; empty when sum < need.
-// Ties go to the lowest bin index. O(bins + largest cap) via a counting sort of the bins by
-// capacity (descending, index ascending): the bins taken whole are a prefix of that order and
-// the best-fit bin is found by binary search in the rest.
-inline std::vector<int> PickBins(const std::vector<int>& caps, int need) {
-  int64_t total = 0;
-  int max_cap = 0;
-  for (int c : caps) {
-    total += c;
-    max_cap = std::max(max_cap, c);
-  }
-  if (total < need) return {};
-  std::vector<int> take(caps.size(), 0);
-  if (need <= 0) return take;
-  std::vector<int> order;  // bins with cap > 0: cap descending, index ascending
-  if (max_cap <= 4 * static_cast<int>(caps.size()) + 64) {
-    std::vector<int> start(static_cast<size_t>(max_cap) + 2, 0);
-    for (int c : caps) {
-      if (c > 0) ++start[max_cap - c + 1];
-    }
-    for (size_t i = 1; i < start.size(); ++i) start[i] += start[i - 1];
-    order.resize(static_cast<size_t>(start.back()));
-    for (size_t i = 0; i < caps.size(); ++i) {
-      if (caps[i] > 0) order[start[max_cap - caps[i]]++] = static_cast<int>(i);
-    }
-  } else {
-    for (size_t i = 0; i < caps.size(); ++i) {
-      if (caps[i] > 0) order.push_back(static_cast<int>(i));
-    }
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return caps[a] > caps[b]; });
-  }
-  int rest = need;
-  auto pos = order.begin();
-  while (rest > 0) {
-    if (pos == order.end()) return {};
-    if (caps[*pos] >= rest) {
-      auto fits_end =
-          std::partition_point(pos, order.end(), [&](int i) { return caps[i] >= rest; });
-      const int c = caps[*(fits_end - 1)];
-      auto best = std::partition_point(pos, fits_end, [&](int i) { return caps[i] > c; });
-      take[*best] = rest;
-      break;
-    }
-    take[*pos] = caps[*pos];
-    rest -= caps[*pos];
-    ++pos;
-  }
-  return take;
-}
-
-enum class NodeStrategy { kBestFit, kLeastAllocated, kInOrder };
-
-inline NodeStrategy StrategyOf(NodeRule r) {
-  if (r == NodeRule::kLeastAllocated) return NodeStrategy::kLeastAllocated;
-  if (r == NodeRule::kInOrder) return NodeStrategy::kInOrder;
-  return NodeStrategy::kBestFit;
-}
-
-// Amount per bin under a node strategy; empty when the bins hold less than `need`.
-inline std::vector<int> TakeBins(const std::vector<int>& caps, int need, NodeStrategy strategy) {
-  if (strategy == NodeStrategy::kBestFit) return PickBins(caps, need);
-  int64_t total = 0;
-  for (int c : caps) total += c;
-  if (total < need) return {};
-  std::vector<int> order(caps.size());
-  std::iota(order.begin(), order.end(), 0);
-  if (strategy == NodeStrategy::kLeastAllocated) {
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return caps[a] > caps[b]; });
-  }
-  std::vector<int> take(caps.size(), 0);
-  int rest = need;
-  for (int i : order) {
-    if (rest <= 0) break;
-    take[i] = std::min(caps[i], rest);
-    rest -= take[i];
-  }
-  return take;
-}
-
 class Search {
  public:
   Search(const topo::Cluster& cluster, const ClusterState& state, const job::JobSpec& job,
@@ -243,7 +166,6 @@ class Search {
         world_(job.layout.WorldSize()),
         tp_(job.layout.tp),
         max_node_gpus_(index.max_node_gpus),
-        strategy_(StrategyOf(plugins.nodes)),
         comm_w_(plugins.weight(ScoreTerm::kCommTime)),
         frag_w_(plugins.weight(ScoreTerm::kFragmentation)),
         cont_w_(links ? plugins.weight(ScoreTerm::kContention) : 0.0),
@@ -254,10 +176,12 @@ class Search {
 
  private:
   Verdict RunWhole();
-  // A fractional job under the `shares` plugin: "gpu-best-fit" below, the node rules in
-  // RunFractionalByNode.
+  // A fractional job, where the `shares` plugin says (sched/share_plugins.h).
   Verdict RunFractional();
-  Verdict RunFractionalByNode();
+  // What the share plugin sees: the shared GPUs of nodes that take work, every node's free GPUs.
+  ShareView MakeShareView() const;
+  // The job on shared GPU `sh`, `why` in the explanation.
+  Verdict OnSharedGpu(const ShareView::Shared& sh, const std::string& why) const;
   bool NodeTakesWork(int node) const;
   void Filter();
   void EnsureFiltered();
@@ -269,7 +193,8 @@ class Search {
   // Builds ranks and parts for a plan and scores it with the cost model. nullopt when a node
   // refuses (should not happen: the plan only uses free GPUs).
   std::optional<Placement> Materialize(const Plan& plan) const;
-  // The "first-free" or "pair-score" choice of k free GPUs of a node, ascending.
+  // The choice of k free GPUs of a node by a GPU plugin that is not priced ("first-free",
+  // "pair-score"), ascending; a costly plugin's answers cached by (profile, free set, k).
   std::vector<int> BaselineGpus(int node, int k) const;
   // Rail alignment of one node's ranks (cluster with rails, "cost-model" GPU choice).
   // `order` holds the node's GPUs in rank order; `want[i]` the rails its i-th rank's peers on
@@ -378,8 +303,8 @@ class Search {
   // TrySingleNode's steps. The job whole on `node`, `left` GPUs left free there (*score_out: its
   // weighted score, when given).
   std::optional<Verdict> NodeVerdict(int node, int left, const std::string& how, double* score_out);
-  // The node plugins "spread" and "in-order".
-  std::optional<Verdict> NodeInOrderOrSpread();
+  // The node plugin's own choice of one node (its OneNode: "least-allocated", "in-order").
+  std::optional<Verdict> NodeByPlugin();
   // The first node with the fewest free GPUs that hold the job (-1: none); *best_free its count.
   int FirstBestFitNode(int* best_free) const;
   // Of the nodes with best_free free GPUs from `first` on, the one whose GPU set the selector
@@ -536,7 +461,6 @@ class Search {
   const int world_;
   const int tp_;
   const int max_node_gpus_;
-  const NodeStrategy strategy_;
   const double comm_w_, frag_w_, cont_w_;
   const LinkModel* links_;       // null unless the contention score is on
   const double dp_hide_factor_;  // GangPlacer::Place's; 0 = all DP time exposed

@@ -4,6 +4,10 @@
 #include <initializer_list>
 #include <utility>
 
+#include "sched/gpu_plugins.h"
+#include "sched/node_plugins.h"
+#include "sched/share_plugins.h"
+
 namespace toposched::sched {
 
 namespace {
@@ -14,20 +18,8 @@ using Registry = std::initializer_list<std::pair<const char*, E>>;
 
 const Registry<DomainRule> kDomains = {{"lowest-level", DomainRule::kLowestLevel},
                                        {"cluster", DomainRule::kCluster}};
-const Registry<NodeRule> kNodes = {{"best-fit", NodeRule::kBestFit},
-                                   {"least-allocated", NodeRule::kLeastAllocated},
-                                   {"in-order", NodeRule::kInOrder},
-                                   {"spread", NodeRule::kSpread},
-                                   {"random", NodeRule::kRandom}};
-const Registry<GpuRule> kGpus = {{"cost-model", GpuRule::kCostModel},
-                                 {"pair-score", GpuRule::kPairScore},
-                                 {"first-free", GpuRule::kFirstFree}};
 const Registry<RefineRule> kRefine = {{"local-search", RefineRule::kLocalSearch},
                                       {"none", RefineRule::kNone}};
-const Registry<ShareRule> kShares = {{"gpu-best-fit", ShareRule::kGpuBestFit},
-                                     {"node-best-fit", ShareRule::kNodeBestFit},
-                                     {"least-allocated", ShareRule::kLeastAllocated},
-                                     {"in-order", ShareRule::kInOrder}};
 const Registry<ScoreTerm> kScores = {{"comm-time", ScoreTerm::kCommTime},
                                      {"fragmentation", ScoreTerm::kFragmentation},
                                      {"contention", ScoreTerm::kContention}};
@@ -37,6 +29,20 @@ std::vector<std::string> Names(Registry<E> r) {
   std::vector<std::string> out;
   for (const auto& [name, value] : r) out.emplace_back(name);
   return out;
+}
+
+// A slot whose plugins are objects: the registry is the list of them, each knowing its name.
+template <typename P>
+std::vector<std::string> Names(const std::vector<const P*>& plugins) {
+  std::vector<std::string> out;
+  for (const P* p : plugins) out.push_back(p->name());
+  return out;
+}
+
+std::string KnownList(const std::vector<std::string>& names) {
+  std::string list;
+  for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+  return list;
 }
 
 // The value of `name` in the slot's registry; InvalidArgument listing the known names.
@@ -51,7 +57,29 @@ StatusOr<E> Lookup(const char* slot, Registry<E> r, const std::string& name) {
                               "\" (known: " + list + ")");
 }
 
+template <typename P>
+StatusOr<const P*> Lookup(const char* slot, const std::vector<const P*>& plugins,
+                          const std::string& name) {
+  for (const P* p : plugins) {
+    if (p->name() == name) return p;
+  }
+  return InvalidArgumentError("gang: unknown " + std::string(slot) + " plugin \"" + name +
+                              "\" (known: " + KnownList(Names(plugins)) + ")");
+}
+
+// The plugin of `rule` in a registry whose order is the rule's enum order.
+template <typename P, typename E>
+const P& InRegistry(const std::vector<const P*>& plugins, E rule) {
+  return *plugins.at(static_cast<size_t>(rule));
+}
+
 }  // namespace
+
+const NodePlugin& NodePluginFor(NodeRule r) { return InRegistry(NodePlugins(), r); }
+const GpuPlugin& GpuPluginFor(GpuRule r) { return InRegistry(GpuPlugins(), r); }
+const SharePlugin& SharePluginFor(ShareRule r) { return InRegistry(SharePlugins(), r); }
+
+bool TypedPlugins::scatters() const { return nodes->scatters(); }
 
 double PlacementPlugins::Weight(const std::string& score) const {
   double w = 0;
@@ -64,9 +92,10 @@ double PlacementPlugins::Weight(const std::string& score) const {
 Status PlacementPlugins::Validate() const { return ResolvePlugins(*this).status(); }
 
 const std::vector<std::string>& PluginNames(const std::string& slot) {
-  static const std::vector<std::string> domain = Names(kDomains), nodes = Names(kNodes),
-                                        gpus = Names(kGpus), refine = Names(kRefine),
-                                        shares = Names(kShares), score = Names(kScores), none;
+  static const std::vector<std::string> domain = Names(kDomains), nodes = Names(NodePlugins()),
+                                        gpus = Names(GpuPlugins()), refine = Names(kRefine),
+                                        shares = Names(SharePlugins()), score = Names(kScores),
+                                        none;
   if (slot == "domain") return domain;
   if (slot == "nodes") return nodes;
   if (slot == "gpus") return gpus;
@@ -76,22 +105,14 @@ const std::vector<std::string>& PluginNames(const std::string& slot) {
   return none;
 }
 
-const std::string& PluginName(NodeRule r) {
-  return PluginNames("nodes").at(static_cast<size_t>(r));
-}
-
-const std::string& PluginName(ShareRule r) {
-  return PluginNames("shares").at(static_cast<size_t>(r));
-}
-
 StatusOr<TypedPlugins> ResolvePlugins(const PlacementPlugins& p) {
   TypedPlugins t;
   ASSIGN_OR_RETURN(t.domain, Lookup("domain", kDomains, p.domain));
-  ASSIGN_OR_RETURN(t.nodes, Lookup("nodes", kNodes, p.nodes));
-  ASSIGN_OR_RETURN(t.gpus, Lookup("gpus", kGpus, p.gpus));
+  ASSIGN_OR_RETURN(t.nodes, Lookup("nodes", NodePlugins(), p.nodes));
+  ASSIGN_OR_RETURN(t.gpus, Lookup("gpus", GpuPlugins(), p.gpus));
   ASSIGN_OR_RETURN(t.refine, Lookup("refine", kRefine, p.refine));
-  ASSIGN_OR_RETURN(t.shares, Lookup("shares", kShares, p.shares));
-  if (t.scatters() && (t.gpus != GpuRule::kFirstFree || t.refine != RefineRule::kNone)) {
+  ASSIGN_OR_RETURN(t.shares, Lookup("shares", SharePlugins(), p.shares));
+  if (t.scatters() && (t.gpus->rule() != GpuRule::kFirstFree || t.refine != RefineRule::kNone)) {
     return InvalidArgumentError("plugins.nodes \"" + p.nodes +
                                 "\" places GPU by GPU: it needs gpus \"first-free\" and refine "
                                 "\"none\"");

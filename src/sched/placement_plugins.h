@@ -1,7 +1,9 @@
 // The gang placer's plugins, in two forms. PlacementPlugins is the policy as data: a plugin
 // name per choice point and weighted scores, as policies (sched/policy.h), scheduler options and
 // tests write them. TypedPlugins is the same resolved once against the registry below (in
-// GangPlacer::Create), so that the search compares enums, never strings, while it places.
+// GangPlacer::Create): plugin objects for the node, GPU and share choices (each an interface with
+// one class per rule), enums and summed weights for the rest, so that the search never compares
+// a string while it places.
 #pragma once
 
 #include <array>
@@ -96,24 +98,34 @@ enum class ShareRule { kGpuBestFit, kNodeBestFit, kLeastAllocated, kInOrder };
 enum class ScoreTerm { kCommTime, kFragmentation, kContention };
 inline constexpr int kScoreTerms = 3;
 
+// The choice points whose plugins are objects, each behind an interface in its own file:
+// sched/node_plugins.h, sched/gpu_plugins.h, sched/share_plugins.h.
+class NodePlugin;
+class GpuPlugin;
+class SharePlugin;
+// The registered plugin of a rule (static objects: the pointers never dangle).
+const NodePlugin& NodePluginFor(NodeRule r);
+const GpuPlugin& GpuPluginFor(GpuRule r);
+const SharePlugin& SharePluginFor(ShareRule r);
+
+// The domain and refine choice points are enums: each is a switch between two strategies woven
+// through the search (gang_domains.cc, gang_refine.cc). The score terms are weights the search
+// sums in place, as its single-node path prunes candidates on them (gang_domains.cc).
 struct TypedPlugins {
   DomainRule domain = DomainRule::kLowestLevel;
-  NodeRule nodes = NodeRule::kBestFit;
-  ShareRule shares = ShareRule::kGpuBestFit;
-  GpuRule gpus = GpuRule::kCostModel;
+  const NodePlugin* nodes = &NodePluginFor(NodeRule::kBestFit);
+  const SharePlugin* shares = &SharePluginFor(ShareRule::kGpuBestFit);
+  const GpuPlugin* gpus = &GpuPluginFor(GpuRule::kCostModel);
   RefineRule refine = RefineRule::kLocalSearch;
   std::array<double, kScoreTerms> weights = {0, 0, 0};  // by ScoreTerm; a term listed twice sums
   double weight(ScoreTerm t) const { return weights[static_cast<int>(t)]; }
   // Places GPU by GPU, topology ignored ("spread", "random": sched/scatter.h).
-  bool scatters() const { return nodes == NodeRule::kSpread || nodes == NodeRule::kRandom; }
+  bool scatters() const;
 };
 
 // The registry: the names each choice point knows, in the order explanations list them.
 // slot: "domain", "nodes", "gpus", "refine", "shares" or "score".
 const std::vector<std::string>& PluginNames(const std::string& slot);
-// The registry name of a typed choice ("least-allocated").
-const std::string& PluginName(NodeRule r);
-const std::string& PluginName(ShareRule r);
 // Validate, then every name looked up once.
 StatusOr<TypedPlugins> ResolvePlugins(const PlacementPlugins& plugins);
 

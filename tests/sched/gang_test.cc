@@ -9,8 +9,11 @@
 #include <vector>
 
 #include "job/job_spec.h"
+#include "sched/gpu_plugins.h"
 #include "sched/link_model.h"
+#include "sched/node_plugins.h"
 #include "sched/policy.h"
+#include "sched/share_plugins.h"
 #include "testing/clusters.h"
 #include "topo/io/cluster_yaml.h"
 
@@ -155,7 +158,8 @@ TEST(GangOptions, PluginNamesResolveToTypedPlugins) {
     }
     auto t = ResolvePlugins(p);
     ASSERT_TRUE(t.ok()) << p.nodes << ": " << t.status().ToString();
-    EXPECT_EQ(PluginName(t->nodes), p.nodes);
+    EXPECT_EQ(t->nodes->name(), p.nodes);
+    EXPECT_EQ(t->nodes, &NodePluginFor(t->nodes->rule()));
     EXPECT_EQ(t->scatters(), p.nodes == "spread" || p.nodes == "random");
   }
   for (const std::string& name : PluginNames("shares")) {
@@ -163,7 +167,8 @@ TEST(GangOptions, PluginNamesResolveToTypedPlugins) {
     p.shares = name;
     auto t = ResolvePlugins(p);
     ASSERT_TRUE(t.ok()) << name;
-    EXPECT_EQ(PluginName(t->shares), name);
+    EXPECT_EQ(t->shares->name(), name);
+    EXPECT_EQ(t->shares, &SharePluginFor(t->shares->rule()));
   }
   PlacementPlugins p;
   p.domain = "cluster";
@@ -173,7 +178,8 @@ TEST(GangOptions, PluginNamesResolveToTypedPlugins) {
   auto t = ResolvePlugins(p);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_EQ(t->domain, DomainRule::kCluster);
-  EXPECT_EQ(t->gpus, GpuRule::kPairScore);
+  EXPECT_EQ(t->gpus->rule(), GpuRule::kPairScore);
+  EXPECT_EQ(t->gpus->name(), "pair-score");
   EXPECT_EQ(t->refine, RefineRule::kNone);
   EXPECT_EQ(t->weight(ScoreTerm::kCommTime), 3);
   EXPECT_EQ(t->weight(ScoreTerm::kFragmentation), 0.5);

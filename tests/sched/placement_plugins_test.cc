@@ -1,0 +1,156 @@
+// The node, GPU and share plugins as objects, each asked directly: what every rule of a choice
+// point answers on the same input, one fact per line, and that the registry resolves a name to
+// the object of its rule.
+#include "sched/placement_plugins.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "sched/gpu_plugins.h"
+#include "sched/node_plugins.h"
+#include "sched/share_plugins.h"
+#include "testing/clusters.h"
+
+namespace toposched::sched {
+namespace {
+
+using toposched::testing::H100Cluster;
+
+const NodePlugin& Nodes(NodeRule r) { return NodePluginFor(r); }
+
+// Bins of 3, 8, 5 and 8 GPUs, 10 wanted: best fit takes a largest bin whole, then the smallest
+// that holds the rest; least allocated fills the largest first; in order fills bins in turn.
+TEST(NodePlugins, EachRuleTakesBinsItsOwnWay) {
+  const std::vector<int> caps = {3, 8, 5, 8};
+  EXPECT_EQ(Nodes(NodeRule::kBestFit).Take(caps, 10), (std::vector<int>{2, 8, 0, 0}));
+  EXPECT_EQ(Nodes(NodeRule::kLeastAllocated).Take(caps, 10), (std::vector<int>{0, 8, 0, 2}));
+  EXPECT_EQ(Nodes(NodeRule::kInOrder).Take(caps, 10), (std::vector<int>{3, 7, 0, 0}));
+  for (const NodePlugin* p : NodePlugins()) {
+    EXPECT_TRUE(p->Take(caps, 25).empty()) << p->name() << ": 24 GPUs cannot hold 25";
+    EXPECT_EQ(p->Take(caps, 0), (std::vector<int>{0, 0, 0, 0})) << p->name();
+  }
+}
+
+// Free GPUs per node (-1: the job may not go there), a 4-GPU job.
+TEST(NodePlugins, OneNodeByRule) {
+  const std::vector<int> free = {-1, 4, 8, 4, 2};
+  EXPECT_EQ(Nodes(NodeRule::kLeastAllocated).OneNode(free, 4), 2);
+  EXPECT_EQ(Nodes(NodeRule::kInOrder).OneNode(free, 4), 1);
+  EXPECT_EQ(Nodes(NodeRule::kBestFit).OneNode(free, 4), 1);
+  EXPECT_TRUE(Nodes(NodeRule::kBestFit).ScoresOneNode());
+  EXPECT_FALSE(Nodes(NodeRule::kLeastAllocated).ScoresOneNode());
+  EXPECT_FALSE(Nodes(NodeRule::kInOrder).ScoresOneNode());
+  for (const NodePlugin* p : NodePlugins()) {
+    EXPECT_EQ(p->OneNode(free, 9), -1) << p->name() << ": no node has 9 free";
+    EXPECT_EQ(p->scatters(), p->rule() == NodeRule::kSpread || p->rule() == NodeRule::kRandom)
+        << p->name();
+  }
+}
+
+TEST(GpuPlugins, FirstFreeAndPairScoreChooseFromTheFreeGpus) {
+  const topo::NodeTopology& t = H100Cluster().topology(0);
+  const std::vector<int> free = {1, 3, 5, 6};
+  const GpuPlugin& first = GpuPluginFor(GpuRule::kFirstFree);
+  EXPECT_EQ(first.Choose(t, free, 2), (std::vector<int>{1, 3}));
+  EXPECT_TRUE(first.Choose(t, free, 5).empty());
+  const GpuPlugin& pair = GpuPluginFor(GpuRule::kPairScore);
+  EXPECT_TRUE(pair.costly());
+  EXPECT_EQ(pair.Choose(t, free, 4), free);
+  const std::vector<int> two = pair.Choose(t, free, 2);
+  ASSERT_EQ(two.size(), 2u);
+  for (int g : two) EXPECT_NE(std::find(free.begin(), free.end(), g), free.end()) << g;
+  EXPECT_TRUE(GpuPluginFor(GpuRule::kCostModel).priced());
+  EXPECT_FALSE(pair.priced());
+  EXPECT_FALSE(first.priced());
+}
+
+// Shared GPUs: node 0 GPU 1 (300 milli of room), node 1 GPU 0 (600) and GPU 2 (250); free GPUs
+// per node 2, 0, 5 (lowest free 0, none, 1). A 250-milli job.
+ShareView Shares() {
+  ShareView v;
+  v.shared = {{0, 1, 300}, {1, 0, 600}, {1, 2, 250}};
+  v.free = {2, 0, 5};
+  v.lowest_free = {0, -1, 1};
+  v.shared_total = 3;
+  return v;
+}
+
+TEST(SharePlugins, EachRuleChoosesItsOwnShare) {
+  const topo::Cluster& c = H100Cluster();
+  ASSERT_GE(c.nodes.size(), 3u);
+  const ShareView v = Shares();
+  // The least room left after the job, cluster-wide: node 1's GPU 2, filled to 1000.
+  const ShareChoice gpu = SharePluginFor(ShareRule::kGpuBestFit).Choose(v, 250, c);
+  EXPECT_EQ(gpu.kind, ShareChoice::Kind::kShared);
+  EXPECT_EQ(gpu.index, 2);
+  EXPECT_EQ(gpu.why, "best fit among 3 shared GPUs with room");
+  // The node with the least free milli (node 1: 850), on it the GPU with the least room.
+  const ShareChoice node = SharePluginFor(ShareRule::kNodeBestFit).Choose(v, 250, c);
+  EXPECT_EQ(node.kind, ShareChoice::Kind::kShared);
+  EXPECT_EQ(node.index, 2);
+  EXPECT_EQ(node.why,
+            "node-best-fit node " + c.nodes[1].name + " (850 milli free, 3 nodes could take it)");
+  // The node with the most free milli (node 2: 5,000): a free GPU opens.
+  const ShareChoice spread = SharePluginFor(ShareRule::kLeastAllocated).Choose(v, 250, c);
+  EXPECT_EQ(spread.kind, ShareChoice::Kind::kOpenFree);
+  EXPECT_EQ(spread.node, 2);
+  // The first node that can take it (node 0), its lowest-numbered GPU that can: free GPU 0.
+  const ShareChoice first = SharePluginFor(ShareRule::kInOrder).Choose(v, 250, c);
+  EXPECT_EQ(first.kind, ShareChoice::Kind::kOpenFree);
+  EXPECT_EQ(first.node, 0);
+  EXPECT_EQ(first.why, "in-order node " + c.nodes[0].name +
+                           " (2300 milli free, 1 node could "
+                           "take it)");
+}
+
+TEST(SharePlugins, NoShareWithRoomIsPlacedAsAOneGpuJobAndSaysWhy) {
+  const topo::Cluster& c = H100Cluster();
+  ShareView v = Shares();
+  const ShareChoice gpu = SharePluginFor(ShareRule::kGpuBestFit).Choose(v, 700, c);
+  EXPECT_EQ(gpu.kind, ShareChoice::Kind::kAsWhole);
+  EXPECT_EQ(gpu.why, "no shared GPU has room (3 shared, most room 600 milli)");
+  v.free = {0, 0, 0};
+  v.lowest_free = {-1, -1, -1};
+  for (const SharePlugin* p : SharePlugins()) {
+    if (p->rule() == ShareRule::kGpuBestFit) continue;
+    const ShareChoice none = p->Choose(v, 700, c);
+    EXPECT_EQ(none.kind, ShareChoice::Kind::kAsWhole) << p->name();
+    EXPECT_EQ(none.why, "no shared GPU has room (3 shared, most room 600 milli)") << p->name();
+  }
+  v.shared.clear();
+  v.shared_total = 0;
+  EXPECT_EQ(SharePluginFor(ShareRule::kGpuBestFit).Choose(v, 700, c).why, "no GPU is shared yet");
+}
+
+TEST(PlacementPlugins, TheRegistryResolvesEachNameToTheObjectOfItsRule) {
+  for (size_t i = 0; i < NodePlugins().size(); ++i) {
+    EXPECT_EQ(static_cast<size_t>(NodePlugins()[i]->rule()), i);
+    EXPECT_EQ(PluginNames("nodes")[i], NodePlugins()[i]->name());
+  }
+  for (size_t i = 0; i < GpuPlugins().size(); ++i) {
+    EXPECT_EQ(static_cast<size_t>(GpuPlugins()[i]->rule()), i);
+    EXPECT_EQ(PluginNames("gpus")[i], GpuPlugins()[i]->name());
+  }
+  for (size_t i = 0; i < SharePlugins().size(); ++i) {
+    EXPECT_EQ(static_cast<size_t>(SharePlugins()[i]->rule()), i);
+    EXPECT_EQ(PluginNames("shares")[i], SharePlugins()[i]->name());
+  }
+  PlacementPlugins p;
+  p.gpus = "first-free";
+  p.shares = "in-order";
+  auto t = ResolvePlugins(p);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->gpus, &GpuPluginFor(GpuRule::kFirstFree));
+  EXPECT_EQ(t->shares, &SharePluginFor(ShareRule::kInOrder));
+  EXPECT_EQ(t->nodes, &NodePluginFor(NodeRule::kBestFit));
+  p.gpus = "nvlink-first";
+  EXPECT_EQ(
+      ResolvePlugins(p).status().message(),
+      "gang: unknown gpus plugin \"nvlink-first\" (known: cost-model, pair-score, first-free)");
+}
+
+}  // namespace
+}  // namespace toposched::sched
