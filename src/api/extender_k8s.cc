@@ -319,6 +319,7 @@ StatusOr<job::JobSpec> GangSpec(const Pod& pod, const Membership& m, const Exten
   const std::set<std::string> membership_keys = {o.group_name_key, o.group_size_key,
                                                  o.master_replicas_key};
   std::set<std::string> given;
+  job::RunEstimate estimate;
   // Annotations and labels under the prefix; labels win (as in Pod::Get).
   std::map<std::string, std::string> values = pod.annotations;
   for (const auto& [k, v] : pod.labels) values[k] = v;
@@ -367,6 +368,17 @@ StatusOr<job::JobSpec> GangSpec(const Pod& pod, const Membership& m, const Exten
       (name == "user" ? spec.user : spec.queue) = v;
     } else if (name == "gpu-model") {
       spec.constraints.gpu_model = std::string(Trim(value));
+    } else if (name == "run-time") {
+      auto v = job::ParseDuration(std::string(Trim(value)));
+      if (!v.ok()) return FailedPreconditionError(key + ": " + v.status().message());
+      estimate.run_s = *v;
+    } else if (name == "comm-share") {
+      auto v = ParseDouble(Trim(value));
+      if (!v.ok() || !(*v >= 0 && *v <= 1)) {
+        return FailedPreconditionError(key + ": expected a number from 0 to 1, got " +
+                                       Quote(value));
+      }
+      estimate.comm_share = *v;
     } else if (name == "rdma-required") {
       const std::string v = ToLower(Trim(value));
       if (v != "true" && v != "false") {
@@ -379,12 +391,20 @@ StatusOr<job::JobSpec> GangSpec(const Pod& pod, const Membership& m, const Exten
           key +
           ": unknown toposched key (known: tp, pp, dp, ep, model-params, hidden-size, "
           "seq-len, micro-batch, job-constraint, tp-constraint, gpu-model, rdma-required, "
-          "user, queue, " +
+          "run-time, comm-share, user, queue, " +
           o.group_name_key + ", " + o.group_size_key + ", " + o.master_replicas_key + ")");
     }
     if (!s.ok()) return s;
     given.insert(name);
   }
+  // The run-time estimate (docs/jobs.md, "Run-time estimate"): both keys or neither.
+  if (given.count("run-time") != given.count("comm-share")) {
+    const char* missing = given.count("run-time") ? "comm-share" : "run-time";
+    return FailedPreconditionError(o.annotation_prefix + missing + ": missing (" +
+                                   o.annotation_prefix + "run-time and " + o.annotation_prefix +
+                                   "comm-share go together)");
+  }
+  if (given.count("run-time")) spec.estimate = estimate;
   if (pod.gpus <= 0) return FailedPreconditionError("the pod requests no " + o.gpu_resource);
   // TP defaults to the pod's GPUs: one tensor-parallel group per pod.
   if (!given.count("tp")) spec.layout.tp = pod.gpus;

@@ -114,6 +114,8 @@ StatusOr<std::unique_ptr<Service>> Service::Open(const topo::Cluster& cluster, O
   std::unique_ptr<Service> s(new Service(cluster, std::move(options)));
   ASSIGN_OR_RETURN(s->placer_, sched::GangPlacer::Create(cluster, s->options_.placer));
   ASSIGN_OR_RETURN(s->sched_, sched::Scheduler::Create(*s->placer_, s->options_.scheduler));
+  s->run_times_ = std::make_unique<sched::SpecRunTimes>(*s->sched_);
+  s->sched_->SetRunTimeEstimator(s->run_times_.get());
   ASSIGN_OR_RETURN(s->store_, store::OpenSqliteStore(s->options_.db_path, s->options_.store));
   RETURN_IF_ERROR(s->CheckCluster(/*write_if_absent=*/false));
   ASSIGN_OR_RETURN(std::vector<store::InputRecord> inputs, s->store_->ReadInputs());
@@ -824,6 +826,9 @@ std::string Service::JobJsonLocked(int64_t id, bool with_events) const {
          {"idempotency_key", ji.idem_key},
          {"source", ji.pod_group.empty() ? "rest" : "kubernetes"}};
   if (!ji.pod_group.empty()) j["pod_group"] = ji.pod_group;
+  if (spec.estimate) {
+    j["estimate"] = {{"run_s", spec.estimate->run_s}, {"comm_share", spec.estimate->comm_share}};
+  }
   if (const sched::Placement* p = sched_->PlacementOf(id)) {
     json nodes = json::array();
     for (const sched::NodeGpus& part : p->parts) {
@@ -841,6 +846,10 @@ std::string Service::JobJsonLocked(int64_t id, bool with_events) const {
                       {"dp_ms", p->dp_ms},
                       {"decision_us", p->decision_us},
                       {"nodes", nodes}};
+    // Its declared run on this placement, from its start (or its last checkpoint move).
+    if (std::optional<int64_t> end = run_times_->ExpectedEndUs(id, p->decision_us)) {
+      j["placement"]["expected_end_us"] = *end;
+    }
     // One job's view also gives each rank's node, GPU and NIC (a list grows with the job).
     if (with_events) j["placement"]["ranks"] = RanksJsonLocked(*p);
   } else {

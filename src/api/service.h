@@ -28,6 +28,7 @@
 #include "job/job_spec.h"
 #include "sched/gang.h"
 #include "sched/input.h"
+#include "sched/run_time.h"
 #include "sched/scheduler.h"
 #include "store/job_store.h"
 #include "topo/cluster.h"
@@ -39,7 +40,10 @@ struct ServiceOptions {
   // Where the cluster came from (the --cluster file), for messages; may be empty.
   std::string cluster_source;
   store::StoreOptions store;
-  sched::SchedulerOptions scheduler;
+  // The scheduler's options. Wait-or-spread is on: a job that declares its run time
+  // (JobSpec::estimate, read by sched::SpecRunTimes) waits for a faster placement when the
+  // estimates finish it earlier that way; a job without one is placed as it always was.
+  sched::SchedulerOptions scheduler = WaitOrSpread();
   sched::GangPlacerOptions placer;
   // The clock, in µs. Empty: the real clock (system_clock). Values are made non-decreasing.
   std::function<int64_t()> clock_us;
@@ -61,6 +65,13 @@ struct ServiceOptions {
   // and the cluster model lacks (ReportNetwork); 0: such a domain is refused, naming this.
   double nvlink_gbps = 0;
   Status Validate() const;
+
+ private:
+  static sched::SchedulerOptions WaitOrSpread() {
+    sched::SchedulerOptions o;
+    o.wait_or_spread = true;
+    return o;
+  }
 };
 
 // What a finished job's processes left: how they exited and the end of their log. The daemon
@@ -294,6 +305,8 @@ class Service {
   // Guarded by mu_: the scheduler and everything derived from it.
   mutable std::mutex mu_;
   std::unique_ptr<sched::Scheduler> sched_;
+  // The run times jobs declare (JobSpec::estimate), for wait-or-spread; reads sched_.
+  std::unique_ptr<sched::SpecRunTimes> run_times_;
   std::map<int64_t, JobInfo> jobs_;
   std::map<std::string, int64_t> by_key_;
   std::set<std::string> queues_;

@@ -18,6 +18,7 @@ constexpr double kMaxParams = 1e15;
 constexpr int kMaxHidden = 1 << 20;
 constexpr int kMaxSeqLen = 1 << 24;
 constexpr int kMaxMicroBatch = 1 << 16;
+constexpr int64_t kMaxEstimateS = 1000000000;  // 1e9 s, as scheduler scripts' run=S
 constexpr int64_t kMaxBytes = int64_t{1} << 60;
 
 std::string Quote(const std::string& s) { return "\"" + s + "\""; }
@@ -309,6 +310,13 @@ std::optional<FieldError> CheckSpec(const JobSpec& s) {
   if (s.restart_cost_s < 0) return Err("checkpoint.restart", "must be > 0");
   if ((s.restart_cost_s > 0) != (s.checkpoint_interval_s > 0)) {
     return Err("checkpoint", "needs both interval and restart");
+  }
+  if (s.estimate) {
+    if (s.estimate->run_s <= 0 || s.estimate->run_s > kMaxEstimateS) {
+      return Err("estimate.run_time", "must be > 0 and at most 1e9 s");
+    }
+    const double f = s.estimate->comm_share;
+    if (!(f >= 0 && f <= 1)) return Err("estimate.comm_share", "must be between 0 and 1");
   }
   if (s.elastic) {
     const ElasticRange& e = *s.elastic;

@@ -98,6 +98,15 @@ struct ElasticRange {
   bool operator==(const ElasticRange&) const = default;
 };
 
+// What a job expects of its run, for wait-or-spread (sched::SpecRunTimes): how long it runs on
+// its best placement, and the share of a step it spends communicating there. On a slower
+// placement its run stretches as its communication does (sched::CommStretch).
+struct RunEstimate {
+  int64_t run_s = 0;      // > 0
+  double comm_share = 0;  // in [0, 1]
+  bool operator==(const RunEstimate&) const = default;
+};
+
 // One job. A replica is the unit the scheduler places whole on one node or NVLink domain's worth
 // of GPUs (a pod, a Slurm task group): `replicas` of `gpus_per_replica` GPUs each. When neither is
 // given, a replica is one DP replica: replicas = dp, gpus_per_replica = tp * pp.
@@ -134,6 +143,9 @@ struct JobSpec {
   int64_t checkpoint_interval_s = 0;
   int64_t restart_cost_s = 0;
   std::optional<ElasticRange> elastic;
+  // Absent: the scheduler has no run time for it (it never waits for a better placement, and
+  // nobody plans around its end but by its time limit).
+  std::optional<RunEstimate> estimate;
   FailurePolicy on_failure = FailurePolicy::kRequeue;
   DegradedPolicy on_degraded = DegradedPolicy::kContinue;
 

@@ -429,6 +429,19 @@ StatusOr<int64_t> AsBytes(const Ctx& ctx, const Value& v, const std::string& fie
   return bad();
 }
 
+// A fraction in [0, 1], written as a number.
+StatusOr<double> AsFraction(const Ctx& ctx, const Value& v, const std::string& field) {
+  const std::string expected = "expected a number from 0 to 1";
+  if (v.kind != Value::Kind::kScalar) return ctx.Err(v, field, expected + ", got " + KindName(v));
+  if (v.type == Value::Type::kString || v.type == Value::Type::kBool) {
+    return ctx.Err(v, field, expected + ", got " + Typed(v));
+  }
+  auto d = ParseDouble(Trim(v.text));
+  if (!d.ok() || !(*d >= 0 && *d <= 1))
+    return ctx.Err(v, field, expected + ", got " + Quote(v.text));
+  return *d;
+}
+
 class SpecParser {
  public:
   explicit SpecParser(const Ctx& ctx) : ctx_(ctx) {}
@@ -445,7 +458,7 @@ class SpecParser {
                                                   "model_params", "hidden_size", "seq_len",
                                                   "micro_batch",  "constraints", "time_limit",
                                                   "elastic",      "on_failure",  "on_degraded",
-                                                  "pytorchjob",   "checkpoint"}));
+                                                  "pytorchjob",   "checkpoint",  "estimate"}));
     JobSpec s;
     s.where = SourceRef{ctx_.source(), v.line, path};
     const Value* name = Get(f, "name");
@@ -514,6 +527,9 @@ class SpecParser {
         if (!d.ok()) return ctx_.Err(*y, c.Path(key), d.status().message());
         *out = *d;
       }
+    }
+    if (const Value* x = Get(f, "estimate")) {
+      ASSIGN_OR_RETURN(s.estimate, ParseEstimate(*x, f.Path("estimate")));
     }
     if (const Value* x = Get(f, "elastic")) {
       ASSIGN_OR_RETURN(Fields e,
@@ -608,6 +624,25 @@ class SpecParser {
       }
     }
     return OkStatus();
+  }
+
+  // `estimate: {run_time: 10h, comm_share: 0.3}`: both keys.
+  StatusOr<RunEstimate> ParseEstimate(const Value& v, const std::string& path) {
+    ASSIGN_OR_RETURN(Fields e, Fields::Read(ctx_, v, path, {"run_time", "comm_share"}));
+    RunEstimate out;
+    const Value* run = Get(e, "run_time");
+    if (!run)
+      return ctx_.Err(v, e.Path("run_time"), "missing (estimate needs run_time and comm_share)");
+    ASSIGN_OR_RETURN(std::string t, AsText(ctx_, *run, e.Path("run_time")));
+    auto d = ParseDuration(t);
+    if (!d.ok()) return ctx_.Err(*run, e.Path("run_time"), d.status().message());
+    out.run_s = *d;
+    const Value* share = Get(e, "comm_share");
+    if (!share) {
+      return ctx_.Err(v, e.Path("comm_share"), "missing (estimate needs run_time and comm_share)");
+    }
+    ASSIGN_OR_RETURN(out.comm_share, AsFraction(ctx_, *share, e.Path("comm_share")));
+    return out;
   }
 
   Status ParseLevel(const Value& v, const std::string& path, LevelConstraint& c) {
@@ -781,6 +816,10 @@ nlohmann::ordered_json SpecJson(const JobSpec& s) {
   if (s.checkpoint_interval_s > 0) {
     j["checkpoint"] = oj{{"interval", FormatDuration(s.checkpoint_interval_s)},
                          {"restart", FormatDuration(s.restart_cost_s)}};
+  }
+  if (s.estimate) {
+    j["estimate"] =
+        oj{{"run_time", FormatDuration(s.estimate->run_s)}, {"comm_share", s.estimate->comm_share}};
   }
   if (s.elastic) {
     j["elastic"] =

@@ -44,17 +44,34 @@ std::optional<double> DeclaredRunTimes::RunSeconds(int64_t id, const Placement& 
   return it->second.run_s * CommStretch(it->second.comm_share, p.predicted_ms, p.best_possible_ms);
 }
 
-std::optional<int64_t> DeclaredRunTimes::ExpectedEndUs(int64_t id, int64_t now_us) const {
-  if (scheduler_ == nullptr) return std::nullopt;
-  const Placement* p = scheduler_->PlacementOf(id);
+std::optional<int64_t> ExpectedEndFromStart(const Scheduler& scheduler,
+                                            const RunTimeEstimator& estimator, int64_t id,
+                                            int64_t now_us) {
+  const Placement* p = scheduler.PlacementOf(id);
   if (p == nullptr) return std::nullopt;
   // Moved at a checkpoint: the move's own estimate (restart and redone work included).
-  if (const Scheduler::Move* m = scheduler_->LastMove(id)) {
+  if (const Scheduler::Move* m = scheduler.LastMove(id)) {
     return std::max(now_us, m->expected_end_us);
   }
-  const std::optional<double> run = RunSeconds(id, *p);
+  const std::optional<double> run = estimator.RunSeconds(id, *p);
   if (!run) return std::nullopt;
   return std::max(now_us, p->decision_us + static_cast<int64_t>(std::llround(*run * 1e6)));
+}
+
+std::optional<int64_t> DeclaredRunTimes::ExpectedEndUs(int64_t id, int64_t now_us) const {
+  if (scheduler_ == nullptr) return std::nullopt;
+  return ExpectedEndFromStart(*scheduler_, *this, id, now_us);
+}
+
+std::optional<double> SpecRunTimes::RunSeconds(int64_t id, const Placement& p) const {
+  const job::JobSpec* spec = scheduler_.Spec(id);
+  if (spec == nullptr || !spec->estimate) return std::nullopt;
+  return static_cast<double>(spec->estimate->run_s) *
+         CommStretch(spec->estimate->comm_share, p.predicted_ms, p.best_possible_ms);
+}
+
+std::optional<int64_t> SpecRunTimes::ExpectedEndUs(int64_t id, int64_t now_us) const {
+  return ExpectedEndFromStart(scheduler_, *this, id, now_us);
 }
 
 }  // namespace toposched::sched

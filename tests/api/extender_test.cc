@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "api/extender_k8s.h"
 #include "api/extender_testing.h"
 #include "sched/cluster_state.h"
 #include "sched/gang.h"
@@ -468,6 +469,15 @@ TEST_F(ExtenderTest, BadGangAnnotationsAreUnresolvableWithTheReason) {
       {{{"toposched.io/pod-group", "g"}},
        {{"toposched.io/group-size", "2"}, {"toposched.io/job-constraint", "required:rack"}},
        "unknown level \"rack\""},
+      {{{"toposched.io/pod-group", "g"}},
+       {{"toposched.io/group-size", "2"}, {"toposched.io/run-time", "10h"}},
+       "toposched.io/comm-share: missing (toposched.io/run-time and toposched.io/comm-share go "
+       "together)"},
+      {{{"toposched.io/pod-group", "g"}},
+       {{"toposched.io/group-size", "2"},
+        {"toposched.io/run-time", "10h"},
+        {"toposched.io/comm-share", "30%"}},
+       "toposched.io/comm-share: expected a number from 0 to 1, got \"30%\""},
       {{{"training.kubeflow.org/job-name", "j"},
         {"training.kubeflow.org/replica-type", "ps"},
         {"training.kubeflow.org/replica-index", "0"}},
@@ -487,6 +497,31 @@ TEST_F(ExtenderTest, BadGangAnnotationsAreUnresolvableWithTheReason) {
     EXPECT_EQ(f["NodeNames"], json::array());
   }
   EXPECT_EQ(ext->StateSnapshot().AllocationCount(), Occupied().AllocationCount());
+}
+
+// A gang's pods may declare its run-time estimate (docs/jobs.md), which its job then carries.
+TEST(GangSpecAnnotations, RunTimeAndCommShareGiveTheJobItsEstimate) {
+  k8s::Pod pod;
+  pod.name_space = "ml";
+  pod.name = "llama-0";
+  pod.gpus = 8;
+  pod.labels = {{"toposched.io/pod-group", "llama"}};
+  pod.annotations = {{"toposched.io/group-size", "2"},
+                     {"toposched.io/run-time", "3d"},
+                     {"toposched.io/comm-share", "0.25"}};
+  const ExtenderOptions o;
+  auto m = k8s::MembershipOf(pod, o);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  auto spec = k8s::GangSpec(pod, *m, o);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  ASSERT_TRUE(spec->estimate.has_value());
+  EXPECT_EQ(spec->estimate->run_s, 3 * 86400);
+  EXPECT_EQ(spec->estimate->comm_share, 0.25);
+  pod.annotations.erase("toposched.io/run-time");
+  pod.annotations.erase("toposched.io/comm-share");
+  auto plain = k8s::GangSpec(pod, *m, o);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_FALSE(plain->estimate.has_value());
 }
 
 TEST_F(ExtenderTest, OptionsAreValidated) {

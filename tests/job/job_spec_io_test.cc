@@ -159,6 +159,27 @@ TEST(JobYaml, CheckpointRoundTrips) {
   EXPECT_EQ(JobSpecToJson(*none, -1).find("checkpoint"), std::string::npos);
 }
 
+// A job that declares its run time (wait-or-spread's estimate): read from YAML and JSON, written
+// back; absent, it is not written.
+TEST(JobYaml, EstimateRoundTrips) {
+  auto j = ParseJobYaml("name: long\ntotal_gpus: 16\nestimate: {run_time: 10h, comm_share: 0.5}\n",
+                        "e.yaml");
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  ASSERT_TRUE(j->estimate.has_value());
+  EXPECT_EQ(j->estimate->run_s, 36000);
+  EXPECT_EQ(j->estimate->comm_share, 0.5);
+  const std::string json = JobSpecToJson(*j, -1);
+  EXPECT_NE(json.find("\"estimate\":{\"run_time\":\"10h\",\"comm_share\":0.5}"), std::string::npos)
+      << json;
+  auto back = ParseJobJson(json, "e.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->estimate, j->estimate);
+  auto none = ParseJobYaml("name: plain\ntotal_gpus: 8\n", "p.yaml");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->estimate.has_value());
+  EXPECT_EQ(JobSpecToJson(*none, -1).find("estimate"), std::string::npos);
+}
+
 TEST(JobYaml, Defaults) {
   auto s = ParseJobYaml("name: tiny\nreplicas: 1\ngpus_per_replica: 1\n", "tiny.yaml");
   ASSERT_TRUE(s.ok()) << s.status().ToString();
@@ -208,6 +229,21 @@ TEST(JobsYaml, InvalidSpecs) {
        "bad.yaml:5: jobs[1].checkpoint.interval: expected a duration"},
       {"    checkpoint: {interval: 30m, restart: 5m, every: 2}\n",
        "bad.yaml:5: jobs[1].checkpoint.every: unknown key"},
+      {"    estimate: {run_time: 10h}\n",
+       "bad.yaml:5: jobs[1].estimate.comm_share: missing (estimate needs run_time and "
+       "comm_share)"},
+      {"    estimate: {comm_share: 0.2}\n",
+       "bad.yaml:5: jobs[1].estimate.run_time: missing (estimate needs run_time and comm_share)"},
+      {"    estimate: {run_time: 10h, comm_share: 1.5}\n",
+       "bad.yaml:5: jobs[1].estimate.comm_share: expected a number from 0 to 1, got \"1.5\""},
+      {"    estimate: {run_time: 10h, comm_share: lots}\n",
+       "bad.yaml:5: jobs[1].estimate.comm_share: expected a number from 0 to 1, got \"lots\""},
+      {"    estimate: {run_time: 0, comm_share: 0.3}\n",
+       "bad.yaml:5: jobs[1].estimate.run_time: expected a duration"},
+      {"    estimate: {run_time: 20000d, comm_share: 0.3}\n",
+       "jobs[1].estimate.run_time: must be > 0 and at most 1e9 s"},
+      {"    estimate: {run_time: 10h, comm_share: 0.3, gpus: 8}\n",
+       "bad.yaml:5: jobs[1].estimate.gpus: unknown key"},
       {"    on_failure: retry\n",
        "bad.yaml:5: jobs[1].on_failure: expected requeue, shrink or fail, got \"retry\""},
       {"    on_degraded: maybe\n", "bad.yaml:5: jobs[1].on_degraded: expected continue or wait"},
