@@ -165,6 +165,8 @@ Service::~Service() {
   }
   qcv_.notify_all();
   if (committer_.joinable()) committer_.join();
+  // run_times_ goes before sched_ (declared after it): the scheduler must not keep it.
+  if (sched_) sched_->SetRunTimeEstimator(nullptr);
 }
 
 int64_t Service::NowLocked() {

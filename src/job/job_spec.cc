@@ -317,6 +317,11 @@ std::optional<FieldError> CheckSpec(const JobSpec& s) {
     }
     const double f = s.estimate->comm_share;
     if (!(f >= 0 && f <= 1)) return Err("estimate.comm_share", "must be between 0 and 1");
+    if (s.time_limit_s > 0 && s.estimate->run_s > s.time_limit_s) {
+      return Err("estimate.run_time",
+                 "run_time = " + std::to_string(s.estimate->run_s) + " s is above time_limit = " +
+                     std::to_string(s.time_limit_s) + " s (the job would be killed first)");
+    }
   }
   if (s.elastic) {
     const ElasticRange& e = *s.elastic;

@@ -71,7 +71,14 @@ std::optional<double> SpecRunTimes::RunSeconds(int64_t id, const Placement& p) c
 }
 
 std::optional<int64_t> SpecRunTimes::ExpectedEndUs(int64_t id, int64_t now_us) const {
-  return ExpectedEndFromStart(scheduler_, *this, id, now_us);
+  std::optional<int64_t> end = ExpectedEndFromStart(scheduler_, *this, id, now_us);
+  // A declared time limit ends it by then at the latest.
+  const job::JobSpec* spec = scheduler_.Spec(id);
+  const std::optional<int64_t> started = scheduler_.StartedUs(id);
+  if (end && spec != nullptr && spec->time_limit_s > 0 && started) {
+    end = std::max(now_us, std::min(*end, *started + spec->time_limit_s * 1'000'000));
+  }
+  return end;
 }
 
 }  // namespace toposched::sched

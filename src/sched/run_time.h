@@ -57,7 +57,8 @@ class DeclaredRunTimes : public RunTimeEstimator {
 // The run times jobs declare in their specs (JobSpec::estimate), read from the scheduler's
 // current spec of each job: nothing to declare, forget or persist beside it, so a daemon that
 // replays its stored inputs plans as it did. A job without an estimate has no run time (it never
-// waits for a better placement; nobody plans around its end).
+// waits for a better placement; nobody plans around its end). A running job's expected end is
+// capped at its time limit (from the start of its current run).
 class SpecRunTimes : public RunTimeEstimator {
  public:
   // The scheduler whose specs and placements it reads; must outlive this.

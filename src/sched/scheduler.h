@@ -176,7 +176,8 @@ struct SchedulerOptions {
 };
 
 // What the scheduler may know of run times, for SchedulerOptions::wait_or_spread. The simulator
-// answers from its step-time model and each job's remaining work; the daemon has none yet.
+// answers from its step-time model and each job's remaining work; the daemon from the estimates
+// jobs declare in their specs (sched::SpecRunTimes), scheduler scripts from declared run times.
 class RunTimeEstimator {
  public:
   virtual ~RunTimeEstimator() = default;

@@ -241,7 +241,11 @@ TEST(JobsYaml, InvalidSpecs) {
       {"    estimate: {run_time: 0, comm_share: 0.3}\n",
        "bad.yaml:5: jobs[1].estimate.run_time: expected a duration"},
       {"    estimate: {run_time: 20000d, comm_share: 0.3}\n",
-       "jobs[1].estimate.run_time: must be > 0 and at most 1e9 s"},
+       "bad.yaml:5: jobs[1].estimate.run_time: must be at most 1e9 s, got 20000d"},
+      {"    time_limit: 1h\n    estimate: {run_time: 2h, comm_share: 0.3}\n",
+       "jobs[1].estimate.run_time: run_time = 7200 s is above time_limit = 3600 s (the job would "
+       "be "
+       "killed first)"},
       {"    estimate: {run_time: 10h, comm_share: 0.3, gpus: 8}\n",
        "bad.yaml:5: jobs[1].estimate.gpus: unknown key"},
       {"    on_failure: retry\n",
