@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "api/api_testing.h"
 #include "api/service.h"
+#include "api/service_testing.h"
 #include "testing/clusters.h"
 
 namespace toposched::api {
@@ -30,22 +30,8 @@ std::string Spec(const std::string& name, int gpus, const std::string& run = "",
   return s + "}";
 }
 
-class ServiceEstimateTest : public ::testing::Test {
+class ServiceEstimateTest : public testing_api::ClockedServiceTest {
  protected:
-  void SetUp() override { dir_ = testing_api::MakeTempDir("toposched-estimate"); }
-  void TearDown() override { testing_api::RemoveDir(dir_); }
-
-  std::unique_ptr<Service> Open() {
-    ServiceOptions o;
-    o.db_path = dir_ + "/state.db";
-    o.store.sync_full = false;
-    o.background_passes = false;
-    o.clock_us = [this] { return now_us_; };
-    auto s = Service::Open(toposched::testing::H100Cluster(), o);
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    return s.ok() ? std::move(s).value() : nullptr;
-  }
-
   static json Job(const Service& s, int64_t id) {
     auto j = s.JobJson(id, /*with_events=*/true);
     EXPECT_TRUE(j.ok()) << j.status().ToString();
@@ -74,9 +60,6 @@ class ServiceEstimateTest : public ::testing::Test {
     ASSERT_TRUE(s.Complete(31).ok());
     ASSERT_TRUE(s.Complete(33).ok());
   }
-
-  std::string dir_;
-  int64_t now_us_ = 1'000'000;
 };
 
 TEST_F(ServiceEstimateTest, AJobWithAnEstimateWaitsForTheNodeExpectedToFreeAndStartsThere) {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "api/api_testing.h"
+#include "api/service_testing.h"
 #include "job/job_spec.h"
 #include "testing/clusters.h"
 
@@ -17,25 +18,7 @@ namespace {
 
 using nlohmann::json;
 
-class ServiceTest : public ::testing::Test {
- protected:
-  void SetUp() override { dir_ = testing_api::MakeTempDir("toposched-service"); }
-  void TearDown() override { testing_api::RemoveDir(dir_); }
-
-  std::unique_ptr<Service> Open() {
-    ServiceOptions o;
-    o.db_path = dir_ + "/state.db";
-    o.store.sync_full = false;
-    o.background_passes = false;
-    o.clock_us = [this] { return now_us_; };
-    auto s = Service::Open(toposched::testing::H100Cluster(), o);
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    return s.ok() ? std::move(s).value() : nullptr;
-  }
-
-  std::string dir_;
-  int64_t now_us_ = 1'000'000;
-};
+using ServiceTest = testing_api::ClockedServiceTest;
 
 TEST_F(ServiceTest, RestartBringsBackQueueAllocationsAndEvents) {
   std::string jobs, nodes, events, metrics;

@@ -3,9 +3,13 @@
 // main listener and (with the test certificates of testdata/tls) on the HTTPS listener.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <cstdint>
 #include <memory>
 #include <string>
 
+#include "api/api_testing.h"
 #include "api/server.h"
 #include "api/service.h"
 #include "core/status.h"
@@ -40,5 +44,27 @@ inline api::ServerOptions ExtenderServerOptions(api::Service* svc, const std::st
   }
   return so;
 }
+
+// A daemon on the example H100 cluster in a fresh test directory, on a clock the test moves
+// (now_us_), passes on demand, SQLite without fsync; Open again to restart it by replay.
+class ClockedServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = MakeTempDir("toposched-service"); }
+  void TearDown() override { RemoveDir(dir_); }
+
+  std::unique_ptr<api::Service> Open() {
+    api::ServiceOptions o;
+    o.db_path = dir_ + "/state.db";
+    o.store.sync_full = false;
+    o.background_passes = false;
+    o.clock_us = [this] { return now_us_; };
+    auto s = api::Service::Open(toposched::testing::H100Cluster(), o);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+
+  std::string dir_;
+  int64_t now_us_ = 1'000'000;
+};
 
 }  // namespace toposched::testing_api
