@@ -29,7 +29,7 @@ std::optional<Verdict> Search::NodeVerdict(int node, int left, const std::string
   std::optional<Placement> p = Materialize(plan);
   if (!p) return std::nullopt;
   p->domain = c_.nodes[node].name;
-  if (score_out) *score_out = comm_w_ * p->predicted_ms + frag_w_ * left;
+  if (score_out) *score_out = WeightedMs(p->predicted_ms, left);
   return Fitted(std::move(*p), how, left, left);
 }
 
@@ -128,7 +128,7 @@ void Search::RoomierNodeByScore(int best_free, double chosen_ms, int* chosen,
                                 int* chosen_left) const {
   const int* prof = ix_.node_profile.data();
   const NodeRequest req = ChunkRequest(world_);
-  double best_score = comm_w_ * chosen_ms + frag_w_ * *chosen_left;
+  double best_score = WeightedMs(chosen_ms, *chosen_left);
   std::vector<Seen> more;
   for (int node = 0; node < static_cast<int>(c_.nodes.size()); ++node) {
     if (!all_profiles_ok_ && !profile_ok_[prof[node]]) continue;
@@ -136,7 +136,7 @@ void Search::RoomierNodeByScore(int best_free, double chosen_ms, int* chosen,
     const int f = m.count();
     if (f <= best_free) continue;
     // Its extra leftover alone already costs more than the time it could save.
-    if (frag_w_ * (f - world_) >= best_score) continue;
+    if (WeightedMs(0, f - world_) >= best_score) continue;
     bool dup = false;
     for (const Seen& x : more)
       dup = dup || (x.profile == prof[node] && x.lo == m.lo() && x.hi == m.hi());
@@ -145,7 +145,7 @@ void Search::RoomierNodeByScore(int best_free, double chosen_ms, int* chosen,
     if (static_cast<int>(more.size()) > 4 * opt_.max_node_evaluations) break;
     auto ch = selectors_[prof[node]]->Select(m, req);
     if (!ch.ok() || (*ch)->fit != Fit::kFit) continue;
-    const double score = comm_w_ * ChoiceMs(node, **ch) + frag_w_ * (f - world_);
+    const double score = WeightedMs(ChoiceMs(node, **ch), f - world_);
     if (score < best_score * (1 - 1e-9)) {
       best_score = score;
       *chosen = node;

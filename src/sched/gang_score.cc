@@ -1,5 +1,6 @@
 // The gang placer's score: scoring a placement, the weighted terms, what a fit reports.
 #include "sched/gang_search.h"
+#include "sched/score_plugins.h"
 
 namespace toposched::sched::gang_internal {
 
@@ -100,8 +101,16 @@ bool Search::PreferredMet(const Placement& p) const {
 }
 
 double Search::Weighted(const Placement& p, int frag) const {
-  double s = comm_w_ * p.predicted_ms + frag_w_ * frag;
-  if (links_) s += cont_w_ * ContentionOf(p).total();  // 0 on one node
+  return Summed(ScoreInput{p.predicted_ms, frag, &p, links_, dp_hide_factor_});
+}
+
+double Search::WeightedMs(double predicted_ms, int frag) const {
+  return Summed(ScoreInput{predicted_ms, frag, nullptr, links_, dp_hide_factor_});
+}
+
+double Search::Summed(const ScoreInput& in) const {
+  double s = 0;
+  for (const WeightedScore& w : plug_.scores) s += w.weight * w.plugin->Ms(in);
   return s;
 }
 

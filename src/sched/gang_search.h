@@ -33,6 +33,7 @@
 #include "sched/pair_score.h"
 #include "sched/rank_order.h"
 #include "sched/scatter.h"
+#include "sched/score_plugins.h"
 #include "sched/share_plugins.h"
 #include "sched/stage_pack.h"
 
@@ -265,8 +266,13 @@ class Search {
   // selector's request prices neither pipeline sends nor strided DP groups).
   double ChoiceMs(int node, const NodeChoice& ch) const;
   // The weighted score of a scored placement that leaves `frag` GPUs free on partly used
-  // nodes: comm-time, fragmentation and, with link loads, contention.
+  // nodes: the policy's score plugins (comm-time, fragmentation and, with link loads,
+  // contention), weight × Ms summed in ScoreTerm order.
   double Weighted(const Placement& p, int frag) const;
+  // The same for the job whole on one node before its placement is built: `predicted_ms` there
+  // (no link is shared). At predicted_ms 0, a lower bound of any such node's score.
+  double WeightedMs(double predicted_ms, int frag) const;
+  double Summed(const ScoreInput& in) const;
   // What the placement adds through shared links (zero without link loads or on one node).
   LinkModel::Contention ContentionOf(const Placement& p) const;
   // When contention decided among the scored starts (another one, in another domain, scores at

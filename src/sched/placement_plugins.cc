@@ -6,6 +6,7 @@
 
 #include "sched/gpu_plugins.h"
 #include "sched/node_plugins.h"
+#include "sched/score_plugins.h"
 #include "sched/share_plugins.h"
 
 namespace toposched::sched {
@@ -20,9 +21,6 @@ const Registry<DomainRule> kDomains = {{"lowest-level", DomainRule::kLowestLevel
                                        {"cluster", DomainRule::kCluster}};
 const Registry<RefineRule> kRefine = {{"local-search", RefineRule::kLocalSearch},
                                       {"none", RefineRule::kNone}};
-const Registry<ScoreTerm> kScores = {{"comm-time", ScoreTerm::kCommTime},
-                                     {"fragmentation", ScoreTerm::kFragmentation},
-                                     {"contention", ScoreTerm::kContention}};
 
 template <typename E>
 std::vector<std::string> Names(Registry<E> r) {
@@ -78,6 +76,7 @@ const P& InRegistry(const std::vector<const P*>& plugins, E rule) {
 const NodePlugin& NodePluginFor(NodeRule r) { return InRegistry(NodePlugins(), r); }
 const GpuPlugin& GpuPluginFor(GpuRule r) { return InRegistry(GpuPlugins(), r); }
 const SharePlugin& SharePluginFor(ShareRule r) { return InRegistry(SharePlugins(), r); }
+const ScorePlugin& ScorePluginFor(ScoreTerm t) { return InRegistry(ScorePlugins(), t); }
 
 bool TypedPlugins::scatters() const { return nodes->scatters(); }
 
@@ -94,8 +93,8 @@ Status PlacementPlugins::Validate() const { return ResolvePlugins(*this).status(
 const std::vector<std::string>& PluginNames(const std::string& slot) {
   static const std::vector<std::string> domain = Names(kDomains), nodes = Names(NodePlugins()),
                                         gpus = Names(GpuPlugins()), refine = Names(kRefine),
-                                        shares = Names(SharePlugins()), score = Names(kScores),
-                                        none;
+                                        shares = Names(SharePlugins()),
+                                        score = Names(ScorePlugins()), none;
   if (slot == "domain") return domain;
   if (slot == "nodes") return nodes;
   if (slot == "gpus") return gpus;
@@ -118,12 +117,16 @@ StatusOr<TypedPlugins> ResolvePlugins(const PlacementPlugins& p) {
                                 "\"none\"");
   }
   for (const ScoreWeight& s : p.scores) {
-    ASSIGN_OR_RETURN(ScoreTerm term, Lookup("score", kScores, s.name));
+    ASSIGN_OR_RETURN(const ScorePlugin* plugin, Lookup("score", ScorePlugins(), s.name));
     if (!std::isfinite(s.weight) || s.weight < 0) {
       return InvalidArgumentError("gang: weight of score \"" + s.name +
                                   "\" must be finite and >= 0");
     }
-    t.weights[static_cast<int>(term)] += s.weight;
+    t.weights[static_cast<int>(plugin->term())] += s.weight;
+  }
+  for (const ScorePlugin* plugin : ScorePlugins()) {
+    const double w = t.weight(plugin->term());
+    if (w > 0) t.scores.push_back(WeightedScore{plugin, w});
   }
   return t;
 }

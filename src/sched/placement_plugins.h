@@ -103,14 +103,24 @@ inline constexpr int kScoreTerms = 3;
 class NodePlugin;
 class GpuPlugin;
 class SharePlugin;
+class ScorePlugin;
 // The registered plugin of a rule (static objects: the pointers never dangle).
 const NodePlugin& NodePluginFor(NodeRule r);
 const GpuPlugin& GpuPluginFor(GpuRule r);
 const SharePlugin& SharePluginFor(ShareRule r);
+const ScorePlugin& ScorePluginFor(ScoreTerm t);
+
+// A score term's plugin and its weight.
+struct WeightedScore {
+  const ScorePlugin* plugin = nullptr;
+  double weight = 0;
+};
 
 // The domain and refine choice points are enums: each is a switch between two strategies woven
-// through the search (gang_domains.cc, gang_refine.cc). The score terms are weights the search
-// sums in place, as its single-node path prunes candidates on them (gang_domains.cc).
+// through the search (gang_domains.cc, gang_refine.cc). The score terms are plugin objects
+// (sched/score_plugins.h) with their weights; the search also reads the weights by term where
+// they decide what to try (refinement needs comm-time; the single-node path weighs a GPU of
+// fragmentation against a ms of comm-time before it scores a roomier node).
 struct TypedPlugins {
   DomainRule domain = DomainRule::kLowestLevel;
   const NodePlugin* nodes = &NodePluginFor(NodeRule::kBestFit);
@@ -119,6 +129,9 @@ struct TypedPlugins {
   RefineRule refine = RefineRule::kLocalSearch;
   std::array<double, kScoreTerms> weights = {0, 0, 0};  // by ScoreTerm; a term listed twice sums
   double weight(ScoreTerm t) const { return weights[static_cast<int>(t)]; }
+  // The plugins of the terms weighted above 0, in ScoreTerm order (the order the search sums
+  // them in, whatever the order the policy lists them).
+  std::vector<WeightedScore> scores;
   // Places GPU by GPU, topology ignored ("spread", "random": sched/scatter.h).
   bool scatters() const;
 };

@@ -1,6 +1,6 @@
-// The node, GPU and share plugins as objects, each asked directly: what every rule of a choice
-// point answers on the same input, one fact per line, and that the registry resolves a name to
-// the object of its rule.
+// The node, GPU, share and score plugins as objects, each asked directly: what every rule of a
+// choice point answers on the same input, one fact per line, and that the registry resolves a name
+// to the object of its rule.
 #include "sched/placement_plugins.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 
 #include "sched/gpu_plugins.h"
 #include "sched/node_plugins.h"
+#include "sched/score_plugins.h"
 #include "sched/share_plugins.h"
 #include "testing/clusters.h"
 
@@ -125,6 +126,37 @@ TEST(SharePlugins, NoShareWithRoomIsPlacedAsAOneGpuJobAndSaysWhy) {
   EXPECT_EQ(SharePluginFor(ShareRule::kGpuBestFit).Choose(v, 700, c).why, "no GPU is shared yet");
 }
 
+TEST(ScorePlugins, EachTermPricesItsOwnPart) {
+  Placement one;
+  one.parts = {NodeGpus{0, {}}};
+  one.predicted_ms = 2.5;
+  const ScoreInput in{2.5, 3, &one, nullptr, 0};
+  EXPECT_EQ(ScorePluginFor(ScoreTerm::kCommTime).Ms(in), 2.5);
+  EXPECT_EQ(ScorePluginFor(ScoreTerm::kFragmentation).Ms(in), 3);
+  // No shared link: on one node, without link loads, before the placement exists.
+  EXPECT_EQ(ScorePluginFor(ScoreTerm::kContention).Ms(in), 0);
+  EXPECT_EQ(ScorePluginFor(ScoreTerm::kContention).Ms(ScoreInput{2.5, 3, nullptr, nullptr, 0}), 0);
+  // The lower bound the single-node search relies on: every term is 0 at 0 ms and 0 GPUs.
+  for (const ScorePlugin* p : ScorePlugins()) {
+    EXPECT_EQ(p->Ms(ScoreInput{}), 0) << p->name();
+  }
+}
+
+// Whatever the order a policy lists its scores in, they are summed in ScoreTerm order, a term
+// listed twice once with the summed weight, a term weighted 0 left out.
+TEST(ScorePlugins, APolicysScoresResolveInTermOrder) {
+  PlacementPlugins p;
+  p.scores = {{"contention", 1}, {"fragmentation", 0}, {"comm-time", 2}, {"comm-time", 0.5}};
+  auto t = ResolvePlugins(p);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->scores.size(), 2u);
+  EXPECT_EQ(t->scores[0].plugin, &ScorePluginFor(ScoreTerm::kCommTime));
+  EXPECT_EQ(t->scores[0].weight, 2.5);
+  EXPECT_EQ(t->scores[1].plugin, &ScorePluginFor(ScoreTerm::kContention));
+  EXPECT_EQ(t->scores[1].weight, 1);
+  EXPECT_EQ(t->weight(ScoreTerm::kFragmentation), 0);
+}
+
 TEST(PlacementPlugins, TheRegistryResolvesEachNameToTheObjectOfItsRule) {
   for (size_t i = 0; i < NodePlugins().size(); ++i) {
     EXPECT_EQ(static_cast<size_t>(NodePlugins()[i]->rule()), i);
@@ -137,6 +169,10 @@ TEST(PlacementPlugins, TheRegistryResolvesEachNameToTheObjectOfItsRule) {
   for (size_t i = 0; i < SharePlugins().size(); ++i) {
     EXPECT_EQ(static_cast<size_t>(SharePlugins()[i]->rule()), i);
     EXPECT_EQ(PluginNames("shares")[i], SharePlugins()[i]->name());
+  }
+  for (size_t i = 0; i < ScorePlugins().size(); ++i) {
+    EXPECT_EQ(static_cast<size_t>(ScorePlugins()[i]->term()), i);
+    EXPECT_EQ(PluginNames("score")[i], ScorePlugins()[i]->name());
   }
   PlacementPlugins p;
   p.gpus = "first-free";

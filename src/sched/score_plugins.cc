@@ -1,0 +1,59 @@
+// The score plugins: the predicted communication time, the GPUs left free on partly used nodes,
+// and the communication time added through links shared with running jobs.
+#include "sched/score_plugins.h"
+
+namespace toposched::sched {
+
+namespace {
+
+class CommTimeScore : public ScorePlugin {
+ public:
+  ScoreTerm term() const override { return ScoreTerm::kCommTime; }
+  const std::string& name() const override { return name_; }
+  double Ms(const ScoreInput& in) const override { return in.predicted_ms; }
+
+ private:
+  const std::string name_ = "comm-time";
+};
+
+class FragmentationScore : public ScorePlugin {
+ public:
+  ScoreTerm term() const override { return ScoreTerm::kFragmentation; }
+  const std::string& name() const override { return name_; }
+  double Ms(const ScoreInput& in) const override { return in.frag; }
+
+ private:
+  const std::string name_ = "fragmentation";
+};
+
+// Its own slowdown plus the slowdown it causes the running jobs on the links it would share
+// (LinkModel::ContentionMs); 0 on one node, without link loads, or before the placement exists.
+class ContentionScore : public ScorePlugin {
+ public:
+  ScoreTerm term() const override { return ScoreTerm::kContention; }
+  const std::string& name() const override { return name_; }
+  double Ms(const ScoreInput& in) const override {
+    const Placement* p = in.placement;
+    if (in.links == nullptr || p == nullptr || p->parts.size() < 2) return 0;
+    // NetworkMs(p) split into its DP and pipeline parts (p spans nodes here).
+    return in.links
+        ->ContentionMs(in.links->UsageOf(p->parts),
+                       LinkModel::Traffic{p->dp_ms, p->pp_ms, in.dp_hide_factor})
+        .total();
+  }
+
+ private:
+  const std::string name_ = "contention";
+};
+
+}  // namespace
+
+const std::vector<const ScorePlugin*>& ScorePlugins() {
+  static const CommTimeScore comm_time;
+  static const FragmentationScore fragmentation;
+  static const ContentionScore contention;
+  static const std::vector<const ScorePlugin*> all = {&comm_time, &fragmentation, &contention};
+  return all;
+}
+
+}  // namespace toposched::sched
