@@ -115,10 +115,7 @@ double Search::Summed(const ScoreInput& in) const {
 }
 
 LinkModel::Contention Search::ContentionOf(const Placement& p) const {
-  if (!links_ || p.parts.size() < 2) return {};
-  // NetworkMs(p) split into its DP and pipeline parts (p spans nodes here).
-  return links_->ContentionMs(links_->UsageOf(p.parts),
-                              LinkModel::Traffic{p.dp_ms, p.pp_ms, dp_hide_factor_});
+  return PlacementContention(links_, p, dp_hide_factor_);
 }
 
 Verdict Search::Fitted(Placement p, const std::string& where, int spare, int frag) const {

@@ -4,6 +4,14 @@
 
 namespace toposched::sched {
 
+LinkModel::Contention PlacementContention(const LinkModel* links, const Placement& p,
+                                          double dp_hide_factor) {
+  if (links == nullptr || p.parts.size() < 2) return {};
+  // NetworkMs(p) split into its DP and pipeline parts (p spans nodes here).
+  return links->ContentionMs(links->UsageOf(p.parts),
+                             LinkModel::Traffic{p.dp_ms, p.pp_ms, dp_hide_factor});
+}
+
 namespace {
 
 class CommTimeScore : public ScorePlugin {
@@ -33,13 +41,8 @@ class ContentionScore : public ScorePlugin {
   ScoreTerm term() const override { return ScoreTerm::kContention; }
   const std::string& name() const override { return name_; }
   double Ms(const ScoreInput& in) const override {
-    const Placement* p = in.placement;
-    if (in.links == nullptr || p == nullptr || p->parts.size() < 2) return 0;
-    // NetworkMs(p) split into its DP and pipeline parts (p spans nodes here).
-    return in.links
-        ->ContentionMs(in.links->UsageOf(p->parts),
-                       LinkModel::Traffic{p->dp_ms, p->pp_ms, in.dp_hide_factor})
-        .total();
+    if (in.placement == nullptr) return 0;
+    return PlacementContention(in.links, *in.placement, in.dp_hide_factor).total();
   }
 
  private:

@@ -36,6 +36,12 @@ class ScorePlugin {
   virtual double Ms(const ScoreInput& in) const = 0;
 };
 
+// What placement `p` adds through the network links it would share with the running jobs in
+// `links`: its own slowdown and theirs (LinkModel::ContentionMs of its DP and pipeline time);
+// zero without link loads or on one node. The "contention" term is its total.
+LinkModel::Contention PlacementContention(const LinkModel* links, const Placement& p,
+                                          double dp_hide_factor);
+
 // The registered score plugins, in registry order (the order of ScoreTerm).
 const std::vector<const ScorePlugin*>& ScorePlugins();
 
