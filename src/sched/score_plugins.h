@@ -31,8 +31,9 @@ class ScorePlugin {
   virtual ScoreTerm term() const = 0;
   // The registry name ("comm-time").
   virtual const std::string& name() const = 0;
-  // >= 0, and 0 at predicted_ms 0 and frag 0 without a placement: the search bounds a node's
-  // score from below by its terms at predicted_ms 0 (gang_domains.cc, RoomierNodeByScore).
+  // >= 0, and never smaller at a larger predicted_ms (the same frag, no placement): the search
+  // bounds a node's score from below by its terms at predicted_ms 0 (gang_domains.cc,
+  // RoomierNodeByScore).
   virtual double Ms(const ScoreInput& in) const = 0;
 };
 

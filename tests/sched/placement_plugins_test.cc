@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "sched/gang.h"
 #include "sched/gpu_plugins.h"
+#include "sched/link_model.h"
 #include "sched/node_plugins.h"
 #include "sched/score_plugins.h"
 #include "sched/share_plugins.h"
@@ -133,13 +135,50 @@ TEST(ScorePlugins, EachTermPricesItsOwnPart) {
   const ScoreInput in{2.5, 3, &one, nullptr, 0};
   EXPECT_EQ(ScorePluginFor(ScoreTerm::kCommTime).Ms(in), 2.5);
   EXPECT_EQ(ScorePluginFor(ScoreTerm::kFragmentation).Ms(in), 3);
-  // No shared link: on one node, without link loads, before the placement exists.
-  EXPECT_EQ(ScorePluginFor(ScoreTerm::kContention).Ms(in), 0);
-  EXPECT_EQ(ScorePluginFor(ScoreTerm::kContention).Ms(ScoreInput{2.5, 3, nullptr, nullptr, 0}), 0);
-  // The lower bound the single-node search relies on: every term is 0 at 0 ms and 0 GPUs.
+  // What the single-node search's bound needs: no term falls as the predicted time grows.
   for (const ScorePlugin* p : ScorePlugins()) {
-    EXPECT_EQ(p->Ms(ScoreInput{}), 0) << p->name();
+    for (int frag : {0, 3}) {
+      EXPECT_LE(p->Ms(ScoreInput{0, frag}), p->Ms(ScoreInput{7.5, frag})) << p->name();
+    }
   }
+}
+
+// On the 2:1 three-tier evaluation fabric a running job of 6 nodes (3 in leaf0, 3 in leaf1, 40 ms
+// of DP all-reduce across them) loads both leaves' uplinks. A 4-node candidate with 2 nodes in
+// each of those leaves over-asks them (5 node-widths on 4): its own 10 ms x 0.25 and the running
+// job's 40 ms x 0.25 on each of the two links. On one node, or before its placement exists, it
+// adds nothing.
+TEST(ScorePlugins, ContentionPricesSharedLinksOnlyAcrossNodes) {
+  const topo::Cluster& c = testing::LoadExampleCluster("eval-h100-3tier-2to1-512.yaml");
+  auto node = [&](const std::string& name) {
+    for (size_t n = 0; n < c.nodes.size(); ++n) {
+      if (c.nodes[n].name == name) return static_cast<int>(n);
+    }
+    ADD_FAILURE() << name;
+    return 0;
+  };
+  Placement running;
+  for (const char* n : {"gpu001", "gpu002", "gpu003", "gpu009", "gpu010", "gpu011"}) {
+    running.parts.push_back(NodeGpus{node(n), GpuMask::FirstN(8)});
+  }
+  running.dp_ms = 40.0;
+  LinkModel links(c);
+  AddToLinks(links, running);
+  Placement x;
+  for (const char* n : {"gpu004", "gpu005", "gpu012", "gpu013"}) {
+    x.parts.push_back(NodeGpus{node(n), GpuMask::FirstN(8)});
+  }
+  x.dp_ms = 10.0;
+  x.predicted_ms = 10.0;
+  const ScorePlugin& contention = ScorePluginFor(ScoreTerm::kContention);
+  EXPECT_NEAR(contention.Ms(ScoreInput{10.0, 0, &x, &links, 0}), 10.0 * 0.25 + 2 * 40.0 * 0.25,
+              1e-9);
+  EXPECT_EQ(contention.Ms(ScoreInput{10.0, 0, &x, nullptr, 0}), 0) << "without link loads";
+  EXPECT_EQ(contention.Ms(ScoreInput{10.0, 0, nullptr, &links, 0}), 0) << "before a placement";
+  Placement alone;
+  alone.parts = {NodeGpus{node("gpu004"), GpuMask::FirstN(8)}};
+  alone.dp_ms = 10.0;
+  EXPECT_EQ(contention.Ms(ScoreInput{10.0, 0, &alone, &links, 0}), 0) << "on one node";
 }
 
 // Whatever the order a policy lists its scores in, they are summed in ScoreTerm order, a term
