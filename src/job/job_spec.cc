@@ -18,7 +18,6 @@ constexpr double kMaxParams = 1e15;
 constexpr int kMaxHidden = 1 << 20;
 constexpr int kMaxSeqLen = 1 << 24;
 constexpr int kMaxMicroBatch = 1 << 16;
-constexpr int64_t kMaxEstimateS = 1000000000;  // 1e9 s, as scheduler scripts' run=S
 constexpr int64_t kMaxBytes = int64_t{1} << 60;
 
 std::string Quote(const std::string& s) { return "\"" + s + "\""; }
@@ -312,7 +311,7 @@ std::optional<FieldError> CheckSpec(const JobSpec& s) {
     return Err("checkpoint", "needs both interval and restart");
   }
   if (s.estimate) {
-    if (s.estimate->run_s <= 0 || s.estimate->run_s > kMaxEstimateS) {
+    if (s.estimate->run_s <= 0 || s.estimate->run_s > RunEstimate::kMaxRunS) {
       return Err("estimate.run_time", "must be > 0 and at most 1e9 s");
     }
     const double f = s.estimate->comm_share;

@@ -102,7 +102,10 @@ struct ElasticRange {
 // its best placement, and the share of a step it spends communicating there. On a slower
 // placement its run stretches as its communication does (sched::CommStretch).
 struct RunEstimate {
-  int64_t run_s = 0;      // > 0
+  // The longest run_time accepted: 1e9 s (about 31 years), as scheduler scripts' run=S. An input
+  // bound, not a model constant.
+  static constexpr int64_t kMaxRunS = 1'000'000'000;
+  int64_t run_s = 0;      // > 0, at most kMaxRunS
   double comm_share = 0;  // in [0, 1]
   bool operator==(const RunEstimate&) const = default;
 };

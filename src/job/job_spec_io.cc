@@ -636,7 +636,7 @@ class SpecParser {
     ASSIGN_OR_RETURN(std::string t, AsText(ctx_, *run, e.Path("run_time")));
     auto d = ParseDuration(t);
     if (!d.ok()) return ctx_.Err(*run, e.Path("run_time"), d.status().message());
-    if (*d > 1'000'000'000) {
+    if (*d > RunEstimate::kMaxRunS) {
       return ctx_.Err(*run, e.Path("run_time"), "must be at most 1e9 s, got " + t);
     }
     out.run_s = *d;

@@ -50,11 +50,22 @@ Verdict Search::OnSharedGpu(const ShareView::Shared& sh, const std::string& why)
   return v;
 }
 
+namespace {
+
+// "250 milli of one GPU: free GPU 3 on node gpu007 becomes shared: 250/1000 milli used after
+// (why)": the explanation of a fractional job that opens free GPU `gpu` of `node`.
+std::string BecomesShared(int milli, int gpu, const std::string& node, const std::string& why) {
+  return std::to_string(milli) + " milli of one GPU: free GPU " + std::to_string(gpu) +
+         " on node " + node + " becomes shared: " + std::to_string(milli) +
+         "/1000 milli used after (" + why + ")";
+}
+
+}  // namespace
+
 Verdict Search::RunFractional() {
   const int milli = job_.gpu_milli;
   const ShareView view = MakeShareView();
   const ShareChoice choice = plug_.shares->Choose(view, milli, c_);
-  const std::string what = std::to_string(milli) + " milli of one GPU: ";
   if (choice.kind == ShareChoice::Kind::kShared) {
     return OnSharedGpu(view.shared[choice.index], choice.why);
   }
@@ -65,10 +76,8 @@ Verdict Search::RunFractional() {
     if (p) {
       p->domain = c_.nodes[choice.node].name;
       p->gpu_milli = milli;
-      p->explanation = what + "free GPU " + std::to_string(p->parts[0].gpus.lowest()) +
-                       " on node " + c_.nodes[choice.node].name +
-                       " becomes shared: " + std::to_string(milli) + "/1000 milli used after (" +
-                       choice.why + ")";
+      p->explanation =
+          BecomesShared(milli, p->parts[0].gpus.lowest(), c_.nodes[choice.node].name, choice.why);
       Verdict v;
       v.kind = VerdictKind::kFit;
       v.placement = std::move(*p);
@@ -82,12 +91,11 @@ Verdict Search::RunFractional() {
     Placement& p = *v.placement;
     p.gpu_milli = milli;
     const NodeGpus& part = p.parts[0];
-    p.explanation = what + "free GPU " + std::to_string(part.gpus.lowest()) + " on node " +
-                    c_.nodes[part.node].name + " becomes shared: " + std::to_string(milli) +
-                    "/1000 milli used after (" + choice.why + "); " + p.explanation;
+    p.explanation = BecomesShared(milli, part.gpus.lowest(), c_.nodes[part.node].name, choice.why) +
+                    "; " + p.explanation;
     return v;
   }
-  v.reasons.insert(v.reasons.begin(), "needs " + what.substr(0, what.size() - 2) + "; " +
+  v.reasons.insert(v.reasons.begin(), "needs " + std::to_string(milli) + " milli of one GPU; " +
                                           choice.why + " and no free GPU fits");
   return v;
 }

@@ -1,5 +1,6 @@
 #include "sched/placement_plugins.h"
 
+#include <array>
 #include <cmath>
 #include <initializer_list>
 #include <utility>
@@ -43,16 +44,19 @@ std::string KnownList(const std::vector<std::string>& names) {
   return list;
 }
 
+Status UnknownPlugin(const char* slot, const std::string& name,
+                     const std::vector<std::string>& known) {
+  return InvalidArgumentError("gang: unknown " + std::string(slot) + " plugin \"" + name +
+                              "\" (known: " + KnownList(known) + ")");
+}
+
 // The value of `name` in the slot's registry; InvalidArgument listing the known names.
 template <typename E>
 StatusOr<E> Lookup(const char* slot, Registry<E> r, const std::string& name) {
-  std::string list;
   for (const auto& [known, value] : r) {
     if (name == known) return value;
-    list += (list.empty() ? "" : ", ") + std::string(known);
   }
-  return InvalidArgumentError("gang: unknown " + std::string(slot) + " plugin \"" + name +
-                              "\" (known: " + list + ")");
+  return UnknownPlugin(slot, name, Names(r));
 }
 
 template <typename P>
@@ -61,8 +65,7 @@ StatusOr<const P*> Lookup(const char* slot, const std::vector<const P*>& plugins
   for (const P* p : plugins) {
     if (p->name() == name) return p;
   }
-  return InvalidArgumentError("gang: unknown " + std::string(slot) + " plugin \"" + name +
-                              "\" (known: " + KnownList(Names(plugins)) + ")");
+  return UnknownPlugin(slot, name, Names(plugins));
 }
 
 // The plugin of `rule` in a registry whose order is the rule's enum order.
@@ -79,6 +82,13 @@ const SharePlugin& SharePluginFor(ShareRule r) { return InRegistry(SharePlugins(
 const ScorePlugin& ScorePluginFor(ScoreTerm t) { return InRegistry(ScorePlugins(), t); }
 
 bool TypedPlugins::scatters() const { return nodes->scatters(); }
+
+double TypedPlugins::weight(ScoreTerm t) const {
+  for (const WeightedScore& s : scores) {
+    if (s.plugin->term() == t) return s.weight;
+  }
+  return 0;
+}
 
 double PlacementPlugins::Weight(const std::string& score) const {
   double w = 0;
@@ -116,16 +126,17 @@ StatusOr<TypedPlugins> ResolvePlugins(const PlacementPlugins& p) {
                                 "\" places GPU by GPU: it needs gpus \"first-free\" and refine "
                                 "\"none\"");
   }
+  std::array<double, kScoreTerms> weights = {0, 0, 0};  // by ScoreTerm; a term listed twice sums
   for (const ScoreWeight& s : p.scores) {
     ASSIGN_OR_RETURN(const ScorePlugin* plugin, Lookup("score", ScorePlugins(), s.name));
     if (!std::isfinite(s.weight) || s.weight < 0) {
       return InvalidArgumentError("gang: weight of score \"" + s.name +
                                   "\" must be finite and >= 0");
     }
-    t.weights[static_cast<int>(plugin->term())] += s.weight;
+    weights[static_cast<int>(plugin->term())] += s.weight;
   }
   for (const ScorePlugin* plugin : ScorePlugins()) {
-    const double w = t.weight(plugin->term());
+    const double w = weights[static_cast<int>(plugin->term())];
     if (w > 0) t.scores.push_back(WeightedScore{plugin, w});
   }
   return t;

@@ -6,7 +6,6 @@
 // a string while it places.
 #pragma once
 
-#include <array>
 #include <string>
 #include <vector>
 
@@ -127,11 +126,12 @@ struct TypedPlugins {
   const SharePlugin* shares = &SharePluginFor(ShareRule::kGpuBestFit);
   const GpuPlugin* gpus = &GpuPluginFor(GpuRule::kCostModel);
   RefineRule refine = RefineRule::kLocalSearch;
-  std::array<double, kScoreTerms> weights = {0, 0, 0};  // by ScoreTerm; a term listed twice sums
-  double weight(ScoreTerm t) const { return weights[static_cast<int>(t)]; }
   // The plugins of the terms weighted above 0, in ScoreTerm order (the order the search sums
-  // them in, whatever the order the policy lists them).
+  // them in, whatever the order the policy lists them); a term listed twice once, its weights
+  // summed.
   std::vector<WeightedScore> scores;
+  // A term's weight in `scores`; 0 when it is not there.
+  double weight(ScoreTerm t) const;
   // Places GPU by GPU, topology ignored ("spread", "random": sched/scatter.h).
   bool scatters() const;
 };
