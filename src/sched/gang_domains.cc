@@ -229,47 +229,8 @@ std::optional<Verdict> Search::TryDomainsByProfile(std::vector<std::string>& rea
 }
 
 std::vector<Search::DomainGroup> Search::DomainGroups() const {
-  const job::LevelConstraint& jc = job_.constraints.job;
-  const bool required = jc.mode == ConstraintMode::kRequired;
-  const int num_levels = static_cast<int>(c_.levels.size());
-  // Candidate groups, lowest level first; each group is one level.
-  std::vector<DomainGroup> groups;
-  if (required && jc.level == job::kLevelNode) {
-    // Only the single-node path can satisfy it.
-  } else if (required && jc.level == job::kLevelNvlinkDomain) {
-    DomainGroup g{job::kLevelNvlinkDomain, {}, {}};
-    for (size_t d = 0; d < c_.nvlink_domains.size(); ++d) {
-      g.cands.push_back(Candidate{&c_.nvlink_domains[d].name, &ix_.nvd_nodes[d], 0});
-      g.domain_ids.push_back(-1);
-    }
-    groups.push_back(std::move(g));
-  } else {
-    int top = 0;
-    if (required) top = c_.FindLevel(jc.level);
-    // "cluster": the network tree is ignored except where a required level demands it.
-    const int bottom =
-        plug_.domain == DomainRule::kCluster ? (required ? top : -1) : num_levels - 1;
-    for (int li = bottom; li >= std::max(top, 0); --li) {
-      DomainGroup g{c_.levels[li].name, {}, {}};
-      for (size_t d = 0; d < c_.domains.size(); ++d) {
-        if (c_.domains[d].level != li) continue;
-        g.cands.push_back(Candidate{&c_.domains[d].name, &ix_.domain_nodes[d], 0});
-        g.domain_ids.push_back(static_cast<int>(d));
-      }
-      groups.push_back(std::move(g));
-    }
-    int roots = 0;
-    for (const topo::NetworkDomain& d : c_.domains) roots += d.parent < 0 ? 1 : 0;
-    if (!required && (roots != 1 || num_levels == 0 || plug_.domain == DomainRule::kCluster)) {
-      DomainGroup g{"cluster", {}, {}};
-      static const std::string kCluster = "cluster";
-      g.cands.push_back(Candidate{c_.name.empty() ? &kCluster : &c_.name, &ix_.all_nodes, 0});
-      g.domain_ids.push_back(-1);
-      groups.push_back(std::move(g));
-    }
-  }
-
-  return groups;
+  return plug_.domain->Groups(c_, DomainNodes{ix_.domain_nodes, ix_.nvd_nodes, ix_.all_nodes},
+                              job_.constraints.job);
 }
 
 std::vector<Candidate> Search::FeasibleCandidates(DomainGroup& g,
@@ -402,8 +363,8 @@ std::optional<Verdict> Search::BestOfGroup(const std::string& level,
       const double before = starts[0].score;
       const size_t n = std::min<size_t>(starts.size(), 2);
       for (size_t i = 0; i < n; ++i) {
-        Refine(region_of(starts[i].cand), starts[i].cand->nodes->size(), starts[i].plan,
-               starts[i].p, starts[i].score);
+        plug_.refine->Refine(*this, region_of(starts[i].cand), starts[i].cand->nodes->size(),
+                             starts[i].plan, starts[i].p, starts[i].score);
       }
       std::stable_sort(starts.begin(), starts.begin() + static_cast<long>(n),
                        [](const Start& a, const Start& b) { return a.score < b.score; });

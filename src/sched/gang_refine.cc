@@ -1,43 +1,14 @@
-// The gang placer's local search over GPU counts per node, and the plans it starts from.
+// The starting plans of the gang placer's local search (the refine plugin: sched/refine_plugins.h),
+// and when it runs.
 #include <bit>
 
 #include "sched/gang_search.h"
 
 namespace toposched::sched::gang_internal {
 
-namespace {
-
-// DP neighbours, a group's last and first included (its ring closes), in different lowest
-// network domains whose GPUs share no rail. On a rail-optimised network such a hop climbs above
-// the rail switches; so does a hop between rails inside one domain, which this count leaves out:
-// counting those too sent the search sideways inside a leaf and lost a plan over both leaves
-// that was twice as fast (rails quality table, case 1772). The score prices a ring by its
-// slowest hop, so a move that mends one of two such hops leaves the score as it was; this count
-// tells the search that it mended one. O(world).
-int CrossedRailHops(const cost::CostModel& cost, const job::Layout& l,
-                    const std::vector<RankSlot>& ranks) {
-  const topo::Cluster& c = cost.cluster();
-  int out = 0;
-  for (int s = 0; s < l.pp; ++s) {
-    for (int t = 0; t < l.tp; ++t) {
-      for (int d = 0; d < l.dp; ++d) {
-        const RankSlot& a = ranks[l.RankOf(t, d, s)];
-        const RankSlot& b = ranks[l.RankOf(t, (d + 1) % l.dp, s)];
-        if (c.nodes[a.node].domain != c.nodes[b.node].domain &&
-            !cost.SameRail({a.node, a.gpu}, {b.node, b.gpu})) {
-          ++out;
-        }
-      }
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 bool Search::RefineOn() const {
-  return plug_.refine == RefineRule::kLocalSearch && comm_w_ > 0 && plug_.gpus->priced() &&
-         mode_ != Mode::kNvdTp && opt_.max_refine_evaluations > 0;
+  return plug_.refine->refines() && comm_w_ > 0 && plug_.gpus->priced() && mode_ != Mode::kNvdTp &&
+         opt_.max_refine_evaluations > 0;
 }
 
 bool Search::WholeNodesOfOneKind(const Plan& plan) const {
@@ -53,169 +24,6 @@ bool Search::WholeNodesOfOneKind(const Plan& plan) const {
     }
   }
   return true;
-}
-
-void Search::Refine(const std::vector<int>& region, size_t home, Plan& plan, Placement& p,
-                    double& score) const {
-  if (plan.chunks.empty()) return;
-  if (plan.chunks.size() < 2 && nodes_[plan.chunks[0].first].free == plan.chunks[0].second) {
-    return;  // one whole node: nothing to move
-  }
-  if (static_cast<int>(plan.chunks.size()) > opt_.max_refine_nodes) return;
-  const int* prof = ix_.node_profile.data();
-  if (WholeNodesOfOneKind(plan)) return;
-  const int unit = mode_ == Mode::kNodeTp ? tp_ : 1;
-  // The plan's nodes, then nodes outside it with room for a unit, one per (profile, free GPUs,
-  // leaf): such nodes differ only in their id, which only orders the ranks.
-  std::vector<int> ids;
-  for (const auto& [n, k] : plan.chunks) ids.push_back(n);
-  struct Key {
-    int profile;
-    uint64_t lo, hi;
-    int domain;
-  };
-  std::vector<Key> seen;
-  std::vector<char> outside(nodes_.size(), 0);
-  for (size_t i = home; i < region.size(); ++i) outside[region[i]] = 1;
-  int others = 0;
-  for (int n : region) {
-    if (others >= opt_.max_refine_nodes) break;
-    if (nodes_[n].cap < unit) continue;
-    if (std::find(ids.begin(), ids.end(), n) != ids.end()) continue;
-    const GpuMask& m = state_.FreeMask(n);
-    bool dup = false;
-    for (const Key& x : seen) {
-      dup = dup || (x.profile == prof[n] && x.lo == m.lo() && x.hi == m.hi() &&
-                    x.domain == c_.nodes[n].domain);
-    }
-    if (dup) continue;
-    seen.push_back(Key{prof[n], m.lo(), m.hi(), c_.nodes[n].domain});
-    ids.push_back(n);
-    ++others;
-  }
-  std::sort(ids.begin(), ids.end());
-  const size_t m = ids.size();
-  std::vector<int> cap(m), k(m, 0);
-  for (size_t i = 0; i < m; ++i) cap[i] = nodes_[ids[i]].cap;
-  for (const auto& [n, kk] : plan.chunks) {
-    k[std::lower_bound(ids.begin(), ids.end(), n) - ids.begin()] = kk;
-  }
-  std::map<std::vector<int>, double> memo;
-  memo.emplace(k, score);
-  int evals = 0;
-  std::vector<int> best_k;
-  double best_score = score;
-  double home_ms = p.predicted_ms;  // best predicted time inside the domain so far
-  std::optional<Placement> best_p;
-  Plan best_plan;
-  // On rails, a move that scores the same and has fewer DP hops across domains and rails is
-  // taken too (CrossedRailHops): the next move can mend the hop that still decides the score.
-  const bool rails = c_.RailsPriced() && job_.layout.dp > 1;
-  auto hops = [&](const Placement& q) {
-    return rails ? CrossedRailHops(cost_, job_.layout, q.ranks) : 0;
-  };
-  int best_hops = hops(p);
-  int taken = 0;  // moves taken
-  auto consider = [&](const std::vector<int>& kv) {
-    if (memo.count(kv)) return;
-    ++evals;
-    Plan pl;
-    bool away = false;
-    for (size_t i = 0; i < m; ++i) {
-      if (kv[i] == 0) continue;
-      AddChunk(pl, ids[i], kv[i]);
-      away = away || outside[ids[i]];
-    }
-    std::optional<Placement> q = Materialize(pl);
-    const double sc = q ? Weighted(*q, pl.frag) : std::numeric_limits<double>::infinity();
-    memo.emplace(kv, sc);
-    if (q && !away) home_ms = std::min(home_ms, q->predicted_ms);
-    if (q && away && !(q->predicted_ms < home_ms * 0.99)) return;
-    if (!q) return;
-    const bool better = sc < best_score * (1 - 1e-9);
-    if (!better && !(rails && sc <= best_score * (1 + 1e-9))) return;
-    const int h = hops(*q);
-    if (!better && h >= best_hops) return;
-    best_score = sc;
-    best_hops = h;
-    best_k = kv;
-    best_p = std::move(q);
-    best_plan = std::move(pl);
-    ++taken;
-  };
-  std::vector<int> spare(m);
-  // The budget grows with the plan: a job over more nodes has more moves worth trying.
-  const int budget = opt_.max_refine_evaluations *
-                     std::max<int>(1, (static_cast<int>(plan.chunks.size()) + 1) / 2);
-  bool split_tried = false;
-  while (evals < budget || split_tried) {
-    const int start = taken;
-    for (size_t a = 0; a < m && evals < budget; ++a) {
-      if (k[a] == 0) continue;
-      // Spread node a's share over the others, best fit.
-      for (size_t b = 0; b < m; ++b) spare[b] = b == a ? 0 : cap[b] - k[b];
-      std::vector<int> take = PickBins(spare, k[a]);
-      if (!take.empty()) {
-        std::vector<int> kv = k;
-        kv[a] = 0;
-        for (size_t b = 0; b < m; ++b) kv[b] += take[b];
-        consider(kv);
-      }
-      for (size_t b = 0; b < m && evals < budget; ++b) {
-        if (b == a || cap[b] - k[b] < unit) continue;
-        std::vector<int> kv = k;
-        kv[a] -= unit;
-        kv[b] += unit;
-        consider(kv);  // one unit from a to b
-        if (k[b] == 0 && k[a] > unit && cap[b] >= k[a]) {
-          kv = k;
-          kv[b] = k[a];
-          kv[a] = 0;
-          consider(kv);  // a's whole share to b
-        }
-      }
-    }
-    if (taken == start && !split_tried) {
-      // A plateau: one unit moved at a time leaves a thin node until the node is empty or even,
-      // and the spread move fills the first nodes with room. Try two units from one node to
-      // another, and a two-unit share split over any two other nodes (one unit each), within
-      // one more budget.
-      split_tried = true;
-      const int split_budget = evals + budget;
-      for (size_t a = 0; a < m && evals < split_budget; ++a) {
-        if (k[a] < 2 * unit) continue;
-        for (size_t b = 0; b < m && evals < split_budget; ++b) {
-          if (b == a || cap[b] - k[b] < unit) continue;
-          if (cap[b] - k[b] >= 2 * unit) {
-            std::vector<int> kv = k;
-            kv[a] -= 2 * unit;
-            kv[b] += 2 * unit;
-            consider(kv);  // two units from a to b
-          }
-          if (k[a] != 2 * unit) continue;
-          for (size_t c = b + 1; c < m && evals < split_budget; ++c) {
-            if (c == a || cap[c] - k[c] < unit) continue;
-            std::vector<int> kv = k;
-            kv[a] = 0;
-            kv[b] += unit;
-            kv[c] += unit;
-            consider(kv);
-          }
-        }
-      }
-      if (taken == start) break;
-      k = best_k;
-      continue;
-    }
-    if (taken == start) break;
-    k = best_k;
-  }
-  if (best_p) {
-    best_p->domain = p.domain;
-    p = std::move(*best_p);
-    plan = std::move(best_plan);
-    score = best_score;
-  }
 }
 
 std::vector<Plan> Search::BalancedPlans(const std::vector<int>& region) const {

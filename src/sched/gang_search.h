@@ -1,12 +1,15 @@
 // The gang placer's search, inside the sched module only: the lookups built once per cluster
 // (detail::GangIndex, detail::BaselineCache), the plan helpers, and Search, the state of one
 // GangPlacer::Place call. Its methods live in files by responsibility:
-//   gang_search.cc     filters, plans, materializing and scoring a plan, whole-GPU search
-//   (RunWhole) gang_domains.cc    the single-node and per-domain candidates (TrySingleNode,
-//   TryDomains) gang_refine.cc     local search over GPU counts per node and its starting plans
-//   gang_rails.cc      rail alignment of ranks
-//   gang_score.cc      the weighted score terms (comm-time, fragmentation, contention), fits
-//   gang_fractional.cc fractional GPU shares
+//   gang_search.cc       filters, plans, materializing and scoring a plan, whole-GPU search
+//   gang_domains.cc      the single-node and per-domain candidates (TrySingleNode, TryDomains)
+//   gang_refine.cc       the starting plans local search refines
+//   gang_rails.cc        rail alignment of ranks
+//   gang_stage_rails.cc  placements built stage by stage on shared rails
+//   gang_score.cc        the weighted score terms, fits and explanations
+//   gang_fractional.cc   fractional GPU shares
+// The choice points are plugin objects it calls (sched/*_plugins.h); the refine plugin works on
+// the search through RefineHandle.
 #pragma once
 
 #include <algorithm>
@@ -25,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "sched/domain_plugins.h"
 #include "sched/gang.h"
 #include "sched/gpu_plugins.h"
 #include "sched/link_model.h"
@@ -32,6 +36,7 @@
 #include "sched/node_plugins.h"
 #include "sched/pair_score.h"
 #include "sched/rank_order.h"
+#include "sched/refine_plugins.h"
 #include "sched/scatter.h"
 #include "sched/score_plugins.h"
 #include "sched/share_plugins.h"
@@ -98,11 +103,7 @@ struct NodeView {
   int cap = 0;            // usable GPUs under the mode (free rounded down to TP for kNodeTp)
 };
 
-struct Candidate {
-  const std::string* name = nullptr;
-  const std::vector<int>* nodes = nullptr;  // node-id order
-  int cap = 0;
-};
+using Candidate = DomainCandidate;
 
 // Which neighbours rail alignment puts on a common rail: DP neighbours (ranks r - TP and r: the
 // same TP index and stage, consecutive DP indexes), or pipeline neighbours (ranks r - TP·DP and
@@ -142,13 +143,10 @@ inline RailPairs CountRailPairs(const cost::CostModel& cost, const job::Layout& 
   return out;
 }
 
-// A chosen set of GPU counts per node, in fill order.
-struct Plan {
-  std::vector<std::pair<int, int>> chunks;  // (node, GPUs)
-  int frag = 0;                             // GPUs left free in partly used nodes
-};
+using Plan = GangPlan;
 
-class Search {
+// The search is the refine plugin's handle (sched/refine_plugins.h).
+class Search final : public RefineHandle {
  public:
   Search(const topo::Cluster& cluster, const ClusterState& state, const job::JobSpec& job,
          const GangPlacerOptions& options, const TypedPlugins& plugins, const cost::CostModel& cost,
@@ -174,6 +172,20 @@ class Search {
         dp_hide_factor_(dp_hide_factor) {}
 
   Verdict Run();
+
+  // RefineHandle.
+  const topo::Cluster& cluster() const override { return c_; }
+  const cost::CostModel& cost() const override { return cost_; }
+  const job::Layout& layout() const override { return job_.layout; }
+  const GangPlacerOptions& limits() const override { return opt_; }
+  int unit() const override { return mode_ == Mode::kNodeTp ? tp_ : 1; }
+  int FreeOn(int node) const override { return nodes_[node].free; }
+  int CapOn(int node) const override { return nodes_[node].cap; }
+  int ProfileOf(int node) const override { return ix_.node_profile[node]; }
+  const GpuMask& FreeMaskOf(int node) const override { return state_.FreeMask(node); }
+  bool Settled(const Plan& plan) const override { return WholeNodesOfOneKind(plan); }
+  std::optional<Placement> Build(const Plan& plan) const override { return Materialize(plan); }
+  double ScoreOf(const Placement& p, int frag) const override { return Weighted(p, frag); }
 
  private:
   Verdict RunWhole();
@@ -324,11 +336,8 @@ class Search {
   std::optional<Verdict> TryDomains(std::vector<std::string>& reasons, double* score);
   // TryDomains' steps. The candidate domains, one group per level, lowest first (the job's
   // required level only, or its NVLink domains; "cluster" last where the tree has no one root).
-  struct DomainGroup {
-    std::string level;
-    std::vector<Candidate> cands;
-    std::vector<int> domain_ids;  // network domains (for the O(1) capacity prune), else -1
-  };
+  // The domain plugin's groups (sched/domain_plugins.h).
+  using DomainGroup = sched::DomainGroup;
   std::vector<DomainGroup> DomainGroups() const;
   // The candidates of `g` with room for the job (their cap filled in); when none has and `g` is
   // the job's required level, the reason in numbers.
@@ -364,11 +373,6 @@ class Search {
   // fit over `nodes`. Each stage's DP groups then span as few nodes as the free GPUs allow, in
   // equal pieces. The two largest such g with a plan; none for a job of one stage.
   std::vector<Plan> StageAlignedPlans(const std::vector<int>& nodes) const;
-  // Adds k GPUs of `node` to `plan`, counting the GPUs it leaves free there as fragmentation.
-  void AddChunk(Plan& plan, int node, int k) const {
-    plan.chunks.emplace_back(node, k);
-    if (nodes_[node].free > k) plan.frag += nodes_[node].free - k;
-  }
   // On a cluster whose rails are priced, for a job with DP: plans whose nodes share a set of
   // rails (an island reaches the next on its own rails only where the next has a NIC on each of
   // its rails, and which nodes' free GPUs share rails is what the other starts do not look at).
@@ -442,15 +446,6 @@ class Search {
   std::vector<int> RefineRegion(const std::vector<int>& domain_nodes) const;
   // The name of the lowest network domain that holds every node of the plan.
   std::string CommonDomainName(const Plan& plan) const;
-  // Hill climbing over GPU counts per node (see PlacementPlugins::refine) from `plan`, whose
-  // placement is `p` with weighted score `score`; moves stay on `region`'s nodes. Replaces all
-  // three when it finds better.
-  // The first `home` nodes of `region` are the candidate domain: a plan that uses a node beyond
-  // them must also beat the domain's best predicted time by 1% (the lowest domain that holds
-  // the job stays the rule; leaving it is worth only real communication time, never the
-  // fragmentation term alone).
-  void Refine(const std::vector<int>& region, size_t home, Plan& plan, Placement& p,
-              double& score) const;
   Verdict Fitted(Placement p, const std::string& where, int spare, int frag) const;
   std::string NodeSummary() const;
   bool PreferredMet(const Placement& p) const;

@@ -2,11 +2,12 @@
 
 #include <array>
 #include <cmath>
-#include <initializer_list>
 #include <utility>
 
+#include "sched/domain_plugins.h"
 #include "sched/gpu_plugins.h"
 #include "sched/node_plugins.h"
+#include "sched/refine_plugins.h"
 #include "sched/score_plugins.h"
 #include "sched/share_plugins.h"
 
@@ -14,23 +15,7 @@ namespace toposched::sched {
 
 namespace {
 
-// One slot's registry: names and the typed values they resolve to.
-template <typename E>
-using Registry = std::initializer_list<std::pair<const char*, E>>;
-
-const Registry<DomainRule> kDomains = {{"lowest-level", DomainRule::kLowestLevel},
-                                       {"cluster", DomainRule::kCluster}};
-const Registry<RefineRule> kRefine = {{"local-search", RefineRule::kLocalSearch},
-                                      {"none", RefineRule::kNone}};
-
-template <typename E>
-std::vector<std::string> Names(Registry<E> r) {
-  std::vector<std::string> out;
-  for (const auto& [name, value] : r) out.emplace_back(name);
-  return out;
-}
-
-// A slot whose plugins are objects: the registry is the list of them, each knowing its name.
+// A slot's registry is the list of its plugin objects, each knowing its name.
 template <typename P>
 std::vector<std::string> Names(const std::vector<const P*>& plugins) {
   std::vector<std::string> out;
@@ -50,15 +35,7 @@ Status UnknownPlugin(const char* slot, const std::string& name,
                               "\" (known: " + KnownList(known) + ")");
 }
 
-// The value of `name` in the slot's registry; InvalidArgument listing the known names.
-template <typename E>
-StatusOr<E> Lookup(const char* slot, Registry<E> r, const std::string& name) {
-  for (const auto& [known, value] : r) {
-    if (name == known) return value;
-  }
-  return UnknownPlugin(slot, name, Names(r));
-}
-
+// The plugin of `name` in the slot's registry; InvalidArgument listing the known names.
 template <typename P>
 StatusOr<const P*> Lookup(const char* slot, const std::vector<const P*>& plugins,
                           const std::string& name) {
@@ -76,8 +53,10 @@ const P& InRegistry(const std::vector<const P*>& plugins, E rule) {
 
 }  // namespace
 
+const DomainPlugin& DomainPluginFor(DomainRule r) { return InRegistry(DomainPlugins(), r); }
 const NodePlugin& NodePluginFor(NodeRule r) { return InRegistry(NodePlugins(), r); }
 const GpuPlugin& GpuPluginFor(GpuRule r) { return InRegistry(GpuPlugins(), r); }
+const RefinePlugin& RefinePluginFor(RefineRule r) { return InRegistry(RefinePlugins(), r); }
 const SharePlugin& SharePluginFor(ShareRule r) { return InRegistry(SharePlugins(), r); }
 const ScorePlugin& ScorePluginFor(ScoreTerm t) { return InRegistry(ScorePlugins(), t); }
 
@@ -101,8 +80,9 @@ double PlacementPlugins::Weight(const std::string& score) const {
 Status PlacementPlugins::Validate() const { return ResolvePlugins(*this).status(); }
 
 const std::vector<std::string>& PluginNames(const std::string& slot) {
-  static const std::vector<std::string> domain = Names(kDomains), nodes = Names(NodePlugins()),
-                                        gpus = Names(GpuPlugins()), refine = Names(kRefine),
+  static const std::vector<std::string> domain = Names(DomainPlugins()),
+                                        nodes = Names(NodePlugins()), gpus = Names(GpuPlugins()),
+                                        refine = Names(RefinePlugins()),
                                         shares = Names(SharePlugins()),
                                         score = Names(ScorePlugins()), none;
   if (slot == "domain") return domain;
@@ -116,12 +96,12 @@ const std::vector<std::string>& PluginNames(const std::string& slot) {
 
 StatusOr<TypedPlugins> ResolvePlugins(const PlacementPlugins& p) {
   TypedPlugins t;
-  ASSIGN_OR_RETURN(t.domain, Lookup("domain", kDomains, p.domain));
+  ASSIGN_OR_RETURN(t.domain, Lookup("domain", DomainPlugins(), p.domain));
   ASSIGN_OR_RETURN(t.nodes, Lookup("nodes", NodePlugins(), p.nodes));
   ASSIGN_OR_RETURN(t.gpus, Lookup("gpus", GpuPlugins(), p.gpus));
-  ASSIGN_OR_RETURN(t.refine, Lookup("refine", kRefine, p.refine));
+  ASSIGN_OR_RETURN(t.refine, Lookup("refine", RefinePlugins(), p.refine));
   ASSIGN_OR_RETURN(t.shares, Lookup("shares", SharePlugins(), p.shares));
-  if (t.scatters() && (t.gpus->rule() != GpuRule::kFirstFree || t.refine != RefineRule::kNone)) {
+  if (t.scatters() && (t.gpus->rule() != GpuRule::kFirstFree || t.refine->refines())) {
     return InvalidArgumentError("plugins.nodes \"" + p.nodes +
                                 "\" places GPU by GPU: it needs gpus \"first-free\" and refine "
                                 "\"none\"");

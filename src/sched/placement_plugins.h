@@ -1,9 +1,9 @@
 // The gang placer's plugins, in two forms. PlacementPlugins is the policy as data: a plugin
 // name per choice point and weighted scores, as policies (sched/policy.h), scheduler options and
 // tests write them. TypedPlugins is the same resolved once against the registry below (in
-// GangPlacer::Create): plugin objects for the node, GPU and share choices (each an interface with
-// one class per rule), enums and summed weights for the rest, so that the search never compares
-// a string while it places.
+// GangPlacer::Create): a plugin object per choice point (each an interface with one class per
+// rule) and the score terms with their summed weights, so that the search never compares a
+// string while it places.
 #pragma once
 
 #include <string>
@@ -97,15 +97,20 @@ enum class ShareRule { kGpuBestFit, kNodeBestFit, kLeastAllocated, kInOrder };
 enum class ScoreTerm { kCommTime, kFragmentation, kContention };
 inline constexpr int kScoreTerms = 3;
 
-// The choice points whose plugins are objects, each behind an interface in its own file:
-// sched/node_plugins.h, sched/gpu_plugins.h, sched/share_plugins.h.
+// Each choice point's plugins are objects behind an interface in its own file:
+// sched/domain_plugins.h, sched/node_plugins.h, sched/gpu_plugins.h, sched/refine_plugins.h,
+// sched/share_plugins.h, sched/score_plugins.h. The enums name the rules (a plugin's rule()).
+class DomainPlugin;
 class NodePlugin;
 class GpuPlugin;
+class RefinePlugin;
 class SharePlugin;
 class ScorePlugin;
 // The registered plugin of a rule (static objects: the pointers never dangle).
+const DomainPlugin& DomainPluginFor(DomainRule r);
 const NodePlugin& NodePluginFor(NodeRule r);
 const GpuPlugin& GpuPluginFor(GpuRule r);
+const RefinePlugin& RefinePluginFor(RefineRule r);
 const SharePlugin& SharePluginFor(ShareRule r);
 const ScorePlugin& ScorePluginFor(ScoreTerm t);
 
@@ -115,17 +120,15 @@ struct WeightedScore {
   double weight = 0;
 };
 
-// The domain and refine choice points are enums: each is a switch between two strategies woven
-// through the search (gang_domains.cc, gang_refine.cc). The score terms are plugin objects
-// (sched/score_plugins.h) with their weights; the search also reads the weights by term where
+// The plugins of one policy, resolved. The search also reads the score weights by term where
 // they decide what to try (refinement needs comm-time; the single-node path weighs a GPU of
 // fragmentation against a ms of comm-time before it scores a roomier node).
 struct TypedPlugins {
-  DomainRule domain = DomainRule::kLowestLevel;
+  const DomainPlugin* domain = &DomainPluginFor(DomainRule::kLowestLevel);
   const NodePlugin* nodes = &NodePluginFor(NodeRule::kBestFit);
   const SharePlugin* shares = &SharePluginFor(ShareRule::kGpuBestFit);
   const GpuPlugin* gpus = &GpuPluginFor(GpuRule::kCostModel);
-  RefineRule refine = RefineRule::kLocalSearch;
+  const RefinePlugin* refine = &RefinePluginFor(RefineRule::kLocalSearch);
   // The plugins of the terms weighted above 0, in ScoreTerm order (the order the search sums
   // them in, whatever the order the policy lists them); a term listed twice once, its weights
   // summed.

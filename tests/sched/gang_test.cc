@@ -9,10 +9,12 @@
 #include <vector>
 
 #include "job/job_spec.h"
+#include "sched/domain_plugins.h"
 #include "sched/gpu_plugins.h"
 #include "sched/link_model.h"
 #include "sched/node_plugins.h"
 #include "sched/policy.h"
+#include "sched/refine_plugins.h"
 #include "sched/share_plugins.h"
 #include "testing/clusters.h"
 #include "topo/io/cluster_yaml.h"
@@ -177,10 +179,11 @@ TEST(GangOptions, PluginNamesResolveToTypedPlugins) {
   p.scores = {{"comm-time", 1}, {"fragmentation", 0.5}, {"comm-time", 2}};
   auto t = ResolvePlugins(p);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
-  EXPECT_EQ(t->domain, DomainRule::kCluster);
+  EXPECT_EQ(t->domain->rule(), DomainRule::kCluster);
   EXPECT_EQ(t->gpus->rule(), GpuRule::kPairScore);
   EXPECT_EQ(t->gpus->name(), "pair-score");
-  EXPECT_EQ(t->refine, RefineRule::kNone);
+  EXPECT_EQ(t->refine->rule(), RefineRule::kNone);
+  EXPECT_FALSE(t->refine->refines());
   EXPECT_EQ(t->weight(ScoreTerm::kCommTime), 3);
   EXPECT_EQ(t->weight(ScoreTerm::kFragmentation), 0.5);
   EXPECT_EQ(t->weight(ScoreTerm::kContention), 0);

@@ -1,6 +1,6 @@
-// The node, GPU, share and score plugins as objects, each asked directly: what every rule of a
-// choice point answers on the same input, one fact per line, and that the registry resolves a name
-// to the object of its rule.
+// The domain, node, GPU, refine, share and score plugins as objects, each asked directly: what
+// every rule of a choice point answers on the same input, one fact per line, and that the
+// registry resolves a name to the object of its rule.
 #include "sched/placement_plugins.h"
 
 #include <gtest/gtest.h>
@@ -9,13 +9,16 @@
 #include <string>
 #include <vector>
 
+#include "sched/domain_plugins.h"
 #include "sched/gang.h"
 #include "sched/gpu_plugins.h"
 #include "sched/link_model.h"
 #include "sched/node_plugins.h"
+#include "sched/refine_plugins.h"
 #include "sched/score_plugins.h"
 #include "sched/share_plugins.h"
 #include "testing/clusters.h"
+#include "testing/placers.h"
 
 namespace toposched::sched {
 namespace {
@@ -196,6 +199,173 @@ TEST(ScorePlugins, APolicysScoresResolveInTermOrder) {
   EXPECT_EQ(t->weight(ScoreTerm::kFragmentation), 0);
 }
 
+// The groups of candidate domains, as "level:count" per group, lowest first.
+std::vector<std::string> GroupsOf(const DomainPlugin& plugin, const topo::Cluster& c,
+                                  const job::LevelConstraint& jc) {
+  std::vector<std::vector<int>> network(c.domains.size()), nvlink(c.nvlink_domains.size());
+  std::vector<int> all;
+  for (size_t n = 0; n < c.nodes.size(); ++n) {
+    all.push_back(static_cast<int>(n));
+    if (c.nodes[n].nvlink_domain >= 0) nvlink[c.nodes[n].nvlink_domain].push_back(n);
+  }
+  std::vector<std::string> out;
+  for (const DomainGroup& g : plugin.Groups(c, DomainNodes{network, nvlink, all}, jc)) {
+    out.push_back(g.level + ":" + std::to_string(g.cands.size()));
+    EXPECT_EQ(g.cands.size(), g.domain_ids.size()) << g.level;
+  }
+  return out;
+}
+
+job::LevelConstraint Required(const std::string& level) {
+  job::LevelConstraint jc;
+  jc.mode = job::ConstraintMode::kRequired;
+  jc.level = level;
+  return jc;
+}
+
+// The evaluation fabric: one zone over 4 spines over 8 leaves. "lowest-level" tries every leaf,
+// then every spine, then the zone (one root: no "cluster" group); "cluster" tries the cluster
+// whole. A required level bounds both: from the lowest level up to it, or that level alone.
+TEST(DomainPlugins, EachRuleGivesItsOwnCandidateLevels) {
+  const topo::Cluster& c = testing::LoadExampleCluster("eval-h100-3tier-2to1-512.yaml");
+  const DomainPlugin& lowest = DomainPluginFor(DomainRule::kLowestLevel);
+  const DomainPlugin& cluster = DomainPluginFor(DomainRule::kCluster);
+  using V = std::vector<std::string>;
+  EXPECT_EQ(GroupsOf(lowest, c, {}), (V{"leaf:8", "spine:4", "zone:1"}));
+  EXPECT_EQ(GroupsOf(cluster, c, {}), (V{"cluster:1"}));
+  EXPECT_EQ(GroupsOf(lowest, c, Required("spine")), (V{"leaf:8", "spine:4"}));
+  EXPECT_EQ(GroupsOf(cluster, c, Required("spine")), (V{"spine:4"}));
+  EXPECT_EQ(GroupsOf(lowest, c, Required("leaf")), (V{"leaf:8"}));
+  for (const DomainPlugin* p : DomainPlugins()) {
+    EXPECT_EQ(GroupsOf(*p, c, Required(job::kLevelNode)), V{}) << p->name() << ": one node only";
+  }
+}
+
+// GB200 NVL72: a job required in one NVLink domain is tried in the NVLink domains, whatever the
+// rule; the cluster candidate holds every node.
+TEST(DomainPlugins, ARequiredNvlinkDomainIsTheSameUnderEveryRule) {
+  const topo::Cluster& c = testing::Gb200Cluster();
+  ASSERT_FALSE(c.nvlink_domains.empty());
+  const std::string nvd = "nvlink-domain:" + std::to_string(c.nvlink_domains.size());
+  for (const DomainPlugin* p : DomainPlugins()) {
+    EXPECT_EQ(GroupsOf(*p, c, Required(job::kLevelNvlinkDomain)), std::vector<std::string>{nvd})
+        << p->name();
+  }
+  std::vector<std::vector<int>> network(c.domains.size()), nvlink(c.nvlink_domains.size());
+  std::vector<int> all(c.nodes.size());
+  for (size_t n = 0; n < all.size(); ++n) all[n] = static_cast<int>(n);
+  auto groups = DomainPluginFor(DomainRule::kCluster).Groups(c, {network, nvlink, all}, {});
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].cands[0].nodes->size(), c.nodes.size());
+  EXPECT_EQ(groups[0].domain_ids[0], -1);
+}
+
+// A refine plugin's view of a search on the example H100 cluster: per node its free GPUs (the
+// lowest-numbered), a plan built rank by rank node after node and priced by the real cost model
+// (ScorePlacement), scored as the default policy scores it without link loads: predicted ms
+// plus 0.05 ms per GPU left free on a used node.
+class CostModelHandle : public RefineHandle {
+ public:
+  CostModelHandle(const GangPlacer& placer, std::vector<int> free, job::Layout layout)
+      : placer_(placer), free_(std::move(free)), layout_(layout) {
+    for (int f : free_) masks_.push_back(GpuMask::FirstN(f));
+  }
+  const topo::Cluster& cluster() const override { return placer_.cluster(); }
+  const cost::CostModel& cost() const override { return placer_.cost_model(); }
+  const job::Layout& layout() const override { return layout_; }
+  const GangPlacerOptions& limits() const override { return placer_.options(); }
+  int unit() const override { return 1; }
+  int FreeOn(int node) const override { return free_[node]; }
+  int CapOn(int node) const override { return free_[node]; }
+  int ProfileOf(int) const override { return 0; }
+  const GpuMask& FreeMaskOf(int node) const override { return masks_[node]; }
+  bool Settled(const GangPlan&) const override { return false; }
+  std::optional<Placement> Build(const GangPlan& plan) const override {
+    ++builds;
+    Placement p;
+    for (const auto& [node, k] : plan.chunks) {
+      for (int g = 0; g < k; ++g) {
+        p.ranks.push_back(RankSlot{static_cast<int>(p.ranks.size()), node, g, g});
+      }
+      p.parts.push_back(NodeGpus{node, GpuMask::FirstN(k)});
+    }
+    std::sort(p.parts.begin(), p.parts.end(),
+              [](const NodeGpus& a, const NodeGpus& b) { return a.node < b.node; });
+    if (!ScorePlacement(cost(), layout_, p).ok()) return std::nullopt;
+    return p;
+  }
+  double ScoreOf(const Placement& p, int frag) const override {
+    return p.predicted_ms + 0.05 * frag;
+  }
+  mutable int builds = 0;
+
+ private:
+  const GangPlacer& placer_;
+  std::vector<int> free_;
+  std::vector<GpuMask> masks_;
+  job::Layout layout_;
+};
+
+// An 8-GPU data-parallel job (2 GB gradients) started as 4 + 4 GPUs on gpu002 and gpu004 (8
+// free each): local search spreads gpu002's share onto gpu004, one NVLink ring instead of a ring
+// over two nodes' NICs (7.9 ms against 11.7 ms), and no GPU left free there; "none" keeps the
+// start. Moving only among gpu001 (3 free), gpu003 (5 free) and gpu005 (2 free), from 3 + 5 GPUs,
+// it stays there.
+TEST(RefinePlugins, LocalSearchMovesTheJobWhereTheModelPricesItFasterAndNoneKeepsIt) {
+  const GangPlacer& placer = testing::ExamplePlacer("h100-2rack.yaml");
+  job::Layout layout;
+  layout.dp = 8;
+  layout.tp_bytes = 0;
+  layout.pp_bytes = 0;
+  layout.ep_bytes = 0;
+  layout.dp_bytes = int64_t{2} << 30;
+  const CostModelHandle h(placer, {3, 8, 5, 8, 2, 8}, layout);
+  auto start = [&](std::vector<std::pair<int, int>> chunks, GangPlan& plan, Placement& p,
+                   double& score) {
+    plan = GangPlan{};
+    for (const auto& [node, k] : chunks) h.AddChunk(plan, node, k);
+    p = *h.Build(plan);
+    p.domain = "leaf0";
+    score = h.ScoreOf(p, plan.frag);
+  };
+  GangPlan plan;
+  Placement p;
+  double score = 0;
+  start({{1, 4}, {3, 4}}, plan, p, score);
+  const double start_score = score;
+  EXPECT_EQ(plan.frag, 8);
+
+  const RefinePlugin& none = RefinePluginFor(RefineRule::kNone);
+  EXPECT_FALSE(none.refines());
+  none.Refine(h, {0, 1, 2, 3, 4, 5}, 6, plan, p, score);
+  EXPECT_EQ(plan.chunks, (std::vector<std::pair<int, int>>{{1, 4}, {3, 4}}));
+  EXPECT_EQ(score, start_score);
+
+  const RefinePlugin& local = RefinePluginFor(RefineRule::kLocalSearch);
+  EXPECT_TRUE(local.refines());
+  h.builds = 0;
+  local.Refine(h, {0, 1, 2, 3, 4, 5}, 6, plan, p, score);
+  EXPECT_EQ(plan.chunks, (std::vector<std::pair<int, int>>{{3, 8}}));
+  EXPECT_EQ(plan.frag, 0);
+  EXPECT_EQ(p.parts.size(), 1u);
+  EXPECT_EQ(p.domain, "leaf0") << "the candidate domain's name stays";
+  GangPlan whole;
+  h.AddChunk(whole, 3, 8);
+  EXPECT_EQ(p.predicted_ms, h.Build(whole)->predicted_ms);
+  EXPECT_EQ(score, p.predicted_ms) << "no GPU left free";
+  EXPECT_LT(score, start_score * 0.7) << "one NVLink ring against a ring over two nodes' NICs";
+  EXPECT_GT(h.builds, 0);
+  EXPECT_LE(h.builds, 2 * placer.options().max_refine_evaluations) << "within its budget";
+
+  start({{0, 3}, {2, 5}}, plan, p, score);
+  const double region_start = score;
+  local.Refine(h, {0, 2, 4}, 3, plan, p, score);
+  for (const auto& [node, k] : plan.chunks) {
+    EXPECT_TRUE(node == 0 || node == 2 || node == 4) << "gpu00" << node + 1 << " is outside";
+  }
+  EXPECT_LE(score, region_start);
+}
+
 TEST(PlacementPlugins, TheRegistryResolvesEachNameToTheObjectOfItsRule) {
   for (size_t i = 0; i < NodePlugins().size(); ++i) {
     EXPECT_EQ(static_cast<size_t>(NodePlugins()[i]->rule()), i);
@@ -209,6 +379,14 @@ TEST(PlacementPlugins, TheRegistryResolvesEachNameToTheObjectOfItsRule) {
     EXPECT_EQ(static_cast<size_t>(SharePlugins()[i]->rule()), i);
     EXPECT_EQ(PluginNames("shares")[i], SharePlugins()[i]->name());
   }
+  for (size_t i = 0; i < DomainPlugins().size(); ++i) {
+    EXPECT_EQ(static_cast<size_t>(DomainPlugins()[i]->rule()), i);
+    EXPECT_EQ(PluginNames("domain")[i], DomainPlugins()[i]->name());
+  }
+  for (size_t i = 0; i < RefinePlugins().size(); ++i) {
+    EXPECT_EQ(static_cast<size_t>(RefinePlugins()[i]->rule()), i);
+    EXPECT_EQ(PluginNames("refine")[i], RefinePlugins()[i]->name());
+  }
   for (size_t i = 0; i < ScorePlugins().size(); ++i) {
     EXPECT_EQ(static_cast<size_t>(ScorePlugins()[i]->term()), i);
     EXPECT_EQ(PluginNames("score")[i], ScorePlugins()[i]->name());
@@ -221,6 +399,8 @@ TEST(PlacementPlugins, TheRegistryResolvesEachNameToTheObjectOfItsRule) {
   EXPECT_EQ(t->gpus, &GpuPluginFor(GpuRule::kFirstFree));
   EXPECT_EQ(t->shares, &SharePluginFor(ShareRule::kInOrder));
   EXPECT_EQ(t->nodes, &NodePluginFor(NodeRule::kBestFit));
+  EXPECT_EQ(t->domain, &DomainPluginFor(DomainRule::kLowestLevel));
+  EXPECT_EQ(t->refine, &RefinePluginFor(RefineRule::kLocalSearch));
   p.gpus = "nvlink-first";
   EXPECT_EQ(
       ResolvePlugins(p).status().message(),

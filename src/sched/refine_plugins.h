@@ -1,0 +1,80 @@
+// The `refine` choice point as plugin objects: what happens to a multi-node plan (its GPU count
+// per node) before it is scored against the other candidates. The rules are documented at
+// PlacementPlugins::refine. A plugin sees the search only through RefineHandle, the way a
+// scheduler framework's plugin sees the framework through its handle.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sched/gang.h"
+#include "sched/gpu_mask.h"
+#include "sched/placement_plugins.h"
+
+namespace toposched::sched {
+
+// A chosen set of GPU counts per node, in fill order.
+struct GangPlan {
+  std::vector<std::pair<int, int>> chunks;  // (node, GPUs)
+  int frag = 0;                             // GPUs left free in partly used nodes
+};
+
+// What a refine plugin may ask of the search that calls it: the state of one Place call.
+class RefineHandle {
+ public:
+  virtual ~RefineHandle() = default;
+  virtual const topo::Cluster& cluster() const = 0;
+  virtual const cost::CostModel& cost() const = 0;
+  virtual const job::Layout& layout() const = 0;
+  // The placer's search limits (max_refine_nodes, max_refine_evaluations).
+  virtual const GangPlacerOptions& limits() const = 0;
+  // The GPUs a move carries: a TP group where each sits on one node, else 1.
+  virtual int unit() const = 0;
+  // A node's free GPUs, and those of them the job may use (0 where it may not go).
+  virtual int FreeOn(int node) const = 0;
+  virtual int CapOn(int node) const = 0;
+  // A node's hardware profile (an index into Cluster::profiles) and free GPU set: two nodes
+  // alike in both and in their lowest network domain differ only in their id.
+  virtual int ProfileOf(int node) const = 0;
+  virtual const GpuMask& FreeMaskOf(int node) const = 0;
+  // A plan that other count vectors could only spread over more nodes or domains (many whole
+  // free nodes of one kind under one domain): not worth refining.
+  virtual bool Settled(const GangPlan& plan) const = 0;
+  // The plan's placement, ranks ordered and scored by the cost model; nullopt where a node
+  // refuses.
+  virtual std::optional<Placement> Build(const GangPlan& plan) const = 0;
+  // The policy's weighted score of a built placement that leaves `frag` GPUs free on partly
+  // used nodes (lower is better).
+  virtual double ScoreOf(const Placement& p, int frag) const = 0;
+
+  // Adds k GPUs of `node` to `plan`, counting the GPUs it leaves free there as fragmentation.
+  void AddChunk(GangPlan& plan, int node, int k) const {
+    plan.chunks.emplace_back(node, k);
+    const int free = FreeOn(node);
+    if (free > k) plan.frag += free - k;
+  }
+};
+
+class RefinePlugin {
+ public:
+  virtual ~RefinePlugin() = default;
+  virtual RefineRule rule() const = 0;
+  // The registry name ("local-search").
+  virtual const std::string& name() const = 0;
+  // Whether the plugin changes plans at all. The search gives a refining plugin more to work
+  // with: starting plans beyond the node plugin's, rail polishing, and on a cluster of several
+  // hardware profiles the domains searched with each profile alone.
+  virtual bool refines() const = 0;
+  // Improves `plan`, whose placement is `p` with weighted score `score`, moving GPUs only
+  // between nodes of `region`; replaces all three when it finds better. The first `home` nodes
+  // of `region` are the candidate domain.
+  virtual void Refine(const RefineHandle& h, const std::vector<int>& region, size_t home,
+                      GangPlan& plan, Placement& p, double& score) const = 0;
+};
+
+// The registered refine plugins, in registry order (the order of RefineRule).
+const std::vector<const RefinePlugin*>& RefinePlugins();
+
+}  // namespace toposched::sched
