@@ -3,8 +3,9 @@
 trace seed or window, each holding report.json), toposched's figure over each other policy's,
 computed seed by seed and then averaged, with a 95% half-width (Student t, n-1 degrees of
 freedom). The seeds differ far more than the policies do, so pairs are the sharper comparison.
-Ablation runs are picked up beside each DIR when present: DIR-no-wait (`--no-wait-or-spread`)
-and DIR-no-contention (`--no-contention`), each a row "toposched --no-...".
+Ablation runs are picked up beside each DIR when present: DIR-no-wait (`--no-wait-or-spread`),
+DIR-no-contention (`--no-contention`) and DIR-no-rails (`--no-rail-alignment`), each a row
+"toposched --no-...".
 Usage: paired.py "load 0.9=eval/llm/load0.9-s1,...,eval/llm/load0.9-s5" ...
 Prints one Markdown table per argument; it only divides what the simulator wrote."""
 import json
@@ -17,7 +18,8 @@ from aggregate import mean_ci  # noqa: E402  (the same 95% half-width as the tab
 FIGURES = [("mean_jct_s", "mean JCT"), ("gpu_time_weighted_jct_s", "GPU-time-weighted JCT"),
            ("useful_utilization", "useful util.")]
 ABLATIONS = [("-no-wait", "toposched --no-wait-or-spread"),
-             ("-no-contention", "toposched --no-contention")]
+             ("-no-contention", "toposched --no-contention"),
+             ("-no-rails", "toposched --no-rail-alignment")]
 
 
 def rows_of(d):

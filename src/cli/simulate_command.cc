@@ -42,6 +42,7 @@ struct SimulateArgs {
   bool no_wait_or_spread = false;
   std::string estimated_backfill;  // "" (off), "toposched" or "all"
   bool no_contention = false;
+  bool no_rail_alignment = false;
   bool no_consolidation = false;
   std::string checkpoint_interval, restart_cost;  // durations; "" = jobs do not checkpoint
 };
@@ -138,6 +139,7 @@ int RunSimulate(const SimulateArgs& a) {
         std::erase_if(placer->plugins.scores,
                       [](const sched::ScoreWeight& s) { return s.name == "contention"; });
       }
+      if (a.no_rail_alignment && p == "toposched") placer->plugins.rails = "none";
       sim::SimOptions seeded = opts;
       seeded.seed = a.seed + static_cast<uint64_t>(k);
       const auto t0 = std::chrono::steady_clock::now();
@@ -173,6 +175,7 @@ int RunSimulate(const SimulateArgs& a) {
           ? "off"
           : (opts.backfill_by_estimates_all ? "all" : "toposched");
   info.contention_score = !a.no_contention;
+  info.rail_alignment = !a.no_rail_alignment;
   info.consolidation = opts.consolidate && opts.runtime_model == sim::RuntimeModel::kStep;
   info.checkpoint_interval_s = opts.checkpoint_interval_s;
   info.restart_cost_s = opts.restart_cost_s;
@@ -236,6 +239,10 @@ void RegisterSimCommands(CLI::App& app, int& rc) {
   cmd->add_flag("--no-contention", a->no_contention,
                 "policy toposched: score placements without the contention they add on links "
                 "shared with running jobs (the ablation)");
+  cmd->add_flag("--no-rail-alignment", a->no_rail_alignment,
+                "policy toposched: leave rails to the cost model's price of each placement: no "
+                "rank alignment to rails, no plans built on shared rails, no rail polish (the "
+                "ablation; plugins.rails \"none\")");
   cmd->add_flag("--no-consolidation", a->no_consolidation,
                 "policy toposched: never move a running job to a faster placement at a "
                 "checkpoint (the ablation)");

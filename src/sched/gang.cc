@@ -12,9 +12,7 @@
 
 namespace toposched::sched {
 
-using gang_internal::CountRailPairs;
 using gang_internal::Fmt;
-using gang_internal::RailPairs;
 using gang_internal::Search;
 
 std::string PlacementShapeKey(const job::JobSpec& j) {

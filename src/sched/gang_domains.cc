@@ -411,7 +411,7 @@ int Search::RailScopeGroup(const std::vector<DomainGroup>& groups, size_t below)
   // Rails whose switches span several domains of this level carry same-rail traffic between them
   // without the level's uplinks (Cluster::RailOversubscription): there, the domain of the rails'
   // scope competes with the lowest domain that holds the job.
-  if (!c_.RailsPriced() || world_ <= max_node_gpus_) return -1;
+  if (!RailsAligned() || world_ <= max_node_gpus_) return -1;
   const std::string& scope = c_.rails.scope_level;
   for (size_t gi = below + 1; gi < groups.size(); ++gi) {
     if (scope.empty() ? gi + 1 == groups.size() : groups[gi].level == scope) {

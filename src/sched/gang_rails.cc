@@ -1,151 +1,9 @@
-// The gang placer's rail alignment: DP and pipeline neighbours on different nodes put on a
-// common rail.
+// The gang placer's rail work that needs its node selector and score: one node's ranks aligned to
+// the rails their peers use (for the rail plugin, sched/rail_plugins.h), the chosen placement
+// polished against the score, and the explanation's rail count.
 #include "sched/gang_search.h"
 
 namespace toposched::sched::gang_internal {
-
-int Search::CrossedRailPairs(const std::vector<RankSlot>& ranks, RailPeers peers) const {
-  return CountRailPairs(cost_, job_.layout, ranks, peers).crossed;
-}
-
-void Search::AddRails(std::vector<int>& rails, const RankSlot& r) const {
-  for (int c : cost_.node_model(r.node).NicsOf(r.gpu)) {
-    if (c >= 0 && c < c_.rails.count && std::find(rails.begin(), rails.end(), c) == rails.end()) {
-      rails.push_back(c);
-    }
-  }
-}
-
-namespace {
-
-void Apply(const topo::Cluster& c, std::vector<RankSlot>& out, int node, int base,
-           const std::vector<int>& order) {
-  const std::vector<int> nics = AssignNics(c.topology(node), order);
-  for (size_t i = 0; i < order.size(); ++i) {
-    out[base + i] = RankSlot{base + static_cast<int>(i), node, order[i], nics[i]};
-  }
-}
-
-std::vector<int> OrderOf(const std::vector<RankSlot>& from, int base, int k) {
-  std::vector<int> order(k);
-  for (int i = 0; i < k; ++i) order[i] = from[base + i].gpu;
-  return order;
-}
-
-}  // namespace
-
-std::vector<std::vector<RankSlot>> Search::RailAlignments(
-    const Plan& plan, const std::vector<RankSlot>& ranks) const {
-  const job::Layout& l = job_.layout;
-  std::vector<std::vector<RankSlot>> out;
-  auto add = [&](std::vector<RankSlot>&& r) {
-    if (r.empty() || r == ranks || std::find(out.begin(), out.end(), r) != out.end()) return;
-    out.push_back(std::move(r));
-  };
-  // `from` with its pipeline neighbours aligned; empty when none of them crosses rails.
-  auto piped = [&](const std::vector<RankSlot>& from) {
-    std::vector<RankSlot> r;
-    if (l.pp < 2 || CrossedRailPairs(from, RailPeers::kPp) == 0) return r;
-    r = from;
-    AlignPipelineToRails(plan, r);
-    return r;
-  };
-  add(piped(ranks));
-  if (l.dp < 2) return out;
-  std::vector<RankSlot> dp = ranks;
-  AlignToRails(plan, dp);
-  std::vector<RankSlot> both = piped(dp);
-  add(std::move(dp));
-  add(std::move(both));
-  return out;
-}
-
-void Search::AlignPipelineToRails(const Plan& plan, std::vector<RankSlot>& ranks) const {
-  const int stage = job_.layout.tp * job_.layout.dp;
-  const int world = static_cast<int>(ranks.size());
-  // want[i]: the rails of rank base + i's pipeline neighbours on other nodes (before it only,
-  // or on both sides).
-  auto align = [&](std::vector<RankSlot>& rs, bool both_sides) {
-    int base = 0;
-    for (const auto& [node, k] : plan.chunks) {
-      std::vector<std::vector<int>> want(k);
-      for (int i = 0; i < k; ++i) {
-        const int r = base + i;
-        if (r - stage >= 0 && rs[r - stage].node != node) AddRails(want[i], rs[r - stage]);
-        if (both_sides && r + stage < world && rs[r + stage].node != node) {
-          AddRails(want[i], rs[r + stage]);
-        }
-      }
-      std::vector<int> order = OrderOf(rs, base, k);
-      if (AlignRails(node, ChunkRequest(k), want, order)) Apply(c_, rs, node, base, order);
-      base += k;
-    }
-  };
-  align(ranks, false);
-  const int crossed = CrossedRailPairs(ranks, RailPeers::kPp);
-  if (crossed == 0) return;
-  std::vector<RankSlot> next = ranks;
-  align(next, true);
-  if (CrossedRailPairs(next, RailPeers::kPp) < crossed) ranks = std::move(next);
-}
-
-void Search::AlignToRails(const Plan& plan, std::vector<RankSlot>& ranks) const {
-  const size_t classes = static_cast<size_t>(job_.layout.tp) * job_.layout.pp;
-  // Per slot of a node, the rails its DP class uses elsewhere.
-  auto want_of = [&](const std::vector<std::vector<int>>& class_rails, int base, int k) {
-    std::vector<std::vector<int>> want(k);
-    for (int i = 0; i < k; ++i) want[i] = class_rails[DpClass(base + i)];
-    return want;
-  };
-  if (CrossedRailPairs(ranks, RailPeers::kDp) == 0) return;  // the node selector agrees already
-  // Pass 1: each node against the rails of the nodes before it.
-  std::vector<std::vector<int>> before(classes);
-  int base = 0;
-  for (const auto& [node, k] : plan.chunks) {
-    std::vector<int> order = OrderOf(ranks, base, k);
-    if (base > 0 && AlignRails(node, ChunkRequest(k), want_of(before, base, k), order)) {
-      Apply(c_, ranks, node, base, order);
-    }
-    for (int i = 0; i < k; ++i) AddRails(before[DpClass(base + i)], ranks[base + i]);
-    base += k;
-  }
-  int crossed = CrossedRailPairs(ranks, RailPeers::kDp);
-  if (crossed == 0) return;
-  // Pass 2: each node, the first included, against the rails of all the others; kept when
-  // fewer DP neighbours end up on different rails. The others' rails come from counts of the
-  // ranks per (DP class, rail) over every node less the node's own: O(world + nodes · classes ·
-  // rails), not a walk over every rank per node.
-  std::vector<RankSlot> next = ranks;
-  const int rails = c_.rails.count;
-  std::vector<int> on_rail(classes * static_cast<size_t>(rails), 0);
-  auto count_rails = [&](std::vector<int>& counts, const RankSlot& r, int delta) {
-    const size_t row = static_cast<size_t>(DpClass(r.rank)) * rails;
-    std::vector<int> seen;
-    AddRails(seen, r);
-    for (int c : seen) counts[row + c] += delta;
-  };
-  for (const RankSlot& r : next) count_rails(on_rail, r, 1);
-  base = 0;
-  for (const auto& [node, k] : plan.chunks) {
-    std::vector<int> own(on_rail.size(), 0);
-    for (int i = 0; i < k; ++i) count_rails(own, next[base + i], 1);
-    std::vector<std::vector<int>> others(classes);
-    for (size_t cls = 0; cls < classes; ++cls) {
-      for (int c = 0; c < rails; ++c) {
-        const size_t at = cls * rails + c;
-        if (on_rail[at] > own[at]) others[cls].push_back(c);
-      }
-    }
-    std::vector<int> order = OrderOf(next, base, k);
-    if (AlignRails(node, ChunkRequest(k), want_of(others, base, k), order)) {
-      for (int i = 0; i < k; ++i) count_rails(on_rail, next[base + i], -1);
-      Apply(c_, next, node, base, order);
-      for (int i = 0; i < k; ++i) count_rails(on_rail, next[base + i], 1);
-    }
-    base += k;
-  }
-  if (CrossedRailPairs(next, RailPeers::kDp) < crossed) ranks = std::move(next);
-}
 
 bool Search::AlignRails(int node, const NodeRequest& req, const std::vector<std::vector<int>>& want,
                         std::vector<int>& order) const {
@@ -261,7 +119,7 @@ bool Search::AlignRails(int node, const NodeRequest& req, const std::vector<std:
 
 bool Search::RailsMatched(const std::vector<RankSlot>& ranks) const {
   const job::Layout& l = job_.layout;
-  if (l.pp > 1 && CrossedRailPairs(ranks, RailPeers::kPp) > 0) return false;
+  if (l.pp > 1 && CountRailPairs(cost_, l, ranks, RailPeers::kPp).crossed > 0) return false;
   if (l.dp < 2) return true;
   // Per DP class, its islands in DP order: (node, rails of its ranks there).
   std::vector<std::pair<int, std::vector<int>>> islands;
@@ -276,7 +134,7 @@ bool Search::RailsMatched(const std::vector<RankSlot>& ranks) const {
           islands.emplace_back(r.node, std::vector<int>{});
           it = islands.end() - 1;
         }
-        AddRails(it->second, r);
+        AddRails(cost_, it->second, r);
       }
       const size_t n = islands.size();
       if (n < 2) continue;
@@ -296,7 +154,7 @@ bool Search::RailsMatched(const std::vector<RankSlot>& ranks) const {
 
 bool Search::PolishRails(const Plan& plan, Placement& p, double& score) const {
   const job::Layout& l = job_.layout;
-  if (!c_.RailsPriced() || plan.chunks.size() < 2 || !plug_.gpus->priced() ||
+  if (!RailsAligned() || plan.chunks.size() < 2 || !plug_.gpus->priced() ||
       (l.dp < 2 && l.pp < 2)) {
     return false;
   }
@@ -317,7 +175,7 @@ bool Search::PolishRails(const Plan& plan, Placement& p, double& score) const {
       Placement q;
       q.ranks = p.ranks;
       q.domain = p.domain;
-      Apply(c_, q.ranks, node, base, o);
+      PlaceOnNode(c_, q.ranks, node, base, o);
       if (!ScoreRanks(plan, q)) return;
       const double sc = Weighted(q, plan.frag);
       if (sc < best_sc) {
@@ -328,7 +186,7 @@ bool Search::PolishRails(const Plan& plan, Placement& p, double& score) const {
     int base = 0;
     for (const auto& [node, k] : plan.chunks) {
       if (evals >= budget) break;
-      const std::vector<int> order = OrderOf(p.ranks, base, k);
+      const std::vector<int> order = GpuOrder(p.ranks, base, k);
       std::vector<int> spare;
       const GpuMask& free = state_.FreeMask(node);
       for (int g = 0; g < state_.GpuCount(node); ++g) {

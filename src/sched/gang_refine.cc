@@ -105,7 +105,7 @@ std::vector<Plan> Search::StageAlignedPlans(const std::vector<int>& nodes) const
 std::vector<Plan> Search::RailMaskPlans(const std::vector<int>& region, size_t home) const {
   std::vector<Plan> out;
   const int rails = c_.rails.count;
-  if (!c_.RailsPriced() || rails > kMaxMaskRails || job_.layout.dp < 2 || mode_ == Mode::kNvdTp) {
+  if (!RailsAligned() || rails > kMaxMaskRails || job_.layout.dp < 2 || mode_ == Mode::kNvdTp) {
     return out;
   }
   const int unit = mode_ == Mode::kNodeTp ? tp_ : 1;

@@ -145,7 +145,7 @@ std::optional<Placement> Search::Materialize(const Plan& plan) const {
   std::vector<std::vector<RankSlot>> aligned;
   if (c_.rails.count > 0 && plan.chunks.size() > 1 && (job_.layout.dp > 1 || job_.layout.pp > 1) &&
       plug_.gpus->priced()) {
-    aligned = RailAlignments(plan, p.ranks);
+    aligned = plug_.rails->Alignments(*this, plan, p.ranks);
   }
   if (!ScoreRanks(plan, p)) return std::nullopt;
   for (std::vector<RankSlot>& ranks : aligned) {

@@ -4,12 +4,12 @@
 //   gang_search.cc       filters, plans, materializing and scoring a plan, whole-GPU search
 //   gang_domains.cc      the single-node and per-domain candidates (TrySingleNode, TryDomains)
 //   gang_refine.cc       the starting plans local search refines
-//   gang_rails.cc        rail alignment of ranks
+//   gang_rails.cc        one node aligned to rails (the rail plugin asks), the rail polish
 //   gang_stage_rails.cc  placements built stage by stage on shared rails
 //   gang_score.cc        the weighted score terms, fits and explanations
 //   gang_fractional.cc   fractional GPU shares
-// The choice points are plugin objects it calls (sched/*_plugins.h); the refine plugin works on
-// the search through RefineHandle.
+// The choice points are plugin objects it calls (sched/*_plugins.h); the refine and rail plugins
+// work on the search through RefineHandle and RailHandle.
 #pragma once
 
 #include <algorithm>
@@ -35,6 +35,7 @@
 #include "sched/node_order.h"
 #include "sched/node_plugins.h"
 #include "sched/pair_score.h"
+#include "sched/rail_plugins.h"
 #include "sched/rank_order.h"
 #include "sched/refine_plugins.h"
 #include "sched/scatter.h"
@@ -105,48 +106,11 @@ struct NodeView {
 
 using Candidate = DomainCandidate;
 
-// Which neighbours rail alignment puts on a common rail: DP neighbours (ranks r - TP and r: the
-// same TP index and stage, consecutive DP indexes), or pipeline neighbours (ranks r - TP·DP and
-// r: the same TP and DP indexes, consecutive stages).
-enum class RailPeers { kDp, kPp };
-
-// Neighbours of kind `peers` on different nodes: how many pairs there are, and, for DP, per DP
-// class (TP index + TP·stage) how many of them share no rail (empty when none does). One pass
-// over the ranks, O(world).
-struct RailPairs {
-  int pairs = 0;
-  int crossed = 0;
-  std::vector<int> crossed_by_class;
-};
-inline RailPairs CountRailPairs(const cost::CostModel& cost, const job::Layout& l,
-                                const std::vector<RankSlot>& ranks,
-                                RailPeers peers = RailPeers::kDp) {
-  RailPairs out;
-  const int n = static_cast<int>(ranks.size());
-  const bool dp = peers == RailPeers::kDp;
-  const int stride = dp ? l.tp : l.tp * l.dp;
-  for (int r = stride; r < n; ++r) {
-    if (dp && (r / l.tp) % l.dp == 0) continue;
-    const RankSlot& a = ranks[r - stride];
-    const RankSlot& b = ranks[r];
-    if (a.node == b.node) continue;
-    ++out.pairs;
-    if (!cost.SameRail({a.node, a.gpu}, {b.node, b.gpu})) {
-      ++out.crossed;
-      if (!dp) continue;
-      if (out.crossed_by_class.empty()) {
-        out.crossed_by_class.assign(static_cast<size_t>(l.tp) * l.pp, 0);
-      }
-      ++out.crossed_by_class[r % l.tp + l.tp * (r / (l.tp * l.dp))];
-    }
-  }
-  return out;
-}
-
 using Plan = GangPlan;
 
-// The search is the refine plugin's handle (sched/refine_plugins.h).
-class Search final : public RefineHandle {
+// The search is the refine and rail plugins' handle (sched/refine_plugins.h,
+// sched/rail_plugins.h).
+class Search final : public RefineHandle, public RailHandle {
  public:
   Search(const topo::Cluster& cluster, const ClusterState& state, const job::JobSpec& job,
          const GangPlacerOptions& options, const TypedPlugins& plugins, const cost::CostModel& cost,
@@ -173,7 +137,7 @@ class Search final : public RefineHandle {
 
   Verdict Run();
 
-  // RefineHandle.
+  // RefineHandle and RailHandle.
   const topo::Cluster& cluster() const override { return c_; }
   const cost::CostModel& cost() const override { return cost_; }
   const job::Layout& layout() const override { return job_.layout; }
@@ -186,6 +150,11 @@ class Search final : public RefineHandle {
   bool Settled(const Plan& plan) const override { return WholeNodesOfOneKind(plan); }
   std::optional<Placement> Build(const Plan& plan) const override { return Materialize(plan); }
   double ScoreOf(const Placement& p, int frag) const override { return Weighted(p, frag); }
+  bool RailsAligned() const override { return plug_.rails->aligns() && c_.RailsPriced(); }
+  bool AlignNode(int node, int k, const std::vector<std::vector<int>>& want,
+                 std::vector<int>& order) const override {
+    return AlignRails(node, ChunkRequest(k), want, order);
+  }
 
  private:
   Verdict RunWhole();
@@ -222,22 +191,6 @@ class Search final : public RefineHandle {
   // index and stage, consecutive DP indexes) on different nodes, A of them with a common rail
   // among their nearest NICs. Empty without rails or such pairs.
   std::string RailNote(const Placement& p) const;
-  // Rail alignment of a multi-node plan's ranks (see PlacementPlugins::gpus): unless every pair
-  // of `peers` already shares a rail, each node against the nodes before it, then, while such
-  // pairs still cross rails, each node against all the others (kept only when fewer pairs
-  // cross).
-  void AlignToRails(const Plan& plan, std::vector<RankSlot>& ranks) const;
-  // The same for pipeline neighbours (ranks r - TP·DP and r on different nodes): each node
-  // against its ranks' neighbours before it, then, while pairs still cross, against those on
-  // either side (kept only when fewer pairs cross).
-  void AlignPipelineToRails(const Plan& plan, std::vector<RankSlot>& ranks) const;
-  // The rail alignments of `ranks` worth scoring, each different from it and from the others:
-  // pipeline neighbours alone, DP neighbours alone, and DP neighbours then pipeline neighbours
-  // (the DP alignment kept). The pair counts the passes lower are not the score: a set of GPUs
-  // that shares more pairs' rails can share fewer of its islands' rails (cost::CostModel prices
-  // an island's NICs against the rails of the next island), so Materialize scores each.
-  std::vector<std::vector<RankSlot>> RailAlignments(const Plan& plan,
-                                                    const std::vector<RankSlot>& ranks) const;
   // On a cluster whose rails are priced, the chosen multi-node placement's GPUs polished against
   // the score itself (the rail passes count neighbour pairs on one rail; the cost model prices
   // each island of a DP group against the rails of the next): moves that keep every node's GPU
@@ -257,15 +210,6 @@ class Search final : public RefineHandle {
   NodeRequest ChunkRequest(int k) const {
     return NodeRequestFor(job_.layout, k, (mode_ == Mode::kNodeTp && tp_ > 1) ? tp_ : 1);
   }
-  // Neighbour pairs of kind `peers` on different nodes that share no rail.
-  int CrossedRailPairs(const std::vector<RankSlot>& ranks, RailPeers peers) const;
-  int DpClass(int rank) const {
-    const job::Layout& l = job_.layout;
-    return rank % l.tp + l.tp * (rank / (l.tp * l.dp));
-  }
-  // The rails of the NICs nearest `r`'s GPU (those below c_.rails.count), added to `rails`
-  // once each.
-  void AddRails(std::vector<int>& rails, const RankSlot& r) const;
   bool Score(Placement& p) const;
   // The caches' key for the job on one node before its GPUs: (profile, NVLink domain or -1,
   // layout); such a placement's score and order depend on nothing else.

@@ -185,7 +185,7 @@ std::vector<Search::RailStaged> Search::StageRailPlacements(const std::vector<in
   std::vector<RailStaged> out;
   const job::Layout& l = job_.layout;
   const int rails = c_.rails.count;
-  if (!c_.RailsPriced() || rails > kMaxMaskRails || l.dp < 2 || mode_ == Mode::kNvdTp ||
+  if (!RailsAligned() || rails > kMaxMaskRails || l.dp < 2 || mode_ == Mode::kNvdTp ||
       (mode_ == Mode::kFlat && tp_ > 1) || !plug_.gpus->priced() || opt_.ranks_in_node_blocks) {
     return out;
   }

@@ -7,6 +7,7 @@
 #include "sched/domain_plugins.h"
 #include "sched/gpu_plugins.h"
 #include "sched/node_plugins.h"
+#include "sched/rail_plugins.h"
 #include "sched/refine_plugins.h"
 #include "sched/score_plugins.h"
 #include "sched/share_plugins.h"
@@ -57,6 +58,7 @@ const DomainPlugin& DomainPluginFor(DomainRule r) { return InRegistry(DomainPlug
 const NodePlugin& NodePluginFor(NodeRule r) { return InRegistry(NodePlugins(), r); }
 const GpuPlugin& GpuPluginFor(GpuRule r) { return InRegistry(GpuPlugins(), r); }
 const RefinePlugin& RefinePluginFor(RefineRule r) { return InRegistry(RefinePlugins(), r); }
+const RailPlugin& RailPluginFor(RailRule r) { return InRegistry(RailPlugins(), r); }
 const SharePlugin& SharePluginFor(ShareRule r) { return InRegistry(SharePlugins(), r); }
 const ScorePlugin& ScorePluginFor(ScoreTerm t) { return InRegistry(ScorePlugins(), t); }
 
@@ -83,12 +85,14 @@ const std::vector<std::string>& PluginNames(const std::string& slot) {
   static const std::vector<std::string> domain = Names(DomainPlugins()),
                                         nodes = Names(NodePlugins()), gpus = Names(GpuPlugins()),
                                         refine = Names(RefinePlugins()),
+                                        rails = Names(RailPlugins()),
                                         shares = Names(SharePlugins()),
                                         score = Names(ScorePlugins()), none;
   if (slot == "domain") return domain;
   if (slot == "nodes") return nodes;
   if (slot == "gpus") return gpus;
   if (slot == "refine") return refine;
+  if (slot == "rails") return rails;
   if (slot == "shares") return shares;
   if (slot == "score") return score;
   return none;
@@ -100,6 +104,7 @@ StatusOr<TypedPlugins> ResolvePlugins(const PlacementPlugins& p) {
   ASSIGN_OR_RETURN(t.nodes, Lookup("nodes", NodePlugins(), p.nodes));
   ASSIGN_OR_RETURN(t.gpus, Lookup("gpus", GpuPlugins(), p.gpus));
   ASSIGN_OR_RETURN(t.refine, Lookup("refine", RefinePlugins(), p.refine));
+  ASSIGN_OR_RETURN(t.rails, Lookup("rails", RailPlugins(), p.rails));
   ASSIGN_OR_RETURN(t.shares, Lookup("shares", SharePlugins(), p.shares));
   if (t.scatters() && (t.gpus->rule() != GpuRule::kFirstFree || t.refine->refines())) {
     return InvalidArgumentError("plugins.nodes \"" + p.nodes +

@@ -40,10 +40,10 @@ struct ScoreWeight {
 //     refine "none" (a job with a required job or TP level, or a fractional one, is placed as
 //     "least-allocated" would: one pod cannot be split).
 //   gpus: which GPUs of a node. "cost-model" — NodeSelector's exact optimum under the cost
-//     model; on a cluster with rails, a multi-node job's ranks are then aligned node by node:
-//     among reorderings of the set and other free sets of the node that are no slower inside
-//     the node (and, for another set, use as many NICs), the one where the most ranks share a
-//     rail with their DP peers on earlier nodes, and the chosen plan's GPUs are then polished
+//     model; on a cluster with rails (and rails "align"), a multi-node job's ranks are then aligned
+//     node by node: among reorderings of the set and other free sets of the node that are no slower
+//     inside the node (and, for another set, use as many NICs), the one where the most ranks share
+//     a rail with their DP peers on earlier nodes, and the chosen plan's GPUs are then polished
 //     against the score (moves that keep each node's count); "pair-score" — NVIDIA device plugin's
 //     pair-score choice; "first-free" — the lowest-numbered free GPUs (what a device plugin without
 //     topology hands out).
@@ -54,6 +54,13 @@ struct ScoreWeight {
 //     several hardware profiles the domains are also searched with each profile alone. Needs a
 //     "comm-time" score and the "cost-model" GPU choice; "none" — the plan as the node plugin
 //     made it.
+//   rails: on a cluster whose rails are priced (Cluster::RailsPriced), what the search does for
+//     rails beyond the cost model's price of each placement. "align" — with the "cost-model"
+//     GPU choice, a multi-node job's ranks are aligned node by node (see gpus) and the chosen
+//     plan polished; plans built on shared rails compete with the other starts; the domain of
+//     the rails' scope level competes with the lowest domain that holds the job; local search
+//     takes a move that scores the same and crosses rails fewer times. "none" — none of these:
+//     rails count only through the price (the ablation of rail awareness).
 //   scores: weighted sum compared across candidate domains and single-node candidates; with no
 //     "comm-time" score only the first best-fit candidate is built.
 //   shares: where a fractional job (gpu_milli < 1000) goes; "room" = 1000 − used milli of a
@@ -75,6 +82,7 @@ struct PlacementPlugins {
   std::string shares = "gpu-best-fit";
   std::string gpus = "cost-model";
   std::string refine = "local-search";
+  std::string rails = "align";
   // "contention" weighs a ms of communication a placement adds through shared links like a ms
   // of its own predicted time: both are communication time per step (no tuned factor).
   std::vector<ScoreWeight> scores = {
@@ -93,17 +101,20 @@ enum class DomainRule { kLowestLevel, kCluster };
 enum class NodeRule { kBestFit, kLeastAllocated, kInOrder, kSpread, kRandom };
 enum class GpuRule { kCostModel, kPairScore, kFirstFree };
 enum class RefineRule { kLocalSearch, kNone };
+enum class RailRule { kAlign, kNone };
 enum class ShareRule { kGpuBestFit, kNodeBestFit, kLeastAllocated, kInOrder };
 enum class ScoreTerm { kCommTime, kFragmentation, kContention };
 inline constexpr int kScoreTerms = 3;
 
 // Each choice point's plugins are objects behind an interface in its own file:
 // sched/domain_plugins.h, sched/node_plugins.h, sched/gpu_plugins.h, sched/refine_plugins.h,
-// sched/share_plugins.h, sched/score_plugins.h. The enums name the rules (a plugin's rule()).
+// sched/rail_plugins.h, sched/share_plugins.h, sched/score_plugins.h. The enums name the rules (a
+// plugin's rule()).
 class DomainPlugin;
 class NodePlugin;
 class GpuPlugin;
 class RefinePlugin;
+class RailPlugin;
 class SharePlugin;
 class ScorePlugin;
 // The registered plugin of a rule (static objects: the pointers never dangle).
@@ -111,6 +122,7 @@ const DomainPlugin& DomainPluginFor(DomainRule r);
 const NodePlugin& NodePluginFor(NodeRule r);
 const GpuPlugin& GpuPluginFor(GpuRule r);
 const RefinePlugin& RefinePluginFor(RefineRule r);
+const RailPlugin& RailPluginFor(RailRule r);
 const SharePlugin& SharePluginFor(ShareRule r);
 const ScorePlugin& ScorePluginFor(ScoreTerm t);
 
@@ -129,6 +141,7 @@ struct TypedPlugins {
   const SharePlugin* shares = &SharePluginFor(ShareRule::kGpuBestFit);
   const GpuPlugin* gpus = &GpuPluginFor(GpuRule::kCostModel);
   const RefinePlugin* refine = &RefinePluginFor(RefineRule::kLocalSearch);
+  const RailPlugin* rails = &RailPluginFor(RailRule::kAlign);
   // The plugins of the terms weighted above 0, in ScoreTerm order (the order the search sums
   // them in, whatever the order the policy lists them); a term listed twice once, its weights
   // summed.
@@ -140,7 +153,7 @@ struct TypedPlugins {
 };
 
 // The registry: the names each choice point knows, in the order explanations list them.
-// slot: "domain", "nodes", "gpus", "refine", "shares" or "score".
+// slot: "domain", "nodes", "gpus", "refine", "rails", "shares" or "score".
 const std::vector<std::string>& PluginNames(const std::string& slot);
 // Validate, then every name looked up once.
 StatusOr<TypedPlugins> ResolvePlugins(const PlacementPlugins& plugins);

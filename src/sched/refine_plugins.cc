@@ -47,7 +47,7 @@ class HillClimb {
       : h_(h),
         best_score_(score),
         home_ms_(p.predicted_ms),
-        rails_(h.cluster().RailsPriced() && h.layout().dp > 1) {
+        rails_(h.RailsAligned() && h.layout().dp > 1) {
     Nodes(region, home, plan);
     memo_.emplace(k_, score);
     best_hops_ = Hops(p);

@@ -48,6 +48,9 @@ class RefineHandle {
   // The policy's weighted score of a built placement that leaves `frag` GPUs free on partly
   // used nodes (lower is better).
   virtual double ScoreOf(const Placement& p, int frag) const = 0;
+  // Whether the policy's rail plugin aligns ranks to rails on a cluster whose rails are priced
+  // (then a move that scores the same and crosses rails fewer times is taken too).
+  virtual bool RailsAligned() const = 0;
 
   // Adds k GPUs of `node` to `plan`, counting the GPUs it leaves free there as fragmentation.
   void AddChunk(GangPlan& plan, int node, int k) const {

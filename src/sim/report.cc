@@ -455,6 +455,7 @@ std::string ReportJson(const ReportInfo& info, const std::vector<SimResult>& res
     << "  \"wait_or_spread\": " << (info.wait_or_spread ? "true" : "false") << ",\n"
     << "  \"estimated_backfill\": " << JsonString(info.estimated_backfill) << ",\n"
     << "  \"contention_score\": " << (info.contention_score ? "true" : "false") << ",\n"
+    << "  \"rail_alignment\": " << (info.rail_alignment ? "true" : "false") << ",\n"
     << "  \"consolidation\": {\"on\": " << (info.consolidation ? "true" : "false")
     << ", \"checkpoint_interval_s\": " << info.checkpoint_interval_s
     << ", \"restart_cost_s\": " << info.restart_cost_s << "},\n"

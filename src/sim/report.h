@@ -36,6 +36,7 @@ struct ReportInfo {
   // only), "all" (every policy) or "off".
   std::string estimated_backfill = "off";
   bool contention_score = true;  // toposched's "contention" score on (simulate --no-contention)
+  bool rail_alignment = true;    // toposched's rails plugin "align" (simulate --no-rail-alignment)
   bool consolidation = true;     // SimOptions::consolidate, in effect (step model only)
   int64_t checkpoint_interval_s = 0, restart_cost_s = 0;  // SimOptions', 0: jobs do not checkpoint
   bool policies_distinct = true;

@@ -14,6 +14,7 @@
 #include "sched/link_model.h"
 #include "sched/node_plugins.h"
 #include "sched/policy.h"
+#include "sched/rail_plugins.h"
 #include "sched/refine_plugins.h"
 #include "sched/share_plugins.h"
 #include "testing/clusters.h"
@@ -183,6 +184,7 @@ TEST(GangOptions, PluginNamesResolveToTypedPlugins) {
   EXPECT_EQ(t->gpus->rule(), GpuRule::kPairScore);
   EXPECT_EQ(t->gpus->name(), "pair-score");
   EXPECT_EQ(t->refine->rule(), RefineRule::kNone);
+  EXPECT_EQ(t->rails->rule(), RailRule::kAlign);
   EXPECT_FALSE(t->refine->refines());
   EXPECT_EQ(t->weight(ScoreTerm::kCommTime), 3);
   EXPECT_EQ(t->weight(ScoreTerm::kFragmentation), 0.5);
@@ -311,6 +313,51 @@ TEST(Gang, PipelinePeersOnDifferentNodesShareARail) {
   }
   EXPECT_EQ(across, 4);
   CheckPlacement(s, j, p);
+}
+
+// The same two jobs under rails "none" (the ablation of rail awareness): the node selector's
+// choice stands, so the TP2 DP2 job's DP peers sit on two rails and the TP4 PP4 job's stage 1
+// sends from GPUs 4-7 to stage 2 on GPUs 0-3; the cost model prices each against "align".
+TEST(Gang, RailsNoneLeavesTheNodeSelectorsOrderAndPaysForIt) {
+  const topo::Cluster& c = TaperedH100();
+  GangPlacer::Options o;
+  o.plugins.rails = "none";
+  auto none = GangPlacer::Create(c, o);
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_EQ((*none)->plugins().rails->name(), "none");
+  EXPECT_FALSE((*none)->plugins().rails->aligns());
+
+  ClusterState s = NewState(c);
+  for (int n = 2; n < static_cast<int>(c.nodes.size()); ++n) HoldAllBut(s, n, {});
+  ClusterState dp_state = s;
+  HoldAllBut(dp_state, 0, {1, 2, 3});
+  HoldAllBut(dp_state, 1, {0, 1, 2});
+  const job::JobSpec dp = MakeJob(2, 1, 2);
+  Verdict aligned = Placer(c).Place(dp_state, dp);
+  Verdict plain = (*none)->Place(dp_state, dp);
+  ASSERT_TRUE(aligned.fit() && plain.fit()) << plain.Explain();
+  EXPECT_EQ(CrossedDpNeighbours(dp, *aligned.placement), 0);
+  EXPECT_EQ(CrossedDpNeighbours(dp, *plain.placement), 2) << plain.Explain();
+  EXPECT_NE(plain.placement->explanation.find("on one rail: 0/2"), std::string::npos)
+      << plain.placement->explanation;
+  EXPECT_NEAR(plain.placement->dp_ms, 2 * aligned.placement->dp_ms, 0.05 * plain.placement->dp_ms);
+  CheckPlacement(dp_state, dp, *plain.placement);
+
+  const job::JobSpec pp = MakeJob(4, 4, 1);
+  aligned = Placer(c).Place(s, pp);
+  plain = (*none)->Place(s, pp);
+  ASSERT_TRUE(aligned.fit() && plain.fit()) << plain.Explain();
+  const cost::CostModel cost(c);
+  const int stage = pp.layout.tp * pp.layout.dp;
+  int crossed = 0;
+  for (int r = stage; r < pp.layout.WorldSize(); ++r) {
+    const RankSlot& a = plain.placement->ranks[r - stage];
+    const RankSlot& b = plain.placement->ranks[r];
+    if (a.node != b.node && !cost.SameRail({a.node, a.gpu}, {b.node, b.gpu})) ++crossed;
+  }
+  EXPECT_EQ(crossed, 4) << plain.Explain();
+  EXPECT_GT(plain.placement->pp_ms, aligned.placement->pp_ms) << plain.Explain();
+  CheckPlacement(s, pp, *plain.placement);
 }
 
 TEST(Gang, CrossedDpGroupsArePricedNotOnlyRankZeros) {

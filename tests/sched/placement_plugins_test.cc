@@ -14,6 +14,7 @@
 #include "sched/gpu_plugins.h"
 #include "sched/link_model.h"
 #include "sched/node_plugins.h"
+#include "sched/rail_plugins.h"
 #include "sched/refine_plugins.h"
 #include "sched/score_plugins.h"
 #include "sched/share_plugins.h"
@@ -297,6 +298,7 @@ class CostModelHandle : public RefineHandle {
   double ScoreOf(const Placement& p, int frag) const override {
     return p.predicted_ms + 0.05 * frag;
   }
+  bool RailsAligned() const override { return true; }
   mutable int builds = 0;
 
  private:
@@ -387,6 +389,10 @@ TEST(PlacementPlugins, TheRegistryResolvesEachNameToTheObjectOfItsRule) {
     EXPECT_EQ(static_cast<size_t>(RefinePlugins()[i]->rule()), i);
     EXPECT_EQ(PluginNames("refine")[i], RefinePlugins()[i]->name());
   }
+  for (size_t i = 0; i < RailPlugins().size(); ++i) {
+    EXPECT_EQ(static_cast<size_t>(RailPlugins()[i]->rule()), i);
+    EXPECT_EQ(PluginNames("rails")[i], RailPlugins()[i]->name());
+  }
   for (size_t i = 0; i < ScorePlugins().size(); ++i) {
     EXPECT_EQ(static_cast<size_t>(ScorePlugins()[i]->term()), i);
     EXPECT_EQ(PluginNames("score")[i], ScorePlugins()[i]->name());
@@ -401,6 +407,7 @@ TEST(PlacementPlugins, TheRegistryResolvesEachNameToTheObjectOfItsRule) {
   EXPECT_EQ(t->nodes, &NodePluginFor(NodeRule::kBestFit));
   EXPECT_EQ(t->domain, &DomainPluginFor(DomainRule::kLowestLevel));
   EXPECT_EQ(t->refine, &RefinePluginFor(RefineRule::kLocalSearch));
+  EXPECT_EQ(t->rails, &RailPluginFor(RailRule::kAlign));
   p.gpus = "nvlink-first";
   EXPECT_EQ(
       ResolvePlugins(p).status().message(),
