@@ -241,8 +241,8 @@ void RegisterSimCommands(CLI::App& app, int& rc) {
                 "shared with running jobs (the ablation)");
   cmd->add_flag("--no-rail-alignment", a->no_rail_alignment,
                 "policy toposched: leave rails to the cost model's price of each placement: no "
-                "rank alignment to rails, no plans built on shared rails, no rail polish (the "
-                "ablation; plugins.rails \"none\")");
+                "rank alignment to rails, no plans built on shared rails, no rail polish, no "
+                "competing domain of the rails' scope (the ablation; plugins.rails \"none\")");
   cmd->add_flag("--no-consolidation", a->no_consolidation,
                 "policy toposched: never move a running job to a faster placement at a "
                 "checkpoint (the ablation)");

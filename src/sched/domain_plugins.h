@@ -44,8 +44,9 @@ class DomainPlugin {
   virtual const std::string& name() const = 0;
   // The candidate domains of a job whose job-level constraint is `jc`, one group per level,
   // tried lowest first. Under every rule: none for a job required on one node (only the
-  // single-node path can hold it), the NVLink domains for a job required in one, and only the
-  // required level's domains counted from there up (or that level alone).
+  // single-node path can hold it), the NVLink domains for a job required in one, and for a job
+  // required in a network level's domain no level above it. The node lists must outlive the
+  // groups: the candidates point into them.
   virtual std::vector<DomainGroup> Groups(const topo::Cluster& c, const DomainNodes& nodes,
                                           const job::LevelConstraint& jc) const = 0;
 };

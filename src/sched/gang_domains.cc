@@ -336,7 +336,8 @@ std::optional<Verdict> Search::BestOfGroup(const std::string& level,
       starts.push_back(Start{score, &cand, std::move(plan), std::move(*p), away});
     }
   }
-  // Beyond the domain only for real communication time (see Refine).
+  // Beyond the domain only for real communication time (as in local search,
+  // sched/refine_plugins.h).
   starts.erase(std::remove_if(starts.begin(), starts.end(),
                               [&](const Start& st) {
                                 return st.away && !(st.p.predicted_ms < home_ms * 0.99);
@@ -437,7 +438,7 @@ std::optional<Verdict> Search::TryDomains(std::vector<std::string>& reasons, dou
           groups[gj].level, wider, &wider_score,
           groups[gj].level + " of the rails, faster than in one " + groups[gi].level +
               " (same-rail traffic crosses no " + groups[gi].level + " uplink), best fit");
-      // As for plans beyond the domain (Refine): only for real communication time.
+      // As for plans beyond the domain: only for real communication time.
       if (w && w->placement->predicted_ms < v->placement->predicted_ms * 0.99) {
         v = std::move(w);
         score = wider_score;

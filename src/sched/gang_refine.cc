@@ -29,7 +29,7 @@ bool Search::WholeNodesOfOneKind(const Plan& plan) const {
 std::vector<Plan> Search::BalancedPlans(const std::vector<int>& region) const {
   std::vector<Plan> out;
   if (mode_ == Mode::kNvdTp) return out;
-  const int unit = mode_ == Mode::kNodeTp ? tp_ : 1;
+  const int unit = this->unit();
   std::vector<int> nodes;
   for (int n : region) {
     if (nodes_[n].cap >= unit) nodes.push_back(n);
@@ -80,7 +80,7 @@ std::vector<Plan> Search::StageAlignedPlans(const std::vector<int>& nodes) const
   std::vector<Plan> out;
   const job::Layout& l = job_.layout;
   if (mode_ == Mode::kNvdTp || l.pp < 2) return out;
-  const int unit = mode_ == Mode::kNodeTp ? tp_ : 1;
+  const int unit = this->unit();
   const int stage = l.tp * l.dp;
   int max_cap = 0;
   for (int n : nodes) max_cap = std::max(max_cap, nodes_[n].cap);
@@ -108,7 +108,7 @@ std::vector<Plan> Search::RailMaskPlans(const std::vector<int>& region, size_t h
   if (!RailsAligned() || rails > kMaxMaskRails || job_.layout.dp < 2 || mode_ == Mode::kNvdTp) {
     return out;
   }
-  const int unit = mode_ == Mode::kNodeTp ? tp_ : 1;
+  const int unit = this->unit();
   // The region's nodes with room for a unit, and the rails of their free GPUs.
   std::vector<int> ids;
   for (int n : region) {
@@ -156,7 +156,7 @@ std::vector<Plan> Search::RailMaskPlans(const std::vector<int>& region, size_t h
 void Search::AddRailMaskPlans(const std::vector<int>& ids, const std::vector<uint32_t>& masks,
                               const std::vector<char>& in_home, uint32_t best_r, int s, int m,
                               std::vector<Plan>& out) const {
-  const int unit = mode_ == Mode::kNodeTp ? tp_ : 1;
+  const int unit = this->unit();
   std::vector<int> pick;
   for (size_t i = 0; i < ids.size(); ++i) {
     if ((masks[i] & best_r) == best_r && nodes_[ids[i]].cap >= s) pick.push_back(ids[i]);
@@ -204,7 +204,7 @@ std::vector<Plan> Search::StagePiecePlans(std::vector<int> nodes) const {
   std::vector<Plan> out;
   const job::Layout& l = job_.layout;
   if (mode_ == Mode::kNvdTp || l.pp < 2) return out;
-  const int unit = mode_ == Mode::kNodeTp ? tp_ : 1;
+  const int unit = this->unit();
   const int units = l.tp * l.dp / unit;  // a stage, in units
   int max_cap = 0;
   for (int n : nodes) max_cap = std::max(max_cap, nodes_[n].cap / unit);
@@ -237,7 +237,7 @@ std::vector<Plan> Search::StagePiecePlans(std::vector<int> nodes) const {
 std::vector<Plan> Search::StagePackPlans(const std::vector<int>& region, size_t home) const {
   const job::Layout& l = job_.layout;
   if (mode_ == Mode::kNvdTp) return {};
-  const int unit = mode_ == Mode::kNodeTp ? tp_ : 1;
+  const int unit = this->unit();
   const int stage_units = l.tp * l.dp / unit;
   const int64_t units = stage_units * static_cast<int64_t>(l.pp);
   // The network a node's GPUs reach: its distinct NICs and the best rate one gives (GB/s).

@@ -191,7 +191,8 @@ class Search final : public RefineHandle, public RailHandle {
   // index and stage, consecutive DP indexes) on different nodes, A of them with a common rail
   // among their nearest NICs. Empty without rails or such pairs.
   std::string RailNote(const Placement& p) const;
-  // On a cluster whose rails are priced, the chosen multi-node placement's GPUs polished against
+  // On a cluster whose rails are priced (rails "align"), the chosen multi-node placement's GPUs
+  // polished against
   // the score itself (the rail passes count neighbour pairs on one rail; the cost model prices
   // each island of a DP group against the rails of the next): moves that keep every node's GPU
   // count (a rank to a free GPU of its node the placement does not use; with TP or stages, two
@@ -293,11 +294,11 @@ class Search final : public RefineHandle, public RailHandle {
   // `why` replaces "lowest <level> with room, best fit" in the explanation when given.
   std::optional<Verdict> BestOfGroup(const std::string& level, std::vector<Candidate>& feasible,
                                      double* out_score, const std::string& why = "");
-  // The group of the rails' scope level above groups[below] when rails are priced and the job
-  // spans nodes (-1: none): it competes with the lowest domain (see TryDomains).
+  // The group of the rails' scope level above groups[below] when rails are priced (rails "align")
+  // and the job spans nodes (-1: none): it competes with the lowest domain (see TryDomains).
   int RailScopeGroup(const std::vector<DomainGroup>& groups, size_t below) const;
   // TryDomains, and on a cluster of several hardware profiles also with the nodes of each
-  // profile alone (refine plugin "local-search"); the best weighted score wins.
+  // profile alone (with a refine plugin that refines: RefineOn); the best weighted score wins.
   std::optional<Verdict> TryDomainsByProfile(std::vector<std::string>& reasons);
   bool RefineOn() const;
   // More than 8 whole free nodes of one profile under one leaf: other count vectors only add
@@ -317,7 +318,8 @@ class Search final : public RefineHandle, public RailHandle {
   // fit over `nodes`. Each stage's DP groups then span as few nodes as the free GPUs allow, in
   // equal pieces. The two largest such g with a plan; none for a job of one stage.
   std::vector<Plan> StageAlignedPlans(const std::vector<int>& nodes) const;
-  // On a cluster whose rails are priced, for a job with DP: plans whose nodes share a set of
+  // On a cluster whose rails are priced (rails "align"), for a job with DP: plans whose nodes
+  // share a set of
   // rails (an island reaches the next on its own rails only where the next has a NIC on each of
   // its rails, and which nodes' free GPUs share rails is what the other starts do not look at).
   // Per share s of a node (a multiple of the TP unit), the s rails that most nodes of `region`
@@ -335,7 +337,8 @@ class Search final : public RefineHandle, public RailHandle {
     Plan plan;
     Placement p;
   };
-  // On a cluster whose rails are priced, for a job with DP: a placement built stage by stage on
+  // On a cluster whose rails are priced (rails "align"), for a job with DP: a placement built
+  // stage by stage on
   // what the earlier stages left. Per stage, candidate rail sets R (each node's unused rails, and
   // per size the set the most nodes hold); per R the nodes of `region` by how much of R they hold
   // (then the first `home` of `region`, then the least room), and the fewest of them whose

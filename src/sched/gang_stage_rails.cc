@@ -191,7 +191,7 @@ std::vector<Search::RailStaged> Search::StageRailPlacements(const std::vector<in
   }
   StageAsk ask;
   ask.rails = rails;
-  ask.unit = mode_ == Mode::kNodeTp ? tp_ : 1;
+  ask.unit = unit();
   ask.units = l.tp * l.dp / ask.unit;
   std::vector<RailNode> base;
   for (size_t i = 0; i < region.size(); ++i) {

@@ -1,6 +1,7 @@
 // The `gpus` choice point as plugin objects: which free GPUs of a node a job's share of it takes.
 // "cost-model" is priced: the gang search asks the node selector for the exact optimum under the
-// cost model (sched/node_select.h) and aligns ranks to rails; the others choose from the free
+// cost model (sched/node_select.h) and, with the rails plugin "align", aligns ranks to rails; the
+// others choose from the free
 // GPUs alone (what a device plugin hands out). The rules are documented at
 // PlacementPlugins::gpus.
 #pragma once
@@ -21,7 +22,8 @@ class GpuPlugin {
   // The registry name ("pair-score").
   virtual const std::string& name() const = 0;
   // Whether the choice is the node selector's under the cost model (then Choose is not asked:
-  // the search prices sets, orders ranks, aligns rails and refines plans with the selector).
+  // the search prices sets, orders ranks, aligns rails (rails "align") and refines plans with
+  // the selector).
   virtual bool priced() const { return false; }
   // Whether Choose costs enough that its answers are worth caching by (profile, free set, k).
   virtual bool costly() const { return false; }

@@ -54,13 +54,14 @@ struct ScoreWeight {
 //     several hardware profiles the domains are also searched with each profile alone. Needs a
 //     "comm-time" score and the "cost-model" GPU choice; "none" — the plan as the node plugin
 //     made it.
-//   rails: on a cluster whose rails are priced (Cluster::RailsPriced), what the search does for
-//     rails beyond the cost model's price of each placement. "align" — with the "cost-model"
-//     GPU choice, a multi-node job's ranks are aligned node by node (see gpus) and the chosen
-//     plan polished; plans built on shared rails compete with the other starts; the domain of
-//     the rails' scope level competes with the lowest domain that holds the job; local search
-//     takes a move that scores the same and crosses rails fewer times. "none" — none of these:
-//     rails count only through the price (the ablation of rail awareness).
+//   rails: what the search does for rails beyond the cost model's price of each placement.
+//     "align" — on a cluster with rails, with the "cost-model" GPU choice, a multi-node job's
+//     ranks are aligned node by node (see gpus); where the rails are priced
+//     (Cluster::RailsPriced) also the chosen plan polished, plans built on shared rails
+//     competing with the other starts, the domain of the rails' scope level competing with the
+//     lowest domain that holds the job, and local search taking a move that scores the same and
+//     crosses rails fewer times. "none" — none of these: rails count only through the price
+//     (the ablation of rail awareness).
 //   scores: weighted sum compared across candidate domains and single-node candidates; with no
 //     "comm-time" score only the first best-fit candidate is built.
 //   shares: where a fractional job (gpu_milli < 1000) goes; "room" = 1000 − used milli of a

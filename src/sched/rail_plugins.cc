@@ -205,7 +205,7 @@ class RankAligner {
 };
 
 // "align": the rank alignments and the rest of the search's rail work.
-class AlignRails : public RailPlugin {
+class RailAlign : public RailPlugin {
  public:
   RailRule rule() const override { return RailRule::kAlign; }
   const std::string& name() const override { return name_; }
@@ -237,7 +237,7 @@ class NoRails : public RailPlugin {
 }  // namespace
 
 const std::vector<const RailPlugin*>& RailPlugins() {
-  static const AlignRails align;
+  static const RailAlign align;
   static const NoRails none;
   static const std::vector<const RailPlugin*> all = {&align, &none};
   return all;

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "sched/gang.h"
+#include "sched/gang_plan.h"
 #include "sched/placement_plugins.h"
-#include "sched/refine_plugins.h"
 
 namespace toposched::sched {
 
@@ -62,12 +62,13 @@ class RailPlugin {
   virtual RailRule rule() const = 0;
   // The registry name ("align").
   virtual const std::string& name() const = 0;
-  // Whether the search works for rails where the cluster's rails are priced: rank alignment
-  // (Alignments), the plans built on shared rails, the rail polish of the chosen plan, the rails'
-  // scope level as a candidate domain, and local search's tie-break on DP hops across rails.
+  // Whether the search works for rails where the cluster's rails are priced (RailsPriced): the
+  // plans built on shared rails, the rail polish of the chosen plan, the rails' scope level as a
+  // candidate domain, and local search's tie-break on DP hops across rails.
   virtual bool aligns() const = 0;
   // Other rank orders of a multi-node plan's `ranks` worth pricing, each different from it and
-  // from the others (the search keeps the fastest; empty: none).
+  // from the others (the search keeps the fastest; empty: none). Asked on every cluster with
+  // rails, priced or not, for the "cost-model" GPU choice.
   virtual std::vector<std::vector<RankSlot>> Alignments(
       const RailHandle& h, const GangPlan& plan, const std::vector<RankSlot>& ranks) const = 0;
 };

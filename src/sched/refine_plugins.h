@@ -10,16 +10,11 @@
 #include <vector>
 
 #include "sched/gang.h"
+#include "sched/gang_plan.h"
 #include "sched/gpu_mask.h"
 #include "sched/placement_plugins.h"
 
 namespace toposched::sched {
-
-// A chosen set of GPU counts per node, in fill order.
-struct GangPlan {
-  std::vector<std::pair<int, int>> chunks;  // (node, GPUs)
-  int frag = 0;                             // GPUs left free in partly used nodes
-};
 
 // What a refine plugin may ask of the search that calls it: the state of one Place call.
 class RefineHandle {
@@ -67,8 +62,10 @@ class RefinePlugin {
   // The registry name ("local-search").
   virtual const std::string& name() const = 0;
   // Whether the plugin changes plans at all. The search gives a refining plugin more to work
-  // with: starting plans beyond the node plugin's, rail polishing, and on a cluster of several
-  // hardware profiles the domains searched with each profile alone.
+  // with: starting plans beyond the node plugin's, multi-node plans against a slower single
+  // node, and on a cluster of several hardware profiles the domains searched with each profile
+  // alone; with the rails plugin "align" also plans built on shared rails, stage-by-stage rail
+  // placements and the rail polish.
   virtual bool refines() const = 0;
   // Improves `plan`, whose placement is `p` with weighted score `score`, moving GPUs only
   // between nodes of `region`; replaces all three when it finds better. The first `home` nodes

@@ -298,7 +298,7 @@ class CostModelHandle : public RefineHandle {
   double ScoreOf(const Placement& p, int frag) const override {
     return p.predicted_ms + 0.05 * frag;
   }
-  bool RailsAligned() const override { return true; }
+  bool RailsAligned() const override { return placer_.cluster().RailsPriced(); }
   mutable int builds = 0;
 
  private:
