@@ -368,35 +368,25 @@ TEST(RefinePlugins, LocalSearchMovesTheJobWhereTheModelPricesItFasterAndNoneKeep
   EXPECT_LE(score, region_start);
 }
 
+// Each registry lists its plugins in the order of their rule's enum, under the slot's names.
+template <typename P, typename RuleOf>
+void ExpectRegistry(const std::vector<const P*>& plugins, const std::string& slot, RuleOf rule_of) {
+  ASSERT_EQ(PluginNames(slot).size(), plugins.size()) << slot;
+  for (size_t i = 0; i < plugins.size(); ++i) {
+    EXPECT_EQ(static_cast<size_t>(rule_of(*plugins[i])), i) << slot;
+    EXPECT_EQ(PluginNames(slot)[i], plugins[i]->name()) << slot;
+  }
+}
+
 TEST(PlacementPlugins, TheRegistryResolvesEachNameToTheObjectOfItsRule) {
-  for (size_t i = 0; i < NodePlugins().size(); ++i) {
-    EXPECT_EQ(static_cast<size_t>(NodePlugins()[i]->rule()), i);
-    EXPECT_EQ(PluginNames("nodes")[i], NodePlugins()[i]->name());
-  }
-  for (size_t i = 0; i < GpuPlugins().size(); ++i) {
-    EXPECT_EQ(static_cast<size_t>(GpuPlugins()[i]->rule()), i);
-    EXPECT_EQ(PluginNames("gpus")[i], GpuPlugins()[i]->name());
-  }
-  for (size_t i = 0; i < SharePlugins().size(); ++i) {
-    EXPECT_EQ(static_cast<size_t>(SharePlugins()[i]->rule()), i);
-    EXPECT_EQ(PluginNames("shares")[i], SharePlugins()[i]->name());
-  }
-  for (size_t i = 0; i < DomainPlugins().size(); ++i) {
-    EXPECT_EQ(static_cast<size_t>(DomainPlugins()[i]->rule()), i);
-    EXPECT_EQ(PluginNames("domain")[i], DomainPlugins()[i]->name());
-  }
-  for (size_t i = 0; i < RefinePlugins().size(); ++i) {
-    EXPECT_EQ(static_cast<size_t>(RefinePlugins()[i]->rule()), i);
-    EXPECT_EQ(PluginNames("refine")[i], RefinePlugins()[i]->name());
-  }
-  for (size_t i = 0; i < RailPlugins().size(); ++i) {
-    EXPECT_EQ(static_cast<size_t>(RailPlugins()[i]->rule()), i);
-    EXPECT_EQ(PluginNames("rails")[i], RailPlugins()[i]->name());
-  }
-  for (size_t i = 0; i < ScorePlugins().size(); ++i) {
-    EXPECT_EQ(static_cast<size_t>(ScorePlugins()[i]->term()), i);
-    EXPECT_EQ(PluginNames("score")[i], ScorePlugins()[i]->name());
-  }
+  auto rule = [](const auto& plugin) { return plugin.rule(); };
+  ExpectRegistry(DomainPlugins(), "domain", rule);
+  ExpectRegistry(NodePlugins(), "nodes", rule);
+  ExpectRegistry(GpuPlugins(), "gpus", rule);
+  ExpectRegistry(RefinePlugins(), "refine", rule);
+  ExpectRegistry(RailPlugins(), "rails", rule);
+  ExpectRegistry(SharePlugins(), "shares", rule);
+  ExpectRegistry(ScorePlugins(), "score", [](const ScorePlugin& s) { return s.term(); });
   PlacementPlugins p;
   p.gpus = "first-free";
   p.shares = "in-order";
