@@ -128,6 +128,22 @@ TEST(SimulateCliTest, EstimatedBackfillIsReportedAndCheckedWhenParsed) {
       << bad.err;
 }
 
+// --no-rail-alignment runs toposched with the rails plugin "none" and says so in report.json;
+// without it the report says the rail work was on.
+TEST(SimulateCliTest, RailAlignmentAblationIsReported) {
+  const std::string base = "simulate --cluster " + kSrc +
+                           "/data/clusters/h100-2rack.yaml --trace " + kSrc +
+                           "/data/traces/tiresias-60_job.csv --policy toposched --out " + TempDir();
+  for (const bool off : {false, true}) {
+    const std::string dir = off ? "/rails-none" : "/rails-align";
+    Result r = RunCli(base + dir + (off ? " --no-rail-alignment" : ""));
+    ASSERT_EQ(r.code, 0) << r.err;
+    auto j = nlohmann::json::parse(Slurp(TempDir() + dir + "/report.json"));
+    EXPECT_EQ(j["rail_alignment"], !off);
+    EXPECT_EQ(j["policies"]["toposched"]["jobs"], 60) << "every job completes either way";
+  }
+}
+
 TEST(SimulateCliTest, UnknownPolicyIsBadInput) {
   Result r = RunCli("simulate --cluster " + kSrc + "/data/clusters/h100-2rack.yaml --trace " +
                     kSrc + "/data/traces/tiresias-60_job.csv --policy fastest");
