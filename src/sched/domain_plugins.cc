@@ -30,32 +30,17 @@ DomainGroup ClusterGroup(const topo::Cluster& c, const DomainNodes& nodes) {
   return g;
 }
 
-// What every rule does with a job required on one node or in one NVLink domain; false when
-// the job's constraint leaves the choice to the rule.
-bool RequiredOutsideTheTree(const topo::Cluster& c, const DomainNodes& nodes,
-                            const job::LevelConstraint& jc, std::vector<DomainGroup>& out) {
-  if (jc.mode != ConstraintMode::kRequired) return false;
-  if (jc.level == job::kLevelNode) return true;  // only the single-node path holds it
-  if (jc.level != job::kLevelNvlinkDomain) return false;
-  DomainGroup g{job::kLevelNvlinkDomain, {}, {}};
-  for (size_t d = 0; d < c.nvlink_domains.size(); ++d) {
-    g.cands.push_back(DomainCandidate{&c.nvlink_domains[d].name, &nodes.nvlink[d], 0});
-    g.domain_ids.push_back(-1);
-  }
-  out.push_back(std::move(g));
-  return true;
-}
-
 // "lowest-level": every level from the lowest up to the top (or to the job's required level),
 // then the whole cluster where the tree has no single root.
 class LowestLevelDomains : public DomainPlugin {
  public:
   DomainRule rule() const override { return DomainRule::kLowestLevel; }
   const std::string& name() const override { return name_; }
-  std::vector<DomainGroup> Groups(const topo::Cluster& c, const DomainNodes& nodes,
-                                  const job::LevelConstraint& jc) const override {
+
+ protected:
+  std::vector<DomainGroup> TreeGroups(const topo::Cluster& c, const DomainNodes& nodes,
+                                      const job::LevelConstraint& jc) const override {
     std::vector<DomainGroup> out;
-    if (RequiredOutsideTheTree(c, nodes, jc, out)) return out;
     const bool required = jc.mode == ConstraintMode::kRequired;
     const int num_levels = static_cast<int>(c.levels.size());
     const int top = required ? c.FindLevel(jc.level) : 0;
@@ -78,10 +63,11 @@ class ClusterDomain : public DomainPlugin {
  public:
   DomainRule rule() const override { return DomainRule::kCluster; }
   const std::string& name() const override { return name_; }
-  std::vector<DomainGroup> Groups(const topo::Cluster& c, const DomainNodes& nodes,
-                                  const job::LevelConstraint& jc) const override {
+
+ protected:
+  std::vector<DomainGroup> TreeGroups(const topo::Cluster& c, const DomainNodes& nodes,
+                                      const job::LevelConstraint& jc) const override {
     std::vector<DomainGroup> out;
-    if (RequiredOutsideTheTree(c, nodes, jc, out)) return out;
     if (jc.mode != ConstraintMode::kRequired) {
       out.push_back(ClusterGroup(c, nodes));
     } else if (const int top = c.FindLevel(jc.level); top >= 0) {
@@ -95,6 +81,21 @@ class ClusterDomain : public DomainPlugin {
 };
 
 }  // namespace
+
+std::vector<DomainGroup> DomainPlugin::Groups(const topo::Cluster& c, const DomainNodes& nodes,
+                                              const job::LevelConstraint& jc) const {
+  const bool required = jc.mode == ConstraintMode::kRequired;
+  if (required && jc.level == job::kLevelNode) return {};  // only the single-node path holds it
+  if (!required || jc.level != job::kLevelNvlinkDomain) return TreeGroups(c, nodes, jc);
+  DomainGroup g{job::kLevelNvlinkDomain, {}, {}};
+  for (size_t d = 0; d < c.nvlink_domains.size(); ++d) {
+    g.cands.push_back(DomainCandidate{&c.nvlink_domains[d].name, &nodes.nvlink[d], 0});
+    g.domain_ids.push_back(-1);
+  }
+  std::vector<DomainGroup> out;
+  out.push_back(std::move(g));
+  return out;
+}
 
 const std::vector<const DomainPlugin*>& DomainPlugins() {
   static const LowestLevelDomains lowest_level;

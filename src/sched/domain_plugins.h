@@ -44,11 +44,17 @@ class DomainPlugin {
   virtual const std::string& name() const = 0;
   // The candidate domains of a job whose job-level constraint is `jc`, one group per level,
   // tried lowest first. Under every rule: none for a job required on one node (only the
-  // single-node path can hold it), the NVLink domains for a job required in one, and for a job
-  // required in a network level's domain no level above it. The node lists must outlive the
-  // groups: the candidates point into them.
-  virtual std::vector<DomainGroup> Groups(const topo::Cluster& c, const DomainNodes& nodes,
-                                          const job::LevelConstraint& jc) const = 0;
+  // single-node path can hold it), the NVLink domains for a job required in one; otherwise the
+  // rule's TreeGroups. The node lists must outlive the groups: the candidates point into them.
+  std::vector<DomainGroup> Groups(const topo::Cluster& c, const DomainNodes& nodes,
+                                  const job::LevelConstraint& jc) const;
+
+ protected:
+  // The rule's groups of network domains (or the whole cluster) for a job not required on one
+  // node or in one NVLink domain; for a job required in a network level's domain, no level
+  // above it.
+  virtual std::vector<DomainGroup> TreeGroups(const topo::Cluster& c, const DomainNodes& nodes,
+                                              const job::LevelConstraint& jc) const = 0;
 };
 
 // The registered domain plugins, in registry order (the order of DomainRule).

@@ -30,12 +30,6 @@ std::string KnownList(const std::vector<std::string>& names) {
   return list;
 }
 
-Status UnknownPlugin(const char* slot, const std::string& name,
-                     const std::vector<std::string>& known) {
-  return InvalidArgumentError("gang: unknown " + std::string(slot) + " plugin \"" + name +
-                              "\" (known: " + KnownList(known) + ")");
-}
-
 // The plugin of `name` in the slot's registry; InvalidArgument listing the known names.
 template <typename P>
 StatusOr<const P*> Lookup(const char* slot, const std::vector<const P*>& plugins,
@@ -43,7 +37,8 @@ StatusOr<const P*> Lookup(const char* slot, const std::vector<const P*>& plugins
   for (const P* p : plugins) {
     if (p->name() == name) return p;
   }
-  return UnknownPlugin(slot, name, Names(plugins));
+  return InvalidArgumentError("gang: unknown " + std::string(slot) + " plugin \"" + name +
+                              "\" (known: " + KnownList(Names(plugins)) + ")");
 }
 
 // The plugin of `rule` in a registry whose order is the rule's enum order.
