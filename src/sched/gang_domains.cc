@@ -313,7 +313,7 @@ std::optional<Verdict> Search::BestOfGroup(const std::string& level,
       for (Plan& b : StagePackPlans(region_of(&cand), cand.nodes->size())) {
         plans.push_back(std::move(b));
       }
-      for (Plan& b : RailMaskPlans(region_of(&cand), cand.nodes->size())) {
+      for (Plan& b : plug_.rails->StartPlans(*this, region_of(&cand), cand.nodes->size())) {
         plans.push_back(std::move(b));
       }
     }
@@ -372,13 +372,14 @@ std::optional<Verdict> Search::BestOfGroup(const std::string& level,
       refined = starts[0].score < before * (1 - 1e-9);
     }
     Start& best = starts[0];
-    const bool polished = refine && PolishRails(best.plan, best.p, best.score);
+    const bool polished = refine && plug_.rails->Polish(*this, best.plan, best.p, best.score);
     // Stages built one by one on nodes that share rails: ranks a Plan cannot express, so they
     // compete with the refined and polished best, under the same rule for nodes beyond the
     // candidate domain.
     bool staged = false;
     if (refine) {
-      for (RailStaged& rs : StageRailPlacements(region_of(best.cand), best.cand->nodes->size())) {
+      for (RailPlacement& rs :
+           plug_.rails->StagePlacements(*this, region_of(best.cand), best.cand->nodes->size())) {
         const bool away = LeavesDomain(rs.plan, *best.cand->nodes);
         if (away && !(rs.p.predicted_ms < home_ms * 0.99)) continue;
         const double sc = Weighted(rs.p, rs.plan.frag);

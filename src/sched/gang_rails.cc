@@ -1,6 +1,5 @@
-// The gang placer's rail work that needs its node selector and score: one node's ranks aligned to
-// the rails their peers use (for the rail plugin, sched/rail_plugins.h), the chosen placement
-// polished against the score, and the explanation's rail count.
+// The gang placer's rail work that needs its node selector: one node's ranks aligned to the rails
+// their peers use (for the rail plugin, sched/rail_plugins.h), and the explanation's rail count.
 #include "sched/gang_search.h"
 
 namespace toposched::sched::gang_internal {
@@ -115,106 +114,6 @@ bool Search::AlignRails(int node, const NodeRequest& req, const std::vector<std:
   if (best_have == have) return false;
   order = std::move(best);
   return true;
-}
-
-bool Search::RailsMatched(const std::vector<RankSlot>& ranks) const {
-  const job::Layout& l = job_.layout;
-  if (l.pp > 1 && CountRailPairs(cost_, l, ranks, RailPeers::kPp).crossed > 0) return false;
-  if (l.dp < 2) return true;
-  // Per DP class, its islands in DP order: (node, rails of its ranks there).
-  std::vector<std::pair<int, std::vector<int>>> islands;
-  for (int s = 0; s < l.pp; ++s) {
-    for (int t = 0; t < l.tp; ++t) {
-      islands.clear();
-      for (int d = 0; d < l.dp; ++d) {
-        const RankSlot& r = ranks[l.RankOf(t, d, s)];
-        auto it = std::find_if(islands.begin(), islands.end(),
-                               [&](const auto& isl) { return isl.first == r.node; });
-        if (it == islands.end()) {
-          islands.emplace_back(r.node, std::vector<int>{});
-          it = islands.end() - 1;
-        }
-        AddRails(cost_, it->second, r);
-      }
-      const size_t n = islands.size();
-      if (n < 2) continue;
-      for (size_t i = 0; i < n; ++i) {
-        const std::vector<int>& own = islands[i].second;
-        for (const std::vector<int>* other :
-             {&islands[(i + 1) % n].second, &islands[(i + n - 1) % n].second}) {
-          for (int c : own) {
-            if (std::find(other->begin(), other->end(), c) == other->end()) return false;
-          }
-        }
-      }
-    }
-  }
-  return true;
-}
-
-bool Search::PolishRails(const Plan& plan, Placement& p, double& score) const {
-  const job::Layout& l = job_.layout;
-  if (!RailsAligned() || plan.chunks.size() < 2 || !plug_.gpus->priced() ||
-      (l.dp < 2 && l.pp < 2)) {
-    return false;
-  }
-  if (RailsMatched(p.ranks)) return false;
-  // With TP 1 and one stage a node's ranks form one island whatever their order: only the set
-  // of GPUs can change the score.
-  const bool trades = l.tp > 1 || l.pp > 1;
-  // Scorings allowed: as many per node as local search may make in all (a 100-fold budget
-  // fixed no further case of the rails quality table).
-  const int budget = opt_.max_refine_evaluations * static_cast<int>(plan.chunks.size());
-  int evals = 0;
-  bool improved = false;
-  while (evals < budget) {
-    double best_sc = score * (1 - 1e-9);
-    std::optional<Placement> best;
-    auto try_order = [&](int node, int base, const std::vector<int>& o) {
-      ++evals;
-      Placement q;
-      q.ranks = p.ranks;
-      q.domain = p.domain;
-      PlaceOnNode(c_, q.ranks, node, base, o);
-      if (!ScoreRanks(plan, q)) return;
-      const double sc = Weighted(q, plan.frag);
-      if (sc < best_sc) {
-        best_sc = sc;
-        best = std::move(q);
-      }
-    };
-    int base = 0;
-    for (const auto& [node, k] : plan.chunks) {
-      if (evals >= budget) break;
-      const std::vector<int> order = GpuOrder(p.ranks, base, k);
-      std::vector<int> spare;
-      const GpuMask& free = state_.FreeMask(node);
-      for (int g = 0; g < state_.GpuCount(node); ++g) {
-        if (free.test(g) && std::find(order.begin(), order.end(), g) == order.end()) {
-          spare.push_back(g);
-        }
-      }
-      for (int i = 0; i < k && evals < budget; ++i) {
-        for (int g : spare) {
-          std::vector<int> o = order;
-          o[i] = g;
-          try_order(node, base, o);
-        }
-        if (!trades) continue;
-        for (int j = i + 1; j < k && evals < budget; ++j) {
-          std::vector<int> o = order;
-          std::swap(o[i], o[j]);
-          try_order(node, base, o);
-        }
-      }
-      base += k;
-    }
-    if (!best) break;
-    p = std::move(*best);
-    score = best_sc;
-    improved = true;
-  }
-  return improved;
 }
 
 std::string Search::RailNote(const Placement& p) const {

@@ -1,6 +1,5 @@
 // The starting plans of the gang placer's local search (the refine plugin: sched/refine_plugins.h),
 // and when it runs.
-#include <bit>
 
 #include "sched/gang_search.h"
 
@@ -100,104 +99,6 @@ std::vector<Plan> Search::StageAlignedPlans(const std::vector<int>& nodes) const
     out.push_back(std::move(plan));
   }
   return out;
-}
-
-std::vector<Plan> Search::RailMaskPlans(const std::vector<int>& region, size_t home) const {
-  std::vector<Plan> out;
-  const int rails = c_.rails.count;
-  if (!RailsAligned() || rails > kMaxMaskRails || job_.layout.dp < 2 || mode_ == Mode::kNvdTp) {
-    return out;
-  }
-  const int unit = this->unit();
-  // The region's nodes with room for a unit, and the rails of their free GPUs.
-  std::vector<int> ids;
-  for (int n : region) {
-    if (nodes_[n].cap < unit) continue;
-    if (ids.size() == static_cast<size_t>(kMaxMaskNodes)) return out;
-    ids.push_back(n);
-  }
-  std::vector<uint32_t> masks;
-  for (int n : ids) {
-    uint32_t m = 0;
-    const GpuMask& free = state_.FreeMask(n);
-    for (int g = 0; g < state_.GpuCount(n); ++g) {
-      if (!free.test(g)) continue;
-      for (int c : cost_.node_model(n).NicsOf(g)) {
-        if (c >= 0 && c < rails) m |= uint32_t{1} << c;
-      }
-    }
-    masks.push_back(m);
-  }
-  std::vector<char> in_home(c_.nodes.size(), 0);
-  for (size_t i = 0; i < home && i < region.size(); ++i) in_home[region[i]] = 1;
-  // Per share s (GPUs per node, a multiple of the unit): the rail set R of s rails that most
-  // nodes' free GPUs cover, and a plan over m = world / s of them (home first, then the fullest),
-  // each taking s GPUs and the rest of the job spread one unit at a time over their spare room.
-  for (int s = max_node_gpus_ / unit * unit; s >= unit; s -= unit) {
-    const int m = world_ / s;
-    if (m < 2 || m > opt_.max_refine_nodes) continue;
-    std::vector<std::pair<int, uint32_t>> sets;  // (nodes covered, rails), the most first
-    for (uint32_t r = 1; r < (uint32_t{1} << rails); ++r) {
-      if (std::popcount(r) != s) continue;
-      int cover = 0;
-      for (size_t i = 0; i < ids.size(); ++i) {
-        cover += (masks[i] & r) == r && nodes_[ids[i]].cap >= s ? 1 : 0;
-      }
-      if (cover >= m) sets.emplace_back(-cover, r);
-    }
-    std::sort(sets.begin(), sets.end());
-    if (sets.size() > kMaskSets) sets.resize(kMaskSets);
-    for (const auto& [neg_cover, best_r] : sets)
-      AddRailMaskPlans(ids, masks, in_home, best_r, s, m, out);
-  }
-  return out;
-}
-
-void Search::AddRailMaskPlans(const std::vector<int>& ids, const std::vector<uint32_t>& masks,
-                              const std::vector<char>& in_home, uint32_t best_r, int s, int m,
-                              std::vector<Plan>& out) const {
-  const int unit = this->unit();
-  std::vector<int> pick;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if ((masks[i] & best_r) == best_r && nodes_[ids[i]].cap >= s) pick.push_back(ids[i]);
-  }
-  std::stable_sort(pick.begin(), pick.end(), [&](int a, int b) {
-    if (in_home[a] != in_home[b]) return in_home[a] > in_home[b];
-    return nodes_[a].cap < nodes_[b].cap;
-  });
-  // The fewest nodes that hold the rest too: a node beyond the first m adds its s.
-  std::vector<int> take;
-  int room = 0, placed = 0;
-  for (int n : pick) {
-    if (placed + room >= world_ && static_cast<int>(take.size()) >= m) break;
-    take.push_back(n);
-    placed += s;
-    room += nodes_[n].cap - s;
-  }
-  if (placed > world_) return;  // the first m nodes with R lack the room for the rest
-  if (placed + room < world_) return;
-  std::sort(take.begin(), take.end());
-  // The rest's units from the first node on, and evenly spaced (so that stages can end on
-  // node boundaries: 5, 4, 5, 4 for two stages of 9 on shares of 4).
-  const int extra = (world_ - placed) / unit;
-  const size_t stride = extra > 0 ? std::max<size_t>(1, take.size() / extra) : 1;
-  for (size_t step : {size_t{1}, stride}) {
-    if (step == stride && (stride == 1 || extra == 0)) continue;
-    std::vector<int> k(take.size(), s);
-    int rest = extra;
-    for (size_t i = 0, tries = 0; rest > 0 && tries < 4 * take.size() * (extra + 1); ++tries) {
-      if (k[i] + unit <= nodes_[take[i]].cap) {
-        k[i] += unit;
-        --rest;
-      }
-      i = (i + step) % take.size();
-      if (step > 1 && i < step && rest > 0) i = (i + 1) % take.size();
-    }
-    if (rest > 0) continue;
-    Plan plan;
-    for (size_t i = 0; i < take.size(); ++i) AddChunk(plan, take[i], k[i]);
-    out.push_back(std::move(plan));
-  }
 }
 
 std::vector<Plan> Search::StagePiecePlans(std::vector<int> nodes) const {

@@ -4,12 +4,12 @@
 //   gang_search.cc       filters, plans, materializing and scoring a plan, whole-GPU search
 //   gang_domains.cc      the single-node and per-domain candidates (TrySingleNode, TryDomains)
 //   gang_refine.cc       the starting plans local search refines
-//   gang_rails.cc        one node aligned to rails (the rail plugin asks), the rail polish
-//   gang_stage_rails.cc  placements built stage by stage on shared rails
+//   gang_rails.cc        one node aligned to rails (the rail plugin asks), the rail note
 //   gang_score.cc        the weighted score terms, fits and explanations
 //   gang_fractional.cc   fractional GPU shares
 // The choice points are plugin objects it calls (sched/*_plugins.h); the refine and rail plugins
-// work on the search through RefineHandle and RailHandle.
+// work on the search through RefineHandle and RailHandle (a RefineHandle with more), and the rail
+// plugin's plans, placements and polish on shared rails live in its files (sched/rail_*.h).
 #pragma once
 
 #include <algorithm>
@@ -110,7 +110,7 @@ using Plan = GangPlan;
 
 // The search is the refine and rail plugins' handle (sched/refine_plugins.h,
 // sched/rail_plugins.h).
-class Search final : public RefineHandle, public RailHandle {
+class Search final : public RailHandle {
  public:
   Search(const topo::Cluster& cluster, const ClusterState& state, const job::JobSpec& job,
          const GangPlacerOptions& options, const TypedPlugins& plugins, const cost::CostModel& cost,
@@ -155,6 +155,12 @@ class Search final : public RefineHandle, public RailHandle {
                  std::vector<int>& order) const override {
     return AlignRails(node, ChunkRequest(k), want, order);
   }
+  int MaxNodeGpus() const override { return max_node_gpus_; }
+  int GpusOn(int node) const override { return state_.GpuCount(node); }
+  bool GpusPriced() const override { return plug_.gpus->priced(); }
+  bool TpInNvlinkDomains() const override { return mode_ == Mode::kNvdTp; }
+  bool Rescore(const Plan& plan, Placement& q) const override { return ScoreRanks(plan, q); }
+  bool Price(Placement& p) const override { return Score(p); }
 
  private:
   Verdict RunWhole();
@@ -191,20 +197,6 @@ class Search final : public RefineHandle, public RailHandle {
   // index and stage, consecutive DP indexes) on different nodes, A of them with a common rail
   // among their nearest NICs. Empty without rails or such pairs.
   std::string RailNote(const Placement& p) const;
-  // On a cluster whose rails are priced (rails "align"), the chosen multi-node placement's GPUs
-  // polished against
-  // the score itself (the rail passes count neighbour pairs on one rail; the cost model prices
-  // each island of a DP group against the rails of the next): moves that keep every node's GPU
-  // count (a rank to a free GPU of its node the placement does not use; with TP or stages, two
-  // ranks of one node trade GPUs), each round the best that lowers the weighted score, while
-  // one does and within max_refine_evaluations scorings per node of the plan. Replaces `p` and
-  // `score` and returns true when it finds better.
-  bool PolishRails(const Plan& plan, Placement& p, double& score) const;
-  // Whether every NIC already reaches the next island on its own rail: per DP class (TP index
-  // and stage), the rails of each node's ranks are among those of the nodes before and after it
-  // in the ring, and every pipeline neighbour pair on different nodes shares a rail. Then the
-  // polish has no rail to mend and is skipped. O(world · nodes of a DP group).
-  bool RailsMatched(const std::vector<RankSlot>& ranks) const;
   // Rebuilds q.parts from q.ranks under `plan` and scores q.
   bool ScoreRanks(const Plan& plan, Placement& q) const;
   // What one node of a plan runs: `k` GPUs, TP groups inside it when the mode puts them there.
@@ -318,48 +310,6 @@ class Search final : public RefineHandle, public RailHandle {
   // fit over `nodes`. Each stage's DP groups then span as few nodes as the free GPUs allow, in
   // equal pieces. The two largest such g with a plan; none for a job of one stage.
   std::vector<Plan> StageAlignedPlans(const std::vector<int>& nodes) const;
-  // On a cluster whose rails are priced (rails "align"), for a job with DP: plans whose nodes
-  // share a set of
-  // rails (an island reaches the next on its own rails only where the next has a NIC on each of
-  // its rails, and which nodes' free GPUs share rails is what the other starts do not look at).
-  // Per share s of a node (a multiple of the TP unit), the s rails that most nodes of `region`
-  // have free GPUs on, and world / s such nodes (the first `home` of `region` first, then the
-  // fullest), each s GPUs plus the rest of the job one unit at a time. None with more than
-  // kMaxMaskRails rails or kMaxMaskNodes nodes with room.
-  std::vector<Plan> RailMaskPlans(const std::vector<int>& region, size_t home) const;
-  // RailMaskPlans' plans on the rail set `r` of s rails (`ids`' free rails in `masks`).
-  void AddRailMaskPlans(const std::vector<int>& ids, const std::vector<uint32_t>& masks,
-                        const std::vector<char>& in_home, uint32_t r, int s, int m,
-                        std::vector<Plan>& out) const;
-  // A placement built stage by stage so that each stage's DP groups run on shared rails, and the
-  // per-node GPU counts that go with it (for fragmentation and the domain checks).
-  struct RailStaged {
-    Plan plan;
-    Placement p;
-  };
-  // On a cluster whose rails are priced (rails "align"), for a job with DP: a placement built
-  // stage by stage on
-  // what the earlier stages left. Per stage, candidate rail sets R (each node's unused rails, and
-  // per size the set the most nodes hold); per R the nodes of `region` by how much of R they hold
-  // (then the first `home` of `region`, then the least room), and the fewest of them whose
-  // pieces, as even as their room allows and each on its rails of R first, lowest rail first (so
-  // that the pieces' rail sets nest), reach the target: the slowest island's rate to its ring
-  // neighbours, in NICs at full rate, priced as cost::CostModel prices an island's link. The
-  // target is the highest such rate every stage reaches (a binary search over stage 0's
-  // options' rates; a greedy build, so not always the highest there is). Per stage the option
-  // with the fewest nodes, then the fewest unused rails on them; a second placement ranks the
-  // two the other way round. A node may hold GPUs of two stages that are not neighbours: the
-  // ranks are not contiguous per node, which a Plan cannot express (Materialize fills nodes in
-  // turn). A GPU serves its first NIC's rail only, one GPU per rail of a node. Scored;
-  // unrefined; empty where RailMaskPlans is, for TP groups that span nodes, with
-  // ranks_in_node_blocks, or when a stage finds no nodes with room.
-  std::vector<RailStaged> StageRailPlacements(const std::vector<int>& region, size_t home) const;
-  // The placement of `ranks` (rank order, NICs unset): per node its GPUs as a part and their NICs
-  // (AssignNics over the node's GPUs in rank order), and per node its GPU count as the plan.
-  RailStaged Staged(std::vector<RankSlot> ranks) const;
-  static constexpr size_t kMaskSets = 1;  // rail sets tried per share, the most covered first
-  static constexpr int kMaxMaskRails = 8;
-  static constexpr int kMaxMaskNodes = 64;
   // Plans that cut each stage into the fewest pieces a node can hold, as even as the TP unit
   // allows (a 10-GPU stage on 8-GPU nodes: 6 + 4), and give the pieces, stage after stage, to the
   // nodes of `nodes` in id order, each node as many whole pieces as it has room for. The pieces

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "sched/rail_polish.h"
+#include "sched/rail_starts.h"
 #include "sched/rank_order.h"
 
 namespace toposched::sched {
@@ -214,6 +216,18 @@ class RailAlign : public RailPlugin {
                                                 const std::vector<RankSlot>& ranks) const override {
     return RankAligner(h, plan).Alignments(ranks);
   }
+  std::vector<GangPlan> StartPlans(const RailHandle& h, const std::vector<int>& region,
+                                   size_t home) const override {
+    return RailMaskPlans(h, region, home);
+  }
+  std::vector<RailPlacement> StagePlacements(const RailHandle& h, const std::vector<int>& region,
+                                             size_t home) const override {
+    return StageRailPlacements(h, region, home);
+  }
+  bool Polish(const RailHandle& h, const GangPlan& plan, Placement& p,
+              double& score) const override {
+    return PolishRails(h, plan, p, score);
+  }
 
  private:
   const std::string name_ = "align";
@@ -228,6 +242,17 @@ class NoRails : public RailPlugin {
   std::vector<std::vector<RankSlot>> Alignments(const RailHandle&, const GangPlan&,
                                                 const std::vector<RankSlot>&) const override {
     return {};
+  }
+  std::vector<GangPlan> StartPlans(const RailHandle&, const std::vector<int>&,
+                                   size_t) const override {
+    return {};
+  }
+  std::vector<RailPlacement> StagePlacements(const RailHandle&, const std::vector<int>&,
+                                             size_t) const override {
+    return {};
+  }
+  bool Polish(const RailHandle&, const GangPlan&, Placement&, double&) const override {
+    return false;
   }
 
  private:

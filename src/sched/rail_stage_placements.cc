@@ -1,13 +1,15 @@
-// The gang placer's stage-by-stage placement on shared rails (Search::StageRailPlacements).
+// The rails plugin "align"'s placements built stage by stage on shared rails
+// (sched/rail_starts.h).
 #include <algorithm>
 #include <bit>
 #include <limits>
 #include <optional>
+#include <utility>
 
-#include "sched/gang_search.h"
+#include "sched/rail_starts.h"
 #include "sched/rank_order.h"
 
-namespace toposched::sched::gang_internal {
+namespace toposched::sched {
 
 namespace {
 
@@ -178,82 +180,11 @@ std::vector<RankSlot> BuildStages(const topo::Cluster& c, std::vector<RailNode> 
   return ranks;
 }
 
-}  // namespace
-
-std::vector<Search::RailStaged> Search::StageRailPlacements(const std::vector<int>& region,
-                                                            size_t home) const {
-  std::vector<RailStaged> out;
-  const job::Layout& l = job_.layout;
-  const int rails = c_.rails.count;
-  if (!RailsAligned() || rails > kMaxMaskRails || l.dp < 2 || mode_ == Mode::kNvdTp ||
-      (mode_ == Mode::kFlat && tp_ > 1) || !plug_.gpus->priced() || opt_.ranks_in_node_blocks) {
-    return out;
-  }
-  StageAsk ask;
-  ask.rails = rails;
-  ask.unit = unit();
-  ask.units = l.tp * l.dp / ask.unit;
-  std::vector<RailNode> base;
-  for (size_t i = 0; i < region.size(); ++i) {
-    const int n = region[i];
-    if (nodes_[n].cap < ask.unit) continue;
-    if (base.size() == static_cast<size_t>(kMaxMaskNodes)) return out;
-    RailNode x;
-    x.node = n;
-    x.home = i < home;
-    x.gpu_of.assign(static_cast<size_t>(rails), -1);
-    const GpuMask& free = state_.FreeMask(n);
-    for (int g = 0; g < state_.GpuCount(n); ++g) {
-      if (!free.test(g)) continue;
-      for (int c : cost_.node_model(n).NicsOf(g)) {
-        if (c < 0 || c >= rails) continue;
-        if (x.gpu_of[static_cast<size_t>(c)] < 0) {
-          x.gpu_of[static_cast<size_t>(c)] = g;
-          x.rem |= uint32_t{1} << c;
-        }
-        break;  // a GPU serves one rail here: its first NIC on one
-      }
-    }
-    base.push_back(std::move(x));
-  }
-  // The highest quality every stage reaches: a binary search over the qualities of stage 0's
-  // options (a lower target only admits more options; 0 admits any).
-  std::vector<double> levels = StageOptions(c_, base, 0, ask).second;
-  levels.push_back(0);
-  std::sort(levels.begin(), levels.end());
-  levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
-  for (const bool few_nodes : {true, false}) {
-    ask.few_nodes = few_nodes;
-    std::vector<RankSlot> ranks = BuildStages(c_, base, l.pp, 0, ask);
-    size_t lo = 0, hi = levels.size();  // levels[lo] reached; levels[hi] (if any) not
-    while (!ranks.empty() && hi - lo > 1) {
-      const size_t mid = (lo + hi) / 2;
-      std::vector<RankSlot> r = BuildStages(c_, base, l.pp, levels[mid], ask);
-      if (r.empty()) {
-        hi = mid;
-      } else {
-        lo = mid;
-        ranks = std::move(r);
-      }
-    }
-    if (static_cast<int>(ranks.size()) != world_) continue;
-    if (!out.empty() && out.back().p.ranks.size() == ranks.size()) {
-      bool same = true;
-      for (size_t i = 0; i < ranks.size() && same; ++i) {
-        same = out.back().p.ranks[i].node == ranks[i].node &&
-               out.back().p.ranks[i].gpu == ranks[i].gpu;
-      }
-      if (same) continue;
-    }
-    RailStaged rs = Staged(std::move(ranks));
-    if (!Score(rs.p)) continue;
-    out.push_back(std::move(rs));
-  }
-  return out;
-}
-
-Search::RailStaged Search::Staged(std::vector<RankSlot> ranks) const {
-  RailStaged rs;
+// The placement of `ranks` (rank order, NICs unset): per node its GPUs as a part and their NICs
+// (AssignNics over the node's GPUs in rank order), and per node its GPU count as the plan.
+RailPlacement Staged(const RailHandle& h, std::vector<RankSlot> ranks) {
+  const topo::Cluster& c = h.cluster();
+  RailPlacement rs;
   std::vector<int> used;
   for (const RankSlot& x : ranks) used.push_back(x.node);
   std::sort(used.begin(), used.end());
@@ -268,13 +199,89 @@ Search::RailStaged Search::Staged(std::vector<RankSlot> ranks) const {
       gpus.push_back(ranks[i].gpu);
       mask.set(ranks[i].gpu);
     }
-    const std::vector<int> nics = AssignNics(c_.topology(n), gpus);
+    const std::vector<int> nics = AssignNics(c.topology(n), gpus);
     for (size_t i = 0; i < at.size(); ++i) ranks[at[i]].nic = nics[i];
-    AddChunk(rs.plan, n, static_cast<int>(gpus.size()));
+    h.AddChunk(rs.plan, n, static_cast<int>(gpus.size()));
     rs.p.parts.push_back(NodeGpus{n, mask});
   }
   rs.p.ranks = std::move(ranks);
   return rs;
 }
 
-}  // namespace toposched::sched::gang_internal
+}  // namespace
+
+std::vector<RailPlacement> StageRailPlacements(const RailHandle& h, const std::vector<int>& region,
+                                               size_t home) {
+  std::vector<RailPlacement> out;
+  const topo::Cluster& c = h.cluster();
+  const job::Layout& l = h.layout();
+  const int rails = c.rails.count;
+  // TP groups inside NVLink domains, or spanning nodes (a unit of one GPU below a TP above 1).
+  if (!h.RailsAligned() || rails > kMaxMaskRails || l.dp < 2 || h.TpInNvlinkDomains() ||
+      h.unit() != l.tp || !h.GpusPriced() || h.limits().ranks_in_node_blocks) {
+    return out;
+  }
+  StageAsk ask;
+  ask.rails = rails;
+  ask.unit = h.unit();
+  ask.units = l.tp * l.dp / ask.unit;
+  std::vector<RailNode> base;
+  for (size_t i = 0; i < region.size(); ++i) {
+    const int n = region[i];
+    if (h.CapOn(n) < ask.unit) continue;
+    if (base.size() == static_cast<size_t>(kMaxMaskNodes)) return out;
+    RailNode x;
+    x.node = n;
+    x.home = i < home;
+    x.gpu_of.assign(static_cast<size_t>(rails), -1);
+    const GpuMask& free = h.FreeMaskOf(n);
+    for (int g = 0; g < h.GpusOn(n); ++g) {
+      if (!free.test(g)) continue;
+      for (int nic : h.cost().node_model(n).NicsOf(g)) {
+        if (nic < 0 || nic >= rails) continue;
+        if (x.gpu_of[static_cast<size_t>(nic)] < 0) {
+          x.gpu_of[static_cast<size_t>(nic)] = g;
+          x.rem |= uint32_t{1} << nic;
+        }
+        break;  // a GPU serves one rail here: its first NIC on one
+      }
+    }
+    base.push_back(std::move(x));
+  }
+  // The highest quality every stage reaches: a binary search over the qualities of stage 0's
+  // options (a lower target only admits more options; 0 admits any).
+  std::vector<double> levels = StageOptions(c, base, 0, ask).second;
+  levels.push_back(0);
+  std::sort(levels.begin(), levels.end());
+  levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+  for (const bool few_nodes : {true, false}) {
+    ask.few_nodes = few_nodes;
+    std::vector<RankSlot> ranks = BuildStages(c, base, l.pp, 0, ask);
+    size_t lo = 0, hi = levels.size();  // levels[lo] reached; levels[hi] (if any) not
+    while (!ranks.empty() && hi - lo > 1) {
+      const size_t mid = (lo + hi) / 2;
+      std::vector<RankSlot> r = BuildStages(c, base, l.pp, levels[mid], ask);
+      if (r.empty()) {
+        hi = mid;
+      } else {
+        lo = mid;
+        ranks = std::move(r);
+      }
+    }
+    if (static_cast<int>(ranks.size()) != l.WorldSize()) continue;
+    if (!out.empty() && out.back().p.ranks.size() == ranks.size()) {
+      bool same = true;
+      for (size_t i = 0; i < ranks.size() && same; ++i) {
+        same = out.back().p.ranks[i].node == ranks[i].node &&
+               out.back().p.ranks[i].gpu == ranks[i].gpu;
+      }
+      if (same) continue;
+    }
+    RailPlacement rs = Staged(h, std::move(ranks));
+    if (!h.Price(rs.p)) continue;
+    out.push_back(std::move(rs));
+  }
+  return out;
+}
+
+}  // namespace toposched::sched
