@@ -18,6 +18,9 @@ StatusOr<GangPlacerOptions> PolicyOptions(std::string_view name) {
   p.scores.clear();
   p.refine = "none";
   p.gpus = "first-free";
+  // None of the schedulers the baselines model knows rails: a rail-optimised network counts only
+  // through the cost model's price of what they choose (no rails' scope level as a candidate).
+  p.rails = "none";
   p.shares = "node-best-fit";  // best-fit, pair-score, kueue-tas
   if (name == "first-fit") {
     p.domain = "cluster";

@@ -39,6 +39,9 @@ const std::vector<std::string>& PolicyNames();
 //               to any nodes after a timeout — the waiting is the scheduler's part
 //               (PolicyWaitsForLocality); the placer is best-fit nodes cluster-wide with
 //               lowest-numbered free GPUs
+// Every policy but toposched has rails "none": the schedulers they model do not know rails (for
+// kueue-tas and slurm-tree, whose domain rule is lowest-level, "align" would make the rails'
+// scope level compete with the lowest domain that holds the job).
 // Fractional jobs (PlacementPlugins::shares): toposched "gpu-best-fit" (the tightest shared GPU
 // cluster-wide; a new GPU only when none has room); first-fit "least-allocated" (spread);
 // best-fit, pair-score, kueue-tas, locality-relax "node-best-fit" (the fullest node, then the

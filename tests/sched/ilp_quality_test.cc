@@ -9,12 +9,14 @@
 #include <cstdio>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "sched/gang.h"
 #include "sched/ilp_cases.h"
 #include "sched/ilp_oracle.h"
+#include "sched/policy.h"
 
 namespace toposched::sched::ilp {
 namespace {
@@ -226,6 +228,17 @@ ClusterState StateWithFree(const topo::Cluster& c, const std::string& free) {
   return std::move(st).value();
 }
 
+// A TP-4 job of 7B parameters on the rails shape, DP `dp`.
+job::JobSpec RailsScopeJob(int dp = 9) {
+  job::JobSpec j;
+  j.name = "rails";
+  j.layout.tp = 4;
+  j.layout.dp = dp;
+  j.model_params = 7e9;
+  EXPECT_TRUE(j.Normalize().ok());
+  return j;
+}
+
 // On a rail-optimised network (rails under the spine, 2:1 leaves), traffic between the leaves on
 // one rail crosses no leaf uplink: a 36-GPU TP-4 job on a fragmented leaf is faster on fewer,
 // fuller nodes of both leaves, and the spine competes with the leaf. A case of the quality
@@ -236,12 +249,7 @@ TEST(IlpQualityTest, OnRailsTheRailsScopeCompetesWithTheLowestDomain) {
       *s.cluster,
       "h01:0-3,5-6 h02:0-1,4-7 h03:0-1,3,5-7 h04: h05:0-7 h06:0-2,4,6-7 h07:2-7 h08:0-7 h09: "
       "h10:0-1,4-7 h11:0,6 h12:0,2,6-7 h13:0,3-4,7 h14:0,2-3,7 h15:1-2,4-7 h16:4,6");
-  job::JobSpec j;
-  j.name = "rails";
-  j.layout.tp = 4;
-  j.layout.dp = 9;
-  j.model_params = 7e9;
-  ASSERT_TRUE(j.Normalize().ok());
+  const job::JobSpec j = RailsScopeJob();
   ASSERT_NE(DescribeJob(j).find("dp_bytes=3500000000"), std::string::npos) << DescribeJob(j);
   OracleOptions opt;
   opt.search_time_limit_s = 20;
@@ -254,6 +262,55 @@ TEST(IlpQualityTest, OnRailsTheRailsScopeCompetesWithTheLowestDomain) {
   EXPECT_NE(v.placement->explanation.find("spine of the rails, faster than in one leaf"),
             std::string::npos)
       << v.placement->explanation;
+}
+
+// Kueue's topology-aware scheduling knows no rails: the kueue-tas policy (rails "none") keeps a
+// 16-GPU TP-4 job in the lowest domain that holds it, three nodes of leaf0 whose first free GPUs
+// sit on other rails than their DP peers', where the rails plugin "align" would let the rails'
+// scope compete and take two nodes across the leaves, 6x faster (a state drawn by RandomOccupancy
+// on the rails shape, one of the first five where the two differ).
+TEST(IlpQualityTest, OnRailsKueueTasKeepsToTheLowestDomain) {
+  Shape& s = GetShape("h100-16-rails");
+  ClusterState state = StateWithFree(
+      *s.cluster,
+      "h01:0-1,5,7 h02:4-5 h03:3-4 h04:0-1,3-4,6-7 h05:1,3 h06:0-7 h07:1,5 h08:0-1,3,6 "
+      "h09:1,3-7 h10:0,2-4,6-7 h11:0-7 h12:0-3,5-6 h13:1,3-7 h14:1-2,4-5 h15:0,5 h16:0-1");
+  const job::JobSpec j = RailsScopeJob(4);
+  auto tas = PolicyOptions("kueue-tas");
+  ASSERT_TRUE(tas.ok());
+  EXPECT_EQ(tas->plugins.rails, "none");
+  GangPlacerOptions aligned = *tas;
+  aligned.plugins.rails = "align";
+  struct Outcome {
+    size_t leaves = 0;
+    double ms = 0;
+    std::string why;
+  };
+  auto place = [&](const GangPlacerOptions& o) {
+    Outcome out;
+    auto placer = GangPlacer::Create(*s.cluster, o);
+    EXPECT_TRUE(placer.ok()) << placer.status().ToString();
+    if (!placer.ok()) return out;
+    Verdict v = (*placer)->Place(state, j);
+    EXPECT_TRUE(v.fit()) << v.Explain();
+    if (!v.fit()) return out;
+    std::set<int> ls;
+    for (const NodeGpus& g : v.placement->parts) ls.insert(s.cluster->nodes[g.node].domain);
+    out.leaves = ls.size();
+    out.ms = v.placement->predicted_ms;
+    out.why = v.placement->explanation;
+    return out;
+  };
+  const Outcome none = place(*tas);
+  const Outcome align = place(aligned);
+  EXPECT_EQ(none.leaves, 1u) << none.why;
+  EXPECT_NE(none.why.find("in leaf0 (lowest leaf with room, best fit"), std::string::npos)
+      << none.why;
+  EXPECT_EQ(none.why.find("of the rails"), std::string::npos) << none.why;
+  EXPECT_EQ(align.leaves, 2u) << align.why;
+  EXPECT_NE(align.why.find("spine of the rails, faster than in one leaf"), std::string::npos)
+      << align.why;
+  EXPECT_LT(align.ms * 5, none.ms) << align.why << " against " << none.why;
 }
 
 // A job whole on one node whose layout the node selector's request does not describe: the
