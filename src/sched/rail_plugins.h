@@ -67,9 +67,10 @@ class RailHandle : public RefineHandle {
   // Whether the policy's GPU plugin prices GPU sets with the cost model ("cost-model"): only
   // then is a node's choice of GPUs and their rank order the search's to improve.
   virtual bool GpusPriced() const = 0;
-  // Whether the job's TP groups are larger than a node and laid out inside NVLink domains (the
-  // rail work then leaves the job alone). Else a TP group sits on one node when unit() is TP,
-  // and may span nodes when unit() is 1 below a TP above 1.
+  // Whether the job's TP groups are larger than a node and laid out inside NVLink domains (then
+  // the plans and placements built on shared rails, StartPlans and StagePlacements, are not
+  // built; alignment and the polish still run). Else a TP group sits on one node when unit() is
+  // TP, and may span nodes when unit() is 1 below a TP above 1.
   virtual bool TpInNvlinkDomains() const = 0;
   // q.parts rebuilt from q.ranks (the plan's chunks hold its ranks in order) and q scored by the
   // cost model; false where the cost model refuses.
@@ -84,9 +85,10 @@ class RailPlugin {
   virtual RailRule rule() const = 0;
   // The registry name ("align").
   virtual const std::string& name() const = 0;
-  // Whether the search works for rails where the cluster's rails are priced (RailsPriced) beyond
-  // what this interface asks: the rails' scope level as a candidate domain, and local search's
-  // tie-break on DP hops across rails.
+  // Whether the plugin works for rails where the cluster's rails are priced (RailsPriced): the
+  // search reads it as RailHandle::RailsAligned, which gates StartPlans, StagePlacements and
+  // Polish here and, in the search itself, the rails' scope level as a candidate domain and
+  // local search's tie-break on DP hops across rails.
   virtual bool aligns() const = 0;
   // Other rank orders of a multi-node plan's `ranks` worth pricing, each different from it and
   // from the others (the search keeps the fastest; empty: none). Asked on every cluster with

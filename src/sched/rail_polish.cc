@@ -4,9 +4,16 @@
 #include <algorithm>
 #include <optional>
 #include <utility>
+#include <vector>
 
 namespace toposched::sched {
 
+namespace {
+
+// Whether every NIC already reaches the next island on its own rail: per DP class (TP index and
+// stage), the rails of each node's ranks are among those of the nodes before and after it in
+// the ring, and every pipeline neighbour pair on different nodes shares a rail. Then the polish
+// has no rail to mend. O(world · nodes of a DP group).
 bool RailsMatched(const cost::CostModel& cost, const job::Layout& l,
                   const std::vector<RankSlot>& ranks) {
   if (l.pp > 1 && CountRailPairs(cost, l, ranks, RailPeers::kPp).crossed > 0) return false;
@@ -41,6 +48,8 @@ bool RailsMatched(const cost::CostModel& cost, const job::Layout& l,
   }
   return true;
 }
+
+}  // namespace
 
 bool PolishRails(const RailHandle& h, const GangPlan& plan, Placement& p, double& score) {
   const job::Layout& l = h.layout();

@@ -2,8 +2,6 @@
 // the score itself. It sees the search through RailHandle.
 #pragma once
 
-#include <vector>
-
 #include "sched/rail_plugins.h"
 
 namespace toposched::sched {
@@ -14,15 +12,9 @@ namespace toposched::sched {
 // group against the rails of the next): moves that keep every node's GPU count (a rank to a free
 // GPU of its node the placement does not use; with TP or stages, two ranks of one node trade
 // GPUs), each round the best that lowers the weighted score, while one does and within
-// max_refine_evaluations scorings per node of the plan. Skipped where RailsMatched. Replaces `p`
-// and `score` and returns true when it finds better.
+// max_refine_evaluations scorings per node of the plan. Skipped where every NIC already reaches
+// the next island on its own rail (rail_polish.cc). Replaces `p` and `score` and returns true
+// when it finds better.
 bool PolishRails(const RailHandle& h, const GangPlan& plan, Placement& p, double& score);
-
-// Whether every NIC already reaches the next island on its own rail: per DP class (TP index and
-// stage), the rails of each node's ranks are among those of the nodes before and after it in
-// the ring, and every pipeline neighbour pair on different nodes shares a rail. Then the polish
-// has no rail to mend. O(world · nodes of a DP group).
-bool RailsMatched(const cost::CostModel& cost, const job::Layout& l,
-                  const std::vector<RankSlot>& ranks);
 
 }  // namespace toposched::sched

@@ -2,9 +2,11 @@
 // (sched/rail_starts.h).
 #include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <limits>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "sched/rail_starts.h"
 #include "sched/rank_order.h"

@@ -38,9 +38,10 @@ std::vector<GangPlan> RailMaskPlans(const RailHandle& h, const std::vector<int>&
 // fewest nodes, then the fewest unused rails on them; a second placement ranks the two the
 // other way round. A node may hold GPUs of two stages that are not neighbours: the ranks are
 // not contiguous per node, which a GangPlan cannot express (the search fills nodes in turn). A
-// GPU serves its first NIC's rail only, one GPU per rail of a node. Scored; unrefined; empty
-// where RailMaskPlans is, for TP groups that span nodes, without a priced GPU choice, with
-// ranks_in_node_blocks, or when a stage finds no nodes with room.
+// GPU serves its first NIC's rail only, one GPU per rail of a node. Scored; unrefined. Empty
+// where the rails are not priced, beyond kMaxMaskRails rails or kMaxMaskNodes nodes with room,
+// without DP, for TP groups inside NVLink domains or spanning nodes, without a priced GPU
+// choice, with ranks_in_node_blocks, or when a stage finds no nodes with room.
 std::vector<RailPlacement> StageRailPlacements(const RailHandle& h, const std::vector<int>& region,
                                                size_t home);
 
