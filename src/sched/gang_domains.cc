@@ -300,17 +300,7 @@ std::optional<Verdict> Search::BestOfGroup(const std::string& level,
     std::vector<Plan> plans;
     plans.push_back(MakePlan(*cand.nodes));
     if (refine && !WholeNodesOfOneKind(plans[0])) {
-      for (Plan& b : BalancedPlans(*cand.nodes)) plans.push_back(std::move(b));
-      for (Plan& b : StageAlignedPlans(*cand.nodes)) plans.push_back(std::move(b));
-      for (Plan& b : StagePiecePlans(*cand.nodes)) plans.push_back(std::move(b));
-      if (region_of(&cand).size() > cand.nodes->size()) {
-        for (Plan& b : StageAlignedPlans(region_of(&cand))) plans.push_back(std::move(b));
-        for (Plan& b : StagePiecePlans(region_of(&cand))) plans.push_back(std::move(b));
-      }
-      for (Plan& b : AnchoredPlans(region_of(&cand), cand.nodes->size())) {
-        plans.push_back(std::move(b));
-      }
-      for (Plan& b : StagePackPlans(region_of(&cand), cand.nodes->size())) {
+      for (Plan& b : plug_.refine->StartPlans(*this, *cand.nodes, region_of(&cand))) {
         plans.push_back(std::move(b));
       }
       for (Plan& b : plug_.rails->StartPlans(*this, region_of(&cand), cand.nodes->size())) {

@@ -52,7 +52,9 @@ struct RailPlacement {
 };
 
 // What a rail plugin may ask of the search that calls it: all a refine plugin may (the rail polish
-// and the plans on shared rails score and count like local search) and the rest below.
+// and the plans on shared rails score and count like local search; TpInNvlinkDomains stops the
+// plans and placements built on shared rails, StartPlans and StagePlacements, not alignment or
+// the polish) and the rest below.
 class RailHandle : public RefineHandle {
  public:
   // The plan's k GPUs on `node` in rank order (`order`), given `want[i]`, the rails the i-th
@@ -61,17 +63,11 @@ class RailHandle : public RefineHandle {
   // where the most ranks share a rail with their peers. True when `order` changed.
   virtual bool AlignNode(int node, int k, const std::vector<std::vector<int>>& want,
                          std::vector<int>& order) const = 0;
-  // The most GPUs on one node of the cluster, and the GPUs of `node` (free or not).
+  // The most GPUs on one node of the cluster.
   virtual int MaxNodeGpus() const = 0;
-  virtual int GpusOn(int node) const = 0;
   // Whether the policy's GPU plugin prices GPU sets with the cost model ("cost-model"): only
   // then is a node's choice of GPUs and their rank order the search's to improve.
   virtual bool GpusPriced() const = 0;
-  // Whether the job's TP groups are larger than a node and laid out inside NVLink domains (then
-  // the plans and placements built on shared rails, StartPlans and StagePlacements, are not
-  // built; alignment and the polish still run). Else a TP group sits on one node when unit() is
-  // TP, and may span nodes when unit() is 1 below a TP above 1.
-  virtual bool TpInNvlinkDomains() const = 0;
   // q.parts rebuilt from q.ranks (the plan's chunks hold its ranks in order) and q scored by the
   // cost model; false where the cost model refuses.
   virtual bool Rescore(const GangPlan& plan, Placement& q) const = 0;

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "sched/node_plugins.h"
+#include "sched/refine_starts.h"
 
 namespace toposched::sched {
 
@@ -257,6 +258,23 @@ class LocalSearch : public RefinePlugin {
     HillClimb climb(h, region, home, plan, p, score);
     if (climb.Climb()) climb.Take(plan, p, score);
   }
+  std::vector<GangPlan> StartPlans(const RefineHandle& h, const std::vector<int>& domain,
+                                   const std::vector<int>& region) const override {
+    std::vector<GangPlan> out;
+    auto add = [&](std::vector<GangPlan>&& plans) {
+      for (GangPlan& b : plans) out.push_back(std::move(b));
+    };
+    add(BalancedPlans(h, domain));
+    add(StageAlignedPlans(h, domain));
+    add(StagePiecePlans(h, domain));
+    if (region.size() > domain.size()) {
+      add(StageAlignedPlans(h, region));
+      add(StagePiecePlans(h, region));
+    }
+    add(AnchoredPlans(h, region, domain.size()));
+    add(StagePackPlans(h, region, domain.size()));
+    return out;
+  }
 
  private:
   const std::string name_ = "local-search";
@@ -270,6 +288,10 @@ class NoRefine : public RefinePlugin {
   bool refines() const override { return false; }
   void Refine(const RefineHandle&, const std::vector<int>&, size_t, GangPlan&, Placement&,
               double&) const override {}
+  std::vector<GangPlan> StartPlans(const RefineHandle&, const std::vector<int>&,
+                                   const std::vector<int>&) const override {
+    return {};
+  }
 
  private:
   const std::string name_ = "none";

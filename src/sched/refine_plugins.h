@@ -34,6 +34,12 @@ class RefineHandle {
   // alike in both and in their lowest network domain differ only in their id.
   virtual int ProfileOf(int node) const = 0;
   virtual const GpuMask& FreeMaskOf(int node) const = 0;
+  // The GPUs of `node`, free or not.
+  virtual int GpusOn(int node) const = 0;
+  // Whether the job's TP groups are larger than a node and laid out inside NVLink domains (then
+  // no start is built and nothing is refined). Else a TP group sits on one node when unit() is
+  // TP, and may span nodes when unit() is 1 below a TP above 1.
+  virtual bool TpInNvlinkDomains() const = 0;
   // A plan that other count vectors could only spread over more nodes or domains (many whole
   // free nodes of one kind under one domain): not worth refining.
   virtual bool Settled(const GangPlan& plan) const = 0;
@@ -72,6 +78,11 @@ class RefinePlugin {
   // of `region` are the candidate domain.
   virtual void Refine(const RefineHandle& h, const std::vector<int>& region, size_t home,
                       GangPlan& plan, Placement& p, double& score) const = 0;
+  // Starting plans beside the node plugin's, for the search to price and refine the best of:
+  // over the candidate domain's nodes `domain` and over `region`, the nodes local search may
+  // use, whose first domain.size() are `domain` (empty: none; sched/refine_starts.h).
+  virtual std::vector<GangPlan> StartPlans(const RefineHandle& h, const std::vector<int>& domain,
+                                           const std::vector<int>& region) const = 0;
 };
 
 // The registered refine plugins, in registry order (the order of RefineRule).

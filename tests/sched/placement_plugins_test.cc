@@ -280,6 +280,10 @@ class CostModelHandle : public RefineHandle {
   int CapOn(int node) const override { return free_[node]; }
   int ProfileOf(int) const override { return 0; }
   const GpuMask& FreeMaskOf(int node) const override { return masks_[node]; }
+  int GpusOn(int node) const override {
+    return static_cast<int>(placer_.cluster().topology(node).gpus.size());
+  }
+  bool TpInNvlinkDomains() const override { return false; }
   bool Settled(const GangPlan&) const override { return false; }
   std::optional<Placement> Build(const GangPlan& plan) const override {
     ++builds;
@@ -366,6 +370,47 @@ TEST(RefinePlugins, LocalSearchMovesTheJobWhereTheModelPricesItFasterAndNoneKeep
     EXPECT_TRUE(node == 0 || node == 2 || node == 4) << "gpu00" << node + 1 << " is outside";
   }
   EXPECT_LE(score, region_start);
+}
+
+// Local search's starting plans for an 8-GPU DP job on the example H100 cluster, the candidate
+// domain gpu001-gpu003 (3, 8 and 5 GPUs free) and the region every node (8, 2 and 8 more): the
+// even spreads over the two and three roomiest nodes of the domain, and plans anchored on each
+// roomiest node of a distinct free count — gpu002 whole among them. Every plan places the whole
+// job on nodes of the region within their free GPUs. "none" builds no start.
+TEST(RefinePlugins, LocalSearchStartsSpreadEvenlyAndAnchorOnTheRoomiestNodes) {
+  const GangPlacer& placer = testing::ExamplePlacer("h100-2rack.yaml");
+  job::Layout layout;
+  layout.dp = 8;
+  const CostModelHandle h(placer, {3, 8, 5, 8, 2, 8}, layout);
+  const std::vector<int> domain = {0, 1, 2};
+  const std::vector<int> region = {0, 1, 2, 3, 4, 5};
+  EXPECT_TRUE(RefinePluginFor(RefineRule::kNone).StartPlans(h, domain, region).empty());
+  const std::vector<GangPlan> starts =
+      RefinePluginFor(RefineRule::kLocalSearch).StartPlans(h, domain, region);
+  std::vector<std::vector<std::pair<int, int>>> chunks;
+  for (const GangPlan& plan : starts) {
+    int gpus = 0;
+    for (const auto& [node, k] : plan.chunks) {
+      EXPECT_LE(k, h.CapOn(node)) << "gpu00" << node + 1;
+      gpus += k;
+    }
+    EXPECT_EQ(gpus, 8);
+    chunks.push_back(plan.chunks);
+  }
+  using C = std::vector<std::pair<int, int>>;
+  // Even spreads (two, then three nodes); anchors on gpu002 (8), gpu003 (5, the rest best fit
+  // after it), gpu001 (3) and, from beyond the domain, gpu005 (2); the stage packer's thickest
+  // shares, gpu002 whole again (the search prices a repeated plan once).
+  EXPECT_EQ(chunks, (std::vector<C>{{{1, 4}, {2, 4}},
+                                    {{0, 2}, {1, 3}, {2, 3}},
+                                    {{1, 8}},
+                                    {{2, 5}, {3, 3}},
+                                    {{0, 3}, {2, 5}},
+                                    {{4, 2}, {5, 6}},
+                                    {{1, 8}}}));
+  ASSERT_EQ(starts.size(), 7u);
+  EXPECT_EQ(starts[0].frag, 5) << "gpu002 keeps 4 free, gpu003 1";
+  EXPECT_EQ(starts[2].frag, 0);
 }
 
 // Each registry lists its plugins in the order of their rule's enum, under the slot's names.
