@@ -276,9 +276,8 @@ std::optional<Verdict> Search::BestOfGroup(const std::string& level,
                    [](const Candidate& a, const Candidate& b) { return a.cap < b.cap; });
   const int max_cands = comm_w_ > 0 || frag_w_ > 0 ? opt_.max_candidate_domains : 1;
   if (static_cast<int>(feasible.size()) > max_cands) feasible.resize(max_cands);
-  // Starting plans: the node plugin's plan per candidate domain and, with local search on,
-  // balanced plans (the job spread evenly over the m roomiest nodes); the best two by score
-  // are refined.
+  // Starting plans: the node plugin's plan per candidate domain and, with local search on, the
+  // refine plugin's and the rails plugin's starts; the best two by score are refined.
   struct Start {
     double score;
     const Candidate* cand;

@@ -20,7 +20,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <numeric>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -41,7 +40,6 @@
 #include "sched/scatter.h"
 #include "sched/score_plugins.h"
 #include "sched/share_plugins.h"
-#include "sched/stage_pack.h"
 
 namespace toposched::sched {
 

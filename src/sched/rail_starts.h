@@ -1,4 +1,4 @@
-// What the rails plugin "align" builds on shared rails, beside the search's own starting plans:
+// What the rails plugin "align" builds on shared rails, beside the refine plugin's starting plans:
 // plans whose nodes share a set of rails (rail_mask_plans.cc), and placements built stage by
 // stage on shared rails (rail_stage_placements.cc). Both see the search through RailHandle.
 #pragma once

@@ -67,11 +67,10 @@ class RefinePlugin {
   virtual RefineRule rule() const = 0;
   // The registry name ("local-search").
   virtual const std::string& name() const = 0;
-  // Whether the plugin changes plans at all. The search gives a refining plugin more to work
-  // with: starting plans beyond the node plugin's, multi-node plans against a slower single
-  // node, and on a cluster of several hardware profiles the domains searched with each profile
-  // alone; with the rails plugin "align" also plans built on shared rails, stage-by-stage rail
-  // placements and the rail polish.
+  // Whether the plugin changes plans at all. Only for a refining plugin does the search ask for
+  // StartPlans, weigh multi-node plans against a slower single node, and on a cluster of several
+  // hardware profiles search the domains with each profile alone; with the rails plugin "align"
+  // it also adds that plugin's plans on shared rails, stage-by-stage rail placements and polish.
   virtual bool refines() const = 0;
   // Improves `plan`, whose placement is `p` with weighted score `score`, moving GPUs only
   // between nodes of `region`; replaces all three when it finds better. The first `home` nodes
@@ -80,7 +79,8 @@ class RefinePlugin {
                       GangPlan& plan, Placement& p, double& score) const = 0;
   // Starting plans beside the node plugin's, for the search to price and refine the best of:
   // over the candidate domain's nodes `domain` and over `region`, the nodes local search may
-  // use, whose first domain.size() are `domain` (empty: none; sched/refine_starts.h).
+  // use, whose first domain.size() are `domain` (sched/refine_starts.h). The search asks only
+  // when refines() and when the node plugin's plan is not settled (RefineHandle::Settled).
   virtual std::vector<GangPlan> StartPlans(const RefineHandle& h, const std::vector<int>& domain,
                                            const std::vector<int>& region) const = 0;
 };
