@@ -201,7 +201,7 @@ std::optional<Verdict> Search::TryDomainsByProfile(std::vector<std::string>& rea
   if (!best || !RefineOn() || c_.profiles.size() < 2) return best;
   // A slow node in a DP group bounds the whole group: search each profile's nodes alone too.
   std::vector<int> saved(nodes_.size());
-  for (size_t n = 0; n < nodes_.size(); ++n) saved[n] = nodes_[n].cap;
+  for (size_t n = 0; n < nodes_.size(); ++n) saved[n] = cap_[n];
   for (size_t pi = 0; pi < c_.profiles.size(); ++pi) {
     int total = 0;
     bool other = false;
@@ -214,7 +214,7 @@ std::optional<Verdict> Search::TryDomainsByProfile(std::vector<std::string>& rea
     }
     if (total < world_ || !other) continue;
     for (size_t n = 0; n < nodes_.size(); ++n) {
-      nodes_[n].cap = ix_.node_profile[n] == static_cast<int>(pi) ? saved[n] : 0;
+      cap_[n] = ix_.node_profile[n] == static_cast<int>(pi) ? saved[n] : 0;
     }
     std::vector<std::string> ignored;
     double sc = 0;
@@ -224,7 +224,7 @@ std::optional<Verdict> Search::TryDomainsByProfile(std::vector<std::string>& rea
       best = std::move(v);
     }
   }
-  for (size_t n = 0; n < nodes_.size(); ++n) nodes_[n].cap = saved[n];
+  for (size_t n = 0; n < nodes_.size(); ++n) cap_[n] = saved[n];
   return best;
 }
 

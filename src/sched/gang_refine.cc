@@ -43,7 +43,7 @@ std::vector<int> Search::RefineRegion(const std::vector<int>& domain_nodes) cons
   std::vector<char> in(nodes_.size(), 0);
   for (int n : domain_nodes) in[n] = 1;
   for (size_t n = 0; n < nodes_.size(); ++n) {
-    if (!in[n] && nodes_[n].cap > 0) r.push_back(static_cast<int>(n));
+    if (!in[n] && cap_[n] > 0) r.push_back(static_cast<int>(n));
   }
   return r;
 }

@@ -26,6 +26,7 @@ void Search::EnsureFiltered() {
 void Search::Filter() {
   const job::Constraints& con = job_.constraints;
   nodes_.assign(c_.nodes.size(), NodeView{});
+  cap_.assign(c_.nodes.size(), 0);
   for (size_t n = 0; n < c_.nodes.size(); ++n) {
     const int node = static_cast<int>(n);
     const topo::NodeTopology& t = c_.topology(node);
@@ -46,21 +47,22 @@ void Search::Filter() {
 
 void Search::SetMode(Mode m) {
   mode_ = m;
-  for (NodeView& v : nodes_) {
-    v.cap = m == Mode::kNodeTp ? v.free / tp_ * tp_ : v.free;
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    const int free = nodes_[n].free;
+    cap_[n] = m == Mode::kNodeTp ? free / tp_ * tp_ : free;
   }
 }
 
 int Search::CapOf(const std::vector<int>& nodes) const {
   if (mode_ != Mode::kNvdTp) {
     int sum = 0;
-    for (int n : nodes) sum += nodes_[n].cap;
+    for (int n : nodes) sum += cap_[n];
     return sum;
   }
   std::map<int, int> per_nvd;
   for (int n : nodes) {
     int nvd = c_.nodes[n].nvlink_domain;
-    if (nvd >= 0) per_nvd[nvd] += nodes_[n].cap;
+    if (nvd >= 0) per_nvd[nvd] += cap_[n];
   }
   int sum = 0;
   for (const auto& [nvd, f] : per_nvd) sum += f / tp_ * tp_;
@@ -72,7 +74,7 @@ Plan Search::MakePlan(const std::vector<int>& nodes) const {
   auto add = [&](int node, int k) { AddChunk(plan, node, k); };
   if (mode_ != Mode::kNvdTp) {
     std::vector<int> caps;
-    for (int n : nodes) caps.push_back(nodes_[n].cap);
+    for (int n : nodes) caps.push_back(cap_[n]);
     std::vector<int> take = plug_.nodes->Take(caps, world_);
     for (size_t i = 0; i < take.size(); ++i) {
       if (take[i] > 0) add(nodes[i], take[i]);
@@ -91,7 +93,7 @@ Plan Search::MakePlan(const std::vector<int>& nodes) const {
   std::vector<int> caps;
   for (int nvd : nvds) {
     int f = 0;
-    for (int n : members[nvd]) f += nodes_[n].cap;
+    for (int n : members[nvd]) f += cap_[n];
     caps.push_back(f / tp_ * tp_);
   }
   std::vector<int> take = plug_.nodes->Take(caps, world_);
@@ -99,7 +101,7 @@ Plan Search::MakePlan(const std::vector<int>& nodes) const {
     if (take[i] == 0) continue;
     const std::vector<int>& m = members[nvds[i]];
     std::vector<int> ncaps;
-    for (int n : m) ncaps.push_back(nodes_[n].cap);
+    for (int n : m) ncaps.push_back(cap_[n]);
     std::vector<int> ntake = plug_.nodes->Take(ncaps, take[i]);
     for (size_t j = 0; j < ntake.size(); ++j) {
       if (ntake[j] > 0) add(m[j], ntake[j]);
@@ -195,9 +197,9 @@ std::vector<int> Search::BaselineGpus(int node, int k) const {
 
 std::string Search::NodeSummary() const {
   int usable = 0, lack = 0;
-  for (const NodeView& v : nodes_) {
-    if (!v.eligible) continue;
-    if (v.cap > 0) {
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    if (!nodes_[n].eligible) continue;
+    if (cap_[n] > 0) {
       ++usable;
     } else {
       ++lack;
@@ -280,8 +282,8 @@ Verdict Search::RunWhole() {
       int largest = 0;
       std::string name;
       for (size_t n = 0; n < nodes_.size(); ++n) {
-        if (nodes_[n].cap > largest) {
-          largest = nodes_[n].cap;
+        if (cap_[n] > largest) {
+          largest = cap_[n];
           name = c_.nodes[n].name;
         }
       }

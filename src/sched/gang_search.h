@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -95,11 +96,10 @@ enum class Mode {
   kNvdTp,   // TP > GPUs per node: every TP group inside one NVLink domain
 };
 
-// Per-node view for one Place call.
+// Per-node view for one Place call (the GPUs the job may use there are Search::cap_).
 struct NodeView {
   bool eligible = false;  // passes health/drain/model/rdma
   int free = 0;           // free GPUs (0 when not eligible)
-  int cap = 0;            // usable GPUs under the mode (free rounded down to TP for kNodeTp)
 };
 
 using Candidate = DomainCandidate;
@@ -142,7 +142,8 @@ class Search final : public RailHandle {
   const GangPlacerOptions& limits() const override { return opt_; }
   int unit() const override { return mode_ == Mode::kNodeTp ? tp_ : 1; }
   int FreeOn(int node) const override { return nodes_[node].free; }
-  int CapOn(int node) const override { return nodes_[node].cap; }
+  int CapOn(int node) const override { return cap_[node]; }
+  std::span<const int> Caps() const override { return cap_; }
   int ProfileOf(int node) const override { return ix_.node_profile[node]; }
   const GpuMask& FreeMaskOf(int node) const override { return state_.FreeMask(node); }
   bool Settled(const Plan& plan) const override { return WholeNodesOfOneKind(plan); }
@@ -321,6 +322,9 @@ class Search final : public RailHandle {
   Mode mode_ = Mode::kFlat;
   bool filtered_ = false;
   std::vector<NodeView> nodes_;  // built by Filter only when the single-node path fails
+  // Per node, the GPUs the job may use under the mode (free rounded down to TP for kNodeTp; 0
+  // where it may not go): apart from nodes_ so that the plugins read it as one array (Caps).
+  std::vector<int> cap_;
   std::vector<uint8_t> profile_ok_;
   bool all_profiles_ok_ = true;
   // Filter counts, for explanations.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <span>
 #include <utility>
 
 #include "sched/rail_starts.h"
@@ -18,15 +19,16 @@ constexpr size_t kMaskSets = 1;  // rail sets tried per share, the most covered 
 void AddRailMaskPlans(const RailHandle& h, const std::vector<int>& ids,
                       const std::vector<uint32_t>& masks, const std::vector<char>& in_home,
                       uint32_t best_r, int s, int m, std::vector<GangPlan>& out) {
+  const std::span<const int> cap = h.Caps();
   const int unit = h.unit();
   const int world = h.layout().WorldSize();
   std::vector<int> pick;
   for (size_t i = 0; i < ids.size(); ++i) {
-    if ((masks[i] & best_r) == best_r && h.CapOn(ids[i]) >= s) pick.push_back(ids[i]);
+    if ((masks[i] & best_r) == best_r && cap[ids[i]] >= s) pick.push_back(ids[i]);
   }
   std::stable_sort(pick.begin(), pick.end(), [&](int a, int b) {
     if (in_home[a] != in_home[b]) return in_home[a] > in_home[b];
-    return h.CapOn(a) < h.CapOn(b);
+    return cap[a] < cap[b];
   });
   // The fewest nodes that hold the rest too: a node beyond the first m adds its s.
   std::vector<int> take;
@@ -35,7 +37,7 @@ void AddRailMaskPlans(const RailHandle& h, const std::vector<int>& ids,
     if (placed + room >= world && static_cast<int>(take.size()) >= m) break;
     take.push_back(n);
     placed += s;
-    room += h.CapOn(n) - s;
+    room += cap[n] - s;
   }
   if (placed > world) return;  // the first m nodes with R lack the room for the rest
   if (placed + room < world) return;
@@ -49,7 +51,7 @@ void AddRailMaskPlans(const RailHandle& h, const std::vector<int>& ids,
     std::vector<int> k(take.size(), s);
     int rest = extra;
     for (size_t i = 0, tries = 0; rest > 0 && tries < 4 * take.size() * (extra + 1); ++tries) {
-      if (k[i] + unit <= h.CapOn(take[i])) {
+      if (k[i] + unit <= cap[take[i]]) {
         k[i] += unit;
         --rest;
       }
@@ -67,6 +69,7 @@ void AddRailMaskPlans(const RailHandle& h, const std::vector<int>& ids,
 
 std::vector<GangPlan> RailMaskPlans(const RailHandle& h, const std::vector<int>& region,
                                     size_t home) {
+  const std::span<const int> cap = h.Caps();
   std::vector<GangPlan> out;
   const int rails = h.cluster().rails.count;
   if (!h.RailsAligned() || rails > kMaxMaskRails || h.layout().dp < 2 || h.TpInNvlinkDomains()) {
@@ -77,7 +80,7 @@ std::vector<GangPlan> RailMaskPlans(const RailHandle& h, const std::vector<int>&
   // The region's nodes with room for a unit, and the rails of their free GPUs.
   std::vector<int> ids;
   for (int n : region) {
-    if (h.CapOn(n) < unit) continue;
+    if (cap[n] < unit) continue;
     if (ids.size() == static_cast<size_t>(kMaxMaskNodes)) return out;
     ids.push_back(n);
   }
@@ -106,7 +109,7 @@ std::vector<GangPlan> RailMaskPlans(const RailHandle& h, const std::vector<int>&
       if (std::popcount(r) != s) continue;
       int cover = 0;
       for (size_t i = 0; i < ids.size(); ++i) {
-        cover += (masks[i] & r) == r && h.CapOn(ids[i]) >= s ? 1 : 0;
+        cover += (masks[i] & r) == r && cap[ids[i]] >= s ? 1 : 0;
       }
       if (cover >= m) sets.emplace_back(-cover, r);
     }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -214,6 +215,7 @@ RailPlacement Staged(const RailHandle& h, std::vector<RankSlot> ranks) {
 
 std::vector<RailPlacement> StageRailPlacements(const RailHandle& h, const std::vector<int>& region,
                                                size_t home) {
+  const std::span<const int> cap = h.Caps();
   std::vector<RailPlacement> out;
   const topo::Cluster& c = h.cluster();
   const job::Layout& l = h.layout();
@@ -230,7 +232,7 @@ std::vector<RailPlacement> StageRailPlacements(const RailHandle& h, const std::v
   std::vector<RailNode> base;
   for (size_t i = 0; i < region.size(); ++i) {
     const int n = region[i];
-    if (h.CapOn(n) < ask.unit) continue;
+    if (cap[n] < ask.unit) continue;
     if (base.size() == static_cast<size_t>(kMaxMaskNodes)) return out;
     RailNode x;
     x.node = n;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +31,8 @@ class RefineHandle {
   // A node's free GPUs, and those of them the job may use (0 where it may not go).
   virtual int FreeOn(int node) const = 0;
   virtual int CapOn(int node) const = 0;
+  // CapOn of every node of the cluster, by node id: one call for loops over many nodes.
+  virtual std::span<const int> Caps() const = 0;
   // A node's hardware profile (an index into Cluster::profiles) and free GPU set: two nodes
   // alike in both and in their lowest network domain differ only in their id.
   virtual int ProfileOf(int node) const = 0;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <span>
 #include <unordered_map>
 #include <utility>
 
@@ -12,27 +13,27 @@
 namespace toposched::sched {
 
 std::vector<GangPlan> BalancedPlans(const RefineHandle& h, const std::vector<int>& region) {
+  const std::span<const int> cap = h.Caps();
   const int world = h.layout().WorldSize();
   std::vector<GangPlan> out;
   if (h.TpInNvlinkDomains()) return out;
   const int unit = h.unit();
   std::vector<int> nodes;
   for (int n : region) {
-    if (h.CapOn(n) >= unit) nodes.push_back(n);
+    if (cap[n] >= unit) nodes.push_back(n);
   }
-  std::stable_sort(nodes.begin(), nodes.end(),
-                   [&](int a, int b) { return h.CapOn(a) > h.CapOn(b); });
+  std::stable_sort(nodes.begin(), nodes.end(), [&](int a, int b) { return cap[a] > cap[b]; });
   const int units = world / unit;
   int sum = 0;
   size_t m_min = 0;
-  while (m_min < nodes.size() && sum < world) sum += h.CapOn(nodes[m_min++]);
+  while (m_min < nodes.size() && sum < world) sum += cap[nodes[m_min++]];
   if (sum < world) return out;
   for (size_t m = std::max<size_t>(m_min, 2); m <= std::min(nodes.size(), m_min + 2); ++m) {
     if (static_cast<int>(m) > units) break;
     // Water filling in units: every node gets min(cap, level) units, the level as low as holds
     // the job; the remainder goes one unit each to the nodes that still have room.
     std::vector<int> capu(m), take(m, 0);
-    for (size_t i = 0; i < m; ++i) capu[i] = h.CapOn(nodes[i]) / unit;
+    for (size_t i = 0; i < m; ++i) capu[i] = cap[nodes[i]] / unit;
     int left = units;
     std::vector<size_t> open(m);
     std::iota(open.begin(), open.end(), 0);
@@ -63,6 +64,7 @@ std::vector<GangPlan> BalancedPlans(const RefineHandle& h, const std::vector<int
 }
 
 std::vector<GangPlan> StageAlignedPlans(const RefineHandle& h, const std::vector<int>& nodes) {
+  const std::span<const int> cap = h.Caps();
   const int world = h.layout().WorldSize();
   std::vector<GangPlan> out;
   const job::Layout& l = h.layout();
@@ -70,12 +72,12 @@ std::vector<GangPlan> StageAlignedPlans(const RefineHandle& h, const std::vector
   const int unit = h.unit();
   const int stage = l.tp * l.dp;
   int max_cap = 0;
-  for (int n : nodes) max_cap = std::max(max_cap, h.CapOn(n));
+  for (int n : nodes) max_cap = std::max(max_cap, cap[n]);
   // g = unit is the plain best fit (MakePlan).
   for (int g = std::min(stage, max_cap); g > unit && out.size() < 2; --g) {
     if (stage % g != 0 || g % unit != 0) continue;
     std::vector<int> caps;
-    for (int n : nodes) caps.push_back(h.CapOn(n) / g * g);
+    for (int n : nodes) caps.push_back(cap[n] / g * g);
     const std::vector<int> take = PickBins(caps, world);
     if (take.empty()) continue;
     GangPlan plan;
@@ -90,13 +92,14 @@ std::vector<GangPlan> StageAlignedPlans(const RefineHandle& h, const std::vector
 }
 
 std::vector<GangPlan> StagePiecePlans(const RefineHandle& h, std::vector<int> nodes) {
+  const std::span<const int> cap = h.Caps();
   std::vector<GangPlan> out;
   const job::Layout& l = h.layout();
   if (h.TpInNvlinkDomains() || l.pp < 2) return out;
   const int unit = h.unit();
   const int units = l.tp * l.dp / unit;  // a stage, in units
   int max_cap = 0;
-  for (int n : nodes) max_cap = std::max(max_cap, h.CapOn(n) / unit);
+  for (int n : nodes) max_cap = std::max(max_cap, cap[n] / unit);
   if (max_cap == 0) return out;
   const int k = (units + max_cap - 1) / max_cap;
   // Equal pieces divide the stage: StageAlignedPlans covers them, packed best fit.
@@ -112,7 +115,7 @@ std::vector<GangPlan> StagePiecePlans(const RefineHandle& h, std::vector<int> no
     for (int n : nodes) {
       if (next == total) break;
       int take = 0;
-      while (next < total && take + pieces[next % pieces.size()] <= h.CapOn(n)) {
+      while (next < total && take + pieces[next % pieces.size()] <= cap[n]) {
         take += pieces[next++ % pieces.size()];
       }
       if (take == 0) continue;
@@ -125,6 +128,7 @@ std::vector<GangPlan> StagePiecePlans(const RefineHandle& h, std::vector<int> no
 
 std::vector<GangPlan> StagePackPlans(const RefineHandle& h, const std::vector<int>& region,
                                      size_t home) {
+  const std::span<const int> cap = h.Caps();
   const job::Layout& l = h.layout();
   if (h.TpInNvlinkDomains()) return {};
   const int unit = h.unit();
@@ -153,10 +157,10 @@ std::vector<GangPlan> StagePackPlans(const RefineHandle& h, const std::vector<in
     std::vector<std::pair<int, bool>> nodes;
     int max_cap = 0;
     for (size_t i = 0; i < upto; ++i) {
-      if (h.CapOn(region[i]) < unit) continue;
+      if (cap[region[i]] < unit) continue;
       const bool other = profile >= 0 && h.ProfileOf(region[i]) != profile;
       nodes.emplace_back(region[i], i >= home || other);
-      max_cap = std::max(max_cap, h.CapOn(region[i]) / unit);
+      max_cap = std::max(max_cap, cap[region[i]] / unit);
     }
     // The work is at least nodes × (units + 1) × 2 × largest node: skip the numbering of
     // domains when that is over already (StagePackCounts checks the exact figure).
@@ -167,7 +171,7 @@ std::vector<GangPlan> StagePackPlans(const RefineHandle& h, const std::vector<in
     for (const auto& [n, away] : nodes) {
       const int g = groups.emplace(h.cluster().nodes[n].domain, static_cast<int>(groups.size()))
                         .first->second;
-      slots.push_back(PackSlot{h.CapOn(n) / unit, g, away});
+      slots.push_back(PackSlot{cap[n] / unit, g, away});
       if (profile == kByBandwidth) network(n, slots.back());
     }
     std::vector<std::vector<int>> all;
@@ -200,7 +204,7 @@ std::vector<GangPlan> StagePackPlans(const RefineHandle& h, const std::vector<in
   // profile (a stage's DP groups are as slow as their slowest node).
   std::vector<uint8_t> present(h.cluster().profiles.size(), 0);
   for (size_t i = 0; i < upto; ++i) {
-    if (h.CapOn(region[i]) >= unit) present[h.ProfileOf(region[i])] = 1;
+    if (cap[region[i]] >= unit) present[h.ProfileOf(region[i])] = 1;
   }
   if (std::count(present.begin(), present.end(), 1) < 2) return out;
   for (GangPlan& p : pack(upto, kByBandwidth)) out.push_back(std::move(p));
@@ -213,6 +217,7 @@ std::vector<GangPlan> StagePackPlans(const RefineHandle& h, const std::vector<in
 
 std::vector<GangPlan> AnchoredPlans(const RefineHandle& h, const std::vector<int>& region,
                                     size_t home) {
+  const std::span<const int> cap = h.Caps();
   const int world = h.layout().WorldSize();
   std::vector<GangPlan> out;
   if (h.TpInNvlinkDomains()) return out;
@@ -221,16 +226,15 @@ std::vector<GangPlan> AnchoredPlans(const RefineHandle& h, const std::vector<int
   auto roomiest = [&](size_t from, size_t to, size_t count, std::vector<int>& picked) {
     std::vector<int> nodes;
     for (size_t i = from; i < to && i < region.size(); ++i) {
-      if (h.CapOn(region[i]) > 0) nodes.push_back(region[i]);
+      if (cap[region[i]] > 0) nodes.push_back(region[i]);
     }
-    std::stable_sort(nodes.begin(), nodes.end(), [&](int a, int b) {
-      return h.CapOn(a) != h.CapOn(b) ? h.CapOn(a) > h.CapOn(b) : a < b;
-    });
+    std::stable_sort(nodes.begin(), nodes.end(),
+                     [&](int a, int b) { return cap[a] != cap[b] ? cap[a] > cap[b] : a < b; });
     size_t added = 0;
     for (int a : nodes) {
       if (added >= count) break;
       bool dup = false;
-      for (int p : picked) dup = dup || p == a || h.CapOn(p) == h.CapOn(a);
+      for (int p : picked) dup = dup || p == a || cap[p] == cap[a];
       if (!dup) {
         picked.push_back(a);
         ++added;
@@ -247,7 +251,7 @@ std::vector<GangPlan> AnchoredPlans(const RefineHandle& h, const std::vector<int
     GangPlan plan;
     int left = world;
     for (int a : lead) {
-      const int k = std::min(h.CapOn(a), left);
+      const int k = std::min(cap[a], left);
       if (k <= 0) return;
       h.AddChunk(plan, a, k);
       left -= k;
@@ -255,9 +259,9 @@ std::vector<GangPlan> AnchoredPlans(const RefineHandle& h, const std::vector<int
     if (left > 0) {
       std::vector<int> rest_nodes, caps;
       for (int n : region) {
-        if (n > lead.back() && h.CapOn(n) > 0) {
+        if (n > lead.back() && cap[n] > 0) {
           rest_nodes.push_back(n);
-          caps.push_back(h.CapOn(n));
+          caps.push_back(cap[n]);
         }
       }
       std::vector<int> take = PickBins(caps, left);
@@ -273,7 +277,7 @@ std::vector<GangPlan> AnchoredPlans(const RefineHandle& h, const std::vector<int
   int max_cap = 0;
   for (int a : picked) {
     plan_from({a});
-    max_cap = std::max(max_cap, h.CapOn(a));
+    max_cap = std::max(max_cap, cap[a]);
   }
   // When no node holds the first stage (rank 0's TP and DP groups), two anchors: the pairs of
   // the three roomiest from the domain, in node order.

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -278,6 +279,7 @@ class CostModelHandle : public RefineHandle {
   int unit() const override { return 1; }
   int FreeOn(int node) const override { return free_[node]; }
   int CapOn(int node) const override { return free_[node]; }
+  std::span<const int> Caps() const override { return free_; }
   int ProfileOf(int) const override { return 0; }
   const GpuMask& FreeMaskOf(int node) const override { return masks_[node]; }
   int GpusOn(int node) const override {
