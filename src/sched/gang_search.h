@@ -142,7 +142,6 @@ class Search final : public RailHandle {
   const GangPlacerOptions& limits() const override { return opt_; }
   int unit() const override { return mode_ == Mode::kNodeTp ? tp_ : 1; }
   int FreeOn(int node) const override { return nodes_[node].free; }
-  int CapOn(int node) const override { return cap_[node]; }
   std::span<const int> Caps() const override { return cap_; }
   int ProfileOf(int node) const override { return ix_.node_profile[node]; }
   const GpuMask& FreeMaskOf(int node) const override { return state_.FreeMask(node); }

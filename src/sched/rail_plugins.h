@@ -91,7 +91,7 @@ class RailPlugin {
   // rails, priced or not, for the "cost-model" GPU choice.
   virtual std::vector<std::vector<RankSlot>> Alignments(
       const RailHandle& h, const GangPlan& plan, const std::vector<RankSlot>& ranks) const = 0;
-  // Starting plans for local search beside the node plugin's and the search's own, over
+  // Starting plans for local search beside the node plugin's and the refine plugin's, over
   // `region`, whose first `home` nodes are the candidate domain (empty: none).
   virtual std::vector<GangPlan> StartPlans(const RailHandle& h, const std::vector<int>& region,
                                            size_t home) const = 0;

@@ -28,11 +28,12 @@ class RefineHandle {
   virtual const GangPlacerOptions& limits() const = 0;
   // The GPUs a move carries: a TP group where each sits on one node, else 1.
   virtual int unit() const = 0;
-  // A node's free GPUs, and those of them the job may use (0 where it may not go).
+  // A node's free GPUs.
   virtual int FreeOn(int node) const = 0;
-  virtual int CapOn(int node) const = 0;
-  // CapOn of every node of the cluster, by node id: one call for loops over many nodes.
+  // Per node of the cluster, by node id, the free GPUs the job may use (0 where it may not go):
+  // one call for loops over many nodes; CapOn for one node.
   virtual std::span<const int> Caps() const = 0;
+  int CapOn(int node) const { return Caps()[node]; }
   // A node's hardware profile (an index into Cluster::profiles) and free GPU set: two nodes
   // alike in both and in their lowest network domain differ only in their id.
   virtual int ProfileOf(int node) const = 0;

@@ -278,7 +278,6 @@ class CostModelHandle : public RefineHandle {
   const GangPlacerOptions& limits() const override { return placer_.options(); }
   int unit() const override { return 1; }
   int FreeOn(int node) const override { return free_[node]; }
-  int CapOn(int node) const override { return free_[node]; }
   std::span<const int> Caps() const override { return free_; }
   int ProfileOf(int) const override { return 0; }
   const GpuMask& FreeMaskOf(int node) const override { return masks_[node]; }
