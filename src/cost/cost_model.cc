@@ -229,48 +229,83 @@ struct NetShare {
   std::vector<std::pair<int, double>> nic_gbps;  // per distinct NIC: its position, GB/s
 };
 
+// The NICs whose traffic GPU g of `nm` carries: its own, or the host's (-1) when it has none.
+std::span<const int> NicsCarrying(const NodeCostModel& nm, int g) {
+  static constexpr int kHostNic[1] = {-1};
+  const std::vector<int>& own = nm.NicsOf(g);
+  return own.empty() ? std::span<const int>(kHostNic) : std::span<const int>(own);
+}
+
+// names: fill NetShare::names (NIC names, node-prefixed with prefix_node); without it they stay
+// empty and nothing else changes.
 NetShare ComputeNet(const CostModel& model, std::span<const GpuRef> gpus,
-                    const std::vector<int>& members, bool prefix_node) {
+                    const std::vector<int>& members, bool prefix_node, bool names) {
   const CostTables& tables = model.tables();
   NetShare out;
-  std::map<std::pair<int, int>, double> nic_gbps;
-  std::map<std::pair<int, int>, int> users;
-  std::map<int, int> node_users;
+  // Sorted flat tables (a set touches few nodes and NICs): per distinct (node, NIC) the best
+  // rate a member gets through it and how many members use it; per node its members, then its
+  // network rate. Sums run in (node, NIC) order.
+  struct NicUse {
+    std::pair<int, int> key;  // node, NIC position
+    double gbps;
+    int users;
+  };
+  std::vector<NicUse> nic_use;
+  std::vector<std::pair<int, int>> node_users;
+  auto nic_at = [&](const std::pair<int, int>& key) {
+    return std::lower_bound(
+        nic_use.begin(), nic_use.end(), key,
+        [](const NicUse& u, const std::pair<int, int>& k) { return u.key < k; });
+  };
+  auto node_at = [](auto& table, int node) {
+    return std::lower_bound(table.begin(), table.end(), node,
+                            [](const auto& e, int n) { return e.first < n; });
+  };
   for (int m : members) {
     const GpuRef& g = gpus[m];
     const NodeCostModel& nm = model.node_model(g.node);
-    ++node_users[g.node];
-    std::vector<int> nics = nm.NicsOf(g.gpu);
-    if (nics.empty()) nics.push_back(-1);
-    for (int c : nics) {
-      std::pair<int, int> key{g.node, c};
-      auto [it, inserted] = nic_gbps.emplace(key, nm.NicGbps(g.gpu, c));
-      if (!inserted) it->second = std::max(it->second, nm.NicGbps(g.gpu, c));
-      if (inserted) {
+    auto nu = node_at(node_users, g.node);
+    if (nu == node_users.end() || nu->first != g.node) nu = node_users.insert(nu, {g.node, 0});
+    ++nu->second;
+    for (int c : NicsCarrying(nm, g.gpu)) {
+      const std::pair<int, int> key{g.node, c};
+      const double gbps = nm.NicGbps(g.gpu, c);
+      auto it = nic_at(key);
+      if (it != nic_use.end() && it->key == key) {
+        it->gbps = std::max(it->gbps, gbps);
+        ++it->users;
+        continue;
+      }
+      nic_use.insert(it, NicUse{key, gbps, 1});
+      if (names) {
         out.names.push_back((prefix_node ? model.cluster().nodes[g.node].name + "/" : "") +
                             nm.NicName(c));
       }
-      ++users[key];
     }
     out.socket = out.socket || nm.NetTransport(g.gpu) == Transport::kNetSocket;
   }
-  std::map<int, double> node_net;
-  for (const auto& [key, gbps] : nic_gbps) {
-    node_net[key.first] += gbps;
-    out.nic_gbps.emplace_back(key.second, gbps);
+  std::vector<std::pair<int, double>> node_net;
+  for (const NicUse& u : nic_use) {
+    if (node_net.empty() || node_net.back().first != u.key.first) {
+      node_net.emplace_back(u.key.first, 0.0);
+    }
+    node_net.back().second += u.gbps;
+    out.nic_gbps.emplace_back(u.key.second, u.gbps);
   }
   for (auto& [node, gbps] : node_net) {
     if (out.socket) gbps = std::min(gbps, tables.socket_max_gbps_per_node);
     out.total += gbps;
   }
+  out.share.reserve(members.size());
   for (int m : members) {
     const GpuRef& g = gpus[m];
     const NodeCostModel& nm = model.node_model(g.node);
-    std::vector<int> nics = nm.NicsOf(g.gpu);
-    if (nics.empty()) nics.push_back(-1);
     double share = 0;
-    for (int c : nics) share += nm.NicGbps(g.gpu, c) / users[{g.node, c}];
-    if (out.socket) share = std::min(share, node_net[g.node] / node_users[g.node]);
+    for (int c : NicsCarrying(nm, g.gpu))
+      share += nm.NicGbps(g.gpu, c) / nic_at({g.node, c})->users;
+    if (out.socket)
+      share =
+          std::min(share, node_at(node_net, g.node)->second / node_at(node_users, g.node)->second);
     out.share.push_back(share);
   }
   return out;
@@ -278,28 +313,45 @@ NetShare ComputeNet(const CostModel& model, std::span<const GpuRef> gpus,
 
 }  // namespace
 
-StatusOr<CostModel::Prepared> CostModel::Prepare(std::span<const GpuRef> gpus) const {
+StatusOr<CostModel::Prepared> CostModel::Prepare(std::span<const GpuRef> gpus, bool detail) const {
   Prepared p;
   p.n = static_cast<int>(gpus.size());
   if (gpus.empty()) return InvalidArgumentError("cost: empty GPU set");
-  std::set<std::pair<int, int>> seen;
-  std::set<int> nodes;
+  // The first bad GPU in input order, named (run only when the set is known to be bad).
+  auto first_error = [&]() -> Status {
+    std::set<std::pair<int, int>> seen;
+    for (const GpuRef& g : gpus) {
+      if (g.node < 0 || g.node >= static_cast<int>(cluster_->nodes.size())) {
+        return InvalidArgumentError("cost: node id " + std::to_string(g.node) + " out of range");
+      }
+      const int ng = node_model(g.node).num_gpus();
+      if (g.gpu < 0 || g.gpu >= ng) {
+        return InvalidArgumentError("cost: node \"" + cluster_->nodes[g.node].name +
+                                    "\" has no GPU position " + std::to_string(g.gpu));
+      }
+      if (!seen.insert({g.node, g.gpu}).second) {
+        return InvalidArgumentError("cost: GPU " + GpuName(g, true) + " listed twice");
+      }
+    }
+    return InternalError("cost: a bad GPU set with no bad GPU");
+  };
+  std::vector<std::pair<int, int>> sorted;
+  sorted.reserve(gpus.size());
   for (const GpuRef& g : gpus) {
-    if (g.node < 0 || g.node >= static_cast<int>(cluster_->nodes.size())) {
-      return InvalidArgumentError("cost: node id " + std::to_string(g.node) + " out of range");
+    if (g.node < 0 || g.node >= static_cast<int>(cluster_->nodes.size()) || g.gpu < 0 ||
+        g.gpu >= node_model(g.node).num_gpus()) {
+      return first_error();
     }
-    const int ng = node_model(g.node).num_gpus();
-    if (g.gpu < 0 || g.gpu >= ng) {
-      return InvalidArgumentError("cost: node \"" + cluster_->nodes[g.node].name +
-                                  "\" has no GPU position " + std::to_string(g.gpu));
-    }
-    if (!seen.insert({g.node, g.gpu}).second) {
-      return InvalidArgumentError("cost: GPU " + GpuName(g, true) + " listed twice");
-    }
-    nodes.insert(g.node);
+    sorted.emplace_back(g.node, g.gpu);
   }
-  p.nodes = static_cast<int>(nodes.size());
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) return first_error();
+  p.nodes = 0;
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    if (i == 0 || sorted[i].first != sorted[i - 1].first) ++p.nodes;
+  }
   p.multi_node = p.nodes > 1;
+  p.islands.reserve(p.nodes);  // an island holds one node or more
 
   // Group into islands, first-seen order; members grouped by node inside an island.
   std::map<int, int> island_of_key;
@@ -353,12 +405,14 @@ StatusOr<CostModel::Prepared> CostModel::Prepare(std::span<const GpuRef> gpus) c
         isl.ring_gbps = ring.gbps;
         isl.sum_latency_us = ring.sum_latency_us;
         isl.alpha_intra_us = ring.sum_latency_us / k;
-        isl.ring_hop = Hop{GpuName({node, ring.from}, p.multi_node),
-                           GpuName({node, ring.to}, p.multi_node),
-                           m.EdgePath(ring.from, ring.to),
-                           m.EdgeTransport(ring.from, ring.to),
-                           ring.gbps,
-                           ""};
+        if (detail) {
+          isl.ring_hop = Hop{GpuName({node, ring.from}, p.multi_node),
+                             GpuName({node, ring.to}, p.multi_node),
+                             m.EdgePath(ring.from, ring.to),
+                             m.EdgeTransport(ring.from, ring.to),
+                             ring.gbps,
+                             ""};
+        }
         isl.nvls_busbw = m.NvlsBusBwGbps(pos);
       }
     } else {
@@ -383,18 +437,21 @@ StatusOr<CostModel::Prepared> CostModel::Prepare(std::span<const GpuRef> gpus) c
         isl.ring_gbps = min_raw * eff_nv;
         isl.alpha_intra_us = tables_.LatencyUs(Transport::kNVLink);
         isl.sum_latency_us = k * isl.alpha_intra_us;
-        const GpuRef& a = gpus[isl.members[worst]];
-        const GpuRef& b = gpus[isl.members[(worst + 1) % k]];
-        std::string path = a.node == b.node ? node_model(a.node).EdgePath(a.gpu, b.gpu) : "MNNVL";
-        isl.ring_hop =
-            Hop{GpuName(a, true), GpuName(b, true), path, Transport::kNVLink, isl.ring_gbps, ""};
+        if (detail) {
+          const GpuRef& a = gpus[isl.members[worst]];
+          const GpuRef& b = gpus[isl.members[(worst + 1) % k]];
+          std::string path = a.node == b.node ? node_model(a.node).EdgePath(a.gpu, b.gpu) : "MNNVL";
+          isl.ring_hop =
+              Hop{GpuName(a, true), GpuName(b, true), path, Transport::kNVLink, isl.ring_gbps, ""};
+        }
         isl.nvls_busbw = min_raw * tables_.NvlsFactor(gen);
       }
     }
-    NetShare net = ComputeNet(*this, gpus, isl.members, p.multi_node && isl.nodes.size() > 1);
+    NetShare net =
+        ComputeNet(*this, gpus, isl.members, p.multi_node && isl.nodes.size() > 1, detail);
     isl.net_gbps = net.total;
     isl.net_transport = net.socket ? Transport::kNetSocket : Transport::kNetIB;
-    isl.nics = JoinNames(net.names);
+    if (detail) isl.nics = JoinNames(net.names);
     isl.share_gbps = std::move(net.share);
     if (cluster_->rails.count > 0) {
       for (const auto& [nic, gbps] : net.nic_gbps) {
@@ -424,10 +481,21 @@ struct Candidate {
 
 StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const GpuRef> gpus,
                                        double bytes, Algorithm algorithm) const {
+  return Run(collective, gpus, bytes, algorithm, /*detail=*/true);
+}
+
+StatusOr<double> CostModel::TimeMs(Collective collective, std::span<const GpuRef> gpus,
+                                   double bytes, Algorithm algorithm) const {
+  ASSIGN_OR_RETURN(Estimate e, Run(collective, gpus, bytes, algorithm, /*detail=*/false));
+  return e.time_ms;
+}
+
+StatusOr<Estimate> CostModel::Run(Collective collective, std::span<const GpuRef> gpus, double bytes,
+                                  Algorithm algorithm, bool detail) const {
   if (!(bytes >= 0) || !std::isfinite(bytes)) {
     return InvalidArgumentError("cost: bytes must be a finite number >= 0");
   }
-  ASSIGN_OR_RETURN(Prepared p, Prepare(gpus));
+  ASSIGN_OR_RETURN(Prepared p, Prepare(gpus, detail));
   const bool p2p = collective == Collective::kAllToAll || collective == Collective::kSendRecv;
   if (p2p && algorithm != Algorithm::kAuto && algorithm != Algorithm::kDirect) {
     return InvalidArgumentError(std::string("cost: ") + CollectiveName(collective) +
@@ -450,12 +518,13 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
   est.nodes = p.nodes;
   if (n < 2) {
     est.algorithm = p2p ? Algorithm::kDirect : Algorithm::kRing;
-    est.order.assign(gpus.begin(), gpus.end());
+    if (detail) est.order.assign(gpus.begin(), gpus.end());
     return est;
   }
   const double base_ms = tables_.base_latency_us * 1e-3;
   const bool multi = p.multi_node;
-  auto name = [&](int m) { return GpuName(gpus[m], multi); };
+  // Without detail no hop is named: its strings stay empty and hop lists are not kept.
+  auto name = [&](int m) { return detail ? GpuName(gpus[m], multi) : std::string(); };
   const bool rails = cluster_->RailsPriced();
   // Network GB/s island a sends to island b with: its NICs' rate over the oversubscription on
   // the way. On a rail-optimised network each NIC pays its own factor: same rail as one of b's
@@ -487,13 +556,13 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
     h.to = name(b);
     if (ga.node == gb.node) {
       const NodeCostModel& m = node_model(ga.node);
-      h.path = m.EdgePath(ga.gpu, gb.gpu);
+      if (detail) h.path = m.EdgePath(ga.gpu, gb.gpu);
       h.transport = m.EdgeTransport(ga.gpu, gb.gpu);
       h.bandwidth_gbps = m.switched() && m.PortGbps(ga.gpu) > 0 && m.PortGbps(gb.gpu) > 0
                              ? std::min(m.PortGbps(ga.gpu), m.PortGbps(gb.gpu))
                              : m.EdgeGbps(ga.gpu, gb.gpu);
     } else {
-      h.path = "MNNVL";
+      if (detail) h.path = "MNNVL";
       h.transport = Transport::kNVLink;
       h.bandwidth_gbps = 0;
       for (const Island& isl : p.islands) {
@@ -506,11 +575,12 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
   };
   auto net_hop = [&](int from_island, int a, int b, double gbps) {
     const Island& isl = p.islands[from_island];
+    if (!detail) return Hop{"", "", "", isl.net_transport, gbps, ""};
     return Hop{name(a), name(b), "NET", isl.net_transport, gbps, isl.nics};
   };
   std::vector<int> ring_order;
   for (const Island& isl : p.islands) {
-    ring_order.insert(ring_order.end(), isl.members.begin(), isl.members.end());
+    if (detail) ring_order.insert(ring_order.end(), isl.members.begin(), isl.members.end());
   }
 
   std::vector<Candidate> candidates;
@@ -545,6 +615,7 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
     }
     c.bottleneck.bandwidth_gbps = busbw;
     c.time_ms = base_ms + traffic * alpha_sum * 1e-3 + traffic * Ms(bytes, busbw);
+    if (!detail) return c;
     c.order = ring_order;
     for (int i = 0; i < ni; ++i) {
       const Island& isl = p.islands[i];
@@ -583,8 +654,10 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
         const double bw = link(i, up);
         net_bw[i] = std::min(net_bw[i], bw);
         net_bw[up] = std::min(net_bw[up], link(up, i));
-        a.hops.push_back(
-            net_hop(i, p.islands[i].members.front(), p.islands[up].members.front(), bw));
+        if (detail) {
+          a.hops.push_back(
+              net_hop(i, p.islands[i].members.front(), p.islands[up].members.front(), bw));
+        }
       }
     }
     for (int i = 0; i < ni; ++i) {
@@ -637,6 +710,7 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
     }
     c.bottleneck.bandwidth_gbps = algbw;
     c.time_ms = base_ms + 2 * (net_alpha + chain_alpha) * 1e-3 + Ms(bytes, algbw);
+    if (!detail) return c;
     c.order = ring_order;
     for (const Island& isl : p.islands) {
       for (size_t j = 0; j + 1 < isl.members.size(); ++j) {
@@ -650,6 +724,7 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
   // and 2+ GPUs), the double binary tree across 2+ islands.
   // Each member of an island to the island's NVSwitch, at its NVLS rate (NVLS and NVLS-tree).
   auto nvswitch_hops = [&](const Island& isl, Candidate& c) {
+    if (!detail) return;
     for (int m : isl.members) {
       Hop h = intra_hop(m, m == isl.members.front() ? isl.members.back() : isl.members.front());
       h.to = "NVSwitch";
@@ -734,6 +809,7 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
                             2.0 * (ni - 1) * tables_.LatencyUs(p.islands[0].net_transport) * 1e-3;
     c.time_ms = base_ms + 2 * rs_ms + inter_ms;
     c.bottleneck = inter_ms >= rs_ms ? net : rs_hop;
+    if (!detail) return c;
     c.order = ring_order;
     for (int i = 0; i < ni; ++i) {
       const Island& isl = p.islands[i];
@@ -807,16 +883,18 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
         double t = Ms(bytes * k * (n - k) / n, bw);
         alpha = std::max(alpha, tables_.LatencyUs(isl.net_transport));
         const int next = (i + 1) % ni;
-        c.hops.push_back(net_hop(i, isl.members.front(), p.islands[next].members.front(), bw));
+        Hop h = net_hop(i, isl.members.front(), p.islands[next].members.front(), bw);
         if (t > worst_ms) {
           worst_ms = t;
-          c.bottleneck = c.hops.back();
+          c.bottleneck = h;
           // Bus bandwidth this bound allows: bytes·(n-1)/n over the time.
           c.bottleneck.bandwidth_gbps = bw * (n - 1.0) / (k * (n - k));
         }
+        if (detail) c.hops.push_back(std::move(h));
       }
     }
     c.time_ms = base_ms + (n - 1) * alpha * 1e-3 + worst_ms;
+    if (!detail) return c;
     c.order.assign(gpus.size(), 0);
     for (int i = 0; i < n; ++i) c.order[i] = i;
     return c;
@@ -835,7 +913,7 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
     for (int r = 0; r < n; ++r) {
       if (island_of[r] != island_of[(r + 1) % n] && (r < pairs || n == 2)) cross.push_back(r);
     }
-    NetShare net = ComputeNet(*this, gpus, cross, multi);
+    NetShare net = ComputeNet(*this, gpus, cross, multi, detail);
     double bw_min = kInf, alpha = 0;
     for (int r = 0; r < pairs; ++r) {
       int a = r, b = (r + 1) % n;
@@ -848,18 +926,24 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
         int idx = static_cast<int>(std::find(cross.begin(), cross.end(), a) - cross.begin());
         double bw = net.share[idx] / gpu_factor(ga, gpus[b]);
         const std::vector<int>& nics = m.NicsOf(ga.gpu);
-        h = Hop{name(a), name(b),
-                "NET",   m.NetTransport(ga.gpu),
-                bw,      m.NicName(nics.empty() ? -1 : nics[0])};
+        h.transport = m.NetTransport(ga.gpu);
+        h.bandwidth_gbps = bw;
+        if (detail) {
+          h.from = name(a);
+          h.to = name(b);
+          h.path = "NET";
+          h.via = m.NicName(nics.empty() ? -1 : nics[0]);
+        }
       }
       alpha = std::max(alpha, tables_.LatencyUs(h.transport));
-      c.hops.push_back(h);
+      if (detail) c.hops.push_back(h);
       if (h.bandwidth_gbps < bw_min) {
         bw_min = h.bandwidth_gbps;
         c.bottleneck = h;
       }
     }
     c.time_ms = base_ms + alpha * 1e-3 + Ms(bytes, bw_min);
+    if (!detail) return c;
     c.order.assign(n, 0);
     for (int i = 0; i < n; ++i) c.order[i] = i;
     return c;
@@ -922,9 +1006,11 @@ StatusOr<Estimate> CostModel::Evaluate(Collective collective, std::span<const Gp
   }
   est.time_ms = best->time_ms;
   est.algorithm = best->algorithm;
-  est.bottleneck = best->bottleneck;
-  est.hops = best->hops;
-  for (int i : best->order) est.order.push_back(gpus[i]);
+  if (detail) {
+    est.bottleneck = best->bottleneck;
+    est.hops = best->hops;
+    for (int i : best->order) est.order.push_back(gpus[i]);
+  }
   est.algbw_gbps = est.time_ms > 0 ? bytes / (est.time_ms * 1e-3) / 1e9 : 0;
   est.busbw_gbps = est.algbw_gbps * BusFactor(collective, n);
   return est;

@@ -60,6 +60,12 @@ class CostModel {
   StatusOr<Estimate> Evaluate(Collective collective, std::span<const GpuRef> gpus, double bytes,
                               Algorithm algorithm = Algorithm::kAuto) const;
 
+  // Evaluate's time_ms alone, the same number and the same errors, without naming GPUs, NICs
+  // or hops and without the rank order: no strings and no hop list are built, for callers that
+  // price many sets and read only the time (the placer's score).
+  StatusOr<double> TimeMs(Collective collective, std::span<const GpuRef> gpus, double bytes,
+                          Algorithm algorithm = Algorithm::kAuto) const;
+
   // Rails (topo::Cluster::rails): whether GPU a has a nearest NIC on a rail, and whether GPUs a
   // and b have nearest NICs on one rail (NCCL sends a GPU's network traffic through those NICs).
   // False on a cluster without rails. O(NICs per GPU²).
@@ -73,7 +79,11 @@ class CostModel {
  private:
   struct Island;
   struct Prepared;
-  StatusOr<Prepared> Prepare(std::span<const GpuRef> gpus) const;
+  // detail: name the hops and keep the rank order (Evaluate); without it only the time is
+  // meaningful (TimeMs).
+  StatusOr<Estimate> Run(Collective collective, std::span<const GpuRef> gpus, double bytes,
+                         Algorithm algorithm, bool detail) const;
+  StatusOr<Prepared> Prepare(std::span<const GpuRef> gpus, bool detail) const;
   std::string GpuName(const GpuRef& g, bool multi_node) const;
 
   std::unique_ptr<topo::Cluster> owned_;

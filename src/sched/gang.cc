@@ -57,8 +57,8 @@ class GroupPricer {
     std::vector<cost::GpuRef> refs;
     refs.reserve(ranks.size());
     for (int r : ranks) refs.push_back(cost::GpuRef{p_.ranks[r].node, p_.ranks[r].gpu});
-    ASSIGN_OR_RETURN(cost::Estimate e, cost_.Evaluate(coll, refs, static_cast<double>(bytes)));
-    *ms = std::max(*ms, e.time_ms);
+    ASSIGN_OR_RETURN(double t, cost_.TimeMs(coll, refs, static_cast<double>(bytes)));
+    *ms = std::max(*ms, t);
     return OkStatus();
   }
 

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+
 #include "cost/test_cluster.h"
 #include "topo/synthetic.h"
 
@@ -357,6 +360,68 @@ TEST(CostModelTest, TreeOverAnOddNumberOfNodes) {
   EXPECT_EQ(t->nodes, 3);
   EXPECT_GT(t->time_ms, 0);
   EXPECT_EQ(t->bottleneck.path, "NET");
+}
+
+// TimeMs is Evaluate's time without the names: on rails, on two leaves, inside NVLink domains,
+// over PCIe and sockets, for every collective and algorithm, random sets in random rank order
+// give the same number to the bit, and a refused set gives the same error.
+TEST(CostModelTest, TimeMsIsEvaluatesTimeWithoutTheNames) {
+  std::vector<topo::Cluster> clusters = {
+      RailCluster(2),
+      MakeCluster("gpu:8 nvswitch:18 model:H100 nics:1 nic_gbps:100 linklayer:ib", 3, 2, 2.0),
+      MakeCluster("gpu:4 nvswitch:18 model:GB200 nics:4 nic_gbps:400 linklayer:ib", 4, 2, 2.0, 2,
+                  900),
+      MakeCluster("gpu:8 pcie sockets:2 model:L40", 2),
+  };
+  const std::vector<std::pair<Collective, Algorithm>> runs = {
+      {Collective::kAllReduce, Algorithm::kAuto},
+      {Collective::kAllReduce, Algorithm::kRing},
+      {Collective::kAllReduce, Algorithm::kTree},
+      {Collective::kAllReduce, Algorithm::kNvls},
+      {Collective::kAllReduce, Algorithm::kNvlsTree},
+      {Collective::kAllReduce, Algorithm::kHierarchical},
+      {Collective::kAllGather, Algorithm::kAuto},
+      {Collective::kReduceScatter, Algorithm::kRing},
+      {Collective::kAllToAll, Algorithm::kAuto},
+      {Collective::kSendRecv, Algorithm::kAuto},
+      {Collective::kAllReduce, Algorithm::kDirect},
+  };
+  std::mt19937 rng(14);
+  int compared = 0, refused = 0;
+  for (const topo::Cluster& cl : clusters) {
+    CostModel m(cl);
+    std::vector<GpuRef> all;
+    for (int n = 0; n < static_cast<int>(cl.nodes.size()); ++n) {
+      for (int g = 0; g < m.node_model(n).num_gpus(); ++g) all.push_back(GpuRef{n, g});
+    }
+    for (int trial = 0; trial < 40; ++trial) {
+      std::shuffle(all.begin(), all.end(), rng);
+      const int k = 1 + static_cast<int>(rng() % all.size());
+      const std::vector<GpuRef> set(all.begin(), all.begin() + k);
+      for (const auto& [coll, alg] : runs) {
+        for (double bytes : {0.0, 1e4, 1e9}) {
+          auto e = m.Evaluate(coll, set, bytes, alg);
+          auto t = m.TimeMs(coll, set, bytes, alg);
+          ASSERT_EQ(e.ok(), t.ok()) << CollectiveName(coll) << " " << AlgorithmName(alg);
+          if (!e.ok()) {
+            EXPECT_EQ(e.status().ToString(), t.status().ToString());
+            ++refused;
+            continue;
+          }
+          EXPECT_EQ(e->time_ms, *t)
+              << CollectiveName(coll) << " " << AlgorithmName(alg) << " k=" << k;
+          ++compared;
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 2000);
+  EXPECT_GT(refused, 100);
+  const std::vector<GpuRef> twice = {{0, 0}, {0, 0}};
+  CostModel m(clusters[0]);
+  EXPECT_EQ(m.Evaluate(Collective::kAllReduce, twice, kGiB).status().ToString(),
+            m.TimeMs(Collective::kAllReduce, twice, kGiB).status().ToString());
+  EXPECT_FALSE(m.TimeMs(Collective::kAllReduce, Gpus(2, 8), -1).ok());
 }
 
 }  // namespace
