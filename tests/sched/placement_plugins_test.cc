@@ -268,15 +268,20 @@ TEST(DomainPlugins, ARequiredNvlinkDomainIsTheSameUnderEveryRule) {
 // plus 0.05 ms per GPU left free on a used node.
 class CostModelHandle : public RefineHandle {
  public:
-  CostModelHandle(const GangPlacer& placer, std::vector<int> free, job::Layout layout)
-      : placer_(placer), free_(std::move(free)), layout_(layout) {
-    for (int f : free_) masks_.push_back(GpuMask::FirstN(f));
+  // unit: the GPUs a move carries (a TP group where each sits on one node, else 1); a node's
+  // usable GPUs are its free ones rounded down to whole units, as the search counts them.
+  CostModelHandle(const GangPlacer& placer, std::vector<int> free, job::Layout layout, int unit = 1)
+      : placer_(placer), free_(std::move(free)), layout_(layout), unit_(unit) {
+    for (int& f : free_) {
+      masks_.push_back(GpuMask::FirstN(f));
+      f = f / unit * unit;
+    }
   }
   const topo::Cluster& cluster() const override { return placer_.cluster(); }
   const cost::CostModel& cost() const override { return placer_.cost_model(); }
   const job::Layout& layout() const override { return layout_; }
   const GangPlacerOptions& limits() const override { return placer_.options(); }
-  int unit() const override { return 1; }
+  int unit() const override { return unit_; }
   int FreeOn(int node) const override { return free_[node]; }
   std::span<const int> Caps() const override { return free_; }
   int ProfileOf(int) const override { return 0; }
@@ -311,6 +316,7 @@ class CostModelHandle : public RefineHandle {
   std::vector<int> free_;
   std::vector<GpuMask> masks_;
   job::Layout layout_;
+  int unit_;
 };
 
 // An 8-GPU data-parallel job (2 GB gradients) started as 4 + 4 GPUs on gpu002 and gpu004 (8
@@ -412,6 +418,55 @@ TEST(RefinePlugins, LocalSearchStartsSpreadEvenlyAndAnchorOnTheRoomiestNodes) {
   ASSERT_EQ(starts.size(), 7u);
   EXPECT_EQ(starts[0].frag, 5) << "gpu002 keeps 4 free, gpu003 1";
   EXPECT_EQ(starts[2].frag, 0);
+}
+
+// The same cluster and free GPUs for a TP 2 × DP 2 × PP 2 job (8 GPUs, stages of 4, TP groups
+// each on one node): every start moves whole TP groups (even counts, so gpu001's third and
+// gpu003's fifth free GPU stay free), and the stage-aligned starts cut both stages at node
+// boundaries (counts of 4 or 8).
+TEST(RefinePlugins, LocalSearchStartsKeepTpGroupsWholeAndAlignStagesWithNodes) {
+  using C = std::vector<std::pair<int, int>>;
+  const GangPlacer& placer = testing::ExamplePlacer("h100-2rack.yaml");
+  job::Layout layout;
+  layout.tp = 2;
+  layout.dp = 2;
+  layout.pp = 2;
+  const CostModelHandle h(placer, {3, 8, 5, 8, 2, 8}, layout, /*unit=*/2);
+  const std::vector<int> domain = {0, 1, 2};
+  const std::vector<int> region = {0, 1, 2, 3, 4, 5};
+  const std::vector<GangPlan> starts =
+      RefinePluginFor(RefineRule::kLocalSearch).StartPlans(h, domain, region);
+  ASSERT_FALSE(starts.empty());
+  std::vector<C> chunks;
+  int aligned = 0;
+  for (const GangPlan& plan : starts) {
+    int gpus = 0;
+    bool stage_aligned = true;
+    for (const auto& [node, k] : plan.chunks) {
+      EXPECT_LE(k, h.CapOn(node)) << "gpu00" << node + 1;
+      EXPECT_EQ(k % 2, 0) << "gpu00" << node + 1 << " splits a TP group";
+      stage_aligned = stage_aligned && k % 4 == 0;
+      gpus += k;
+    }
+    EXPECT_EQ(gpus, 8);
+    aligned += stage_aligned;
+    chunks.push_back(plan.chunks);
+  }
+  // Even spreads (two, then three nodes); stage-aligned (whole stages per node, best fit) on the
+  // domain and on the region, both gpu002 whole; no stage pieces (a stage fits a node); anchors on
+  // gpu002 (8), gpu003 (4 usable) and gpu001 (2 usable; gpu005's 2 is no new count); the stage
+  // packer's thickest shares, gpu002 whole, and, since that puts both stages on one node, the same
+  // thickness with no node split between stages: 4 + 4.
+  EXPECT_EQ(chunks, (std::vector<C>{{{1, 4}, {2, 4}},
+                                    {{0, 2}, {1, 4}, {2, 2}},
+                                    {{1, 8}},
+                                    {{1, 8}},
+                                    {{1, 8}},
+                                    {{2, 4}, {3, 4}},
+                                    {{0, 2}, {1, 6}},
+                                    {{1, 8}},
+                                    {{1, 4}, {2, 4}}}));
+  EXPECT_EQ(aligned, 7) << "all but the three-node spread and the gpu001 anchor";
 }
 
 // Each registry lists its plugins in the order of their rule's enum, under the slot's names.
