@@ -2,7 +2,7 @@
 // without (TimeMs: the time alone, what the placer's score asks for), on the evaluation cluster
 // of docs/evaluation.md (data/clusters/eval-h100-3tier-2to1.yaml: 256 DGX H100-class nodes,
 // leaves of 16, spines of 4 leaves, both tapered 2:1, rails of 8 up to the spine). The sets are
-// the groups the score prices for the LLM mix's jobs.
+// the AllReduce and Send/Recv groups the score prices for the LLM mix's jobs.
 #include <benchmark/benchmark.h>
 
 #include <string>

@@ -131,6 +131,28 @@ TEST(CostModelTest, BadInput) {
   EXPECT_FALSE(CostModel(a100).Evaluate(Collective::kAllReduce, ok, kGiB, Algorithm::kNvls).ok());
 }
 
+// A bad set is refused naming its first bad GPU in the order given, whatever comes after it,
+// by Evaluate and TimeMs alike.
+TEST(CostModelTest, ABadSetNamesItsFirstBadGpu) {
+  topo::Cluster cl = MakeCluster("gpu:8 nvswitch:18 model:H100", 2);
+  CostModel m(cl);
+  const std::vector<std::pair<std::vector<GpuRef>, std::string>> cases = {
+      {{{0, 1}, {1, 2}, {0, 1}, {9, 0}}, "cost: GPU gpu001/GPU1 listed twice"},
+      {{{0, 1}, {9, 0}, {0, 1}}, "cost: node id 9 out of range"},
+      {{{1, 3}, {1, 8}, {1, 3}}, "cost: node \"gpu002\" has no GPU position 8"},
+      {{{1, 3}, {0, -1}}, "cost: node \"gpu001\" has no GPU position -1"},
+      {{{-1, 0}, {1, 3}, {1, 3}}, "cost: node id -1 out of range"},
+  };
+  for (const auto& [set, message] : cases) {
+    auto e = m.Evaluate(Collective::kAllReduce, set, kGiB);
+    auto t = m.TimeMs(Collective::kAllReduce, set, kGiB);
+    ASSERT_FALSE(e.ok()) << message;
+    ASSERT_FALSE(t.ok()) << message;
+    EXPECT_EQ(e.status().message(), message);
+    EXPECT_EQ(t.status().message(), message);
+  }
+}
+
 TEST(CostModelTest, SingleGpuCostsNothing) {
   auto m = CostModel::ForNode(*topo::MakeSyntheticTopology("gpu:8 nvswitch:18 model:H100"));
   std::vector<GpuRef> one = {{0, 3}};
