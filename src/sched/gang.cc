@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <mutex>
 #include <numeric>
 #include <utility>
 
@@ -44,10 +45,11 @@ bool HasRdma(const topo::NodeTopology& t) {
 
 namespace {
 
-// Prices groups of ranks of one placement with the cost model.
+// Prices groups of ranks of one placement with the cost model, through `cache` when given.
 class GroupPricer {
  public:
-  GroupPricer(const cost::CostModel& cost, const Placement& p) : cost_(cost), p_(p) {}
+  GroupPricer(const cost::CostModel& cost, const Placement& p, detail::BaselineCache* cache)
+      : cost_(cost), p_(p), cache_(cache) {}
 
   // `ms` becomes the larger of itself and the group's time (0 for fewer than 2 ranks or no
   // bytes).
@@ -57,14 +59,43 @@ class GroupPricer {
     std::vector<cost::GpuRef> refs;
     refs.reserve(ranks.size());
     for (int r : ranks) refs.push_back(cost::GpuRef{p_.ranks[r].node, p_.ranks[r].gpu});
+    if (cache_ == nullptr) {
+      ASSIGN_OR_RETURN(double t, cost_.TimeMs(coll, refs, static_cast<double>(bytes)));
+      *ms = std::max(*ms, t);
+      return OkStatus();
+    }
+    const int32_t c = static_cast<int32_t>(coll);
+    std::string key(reinterpret_cast<const char*>(&c), sizeof c);
+    key.append(reinterpret_cast<const char*>(&bytes), sizeof bytes);
+    for (const cost::GpuRef& g : refs) {
+      const int32_t pair[2] = {g.node, g.gpu};
+      key.append(reinterpret_cast<const char*>(pair), sizeof pair);
+    }
+    {
+      std::lock_guard<std::mutex> lock(cache_->mu);
+      auto it = cache_->group_times.find(key);
+      if (it != cache_->group_times.end()) {
+        *ms = std::max(*ms, it->second);
+        return OkStatus();
+      }
+    }
     ASSIGN_OR_RETURN(double t, cost_.TimeMs(coll, refs, static_cast<double>(bytes)));
     *ms = std::max(*ms, t);
+    std::lock_guard<std::mutex> lock(cache_->mu);
+    if (cache_->group_times.size() >= detail::BaselineCache::kMaxScores ||
+        cache_->group_key_bytes + key.size() > detail::BaselineCache::kMaxGroupKeyBytes) {
+      cache_->group_times.clear();
+      cache_->group_key_bytes = 0;
+    }
+    const size_t size = key.size();
+    if (cache_->group_times.emplace(std::move(key), t).second) cache_->group_key_bytes += size;
     return OkStatus();
   }
 
  private:
   const cost::CostModel& cost_;
   const Placement& p_;
+  detail::BaselineCache* cache_;
 };
 
 // The DP term: every stage's DP group through TP index 0, the DP group whose shape is worst,
@@ -105,9 +136,8 @@ Status PpMs(const cost::CostModel& cost, const job::Layout& l, const GroupPricer
   return OkStatus();
 }
 
-}  // namespace
-
-Status ScorePlacement(const cost::CostModel& cost, const job::Layout& l, Placement& p) {
+Status ScoreWith(const cost::CostModel& cost, const job::Layout& l, Placement& p,
+                 detail::BaselineCache* cache) {
   if (static_cast<int>(p.ranks.size()) != l.WorldSize()) {
     return InvalidArgumentError("placement has " + std::to_string(p.ranks.size()) +
                                 " ranks, layout " + std::to_string(l.WorldSize()));
@@ -115,7 +145,7 @@ Status ScorePlacement(const cost::CostModel& cost, const job::Layout& l, Placeme
   // Every group of a kind communicates at once and the step waits for the slowest. Priced:
   // each kind's groups through rank 0's TP index in every stage, and the group of each kind
   // whose shape is worst (sched/group_shape.h).
-  const GroupPricer g(cost, p);
+  const GroupPricer g(cost, p, cache);
   RETURN_IF_ERROR(DpMs(cost, l, g, p));
   p.tp_ms = 0;
   if (l.tp > 1 && l.tp_bytes > 0) {
@@ -127,6 +157,17 @@ Status ScorePlacement(const cost::CostModel& cost, const job::Layout& l, Placeme
   RETURN_IF_ERROR(PpMs(cost, l, g, p));
   p.predicted_ms = p.dp_ms + p.tp_ms + p.pp_ms;
   return OkStatus();
+}
+
+}  // namespace
+
+Status ScorePlacement(const cost::CostModel& cost, const job::Layout& l, Placement& p) {
+  return ScoreWith(cost, l, p, nullptr);
+}
+
+Status gang_internal::ScorePlacementCached(const cost::CostModel& cost, const job::Layout& l,
+                                           Placement& p, detail::BaselineCache& cache) {
+  return ScoreWith(cost, l, p, &cache);
 }
 
 NodeRequest NodeRequestFor(const job::Layout& l, int gpus, int tp) {

@@ -21,7 +21,7 @@ bool Search::Score(Placement& p) const {
   const int node = p.ranks.empty() ? -1 : p.ranks[0].node;
   bool one_node = node >= 0;
   for (const RankSlot& r : p.ranks) one_node = one_node && r.node == node;
-  if (!one_node) return ScorePlacement(cost_, job_.layout, p).ok();
+  if (!one_node) return ScorePlacementCached(cost_, job_.layout, p, baseline_).ok();
   std::string key = OneNodeKey(node);
   for (const RankSlot& r : p.ranks) key.push_back(static_cast<char>(r.gpu));
   {
@@ -35,7 +35,7 @@ bool Search::Score(Placement& p) const {
       return true;
     }
   }
-  if (!ScorePlacement(cost_, job_.layout, p).ok()) return false;
+  if (!ScorePlacementCached(cost_, job_.layout, p, baseline_).ok()) return false;
   std::lock_guard<std::mutex> lock(baseline_.mu);
   if (baseline_.single_node_scores.size() >= detail::BaselineCache::kMaxScores) {
     baseline_.single_node_scores.clear();

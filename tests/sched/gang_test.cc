@@ -2,14 +2,17 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "job/job_spec.h"
 #include "sched/domain_plugins.h"
+#include "sched/gang_search.h"
 #include "sched/gpu_plugins.h"
 #include "sched/link_model.h"
 #include "sched/node_plugins.h"
@@ -651,6 +654,70 @@ TEST(GangContention, QuietLinksWinOverBestFitWhenTheRunningJobsLoadsArePassed) {
   const Verdict e = placer.Place(s, x, &short_hide);
   ASSERT_TRUE(e.fit()) << e.Explain();
   EXPECT_EQ(spine_of(e), std::set<std::string>{"spine1"}) << e.Explain();
+}
+
+// The score's group times through the placer's cache: a TP 2 × DP 4 × PP 2 job spread over
+// random GPUs of 2-6 nodes of the evaluation cluster (512 GPUs, rails) scores the same, term by
+// term, with the cache empty, with it holding the groups already, and without it, and twice the
+// gradient bytes on the same GPUs is priced anew; a cache whose keys reach their bound is
+// emptied before it takes more.
+TEST(GangScore, CachedGroupTimesGiveTheSameScoreAndStayBounded) {
+  const topo::Cluster& c = testing::LoadExampleCluster("eval-h100-3tier-2to1-512.yaml");
+  const cost::CostModel cost(c);
+  job::Layout l;
+  l.tp = 2;
+  l.dp = 4;
+  l.pp = 2;
+  l.tp_bytes = int64_t{1} << 28;
+  l.dp_bytes = int64_t{1} << 30;
+  l.pp_bytes = int64_t{1} << 26;
+  detail::BaselineCache cache;
+  std::mt19937 rng(14);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<std::pair<int, int>> gpus;  // node, GPU
+    const int nodes = 2 + static_cast<int>(rng() % 5);
+    const int first = static_cast<int>(rng() % (c.nodes.size() - 3 * nodes));
+    for (int n = 0; n < nodes; ++n) {
+      for (int g = 0; g < 8; ++g) gpus.emplace_back(first + n * (1 + trial % 3), g);
+    }
+    std::shuffle(gpus.begin(), gpus.end(), rng);
+    Placement plain;
+    for (int r = 0; r < l.WorldSize(); ++r) {
+      plain.ranks.push_back(RankSlot{r, gpus[r].first, gpus[r].second, -1});
+    }
+    Placement miss = plain, hit = plain;
+    const Status plain_ok = ScorePlacement(cost, l, plain);
+    ASSERT_TRUE(plain_ok.ok()) << plain_ok.ToString();
+    ASSERT_TRUE(gang_internal::ScorePlacementCached(cost, l, miss, cache).ok());
+    const size_t held = cache.group_times.size();
+    ASSERT_TRUE(gang_internal::ScorePlacementCached(cost, l, hit, cache).ok());
+    EXPECT_EQ(cache.group_times.size(), held) << "the second score finds every group";
+    for (const Placement* p : {&miss, &hit}) {
+      EXPECT_EQ(p->dp_ms, plain.dp_ms);
+      EXPECT_EQ(p->tp_ms, plain.tp_ms);
+      EXPECT_EQ(p->pp_ms, plain.pp_ms);
+      EXPECT_EQ(p->predicted_ms, plain.predicted_ms);
+    }
+    EXPECT_GT(plain.dp_ms, 0);
+    // The same GPUs with twice the gradient bytes: the cache holds these groups at the old size.
+    job::Layout heavier = l;
+    heavier.dp_bytes *= 2;
+    Placement plain2 = plain, cached2 = plain;
+    ASSERT_TRUE(ScorePlacement(cost, heavier, plain2).ok());
+    ASSERT_TRUE(gang_internal::ScorePlacementCached(cost, heavier, cached2, cache).ok());
+    EXPECT_EQ(cached2.dp_ms, plain2.dp_ms);
+    EXPECT_GT(plain2.dp_ms, plain.dp_ms);
+  }
+  EXPECT_GT(cache.group_times.size(), 50u);
+  cache.group_key_bytes = detail::BaselineCache::kMaxGroupKeyBytes - 1;
+  Placement p;
+  for (int r = 0; r < l.WorldSize(); ++r) p.ranks.push_back(RankSlot{r, r / 8, r % 8, -1});
+  ASSERT_TRUE(gang_internal::ScorePlacementCached(cost, l, p, cache).ok());
+  EXPECT_LT(cache.group_times.size(), 10u) << "emptied at the bound, then the new groups";
+  EXPECT_GT(cache.group_times.size(), 0u);
+  size_t bytes = 0;
+  for (const auto& [key, ms] : cache.group_times) bytes += key.size();
+  EXPECT_EQ(cache.group_key_bytes, bytes);
 }
 
 }  // namespace
