@@ -658,9 +658,9 @@ TEST(GangContention, QuietLinksWinOverBestFitWhenTheRunningJobsLoadsArePassed) {
 
 // The score's group times through the placer's cache: a TP 2 × DP 4 × PP 2 job spread over
 // random GPUs of 2-6 nodes of the evaluation cluster (512 GPUs, rails) scores the same, term by
-// term, with the cache empty, with it holding the groups already, and without it, and twice the
-// gradient bytes on the same GPUs is priced anew; a cache whose keys reach their bound is
-// emptied before it takes more.
+// term, with the cache empty, with it holding the groups already, and without it; twice the
+// gradient bytes on the same GPUs, and the same GPUs in reversed rank order, are priced anew; a
+// cache whose keys reach their bound is emptied before it takes more.
 TEST(GangScore, CachedGroupTimesGiveTheSameScoreAndStayBounded) {
   const topo::Cluster& c = testing::LoadExampleCluster("eval-h100-3tier-2to1-512.yaml");
   const cost::CostModel cost(c);
@@ -673,6 +673,7 @@ TEST(GangScore, CachedGroupTimesGiveTheSameScoreAndStayBounded) {
   l.pp_bytes = int64_t{1} << 26;
   detail::BaselineCache cache;
   std::mt19937 rng(14);
+  int orders_differ = 0;
   for (int trial = 0; trial < 50; ++trial) {
     std::vector<std::pair<int, int>> gpus;  // node, GPU
     const int nodes = 2 + static_cast<int>(rng() % 5);
@@ -707,7 +708,18 @@ TEST(GangScore, CachedGroupTimesGiveTheSameScoreAndStayBounded) {
     ASSERT_TRUE(gang_internal::ScorePlacementCached(cost, heavier, cached2, cache).ok());
     EXPECT_EQ(cached2.dp_ms, plain2.dp_ms);
     EXPECT_GT(plain2.dp_ms, plain.dp_ms);
+    // The same GPUs in another rank order: every group holds the GPUs of a cached group, in
+    // another order (the time depends on it: rings follow it across nodes).
+    Placement turned = plain, turned_plain;
+    std::reverse(turned.ranks.begin(), turned.ranks.end());
+    for (int r = 0; r < l.WorldSize(); ++r) turned.ranks[r].rank = r;
+    turned_plain = turned;
+    ASSERT_TRUE(ScorePlacement(cost, l, turned_plain).ok());
+    ASSERT_TRUE(gang_internal::ScorePlacementCached(cost, l, turned, cache).ok());
+    EXPECT_EQ(turned.predicted_ms, turned_plain.predicted_ms);
+    orders_differ += turned_plain.predicted_ms != plain.predicted_ms;
   }
+  EXPECT_GT(orders_differ, 0) << "some reversed order prices differently";
   EXPECT_GT(cache.group_times.size(), 50u);
   cache.group_key_bytes = detail::BaselineCache::kMaxGroupKeyBytes - 1;
   Placement p;
