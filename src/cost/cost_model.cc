@@ -317,15 +317,20 @@ StatusOr<CostModel::Prepared> CostModel::Prepare(std::span<const GpuRef> gpus, b
   Prepared p;
   p.n = static_cast<int>(gpus.size());
   if (gpus.empty()) return InvalidArgumentError("cost: empty GPU set");
+  auto node_known = [&](const GpuRef& g) {
+    return g.node >= 0 && g.node < static_cast<int>(cluster_->nodes.size());
+  };
+  auto gpu_known = [&](const GpuRef& g) {
+    return g.gpu >= 0 && g.gpu < node_model(g.node).num_gpus();
+  };
   // The first bad GPU in input order, named (run only when the set is known to be bad).
   auto first_error = [&]() -> Status {
     std::set<std::pair<int, int>> seen;
     for (const GpuRef& g : gpus) {
-      if (g.node < 0 || g.node >= static_cast<int>(cluster_->nodes.size())) {
+      if (!node_known(g)) {
         return InvalidArgumentError("cost: node id " + std::to_string(g.node) + " out of range");
       }
-      const int ng = node_model(g.node).num_gpus();
-      if (g.gpu < 0 || g.gpu >= ng) {
+      if (!gpu_known(g)) {
         return InvalidArgumentError("cost: node \"" + cluster_->nodes[g.node].name +
                                     "\" has no GPU position " + std::to_string(g.gpu));
       }
@@ -338,10 +343,7 @@ StatusOr<CostModel::Prepared> CostModel::Prepare(std::span<const GpuRef> gpus, b
   std::vector<std::pair<int, int>> sorted;
   sorted.reserve(gpus.size());
   for (const GpuRef& g : gpus) {
-    if (g.node < 0 || g.node >= static_cast<int>(cluster_->nodes.size()) || g.gpu < 0 ||
-        g.gpu >= node_model(g.node).num_gpus()) {
-      return first_error();
-    }
+    if (!node_known(g) || !gpu_known(g)) return first_error();
     sorted.emplace_back(g.node, g.gpu);
   }
   std::sort(sorted.begin(), sorted.end());

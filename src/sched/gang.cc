@@ -59,11 +59,16 @@ class GroupPricer {
     std::vector<cost::GpuRef> refs;
     refs.reserve(ranks.size());
     for (int r : ranks) refs.push_back(cost::GpuRef{p_.ranks[r].node, p_.ranks[r].gpu});
-    if (cache_ == nullptr) {
-      ASSIGN_OR_RETURN(double t, cost_.TimeMs(coll, refs, static_cast<double>(bytes)));
-      *ms = std::max(*ms, t);
-      return OkStatus();
-    }
+    ASSIGN_OR_RETURN(double t, TimeOf(coll, refs, bytes));
+    *ms = std::max(*ms, t);
+    return OkStatus();
+  }
+
+ private:
+  // The group's TimeMs: from the cache when it holds the group, else priced (and kept there).
+  StatusOr<double> TimeOf(cost::Collective coll, const std::vector<cost::GpuRef>& refs,
+                          int64_t bytes) const {
+    if (cache_ == nullptr) return cost_.TimeMs(coll, refs, static_cast<double>(bytes));
     const int32_t c = static_cast<int32_t>(coll);
     std::string key(reinterpret_cast<const char*>(&c), sizeof c);
     key.append(reinterpret_cast<const char*>(&bytes), sizeof bytes);
@@ -74,13 +79,9 @@ class GroupPricer {
     {
       std::lock_guard<std::mutex> lock(cache_->mu);
       auto it = cache_->group_times.find(key);
-      if (it != cache_->group_times.end()) {
-        *ms = std::max(*ms, it->second);
-        return OkStatus();
-      }
+      if (it != cache_->group_times.end()) return it->second;
     }
     ASSIGN_OR_RETURN(double t, cost_.TimeMs(coll, refs, static_cast<double>(bytes)));
-    *ms = std::max(*ms, t);
     std::lock_guard<std::mutex> lock(cache_->mu);
     if (cache_->group_times.size() >= detail::BaselineCache::kMaxScores ||
         cache_->group_key_bytes + key.size() > detail::BaselineCache::kMaxGroupKeyBytes) {
@@ -89,7 +90,7 @@ class GroupPricer {
     }
     const size_t size = key.size();
     if (cache_->group_times.emplace(std::move(key), t).second) cache_->group_key_bytes += size;
-    return OkStatus();
+    return t;
   }
 
  private:

@@ -35,7 +35,8 @@ bool Search::Score(Placement& p) const {
       return true;
     }
   }
-  if (!ScorePlacementCached(cost_, job_.layout, p, baseline_).ok()) return false;
+  // Kept whole below: its groups need not fill group_times too.
+  if (!ScorePlacement(cost_, job_.layout, p).ok()) return false;
   std::lock_guard<std::mutex> lock(baseline_.mu);
   if (baseline_.single_node_scores.size() >= detail::BaselineCache::kMaxScores) {
     baseline_.single_node_scores.clear();

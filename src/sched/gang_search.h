@@ -76,12 +76,12 @@ struct BaselineCache {
   // a scheduler pass asks for the same few sets of a profile over and over. Cleared past
   // kMaxScores.
   std::unordered_map<std::string, std::vector<int>> node_orders;
-  // The times of the groups the search's scores price (CostModel::TimeMs), by collective, bytes
-  // and GPUs in rank order: such a time depends on the placer's cost model alone, and local
-  // search prices the same groups over and over (on the LLM mix at 90% load three in four had
-  // been priced before in the same Place call). One-node scores are also kept whole in
-  // single_node_scores. Cleared when it holds kMaxScores groups or
-  // kMaxGroupKeyBytes of keys (a 1,024-rank group's key is 8 KiB).
+  // The times of the groups the search's scores of placements spanning nodes price
+  // (CostModel::TimeMs), by collective, bytes and GPUs in rank order: such a time depends on the
+  // placer's cost model alone, and local search prices the same groups over and over (on the
+  // LLM mix at 90% load three in four had been priced before in the same Place call). One-node
+  // scores are kept whole in single_node_scores instead. Cleared when it holds kMaxScores groups
+  // or kMaxGroupKeyBytes of keys (a 1,024-rank group's key is 8 KiB).
   static constexpr size_t kMaxGroupKeyBytes = size_t{16} << 20;
   std::unordered_map<std::string, double> group_times;
   size_t group_key_bytes = 0;
