@@ -7,7 +7,7 @@
 #include <cstdlib>
 
 #include "bench_clusters.h"
-#include "sched/cluster_state.h"
+#include "state/cluster_state.h"
 
 namespace ts = toposched;
 using ts::sched::ClusterState;

@@ -31,8 +31,8 @@
 
 #include "api/extender.h"
 #include "api/service.h"
-#include "sched/cluster_state.h"
-#include "sched/gang.h"
+#include "placer/gang.h"
+#include "state/cluster_state.h"
 #include "topo/cluster.h"
 #include "topo/synthetic.h"
 

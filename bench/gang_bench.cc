@@ -24,8 +24,8 @@
 
 #include "bench_clusters.h"
 #include "job/job_spec.h"
-#include "sched/cluster_state.h"
-#include "sched/gang.h"
+#include "placer/gang.h"
+#include "state/cluster_state.h"
 
 namespace ts = toposched;
 using ts::bench::BigCluster;

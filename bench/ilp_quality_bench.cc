@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "sched/gang.h"
+#include "placer/gang.h"
 #include "sched/ilp_cases.h"
 #include "sched/ilp_oracle.h"
 

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "sched/node_select.h"
-#include "sched/pair_score.h"
+#include "select/node_select.h"
+#include "select/pair_score.h"
 #include "topo/io/import.h"
 #include "topo/synthetic.h"
 

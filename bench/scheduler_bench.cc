@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "bench_clusters.h"
-#include "sched/gang.h"
+#include "placer/gang.h"
 #include "sched/scheduler.h"
 
 namespace {

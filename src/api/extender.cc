@@ -69,12 +69,6 @@ bool PodsWhole(const sched::Placement& p, int pods, int gpus_per_pod) {
 
 namespace extender_internal {
 
-std::string Quoted(std::string_view s) {
-  std::string out;
-  k8s::AppendJsonString(out, s);
-  return out;
-}
-
 json GpusJson(const sched::GpuMask& m) {
   json a = json::array();
   for (int g : m.Positions()) a.push_back(g);

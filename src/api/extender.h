@@ -20,8 +20,8 @@
 
 #include "core/status.h"
 #include "job/job_spec.h"
-#include "sched/cluster_state.h"
-#include "sched/gang.h"
+#include "placer/gang.h"
+#include "state/cluster_state.h"
 
 namespace toposched::api {
 

@@ -45,7 +45,7 @@ StatusOr<BindingArgs> ReadBinding(const json& j, const std::string& what, bool n
 }
 
 std::string ErrorResult(const std::string& message) {
-  return "{\"Error\":" + Quoted(message) + "}";
+  return "{\"Error\":" + k8s::JsonQuoted(message) + "}";
 }
 
 }  // namespace

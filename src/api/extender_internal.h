@@ -69,8 +69,6 @@ namespace extender_internal {
 
 inline constexpr const char* kPrefix = "toposched: ";
 
-// `s` as a JSON string literal.
-std::string Quoted(std::string_view s);
 // GPU positions of a mask as a JSON array.
 nlohmann::json GpusJson(const sched::GpuMask& m);
 // The job of `open` pods of a gang whose other pods hold GPUs already.

@@ -26,12 +26,6 @@ bool EqualFold(std::string_view a, std::string_view b) {
 
 namespace {
 
-std::string Quote(std::string_view s) {
-  std::string out;
-  AppendJsonString(out, s);
-  return out;
-}
-
 Status ReadStringMap(const json& meta, std::string_view key, const std::string& path,
                      std::map<std::string, std::string>& out) {
   const json* m = Member(meta, key);
@@ -40,7 +34,7 @@ Status ReadStringMap(const json& meta, std::string_view key, const std::string& 
   if (!m->is_object()) return InvalidArgumentError(p + ": expected an object of strings");
   for (const auto& [k, v] : m->items()) {
     if (!v.is_string()) {
-      return InvalidArgumentError(p + "[" + Quote(k) + "]: expected a string, got " +
+      return InvalidArgumentError(p + "[" + JsonQuoted(k) + "]: expected a string, got " +
                                   v.type_name());
     }
     out[k] = v.get<std::string>();
@@ -62,7 +56,7 @@ StatusOr<int64_t> ContainerGpus(const json& c, const std::string& resource,
     if (!m->is_object()) return InvalidArgumentError(p + ": expected an object");
     auto it = m->find(resource);
     if (it == m->end()) continue;
-    return ParseCount(*it, p + "[" + Quote(resource) + "]");
+    return ParseCount(*it, p + "[" + JsonQuoted(resource) + "]");
   }
   return int64_t{0};
 }
@@ -71,7 +65,7 @@ StatusOr<int> ParseSmallInt(const std::string& value, const std::string& what, i
   auto v = ParseInt(Trim(value));
   if (!v.ok() || *v < lo || *v > hi) {
     return FailedPreconditionError(what + ": expected an integer in [" + std::to_string(lo) + ", " +
-                                   std::to_string(hi) + "], got " + Quote(value));
+                                   std::to_string(hi) + "], got " + JsonQuoted(value));
   }
   return static_cast<int>(*v);
 }
@@ -89,7 +83,7 @@ StatusOr<job::LevelConstraint> ParseConstraint(const std::string& value, const s
     return FailedPreconditionError(what +
                                    ": expected \"required:<level>\", "
                                    "\"preferred:<level>\" or \"none\", got " +
-                                   Quote(value));
+                                   JsonQuoted(value));
   }
   c.mode = mode == "required" ? job::ConstraintMode::kRequired : job::ConstraintMode::kPreferred;
   c.level = level;
@@ -130,8 +124,8 @@ Status CheckKnownFields(const json& obj, const std::vector<std::string>& known,
     if (!found) {
       std::string list;
       for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
-      return InvalidArgumentError(path + ": unknown field " + Quote(i.key()) + " (known: " + list +
-                                  ")");
+      return InvalidArgumentError(path + ": unknown field " + JsonQuoted(i.key()) +
+                                  " (known: " + list + ")");
     }
   }
   return OkStatus();
@@ -299,7 +293,8 @@ StatusOr<Membership> MembershipOf(const Pod& pod, const ExtenderOptions& o) {
       m.index = heads + *v;
     } else {
       return FailedPreconditionError(o.kubeflow_type_key + ": unknown replica type " +
-                                     Quote(*type) + " (known: master, chief, launcher, worker)");
+                                     JsonQuoted(*type) +
+                                     " (known: master, chief, launcher, worker)");
     }
   }
   if (m.size > 0 && m.index >= m.size) {
@@ -376,14 +371,14 @@ StatusOr<job::JobSpec> GangSpec(const Pod& pod, const Membership& m, const Exten
       auto v = ParseDouble(Trim(value));
       if (!v.ok() || !(*v >= 0 && *v <= 1)) {
         return FailedPreconditionError(key + ": expected a number from 0 to 1, got " +
-                                       Quote(value));
+                                       JsonQuoted(value));
       }
       estimate.comm_share = *v;
     } else if (name == "rdma-required") {
       const std::string v = ToLower(Trim(value));
       if (v != "true" && v != "false") {
         return FailedPreconditionError(key + ": expected \"true\" or \"false\", got " +
-                                       Quote(value));
+                                       JsonQuoted(value));
       }
       spec.constraints.rdma_required = v == "true";
     } else {
@@ -470,6 +465,12 @@ void AppendJsonString(std::string& out, std::string_view s) {
     }
   }
   out += '"';
+}
+
+std::string JsonQuoted(std::string_view s) {
+  std::string out;
+  AppendJsonString(out, s);
+  return out;
 }
 
 }  // namespace toposched::api::k8s

@@ -81,5 +81,7 @@ StatusOr<job::JobSpec> GangSpec(const Pod& pod, const Membership& m, const Exten
 
 // Appends `s` as a JSON string (quotes and escapes) to `out`.
 void AppendJsonString(std::string& out, std::string_view s);
+// `s` as a JSON string: quoted and escaped (error messages that name a value from a request).
+std::string JsonQuoted(std::string_view s);
 
 }  // namespace toposched::api::k8s

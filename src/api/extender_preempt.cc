@@ -49,7 +49,7 @@ StatusOr<std::string> Extender::Preempt(std::string_view body) {
   if (src != nullptr && !src->is_null()) {
     if (!src->is_object()) return InvalidArgumentError(what + ": expected an object");
     for (auto it = src->begin(); it != src->end(); ++it) {
-      const std::string path = what + "[" + Quoted(it.key()) + "]";
+      const std::string path = what + "[" + k8s::JsonQuoted(it.key()) + "]";
       NodeVictims& nv = victims[it.key()];
       if (it->is_null()) continue;
       if (!it->is_object()) return InvalidArgumentError(path + ": expected an object");

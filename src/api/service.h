@@ -26,7 +26,7 @@
 #include "core/status.h"
 #include "diag/diagnose.h"
 #include "job/job_spec.h"
-#include "sched/gang.h"
+#include "placer/gang.h"
 #include "sched/input.h"
 #include "sched/run_time.h"
 #include "sched/scheduler.h"

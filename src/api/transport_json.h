@@ -3,7 +3,7 @@
 // "example", "via"}]), "nccl_env" ({"NCCL_IB_HCA"} or {}) and "transport_warnings".
 #pragma once
 
-#include "sched/transports.h"
+#include "placer/transports.h"
 
 namespace toposched::api {
 

@@ -12,7 +12,7 @@
 #include "cli/client.h"
 #include "cli/commands.h"
 #include "diag/diagnose.h"
-#include "sched/cluster_state.h"
+#include "state/cluster_state.h"
 #include "topo/io/cluster_yaml.h"
 #include "topo/io/import.h"
 #include "topo/io/json_io.h"

@@ -15,8 +15,8 @@
 #include "cli/atomic_file.h"
 #include "cli/commands.h"
 #include "job/job_spec.h"
-#include "sched/cluster_state.h"
-#include "sched/gang.h"
+#include "placer/gang.h"
+#include "state/cluster_state.h"
 #include "topo/io/cluster_yaml.h"
 
 namespace toposched::cli {

@@ -10,10 +10,10 @@
 #include "api/transport_json.h"
 #include "cli/commands.h"
 #include "job/job_spec.h"
-#include "sched/cluster_state.h"
-#include "sched/gang.h"
-#include "sched/policy.h"
-#include "sched/transports.h"
+#include "placer/gang.h"
+#include "placer/policy.h"
+#include "placer/transports.h"
+#include "state/cluster_state.h"
 #include "topo/io/cluster_yaml.h"
 
 namespace toposched::cli {

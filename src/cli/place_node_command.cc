@@ -7,7 +7,7 @@
 #include <string>
 
 #include "core/strings.h"
-#include "sched/node_select.h"
+#include "select/node_select.h"
 #include "topo/io/import.h"
 
 namespace toposched::cli {

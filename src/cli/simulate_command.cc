@@ -13,7 +13,7 @@
 #include "cli/commands.h"
 #include "core/strings.h"
 #include "job/job_spec.h"
-#include "sched/policy.h"
+#include "placer/policy.h"
 #include "sim/openb_cluster.h"
 #include "sim/policies.h"
 #include "sim/report.h"

@@ -20,7 +20,7 @@
 #include "cli/flags.h"
 #include "core/strings.h"
 #include "cost/cost_model.h"
-#include "sched/policy.h"
+#include "placer/policy.h"
 #include "slurm/exec_env.h"
 #include "slurm/import.h"
 #include "slurm/place.h"

@@ -40,6 +40,8 @@ std::vector<std::string> SplitWhitespace(std::string_view s) {
   return out;
 }
 
+std::string Quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
 bool StartsWith(std::string_view s, std::string_view prefix) {
   return s.size() >= prefix.size() && s.substr(0, prefix.size()) == prefix;
 }

@@ -15,6 +15,9 @@ std::vector<std::string> Split(std::string_view s, char sep, bool skip_empty = f
 // Splits on runs of spaces and tabs.
 std::vector<std::string> SplitWhitespace(std::string_view s);
 bool StartsWith(std::string_view s, std::string_view prefix);
+// `s` in double quotes, as error messages name a value: Quote("gpu017") is "\"gpu017\"". No
+// escaping: for names and tokens read from a file, not for arbitrary text.
+std::string Quote(std::string_view s);
 std::string ToLower(std::string_view s);
 
 // Parses a decimal integer, the whole string. Errors name the text.

@@ -77,13 +77,23 @@ class CostModel {
   const CostTables& tables() const { return tables_; }
 
  private:
-  struct Island;
-  struct Prepared;
+  struct Island;      // cost/prepared.h
+  struct Prepared;    // cost/prepared.h
+  class Collectives;  // one model per collective × algorithm (cost/collectives.cc)
   // detail: name the hops and keep the rank order (Evaluate); without it the hops, bottleneck
   // and order stay empty and the rest of the estimate is the same (TimeMs).
   StatusOr<Estimate> Run(Collective collective, std::span<const GpuRef> gpus, double bytes,
                          Algorithm algorithm, bool detail) const;
+  // The set checked and grouped into islands, each with its ring and its network share
+  // (cost/prepare.cc).
   StatusOr<Prepared> Prepare(std::span<const GpuRef> gpus, bool detail) const;
+  Status CheckSet(std::span<const GpuRef> gpus, Prepared& p) const;
+  void GroupIslands(std::span<const GpuRef> gpus, Prepared& p) const;
+  void PrepareNodeIsland(std::span<const GpuRef> gpus, bool detail, bool multi_node,
+                         Island& isl) const;
+  void PrepareDomainIsland(std::span<const GpuRef> gpus, bool detail, Island& isl) const;
+  void AddIslandNetwork(std::span<const GpuRef> gpus, bool detail, bool multi_node,
+                        Island& isl) const;
   std::string GpuName(const GpuRef& g, bool multi_node) const;
 
   std::unique_ptr<topo::Cluster> owned_;

@@ -20,8 +20,6 @@ constexpr int kMaxSeqLen = 1 << 24;
 constexpr int kMaxMicroBatch = 1 << 16;
 constexpr int64_t kMaxBytes = int64_t{1} << 60;
 
-std::string Quote(const std::string& s) { return "\"" + s + "\""; }
-
 std::optional<FieldError> Err(std::string field, std::string message) {
   return FieldError{std::move(field), std::move(message)};
 }

@@ -198,6 +198,15 @@ StatusOr<JobSpec> ParseJobJson(const std::string& text, const std::string& sourc
 StatusOr<std::vector<JobSpec>> ParseJobsJson(const std::string& text, const std::string& source);
 // By extension: .json -> ParseJobsJson, anything else -> ParseJobsYaml. NotFound if unreadable.
 StatusOr<std::vector<JobSpec>> ReadJobsFile(const std::string& path);
+// A job file as `submit` and `place --jobs` take it: one spec, or a `jobs:` list (a map whose
+// only key is `jobs`). The same errors as ParseJobYaml/ParseJobsYaml (JSON: their Json forms);
+// every spec is parsed and validated before any is returned (all or nothing).
+StatusOr<std::vector<JobSpec>> ParseJobSpecsYaml(const std::string& text,
+                                                 const std::string& source);
+StatusOr<std::vector<JobSpec>> ParseJobSpecsJson(const std::string& text,
+                                                 const std::string& source);
+// By extension, as ReadJobsFile. NotFound if unreadable; InvalidArgument past 64 MiB.
+StatusOr<std::vector<JobSpec>> ReadJobSpecsFile(const std::string& path);
 
 // Writes every field of a (normalized) spec; ParseJobJson of the result gives an equal spec.
 std::string JobSpecToJson(const JobSpec& spec, int indent = 2);

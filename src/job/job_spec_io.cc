@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "core/file.h"
+#include "core/source_error.h"
 #include "core/strings.h"
 #include "job/job_spec.h"
 
@@ -26,8 +27,6 @@ namespace {
 constexpr int kMaxDepth = 64;           // nesting of the document tree
 constexpr size_t kMaxValues = 1 << 18;  // values in one document (anchors can multiply them)
 constexpr size_t kMaxFileBytes = 64u << 20;
-
-std::string Quote(const std::string& s) { return "\"" + s + "\""; }
 
 struct Field;
 
@@ -112,10 +111,7 @@ class YamlConverter {
   }
 
  private:
-  Status Err(int line, const std::string& msg) const {
-    return InvalidArgumentError(source_ + (line > 0 ? ":" + std::to_string(line) : "") + ": " +
-                                msg);
-  }
+  Status Err(int line, const std::string& msg) const { return SourceError(source_, line, msg); }
   std::string source_;
   size_t count_ = 0;
 };
@@ -255,23 +251,13 @@ StatusOr<Value> JsonToValue(const std::string& text, const std::string& source) 
 
 // ---- The spec parser, over Value ----
 
-class Ctx {
+class Ctx : public SourceContext {
  public:
-  explicit Ctx(std::string source) : source_(std::move(source)) {}
-  Status Err(int line, const std::string& field, const std::string& msg) const {
-    std::string out = source_;
-    if (line > 0) out += ":" + std::to_string(line);
-    out += ": ";
-    if (!field.empty()) out += field + ": ";
-    return InvalidArgumentError(out + msg);
-  }
+  using SourceContext::Err;
+  using SourceContext::SourceContext;
   Status Err(const Value& at, const std::string& field, const std::string& msg) const {
     return Err(at.line, field, msg);
   }
-  const std::string& source() const { return source_; }
-
- private:
-  std::string source_;
 };
 
 class Fields {
@@ -774,6 +760,45 @@ StatusOr<JobSpec> ParseJobJson(const std::string& text, const std::string& sourc
 StatusOr<std::vector<JobSpec>> ParseJobsJson(const std::string& text, const std::string& source) {
   ASSIGN_OR_RETURN(Value root, JsonToValue(text, source));
   return ParseJobsValue(root, Ctx(source), "$");
+}
+
+namespace {
+
+// A root that is a map whose only key is `jobs` is a jobs file; anything else one spec.
+bool IsJobsList(const Value& root) {
+  return root.kind == Value::Kind::kMap && root.fields.size() == 1 &&
+         root.fields[0].first == "jobs";
+}
+
+StatusOr<std::vector<JobSpec>> OneOrMany(const Value& root, const std::string& source,
+                                         const std::string& root_path) {
+  Ctx ctx(source);
+  if (IsJobsList(root)) return ParseJobsValue(root, ctx, root_path);
+  if (root.kind == Value::Kind::kNull) {
+    return ctx.Err(0, "", "empty job spec (expected one job spec or a jobs: list)");
+  }
+  ASSIGN_OR_RETURN(JobSpec spec, SpecParser(ctx).Parse(root, root_path));
+  return std::vector<JobSpec>{std::move(spec)};
+}
+
+}  // namespace
+
+StatusOr<std::vector<JobSpec>> ParseJobSpecsYaml(const std::string& text,
+                                                 const std::string& source) {
+  ASSIGN_OR_RETURN(Value root, YamlToValue(text, source));
+  return OneOrMany(root, source, "");
+}
+
+StatusOr<std::vector<JobSpec>> ParseJobSpecsJson(const std::string& text,
+                                                 const std::string& source) {
+  ASSIGN_OR_RETURN(Value root, JsonToValue(text, source));
+  return OneOrMany(root, source, "$");
+}
+
+StatusOr<std::vector<JobSpec>> ReadJobSpecsFile(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string text, ReadFileBounded(path, kMaxFileBytes, "a job file"));
+  const bool is_json = path.size() >= 5 && ToLower(path.substr(path.size() - 5)) == ".json";
+  return is_json ? ParseJobSpecsJson(text, path) : ParseJobSpecsYaml(text, path);
 }
 
 StatusOr<std::vector<JobSpec>> ReadJobsFile(const std::string& path) {

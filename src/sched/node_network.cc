@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/strings.h"
+
 namespace toposched::sched {
 
 namespace {
-
-std::string Quote(const std::string& s) { return "\"" + s + "\""; }
 
 void InsertSorted(std::vector<int>& v, int x) {
   v.insert(std::lower_bound(v.begin(), v.end(), x), x);

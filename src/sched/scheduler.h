@@ -96,10 +96,10 @@
 #include "core/status.h"
 #include "job/job_spec.h"
 #include "job/job_state.h"
-#include "sched/cluster_state.h"
-#include "sched/gang.h"
+#include "placer/gang.h"
 #include "sched/input.h"
-#include "sched/link_model.h"
+#include "state/cluster_state.h"
+#include "state/link_model.h"
 
 namespace toposched::sched {
 

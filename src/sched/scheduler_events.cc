@@ -8,8 +8,8 @@
 #include <set>
 
 #include "sched/node_network.h"
-#include "sched/rank_order.h"
 #include "sched/scheduler.h"
+#include "select/rank_order.h"
 
 namespace toposched::sched {
 

@@ -391,4 +391,9 @@ Status SchedulingPass::Finish() {
   return OkStatus();
 }
 
+StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
+  SchedulingPass pass(*this, now_us);
+  return pass.Run();
+}
+
 }  // namespace toposched::sched

@@ -13,25 +13,13 @@
 
 #include "core/status.h"
 #include "job/job_spec.h"
-#include "sched/cluster_state.h"
-#include "sched/gang.h"
-#include "sched/link_model.h"
+#include "placer/gang.h"
 #include "sched/scheduler.h"
+#include "sched/scheduler_util.h"
+#include "state/cluster_state.h"
+#include "state/link_model.h"
 
 namespace toposched::sched {
-
-namespace internal {
-
-// Shared by scheduler.cc and scheduler_pass.cc (defined in scheduler.cc).
-inline constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
-std::string JobName(int64_t id);
-// A point in time for explanations: seconds from the start, or a UTC date-time when the clock
-// counts from the Unix epoch.
-std::string Seconds(int64_t us, bool epoch = false);
-// Takes a placement's GPUs in `state` for `id`: whole GPUs, or its milli of a shared GPU.
-Status AllocatePlacement(ClusterState& state, int64_t id, const Placement& p);
-
-}  // namespace internal
 
 // The state of one pass over the pending jobs and its steps. Run() once per object.
 class SchedulingPass {

@@ -7,10 +7,11 @@
 #include <sstream>
 #include <vector>
 
+#include "core/source_error.h"
 #include "core/strings.h"
 #include "job/job_spec.h"
+#include "placer/policy.h"
 #include "sched/input.h"
-#include "sched/policy.h"
 #include "sched/run_time.h"
 #include "sched/scheduler.h"
 
@@ -34,7 +35,7 @@ class Runner {
 
  private:
   Status Err(const Line& l, const std::string& msg) const {
-    return InvalidArgumentError(source_ + ":" + std::to_string(l.number) + ": " + msg);
+    return SourceError(source_, l.number, msg);
   }
   Status Option(const Line& l, const std::string& kv);
   Status Start(const Line& l);

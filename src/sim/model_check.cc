@@ -6,7 +6,7 @@
 #include <tuple>
 
 #include "core/strings.h"
-#include "sched/link_model.h"
+#include "state/link_model.h"
 
 namespace toposched::sim {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "core/strings.h"
-#include "sched/policy.h"
+#include "placer/policy.h"
 
 namespace toposched::sim {
 

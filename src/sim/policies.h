@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "sched/gang.h"
+#include "placer/gang.h"
 
 namespace toposched::sim {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sched/policy.h"
+#include "placer/policy.h"
 
 namespace toposched::sim::detail {
 

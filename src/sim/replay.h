@@ -17,11 +17,11 @@
 
 #include "core/status.h"
 #include "cost/cost_model.h"
-#include "sched/gang.h"
-#include "sched/link_model.h"
+#include "placer/gang.h"
 #include "sched/scheduler.h"
 #include "sim/simulator.h"
 #include "sim/step_model.h"
+#include "state/link_model.h"
 
 namespace toposched::sim::detail {
 

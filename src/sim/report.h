@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "sched/policy.h"
+#include "placer/policy.h"
 #include "sim/simulator.h"
 
 namespace toposched::sim {

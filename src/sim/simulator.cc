@@ -8,7 +8,7 @@
 #include <random>
 #include <tuple>
 
-#include "sched/policy.h"
+#include "placer/policy.h"
 #include "sched/run_time.h"
 #include "sched/scheduler.h"
 #include "sim/replay.h"

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "core/status.h"
-#include "sched/gang.h"
-#include "sched/policy.h"
+#include "placer/gang.h"
+#include "placer/policy.h"
 #include "sim/trace.h"
 #include "topo/cluster.h"
 

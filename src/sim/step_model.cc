@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "sched/group_shape.h"
+#include "placement/group_shape.h"
 
 namespace toposched::sim {
 

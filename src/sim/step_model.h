@@ -11,7 +11,7 @@
 #include "core/status.h"
 #include "cost/cost_model.h"
 #include "job/job_spec.h"
-#include "sched/gang.h"
+#include "placer/gang.h"
 #include "sim/trace.h"
 
 namespace toposched::sim {

@@ -4,8 +4,8 @@
 #include <set>
 
 #include "core/strings.h"
-#include "sched/rank_order.h"
-#include "sched/ring.h"
+#include "select/rank_order.h"
+#include "select/ring.h"
 #include "slurm/place.h"
 
 namespace toposched::slurm {

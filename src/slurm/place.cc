@@ -6,8 +6,8 @@
 #include <set>
 
 #include "core/strings.h"
-#include "sched/gang.h"
-#include "sched/ring.h"
+#include "placer/gang.h"
+#include "select/ring.h"
 
 namespace toposched::slurm {
 

@@ -12,10 +12,10 @@
 #include "core/status.h"
 #include "cost/cost_model.h"
 #include "job/job_spec.h"
-#include "sched/cluster_state.h"
-#include "sched/gang.h"
+#include "placer/gang.h"
 #include "slurm/runner.h"
 #include "slurm/scontrol.h"
+#include "state/cluster_state.h"
 #include "topo/cluster.h"
 
 namespace toposched::slurm {

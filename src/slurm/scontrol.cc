@@ -4,6 +4,7 @@
 #include <cctype>
 #include <set>
 
+#include "core/source_error.h"
 #include "core/strings.h"
 #include "slurm/job_states.h"
 
@@ -11,10 +12,8 @@ namespace toposched::slurm {
 
 namespace {
 
-std::string Quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
-
 Status LineError(const std::string& source, int line, const std::string& msg) {
-  return InvalidArgumentError(source + ":" + std::to_string(line) + ": " + msg);
+  return SourceError(source, line, msg);
 }
 
 bool IsFieldKey(std::string_view key) {

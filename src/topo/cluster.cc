@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "core/strings.h"
+
 namespace toposched::topo {
 
 namespace {
@@ -29,8 +31,6 @@ int Lookup(const std::vector<T>& items, const std::unordered_map<std::string, in
   }
   return -1;
 }
-
-std::string Quote(const std::string& s) { return "\"" + s + "\""; }
 
 // Validate's steps, in the order it runs them.
 

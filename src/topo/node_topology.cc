@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "core/enum_names.h"
 #include "core/strings.h"
 
 namespace toposched::topo {
@@ -49,47 +50,37 @@ int PathRank(const Path& p) {
   return 64 + static_cast<int>(p.cls);
 }
 
-const char* HealthName(Health h) {
-  switch (h) {
-    case Health::kHealthy:
-      return "healthy";
-    case Health::kDegraded:
-      return "degraded";
-    case Health::kUnhealthy:
-      return "unhealthy";
-  }
-  return "healthy";
-}
+namespace {
+
+// Names first, then the aliases the readers accept (case-insensitive, trimmed).
+constexpr EnumName<Health> kHealthNames[] = {
+    {Health::kHealthy, "healthy"},     {Health::kDegraded, "degraded"},
+    {Health::kUnhealthy, "unhealthy"}, {Health::kHealthy, "ok"},
+    {Health::kUnhealthy, "down"},      {Health::kUnhealthy, "failed"}};
+
+constexpr EnumName<LinkLayer> kLinkLayerNames[] = {{LinkLayer::kUnknown, "unknown"},
+                                                   {LinkLayer::kInfiniBand, "ib"},
+                                                   {LinkLayer::kRoCE, "roce"},
+                                                   {LinkLayer::kEthernet, "ethernet"},
+                                                   {LinkLayer::kInfiniBand, "infiniband"},
+                                                   {LinkLayer::kEthernet, "eth"},
+                                                   {LinkLayer::kEthernet, "tcp"},
+                                                   {LinkLayer::kUnknown, ""}};
+
+}  // namespace
+
+const char* HealthName(Health h) { return NameOf(kHealthNames, h, "healthy"); }
 
 StatusOr<Health> ParseHealth(std::string_view s) {
-  std::string l = ToLower(Trim(s));
-  if (l == "healthy" || l == "ok") return Health::kHealthy;
-  if (l == "degraded") return Health::kDegraded;
-  if (l == "unhealthy" || l == "down" || l == "failed") return Health::kUnhealthy;
+  if (auto h = ValueOf(kHealthNames, ToLower(Trim(s)))) return *h;
   return InvalidArgumentError("unknown health \"" + std::string(s) +
                               "\" (expected healthy, degraded or unhealthy)");
 }
 
-const char* LinkLayerName(LinkLayer l) {
-  switch (l) {
-    case LinkLayer::kUnknown:
-      return "unknown";
-    case LinkLayer::kInfiniBand:
-      return "ib";
-    case LinkLayer::kRoCE:
-      return "roce";
-    case LinkLayer::kEthernet:
-      return "ethernet";
-  }
-  return "unknown";
-}
+const char* LinkLayerName(LinkLayer l) { return NameOf(kLinkLayerNames, l, "unknown"); }
 
 StatusOr<LinkLayer> ParseLinkLayer(std::string_view s) {
-  std::string l = ToLower(Trim(s));
-  if (l == "ib" || l == "infiniband") return LinkLayer::kInfiniBand;
-  if (l == "roce") return LinkLayer::kRoCE;
-  if (l == "ethernet" || l == "eth" || l == "tcp") return LinkLayer::kEthernet;
-  if (l == "unknown" || l.empty()) return LinkLayer::kUnknown;
+  if (auto l = ValueOf(kLinkLayerNames, ToLower(Trim(s)))) return *l;
   return InvalidArgumentError("unknown link layer \"" + std::string(s) +
                               "\" (expected ib, roce or ethernet)");
 }

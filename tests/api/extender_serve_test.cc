@@ -23,8 +23,8 @@
 #include "api/extender_testing.h"
 #include "api/server.h"
 #include "api/service.h"
-#include "sched/cluster_state.h"
-#include "sched/gang.h"
+#include "placer/gang.h"
+#include "state/cluster_state.h"
 #include "testing/clusters.h"
 
 namespace toposched::api {

@@ -16,8 +16,8 @@
 
 #include "api/extender_k8s.h"
 #include "api/extender_testing.h"
-#include "sched/cluster_state.h"
-#include "sched/gang.h"
+#include "placer/gang.h"
+#include "state/cluster_state.h"
 #include "testing/clusters.h"
 
 namespace toposched::api {

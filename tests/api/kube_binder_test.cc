@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "api/extender.h"
-#include "sched/gang.h"
+#include "placer/gang.h"
 #include "testing/clusters.h"
 
 namespace toposched::api {

@@ -33,7 +33,7 @@ TEST(CostTablesTest, DefaultIsTheDataFile) {
   EXPECT_EQ(t.nvswitch_systems.size(), 5u);
 }
 
-// Every constant carries its source (data, not literals: DESIGN.md).
+// Every constant carries its source (data, not literals: docs/design.md, "Conventions").
 TEST(CostTablesTest, EveryEntryNamesItsSource) {
   auto j = nlohmann::json::parse(CostJsonFile());
   int checked = 0;

@@ -11,9 +11,9 @@
 
 #include "core/status.h"
 #include "job/job_spec.h"
-#include "sched/cluster_state.h"
-#include "sched/gang.h"
+#include "placer/gang.h"
 #include "sched/ilp_oracle.h"
+#include "state/cluster_state.h"
 #include "topo/cluster.h"
 
 namespace toposched::sched::ilp {

@@ -12,9 +12,9 @@
 #include <set>
 #include <utility>
 
-#include "sched/node_order.h"
-#include "sched/objective.h"
-#include "sched/rank_order.h"
+#include "placer/node_order.h"
+#include "select/objective.h"
+#include "select/rank_order.h"
 
 namespace toposched::sched::ilp {
 
@@ -608,7 +608,7 @@ Shared Prepare(const topo::Cluster& cluster, const cost::CostModel& cost_model,
       req.tp_bytes = sh.tp_bytes;
       auto ch = selectors_[cluster_->nodes[n].profile]->Select(state.FreeMask(n), req);
       if (!ch.ok() || (*ch)->fit != Fit::kFit) continue;
-      // The job whole on one node takes the order the placer gives it (sched/node_order.h).
+      // The job whole on one node takes the order the placer gives it (placer/node_order.h).
       const std::vector<int> o = k == sh.W && NodeOrderMatters(l)
                                      ? ImproveNodeOrder(*cost_, l, n, (*ch)->order)
                                      : (*ch)->order;

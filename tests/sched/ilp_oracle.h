@@ -13,9 +13,9 @@
 #include "core/status.h"
 #include "cost/cost_model.h"
 #include "job/job_spec.h"
-#include "sched/cluster_state.h"
-#include "sched/gang.h"
-#include "sched/node_select.h"
+#include "placer/gang.h"
+#include "select/node_select.h"
+#include "state/cluster_state.h"
 
 namespace toposched::sched::ilp {
 
@@ -27,7 +27,7 @@ namespace toposched::sched::ilp {
 //     (the placer's fallback) is kUnsupported, as is a cluster with multi-node NVLink domains;
 //   * on each node, the GPUs and their rank order are NodeSelector's exact optimum for
 //     (free mask, k_n, TP, dp/tp bytes): the same in-node choice the placer makes. A node that
-//     holds the whole job takes the placer's order for it (sched/node_order.h: swaps of ranks
+//     holds the whole job takes the placer's order for it (placer/node_order.h: swaps of ranks
 //     while the layout's predicted time falls, where pipeline stages or strided DP groups make
 //     the order matter);
 //   * ranks are filled node by node in node-id order (rank = tp + TP·(dp + DP·pp)), the fill

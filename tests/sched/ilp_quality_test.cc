@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "sched/gang.h"
+#include "placer/gang.h"
+#include "placer/policy.h"
 #include "sched/ilp_cases.h"
 #include "sched/ilp_oracle.h"
-#include "sched/policy.h"
 
 namespace toposched::sched::ilp {
 namespace {

@@ -18,6 +18,7 @@
 #include "sim/policies.h"
 #include "sim/report.h"
 #include "testing/clusters.h"
+#include "testing/golden.h"
 #include "topo/io/cluster_yaml.h"
 
 namespace toposched::sim {
@@ -25,13 +26,6 @@ namespace {
 
 std::string TracePath(const std::string& name) {
   return std::string(TS_SOURCE_DIR) + "/data/traces/" + name;
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 SimResult RunPolicy(const topo::Cluster& c, const Trace& t, const std::string& policy,
@@ -267,12 +261,7 @@ TEST(SimulatorTest, SameTraceAndSeedGiveByteIdenticalReports) {
 // Golden reports: the exact report.json of small traces. After an intended change of the
 // scheduler or the simulator, regenerate with TS_UPDATE_GOLDEN=1 and review the diff.
 void ExpectGolden(const std::string& golden, const std::string& got) {
-  const std::string path = std::string(TS_SOURCE_DIR) + "/tests/sim/golden/" + golden;
-  if (std::getenv("TS_UPDATE_GOLDEN") != nullptr) {
-    std::ofstream(path, std::ios::binary) << got;
-    return;
-  }
-  EXPECT_EQ(Slurp(path), got) << "golden " << path;
+  testing::ExpectGolden(std::string(TS_SOURCE_DIR) + "/tests/sim/golden/" + golden, got);
 }
 
 // Four DGX-1-class nodes (V100 hybrid cube-mesh, real nvidia-smi topo -m): 32 GPUs for up to

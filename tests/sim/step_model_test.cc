@@ -10,10 +10,10 @@
 
 #include "cost/cost_model.h"
 #include "cost/cost_tables.h"
-#include "sched/cluster_state.h"
-#include "sched/link_model.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"
+#include "state/cluster_state.h"
+#include "state/link_model.h"
 #include "testing/clusters.h"
 
 namespace toposched::sim {

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "core/strings.h"
-#include "sched/ring.h"
+#include "select/ring.h"
 #include "testing/samples.h"
 #include "topo/io/import.h"
 

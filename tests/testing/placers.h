@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "sched/gang.h"
+#include "placer/gang.h"
 #include "testing/clusters.h"
 
 namespace toposched::testing {

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/source_error.h"
 #include "core/strings.h"
 #include "topo/io/import.h"
 #include "topo/synthetic.h"
@@ -23,8 +24,6 @@ namespace {
 // (about 10,000 nodes: Frontier 9,408, Aurora 10,624 on the TOP500 list). It was 2^20, and
 // fuzzing found a spec of a few hundred bytes that made a million nodes: 2 s and 1 GB.
 constexpr int kMaxNodes = 1 << 17;
-
-std::string Quote(const std::string& s) { return "\"" + s + "\""; }
 
 int LineOf(const YAML::Node& n) {
   YAML::Mark m = n.Mark();
@@ -47,24 +46,13 @@ const char* KindName(const YAML::Node& n) {
 }
 
 // Everything the parser needs to turn a problem into "<source>:<line>: <field>: <message>".
-class Ctx {
+class Ctx : public SourceContext {
  public:
-  explicit Ctx(std::string source) : source_(std::move(source)) {}
-
-  Status Err(int line, const std::string& field, const std::string& msg) const {
-    std::string out = source_;
-    if (line > 0) out += ":" + std::to_string(line);
-    out += ": ";
-    if (!field.empty()) out += field + ": ";
-    return InvalidArgumentError(out + msg);
-  }
+  using SourceContext::Err;
+  using SourceContext::SourceContext;
   Status Err(const YAML::Node& at, const std::string& field, const std::string& msg) const {
     return Err(LineOf(at), field, msg);
   }
-  const std::string& source() const { return source_; }
-
- private:
-  std::string source_;
 };
 
 using ::toposched::FieldPath;

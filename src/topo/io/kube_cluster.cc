@@ -14,8 +14,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string Quote(const std::string& s) { return "\"" + s + "\""; }
-
 // What the import reads of one Node.
 struct KubeNodeInfo {
   std::string name;

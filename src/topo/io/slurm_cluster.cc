@@ -11,8 +11,6 @@ namespace toposched::topo::io {
 
 namespace {
 
-std::string Quote(const std::string& s) { return "\"" + s + "\""; }
-
 std::string LevelList(const std::vector<NetworkLevel>& levels) {
   std::string s;
   for (const NetworkLevel& l : levels) s += (s.empty() ? "" : ", ") + l.name;

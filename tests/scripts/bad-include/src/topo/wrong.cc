@@ -1,1 +1,1 @@
-#include "sched/node_select.h"
+#include "select/node_select.h"

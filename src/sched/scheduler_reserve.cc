@@ -1,0 +1,251 @@
+// The scheduler's look ahead: when running jobs end (their estimates or limits), the reservation
+// for the blocked head of the queue, which later jobs may backfill without delaying it, and the
+// wait-or-spread plan of a job that would run faster if it waited for a better placement.
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sched/scheduler.h"
+#include "sched/scheduler_util.h"
+
+namespace toposched::sched {
+
+namespace {
+
+using internal::AllocatePlacement;
+using internal::GpusOf;
+using internal::JobName;
+using internal::kNever;
+using internal::Seconds;
+using job::JobState;
+
+// A span of time for explanations, rounded: "~45 s", "~12 min", "~3.1 h".
+std::string Approx(double seconds) {
+  char buf[48];
+  if (seconds < 90) {
+    std::snprintf(buf, sizeof buf, "~%.0f s", seconds);
+  } else if (seconds < 5400) {
+    std::snprintf(buf, sizeof buf, "~%.0f min", seconds / 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "~%.1f h", seconds / 3600);
+  }
+  return buf;
+}
+
+}  // namespace
+
+// `us` + `limit_s` seconds; kNever where that would overflow.
+static int64_t PlusLimit(int64_t us, int64_t limit_s) {
+  if (limit_s > (kNever - us) / 1000000) return kNever;
+  return us + limit_s * 1000000;
+}
+
+int64_t Scheduler::EndUs(const Job& j) {
+  if (auto kill = j.record.kill_deadline_us()) return *kill;
+  if (j.spec.time_limit_s <= 0) return kNever;
+  return PlusLimit(j.start_us, j.spec.time_limit_s);
+}
+
+int64_t Scheduler::ReservationEndUs(const Job& j, int64_t now_us) const {
+  const int64_t end = EndUs(j);
+  // A kill deadline is never kNever, so `end` already answers for it.
+  if (end != kNever || !options_.backfill_by_estimates || estimator_ == nullptr ||
+      j.spec.time_limit_s > 0) {
+    return end;
+  }
+  const std::optional<int64_t> e = estimator_->ExpectedEndUs(j.id, now_us);
+  return e ? std::max(*e, now_us) : kNever;
+}
+
+std::optional<int64_t> Scheduler::BackfillEndUs(const Job& j, const Placement& p, int64_t now_us,
+                                                bool estimate_ok, bool* estimated) const {
+  *estimated = false;
+  if (j.spec.time_limit_s > 0) {
+    const int64_t end = PlusLimit(now_us, j.spec.time_limit_s);
+    if (end == kNever) return std::nullopt;
+    return end;
+  }
+  if (!estimate_ok || !options_.backfill_by_estimates || estimator_ == nullptr) {
+    return std::nullopt;
+  }
+  const std::optional<double> run = estimator_->RunSeconds(j.id, p);
+  if (!run || !std::isfinite(*run) || *run < 0) return std::nullopt;
+  const double us = std::ceil(*run * 1e6);
+  if (!(us < 9e18)) return std::nullopt;  // below 2^63: the cast is defined
+  const int64_t d = static_cast<int64_t>(us);
+  if (d > kNever - now_us) return std::nullopt;
+  *estimated = true;
+  return now_us + d;
+}
+
+Scheduler::Reservation Scheduler::MakeReservation(const Job& j, const job::JobSpec& spec,
+                                                  int64_t now_us) const {
+  std::vector<std::pair<int64_t, const Job*>> running;  // (end for the reservation, job)
+  for (const auto& [id, o_ptr] : Running()) {
+    const Job& o = *o_ptr;
+    if (o.placement) running.emplace_back(ReservationEndUs(o, now_us), &o);
+  }
+  std::stable_sort(running.begin(), running.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  ClusterState trial = state_;
+  Reservation r{j.id, kNever, {}};
+  bool estimated = false;
+  for (const auto& [end, o] : running) {
+    (void)trial.Release(o->id);
+    if (end == kNever) continue;  // only reached when released as part of "never"
+    estimated = estimated || end != EndUs(*o);
+    // Too few free GPUs cluster-wide: no placement yet (saves a placer call per release).
+    if (!spec.Fractional() && trial.ClusterCapacity().free_gpus < spec.total_gpus) continue;
+    Verdict v = placer_->Place(trial, spec);
+    if (v.fit()) {
+      r.start_us = std::max(end, now_us);
+      r.parts = v.placement->parts;
+      r.estimated = estimated;
+      return r;
+    }
+  }
+  // Never by time limits: reserve the GPUs it would take with every running job gone.
+  Verdict v = placer_->Place(trial, spec);
+  if (v.fit()) r.parts = v.placement->parts;
+  return r;
+}
+
+std::optional<Scheduler::WaitPlan> Scheduler::PlanWait(const Job& j, const job::JobSpec& spec,
+                                                       const Placement& now_p,
+                                                       const ClusterState& base,
+                                                       int64_t now_us) const {
+  if (!options_.wait_or_spread || estimator_ == nullptr || j.spec.elastic || spec.Fractional()) {
+    return std::nullopt;
+  }
+  const int64_t limit = j.wait_finish_by_us >= 0 ? j.wait_finish_by_us : kNever;
+  if (now_us >= limit) return std::nullopt;                                 // waited it out
+  if (!(now_p.predicted_ms > now_p.best_possible_ms)) return std::nullopt;  // already best
+  const std::optional<double> run_now = estimator_->RunSeconds(j.id, now_p);
+  if (!run_now) return std::nullopt;
+  WaitPlan best;
+  best.finish_now_us = static_cast<double>(now_us) + *run_now * 1e6;
+  best.finish_us = best.finish_now_us;            // the bound: no later start can win
+  std::vector<std::pair<int64_t, int64_t>> ends;  // (expected end, job id)
+  for (const auto& [id, o] : running_) {
+    if (!o->placement) continue;
+    if (std::optional<int64_t> e = estimator_->ExpectedEndUs(id, now_us)) {
+      ends.emplace_back(std::max(*e, now_us), id);
+    }
+  }
+  std::sort(ends.begin(), ends.end());
+  // Release groups: by time times[g], the jobs ends[0, upto[g]) have ended.
+  std::vector<int64_t> times;
+  std::vector<size_t> upto;
+  for (size_t k = 0; k < ends.size(); ++k) {
+    if (k + 1 == ends.size() || ends[k + 1].first != ends[k].first) {
+      times.push_back(ends[k].first);
+      upto.push_back(k + 1);
+    }
+  }
+  int attempts = 0;
+  // Places the job on `trial` (released through group g); keeps the best finish. True when the
+  // placement there is the best possible (no later group can give a faster one).
+  auto evaluate = [&](const ClusterState& trial, size_t g) {
+    ++attempts;
+    Verdict v = placer_->Place(trial, spec);
+    if (!v.fit()) return false;
+    const bool at_best = !(v.placement->predicted_ms > v.placement->best_possible_ms);
+    if (!(v.placement->predicted_ms < now_p.predicted_ms)) return at_best;
+    const std::optional<double> run = estimator_->RunSeconds(j.id, *v.placement);
+    if (!run) return at_best;
+    const double finish = static_cast<double>(times[g]) + *run * 1e6;
+    if (!best.alternative || finish < best.finish_us) {
+      best.alternative = true;
+      best.start_us = times[g];
+      best.finish_us = finish;
+      best.placement = std::move(*v.placement);
+    }
+    return at_best;
+  };
+  auto beyond = [&](size_t g) {  // a start at group g cannot win any more
+    const double bound = std::min(
+        best.alternative ? std::min(best.finish_us, best.finish_now_us) : best.finish_now_us,
+        static_cast<double>(limit));
+    return static_cast<double>(times[g]) >= bound;
+  };
+  // Groups 0, 1, 3, 7, ... until the placement is the best possible; then a binary search
+  // between the last two for the earliest group where it is. One trial state moves between
+  // groups by releasing running jobs and taking them back (no copies).
+  ClusterState trial = base;
+  size_t released = 0;  // ends[0, released) are released in `trial`
+  auto move_to = [&](size_t g) {
+    for (; released < upto[g]; ++released) (void)trial.Release(ends[released].second);
+    while (released > upto[g]) {
+      --released;
+      const Job* o = Find(ends[released].second);
+      if (o != nullptr && o->placement) (void)AllocatePlacement(trial, o->id, *o->placement);
+    }
+  };
+  std::optional<size_t> below;  // the last group tried whose placement was not the best
+  for (size_t g = 0; g < times.size() && attempts < options_.wait_plan_attempts; g = 2 * g + 1) {
+    if (beyond(g)) break;
+    move_to(g);
+    if (!evaluate(trial, g)) {
+      below = g;
+      continue;
+    }
+    if (!below) break;
+    size_t lo = *below, hi = g;  // hi reaches the best placement, lo does not
+    while (hi - lo > 1 && attempts < options_.wait_plan_attempts) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (beyond(mid)) break;
+      move_to(mid);
+      (evaluate(trial, mid) ? hi : lo) = mid;
+    }
+    break;
+  }
+  best.wait = best.alternative && best.finish_us < best.finish_now_us &&
+              best.finish_us <= static_cast<double>(limit);
+  if (!best.alternative) best.finish_us = best.finish_now_us;
+  return best;
+}
+
+std::string Scheduler::WaitWords(const Job& j, const WaitPlan& plan, const Placement& now_p,
+                                 int64_t now_us) const {
+  char ms[96];
+  std::snprintf(ms, sizeof ms, "%.3f ms there against %.3f ms now", plan.placement.predicted_ms,
+                now_p.predicted_ms);
+  return "waiting for " + plan.placement.domain + " (free in " +
+         Approx(static_cast<double>(plan.start_us - now_us) / 1e6) + ", at " +
+         Seconds(plan.start_us, options_.epoch_clock) + "): finishes " +
+         Approx((plan.finish_now_us - plan.finish_us) / 1e6) +
+         " earlier than starting now across " + now_p.domain + " (" + ms +
+         "; waits only while it can still finish by " +
+         Seconds(j.wait_finish_by_us, options_.epoch_clock) + ")";
+}
+
+std::string Scheduler::SpreadNote(const WaitPlan& plan, const Placement& now_p) const {
+  const std::string finish =
+      Seconds(static_cast<int64_t>(plan.finish_now_us), options_.epoch_clock);
+  if (!plan.alternative) {
+    return "; across " + now_p.domain + " now it finishes at ~" + finish +
+           ", before any faster placement is expected free";
+  }
+  return "; across " + now_p.domain + " now it finishes at ~" + finish + ", " +
+         Approx((plan.finish_us - plan.finish_now_us) / 1e6) + " before waiting for " +
+         plan.placement.domain + " (free at " + Seconds(plan.start_us, options_.epoch_clock) +
+         ") would";
+}
+
+std::optional<int64_t> Scheduler::NextPlannedStartUs() const {
+  std::optional<int64_t> out;
+  for (const Job* j : pending_list_) {
+    if (j->record.state() != JobState::kPending || j->wait_start_us < 0) continue;
+    if (!out || j->wait_start_us < *out) out = j->wait_start_us;
+  }
+  return out;
+}
+
+}  // namespace toposched::sched

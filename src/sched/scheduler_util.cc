@@ -1,0 +1,46 @@
+#include "sched/scheduler_util.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <ctime>
+
+namespace toposched::sched {
+
+namespace internal {
+
+std::string JobName(int64_t id) { return "job-" + std::to_string(id); }
+
+std::string Seconds(int64_t us, bool epoch) {
+  if (us == kNever) return "never";
+  char buf[48];
+  if (epoch) {
+    const std::time_t t = static_cast<std::time_t>(us / 1000000);
+    std::tm tm{};
+    if (gmtime_r(&t, &tm) != nullptr && std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm)) {
+      return buf;
+    }
+  }
+  std::snprintf(buf, sizeof buf, "%" PRId64 ".%06" PRId64 "s", us / 1000000, us % 1000000);
+  return buf;
+}
+
+int GpusOf(const std::vector<NodeGpus>& parts) {
+  int n = 0;
+  for (const NodeGpus& p : parts) n += p.gpus.count();
+  return n;
+}
+
+Status AllocatePlacement(ClusterState& state, int64_t id, const Placement& p) {
+  if (p.gpu_milli > 0) {
+    if (p.parts.size() != 1 || p.parts[0].gpus.count() != 1) {
+      return InternalError("fractional placement of allocation " + std::to_string(id) +
+                           " does not hold exactly one GPU");
+    }
+    return state.AllocateShared(id, p.parts[0].node, p.parts[0].gpus.lowest(), p.gpu_milli);
+  }
+  return state.Allocate(id, p.parts);
+}
+
+}  // namespace internal
+
+}  // namespace toposched::sched

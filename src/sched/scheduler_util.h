@@ -1,0 +1,31 @@
+// Small helpers the scheduler's own sources share (scheduler.cc, scheduler_pass.cc,
+// scheduler_events.cc): the "never" time, job names, times for explanations, and taking a
+// placement's GPUs. Internal to src/sched.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "placement/placement.h"
+#include "state/cluster_state.h"
+
+namespace toposched::sched {
+
+namespace internal {
+
+inline constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+std::string JobName(int64_t id);
+// A point in time for explanations: seconds from the start, or a UTC date-time when the clock
+// counts from the Unix epoch.
+std::string Seconds(int64_t us, bool epoch = false);
+// The GPUs of an allocation's parts.
+int GpusOf(const std::vector<NodeGpus>& parts);
+// Takes a placement's GPUs in `state` for `id`: whole GPUs, or its milli of a shared GPU.
+Status AllocatePlacement(ClusterState& state, int64_t id, const Placement& p);
+
+}  // namespace internal
+
+}  // namespace toposched::sched

@@ -1,0 +1,622 @@
+#include "state/cluster_state.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "testing/clusters.h"
+#include "topo/io/cluster_yaml.h"
+
+namespace toposched::sched {
+namespace {
+
+using topo::Health;
+
+const topo::Cluster& H100() { return testing::H100Cluster(); }
+const topo::Cluster& Gb200() { return testing::Gb200Cluster(); }
+
+ClusterState NewState(const topo::Cluster& c) {
+  StatusOr<ClusterState> s = ClusterState::Create(c);
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return std::move(s).value();
+}
+
+GpuMask Gpus(std::initializer_list<int> positions) {
+  std::vector<int> v(positions);
+  return GpuMask::FromPositions(v);
+}
+
+int Node(const topo::Cluster& c, const std::string& name) {
+  const int n = c.FindNode(name);
+  EXPECT_GE(n, 0) << name;
+  return n;
+}
+
+int Domain(const topo::Cluster& c, const std::string& name) {
+  const int d = c.FindDomain(name);
+  EXPECT_GE(d, 0) << name;
+  return d;
+}
+
+#define EXPECT_INVARIANTS(state)               \
+  do {                                         \
+    Status _inv = (state).CheckInvariants();   \
+    EXPECT_TRUE(_inv.ok()) << _inv.ToString(); \
+  } while (0)
+
+TEST(ClusterStateTest, FreshStateIsAllFree) {
+  const topo::Cluster& c = H100();
+  ClusterState s = NewState(c);
+  EXPECT_INVARIANTS(s);
+  EXPECT_EQ(s.ClusterCapacity(), (Capacity{256, 32, 8, 256, 256}));
+  EXPECT_EQ(s.DomainCapacity(Domain(c, "leaf0")), (Capacity{128, 16, 8, 128, 128}));
+  EXPECT_EQ(s.FreeGpus(Domain(c, "spine0")), 256);
+  EXPECT_EQ(s.FreeMask(0), GpuMask::FirstN(8));
+  EXPECT_FALSE(s.Holder(0, 0).has_value());
+  EXPECT_EQ(s.AllocationCount(), 0u);
+}
+
+// One step of a hand-checked sequence on h100-2rack (leaf0 = gpu001-016, leaf1 = gpu017-032).
+struct Step {
+  std::string what;
+  enum Op { kAlloc, kRelease, kGpuHealth, kNodeHealth, kDrain } op;
+  int64_t id = 0;
+  std::vector<std::pair<std::string, GpuMask>> parts;  // kAlloc; [0].first = node otherwise
+  int gpu = 0;
+  Health health = Health::kHealthy;
+  StatusCode code = StatusCode::kOk;
+  std::vector<int64_t> affected;
+  Capacity leaf0, leaf1, spine;
+};
+
+TEST(ClusterStateTest, HandCheckedSequence) {
+  const topo::Cluster& c = H100();
+  ClusterState s = NewState(c);
+  const GpuMask all8 = GpuMask::FirstN(8);
+  const std::vector<Step> steps = {
+      {"4 GPUs on gpu001",
+       Step::kAlloc,
+       1,
+       {{"gpu001", Gpus({0, 1, 2, 3})}},
+       0,
+       {},
+       {},
+       {},
+       {124, 15, 8, 128, 128},
+       {128, 16, 8, 128, 128},
+       {252, 31, 8, 256, 256}},
+      {"whole gpu002 and gpu017",
+       Step::kAlloc,
+       2,
+       {{"gpu002", all8}, {"gpu017", all8}},
+       0,
+       {},
+       {},
+       {},
+       {116, 14, 8, 128, 128},
+       {120, 15, 8, 128, 128},
+       {236, 29, 8, 256, 256}},
+      {"free GPU 5 of gpu001 fails",
+       Step::kGpuHealth,
+       0,
+       {{"gpu001", {}}},
+       5,
+       Health::kUnhealthy,
+       {},
+       {},
+       {115, 14, 8, 127, 128},
+       {120, 15, 8, 128, 128},
+       {235, 29, 8, 255, 256}},
+      {"held GPU 2 of gpu001 fails",
+       Step::kGpuHealth,
+       0,
+       {{"gpu001", {}}},
+       2,
+       Health::kUnhealthy,
+       {},
+       {1},
+       {115, 14, 8, 126, 128},
+       {120, 15, 8, 128, 128},
+       {235, 29, 8, 254, 256}},
+      {"degraded stays usable",
+       Step::kGpuHealth,
+       0,
+       {{"gpu003", {}}},
+       0,
+       Health::kDegraded,
+       {},
+       {},
+       {115, 14, 8, 126, 128},
+       {120, 15, 8, 128, 128},
+       {235, 29, 8, 254, 256}},
+      {"release 1: gpu001 has 6 free",
+       Step::kRelease,
+       1,
+       {},
+       0,
+       {},
+       {},
+       {},
+       {118, 14, 8, 126, 128},
+       {120, 15, 8, 128, 128},
+       {238, 29, 8, 254, 256}},
+      {"gpu017 down",
+       Step::kNodeHealth,
+       0,
+       {{"gpu017", {}}},
+       0,
+       Health::kUnhealthy,
+       {},
+       {2},
+       {118, 14, 8, 126, 128},
+       {120, 15, 8, 120, 128},
+       {238, 29, 8, 246, 256}},
+      {"drain gpu018",
+       Step::kDrain,
+       0,
+       {{"gpu018", {}}},
+       1,
+       {},
+       {},
+       {},
+       {118, 14, 8, 126, 128},
+       {112, 14, 8, 120, 128},
+       {230, 28, 8, 246, 256}},
+      {"alloc on drained node",
+       Step::kAlloc,
+       3,
+       {{"gpu018", Gpus({0})}},
+       0,
+       {},
+       StatusCode::kInvalidArgument,
+       {},
+       {118, 14, 8, 126, 128},
+       {112, 14, 8, 120, 128},
+       {230, 28, 8, 246, 256}},
+      {"alloc on unhealthy GPU",
+       Step::kAlloc,
+       3,
+       {{"gpu001", Gpus({5})}},
+       0,
+       {},
+       StatusCode::kInvalidArgument,
+       {},
+       {118, 14, 8, 126, 128},
+       {112, 14, 8, 120, 128},
+       {230, 28, 8, 246, 256}},
+      {"release 2",
+       Step::kRelease,
+       2,
+       {},
+       0,
+       {},
+       {},
+       {},
+       {126, 15, 8, 126, 128},
+       {112, 14, 8, 120, 128},
+       {238, 29, 8, 246, 256}},
+      {"release unknown",
+       Step::kRelease,
+       2,
+       {},
+       0,
+       {},
+       StatusCode::kNotFound,
+       {},
+       {126, 15, 8, 126, 128},
+       {112, 14, 8, 120, 128},
+       {238, 29, 8, 246, 256}},
+      {"gpu017 back",
+       Step::kNodeHealth,
+       0,
+       {{"gpu017", {}}},
+       0,
+       Health::kHealthy,
+       {},
+       {},
+       {126, 15, 8, 126, 128},
+       {120, 15, 8, 128, 128},
+       {246, 30, 8, 254, 256}},
+      {"undrain gpu018",
+       Step::kDrain,
+       0,
+       {{"gpu018", {}}},
+       0,
+       {},
+       {},
+       {},
+       {126, 15, 8, 126, 128},
+       {128, 16, 8, 128, 128},
+       {254, 31, 8, 254, 256}},
+      {"gpu001 GPU 5 healthy again",
+       Step::kGpuHealth,
+       0,
+       {{"gpu001", {}}},
+       5,
+       Health::kHealthy,
+       {},
+       {},
+       {127, 15, 8, 127, 128},
+       {128, 16, 8, 128, 128},
+       {255, 31, 8, 255, 256}},
+      {"...and GPU 2",
+       Step::kGpuHealth,
+       0,
+       {{"gpu001", {}}},
+       2,
+       Health::kHealthy,
+       {},
+       {},
+       {128, 16, 8, 128, 128},
+       {128, 16, 8, 128, 128},
+       {256, 32, 8, 256, 256}},
+  };
+  for (const Step& st : steps) {
+    SCOPED_TRACE(st.what);
+    Status status;
+    std::vector<int64_t> affected;
+    switch (st.op) {
+      case Step::kAlloc: {
+        std::vector<NodeGpus> parts;
+        for (const auto& [name, mask] : st.parts) parts.push_back({Node(c, name), mask});
+        status = s.Allocate(st.id, parts);
+        break;
+      }
+      case Step::kRelease:
+        status = s.Release(st.id);
+        break;
+      case Step::kGpuHealth:
+      case Step::kNodeHealth: {
+        const int n = Node(c, st.parts[0].first);
+        StatusOr<std::vector<int64_t>> r = st.op == Step::kGpuHealth
+                                               ? s.SetGpuHealth(n, st.gpu, st.health)
+                                               : s.SetNodeHealth(n, st.health);
+        status = r.status();
+        if (r.ok()) affected = *r;
+        break;
+      }
+      case Step::kDrain:
+        status = s.SetNodeDrained(Node(c, st.parts[0].first), st.gpu != 0);
+        break;
+    }
+    EXPECT_EQ(status.code(), st.code) << status.ToString();
+    EXPECT_EQ(affected, st.affected);
+    EXPECT_EQ(s.DomainCapacity(Domain(c, "leaf0")), st.leaf0);
+    EXPECT_EQ(s.DomainCapacity(Domain(c, "leaf1")), st.leaf1);
+    EXPECT_EQ(s.DomainCapacity(Domain(c, "spine0")), st.spine);
+    EXPECT_EQ(s.ClusterCapacity(), st.spine);
+    EXPECT_INVARIANTS(s);
+  }
+}
+
+TEST(ClusterStateTest, LargestFreeOnNodeFollowsHistogram) {
+  const topo::Cluster& c = H100();
+  ClusterState s = NewState(c);
+  const int leaf1 = Domain(c, "leaf1");
+  // gpu017..gpu032 get 1..8, 1..8 GPUs taken: the most free on one node is 7, then fewer.
+  for (int i = 0; i < 16; ++i) {
+    ASSERT_TRUE(s.Allocate(100 + i, {{16 + i, GpuMask::FirstN(i % 8 + 1)}}).ok());
+    EXPECT_INVARIANTS(s);
+  }
+  EXPECT_EQ(s.LargestFreeOnNode(leaf1), 7);
+  EXPECT_EQ(s.FullyFreeNodes(leaf1), 0);
+  EXPECT_EQ(s.FreeGpus(leaf1), 2 * (7 + 6 + 5 + 4 + 3 + 2 + 1 + 0));
+  EXPECT_EQ(s.LargestFreeOnNode(Domain(c, "spine0")), 8);
+  ASSERT_TRUE(s.Release(100).ok());  // one of the two 7-free nodes
+  EXPECT_EQ(s.LargestFreeOnNode(leaf1), 8);
+  ASSERT_TRUE(s.Allocate(200, {{16, Gpus({7})}}).ok());
+  EXPECT_EQ(s.LargestFreeOnNode(leaf1), 7);
+  ASSERT_TRUE(s.Release(108).ok());  // the other 7-free node becomes 8-free
+  ASSERT_TRUE(s.Allocate(201, {{24, Gpus({0, 1, 2, 3, 4, 5})}}).ok());
+  EXPECT_EQ(s.LargestFreeOnNode(leaf1), 7);
+  EXPECT_INVARIANTS(s);
+}
+
+TEST(ClusterStateTest, NvlinkDomainsAggregate) {
+  const topo::Cluster& c = Gb200();
+  ClusterState s = NewState(c);
+  ASSERT_EQ(c.nvlink_domains.size(), 2u);
+  EXPECT_EQ(s.NvlinkCapacity(0), (Capacity{72, 18, 4, 72, 72}));
+  ASSERT_TRUE(
+      s.Allocate(1, {{Node(c, "gb001"), GpuMask::FirstN(4)}, {Node(c, "gb019"), Gpus({1, 3})}})
+          .ok());
+  EXPECT_EQ(s.NvlinkCapacity(0), (Capacity{68, 17, 4, 72, 72}));
+  EXPECT_EQ(s.NvlinkCapacity(1), (Capacity{70, 17, 4, 72, 72}));
+  EXPECT_EQ(s.DomainCapacity(Domain(c, "rack0")), s.NvlinkCapacity(0));
+  EXPECT_EQ(s.DomainCapacity(Domain(c, "spine0")), (Capacity{138, 34, 4, 144, 144}));
+  StatusOr<std::vector<int64_t>> aff = s.SetGpuHealth(Node(c, "gb019"), 3, Health::kUnhealthy);
+  ASSERT_TRUE(aff.ok());
+  EXPECT_EQ(*aff, std::vector<int64_t>{1});
+  EXPECT_EQ(s.NvlinkCapacity(1), (Capacity{70, 17, 4, 71, 72}));
+  EXPECT_INVARIANTS(s);
+}
+
+TEST(ClusterStateTest, ConflictingAllocateChangesNothing) {
+  const topo::Cluster& c = H100();
+  ClusterState s = NewState(c);
+  ASSERT_TRUE(s.Allocate(1, {{0, Gpus({3})}}).ok());
+  ASSERT_TRUE(s.SetNodeDrained(9, true).ok());
+  const std::string before = WriteClusterStateJson(s);
+  const Capacity cap = s.ClusterCapacity();
+  struct Case {
+    std::string what;
+    int64_t id;
+    std::vector<NodeGpus> parts;
+    StatusCode code;
+    std::string message;  // substring
+  };
+  const std::vector<Case> cases = {
+      {"held",
+       2,
+       {{4, GpuMask::FirstN(8)}, {0, Gpus({2, 3})}},
+       StatusCode::kInvalidArgument,
+       "GPU 3 of node \"gpu001\" is held by allocation 1"},
+      {"gpu out of range",
+       2,
+       {{4, Gpus({1})}, {5, Gpus({8})}},
+       StatusCode::kInvalidArgument,
+       "GPU 8 of node \"gpu006\" out of range (node has 8 GPUs)"},
+      {"node out of range",
+       2,
+       {{4, Gpus({1})}, {32, Gpus({0})}},
+       StatusCode::kInvalidArgument,
+       "node id 32 out of range"},
+      {"negative node", 2, {{-1, Gpus({0})}}, StatusCode::kInvalidArgument, "node id -1"},
+      {"node twice",
+       2,
+       {{4, Gpus({1})}, {4, Gpus({2})}},
+       StatusCode::kInvalidArgument,
+       "node \"gpu005\" listed twice"},
+      {"empty mask", 2, {{4, GpuMask()}}, StatusCode::kInvalidArgument, "empty GPU set"},
+      {"no parts", 2, {}, StatusCode::kInvalidArgument, "no GPUs requested"},
+      {"drained",
+       2,
+       {{4, Gpus({1})}, {9, Gpus({0})}},
+       StatusCode::kInvalidArgument,
+       "GPU 0 of node \"gpu010\" is on a drained node"},
+      {"duplicate id", 1, {{4, Gpus({1})}}, StatusCode::kAlreadyExists, "allocation 1 already"},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.what);
+    Status st = s.Allocate(k.id, k.parts);
+    EXPECT_EQ(st.code(), k.code) << st.ToString();
+    EXPECT_NE(st.message().find(k.message), std::string::npos) << st.message();
+    EXPECT_EQ(WriteClusterStateJson(s), before);
+    EXPECT_EQ(s.ClusterCapacity(), cap);
+    EXPECT_EQ(s.FreeMask(4), GpuMask::FirstN(8));
+    EXPECT_FALSE(s.HasAllocation(2));
+    EXPECT_INVARIANTS(s);
+  }
+}
+
+TEST(ClusterStateTest, HealthOutOfRangeIsAnError) {
+  ClusterState s = NewState(H100());
+  EXPECT_EQ(s.SetGpuHealth(0, 8, Health::kUnhealthy).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.SetGpuHealth(32, 0, Health::kUnhealthy).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.SetNodeHealth(-1, Health::kUnhealthy).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.SetNodeDrained(32, true).code(), StatusCode::kInvalidArgument);
+  EXPECT_INVARIANTS(s);
+}
+
+TEST(ClusterStateTest, NodeHealthReportsEachAllocationOnce) {
+  ClusterState s = NewState(H100());
+  ASSERT_TRUE(s.Allocate(7, {{3, Gpus({0, 1})}}).ok());
+  ASSERT_TRUE(s.Allocate(5, {{3, Gpus({4, 6})}, {4, Gpus({0})}}).ok());
+  StatusOr<std::vector<int64_t>> aff = s.SetNodeHealth(3, Health::kDegraded);
+  ASSERT_TRUE(aff.ok());
+  EXPECT_EQ(*aff, (std::vector<int64_t>{5, 7}));
+  aff = s.SetNodeHealth(3, Health::kDegraded);  // no change: nothing new to report
+  EXPECT_TRUE(aff->empty());
+  aff = s.SetNodeHealth(3, Health::kUnhealthy);
+  EXPECT_EQ(*aff, (std::vector<int64_t>{5, 7}));
+  EXPECT_EQ(s.FreeGpus(Domain(H100(), "leaf0")), 128 - 8 - 1);
+  // Allocations stay until released.
+  EXPECT_EQ(s.Holder(3, 4), std::optional<int64_t>(5));
+  ASSERT_TRUE(s.Release(5).ok());
+  EXPECT_EQ(s.FreeMask(3), GpuMask());
+  EXPECT_INVARIANTS(s);
+}
+
+// Random operations, invariants checked after each; failed allocations must change nothing.
+void RandomOps(const topo::Cluster& c, int ops, uint32_t seed) {
+  ClusterState s = NewState(c);
+  std::mt19937 rng(seed);
+  const int n_nodes = static_cast<int>(c.nodes.size());
+  std::vector<int64_t> live;
+  int64_t next_id = 1;
+  int ok_allocs = 0, failed_allocs = 0;
+  auto rnd = [&](int n) { return static_cast<int>(rng() % static_cast<uint32_t>(n)); };
+  for (int op = 0; op < ops; ++op) {
+    const int kind = rnd(100);
+    if (kind < 45) {
+      std::vector<NodeGpus> parts;
+      const int k = 1 + rnd(3);
+      for (int i = 0; i < k; ++i) {
+        const int node = rnd(n_nodes);
+        bool dup = false;
+        for (const NodeGpus& p : parts) dup |= p.node == node;
+        if (dup) continue;
+        const int g = s.GpuCount(node);
+        // Mostly free GPUs; 1 in 8 parts also asks for any GPU (may conflict).
+        GpuMask want = rnd(8) == 0 ? GpuMask::FirstN(g) : s.FreeMask(node);
+        GpuMask pick;
+        for (int gpu : want.Positions()) {
+          if (rnd(2)) pick.set(gpu);
+        }
+        if (pick.empty()) pick = want;
+        if (pick.empty()) continue;
+        parts.push_back({node, pick});
+      }
+      if (parts.empty()) continue;
+      const std::string before = failed_allocs < 200 ? WriteClusterStateJson(s) : "";
+      const Capacity cap = s.ClusterCapacity();
+      Status st = s.Allocate(next_id, parts);
+      if (st.ok()) {
+        live.push_back(next_id++);
+        ++ok_allocs;
+      } else {
+        ASSERT_EQ(st.code(), StatusCode::kInvalidArgument) << st.ToString();
+        ASSERT_EQ(s.ClusterCapacity(), cap);
+        if (!before.empty()) {
+          ASSERT_EQ(WriteClusterStateJson(s), before);
+        }
+        ++failed_allocs;
+      }
+    } else if (kind < 85) {
+      if (live.empty() || rnd(20) == 0) {
+        ASSERT_EQ(s.Release(-5).code(), StatusCode::kNotFound);
+      } else {
+        const int i = rnd(static_cast<int>(live.size()));
+        ASSERT_TRUE(s.Release(live[i]).ok());
+        live[i] = live.back();
+        live.pop_back();
+      }
+    } else if (kind < 93) {
+      const int node = rnd(n_nodes);
+      const Health h = rnd(3) == 0 ? Health::kUnhealthy
+                       : rnd(2)    ? Health::kDegraded
+                                   : Health::kHealthy;
+      StatusOr<std::vector<int64_t>> aff = s.SetGpuHealth(node, rnd(s.GpuCount(node)), h);
+      ASSERT_TRUE(aff.ok());
+      for (int64_t id : *aff) ASSERT_TRUE(s.HasAllocation(id));
+    } else if (kind < 97) {
+      const int node = rnd(n_nodes);
+      const Health h = rnd(2) ? Health::kHealthy : Health::kUnhealthy;
+      ASSERT_TRUE(s.SetNodeHealth(node, h).ok());
+    } else {
+      ASSERT_TRUE(s.SetNodeDrained(rnd(n_nodes), rnd(2) == 0).ok());
+    }
+    Status inv = s.CheckInvariants();
+    ASSERT_TRUE(inv.ok()) << "after op " << op << ": " << inv.ToString();
+  }
+  EXPECT_GT(ok_allocs, ops / 10);
+  EXPECT_GT(failed_allocs, 10);
+  // The state survives a JSON round trip at the end.
+  StatusOr<ClusterState> back = ReadClusterStateJson(WriteClusterStateJson(s), c);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(WriteClusterStateJson(*back), WriteClusterStateJson(s));
+  EXPECT_EQ(back->ClusterCapacity(), s.ClusterCapacity());
+}
+
+TEST(ClusterStateTest, RandomizedH100) { RandomOps(H100(), 20000, 12345); }
+TEST(ClusterStateTest, RandomizedGb200) { RandomOps(Gb200(), 5000, 777); }
+
+TEST(ClusterStateTest, JsonRoundTrip) {
+  const topo::Cluster& c = Gb200();
+  ClusterState s = NewState(c);
+  ASSERT_TRUE(s.Allocate(42, {{0, Gpus({0, 1})}, {20, GpuMask::FirstN(4)}}).ok());
+  ASSERT_TRUE(s.Allocate(-3, {{1, Gpus({2})}}).ok());
+  ASSERT_TRUE(s.SetGpuHealth(0, 1, Health::kUnhealthy).ok());  // held GPU goes bad
+  ASSERT_TRUE(s.SetGpuHealth(5, 2, Health::kDegraded).ok());
+  ASSERT_TRUE(s.SetNodeHealth(7, Health::kUnhealthy).ok());
+  ASSERT_TRUE(s.SetNodeDrained(8, true).ok());
+  const std::string text = WriteClusterStateJson(s);
+  EXPECT_NE(text.find("\"gpus\": [\n"), std::string::npos);
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "cluster_state_test_roundtrip.json").string();
+  {
+    std::ofstream out(path);
+    out << text;
+  }
+  StatusOr<ClusterState> back = ReadClusterStateJsonFile(path, c);
+  std::remove(path.c_str());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_INVARIANTS(*back);
+  EXPECT_EQ(WriteClusterStateJson(*back), text);
+  EXPECT_EQ(back->AllocationIds(), (std::vector<int64_t>{-3, 42}));
+  EXPECT_EQ(*back->Allocation(42), *s.Allocation(42));
+  EXPECT_EQ(back->Holder(0, 1), std::optional<int64_t>(42));
+  EXPECT_EQ(back->GpuHealth(5, 2), Health::kDegraded);
+  EXPECT_TRUE(back->NodeDrained(8));
+  for (int d = 0; d < static_cast<int>(c.domains.size()); ++d) {
+    EXPECT_EQ(back->DomainCapacity(d), s.DomainCapacity(d));
+  }
+  for (int d = 0; d < static_cast<int>(c.nvlink_domains.size()); ++d) {
+    EXPECT_EQ(back->NvlinkCapacity(d), s.NvlinkCapacity(d));
+  }
+  EXPECT_EQ(ReadClusterStateJsonFile(path + ".missing", c).status().code(), StatusCode::kNotFound);
+}
+
+TEST(ClusterStateTest, BadJson) {
+  const topo::Cluster& c = H100();
+  struct Case {
+    std::string what, text, message;
+  };
+  const std::string a = R"({"version": 1, "allocations": [)";
+  const std::vector<Case> cases = {
+      {"syntax", "{", "t.json: invalid JSON"},
+      {"not an object", "[]", "t.json: $: expected an object, got array"},
+      {"version", R"({"version": 2})", "$.version: expected version 1"},
+      {"unknown key", R"({"version": 1, "extra": 0})", "$.extra: unknown key"},
+      {"other cluster", R"({"version": 1, "cluster": "gb200-nvl72"})",
+       "$.cluster: state is for cluster \"gb200-nvl72\""},
+      {"double allocation", a + R"({"id": 1, "nodes": [{"node": "gpu001", "gpus": [0, 1]}]},
+              {"id": 2, "nodes": [{"node": "gpu002", "gpus": [0]}, {"node": "gpu001", "gpus": [3, 1]}]}]})",
+       "$.allocations[1].nodes[1].gpus[1]: GPU 1 of node \"gpu001\" is held by allocation 1"},
+      {"duplicate id", a + R"({"id": 1, "nodes": [{"node": "gpu001", "gpus": [0]}]},
+              {"id": 1, "nodes": [{"node": "gpu002", "gpus": [0]}]}]})",
+       "$.allocations[1].id: duplicate allocation id 1"},
+      {"unknown node", a + R"({"id": 1, "nodes": [{"node": "gpu099", "gpus": [0]}]}]})",
+       "$.allocations[0].nodes[0].node: unknown node \"gpu099\""},
+      {"gpu out of range", a + R"({"id": 1, "nodes": [{"node": "gpu001", "gpus": [8]}]}]})",
+       "$.allocations[0].nodes[0].gpus[0]: GPU 8 out of range"},
+      {"gpu not a number", a + R"({"id": 1, "nodes": [{"node": "gpu001", "gpus": ["0"]}]}]})",
+       "$.allocations[0].nodes[0].gpus[0]: expected a GPU number"},
+      {"gpu twice", a + R"({"id": 1, "nodes": [{"node": "gpu001", "gpus": [2, 2]}]}]})",
+       "$.allocations[0].nodes[0].gpus[1]: GPU 2 listed twice"},
+      {"node twice in allocation",
+       a + R"({"id": 1, "nodes": [{"node": "gpu001", "gpus": [2]}, {"node": "gpu001", "gpus": [3]}]}]})",
+       "$.allocations[0].nodes[1].node: node \"gpu001\" listed twice"},
+      {"no id", a + R"({"nodes": [{"node": "gpu001", "gpus": [2]}]}]})",
+       "$.allocations[0].id: expected an integer"},
+      {"empty gpus", a + R"({"id": 1, "nodes": [{"node": "gpu001", "gpus": []}]}]})",
+       "$.allocations[0].nodes[0].gpus: expected a non-empty array"},
+      {"bad health", R"({"version": 1, "nodes": [{"name": "gpu001", "health": "sick"}]})",
+       "$.nodes[0].health: unknown health \"sick\""},
+      {"gpu health range",
+       R"({"version": 1, "nodes": [{"name": "gpu001", "gpu_health": [{"gpu": 9, "health": "ok"}]}]})",
+       "$.nodes[0].gpu_health[0].gpu: GPU 9 out of range"},
+      {"drained not bool", R"({"version": 1, "nodes": [{"name": "gpu001", "drained": 1}]})",
+       "$.nodes[0].drained: expected true or false"},
+      {"node listed twice",
+       R"({"version": 1, "nodes": [{"name": "gpu001", "drained": true}, {"name": "gpu001"}]})",
+       "$.nodes[1].name: node \"gpu001\" listed twice"},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.what);
+    StatusOr<ClusterState> s = ReadClusterStateJson(k.text, c, "t.json");
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.status().message().find(k.message), std::string::npos) << s.status().message();
+  }
+}
+
+TEST(ClusterStateTest, JsonAllocationOnUnhealthyGpuLoads) {
+  const topo::Cluster& c = H100();
+  StatusOr<ClusterState> s = ReadClusterStateJson(
+      R"({"version": 1,
+          "nodes": [{"name": "gpu001", "gpu_health": [{"gpu": 0, "health": "unhealthy"}]}],
+          "allocations": [{"id": 9, "nodes": [{"node": "gpu001", "gpus": [0, 1]}]}]})",
+      c);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->Holder(0, 0), std::optional<int64_t>(9));
+  EXPECT_EQ(s->FreeGpus(Domain(c, "leaf0")), 126);
+  EXPECT_EQ(s->HealthyGpus(Domain(c, "leaf0")), 127);
+  EXPECT_INVARIANTS(*s);
+}
+
+TEST(ClusterStateTest, MemoryIsCompact) {
+  ClusterState s = NewState(H100());
+  EXPECT_LT(s.MemoryBytes(), 32u * 200 + 4096);
+}
+
+}  // namespace
+}  // namespace toposched::sched
