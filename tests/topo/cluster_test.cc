@@ -6,10 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "testing/status_matchers.h"
 #include "topo/synthetic.h"
 
 namespace toposched::topo {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 // core > spine > leaf, plus a second root "island" holding n4 directly:
 //   core0 ─ spine0 ─ leaf0 {n0, n1}
@@ -187,7 +191,7 @@ TEST(ClusterModel, BrokenParentChainDoesNotHang) {
   Cluster c = MakeSmallCluster();
   c.domains[0].parent = 3;  // core0 under leaf0: a cycle
   EXPECT_LE(c.Ancestors(0).size(), c.domains.size() + 1);
-  EXPECT_FALSE(c.Validate().ok());
+  EXPECT_THAT(c.Validate(), StatusIs(StatusCode::kInvalidArgument, HasSubstr("parent")));
 }
 
 TEST(ClusterModel, ValidateNamesTheBrokenInvariant) {

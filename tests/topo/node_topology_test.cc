@@ -2,11 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/status_matchers.h"
 #include "topo/hardware.h"
 #include "topo/synthetic.h"
 
 namespace toposched::topo {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 TEST(TopoPath, ParsesEveryNvidiaSmiLabel) {
   struct Case {
@@ -77,8 +81,10 @@ TEST(TopoSynthetic, RejectsUnknownKeys) {
   auto t = MakeSyntheticTopology("gpu:8 nvswich:18");
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("nvswich"), std::string::npos);
-  EXPECT_FALSE(MakeSyntheticTopology("gpu:0").ok());
-  EXPECT_FALSE(MakeSyntheticTopology("gpu:x").ok());
+  EXPECT_THAT(MakeSyntheticTopology("gpu:0"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("gpu must be 1..72")));
+  EXPECT_THAT(MakeSyntheticTopology("gpu:x"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("synthetic topology: gpu: ")));
 }
 
 TEST(TopoValidate, RejectsNvlinkToANicAndAsymmetry) {
@@ -86,10 +92,10 @@ TEST(TopoValidate, RejectsNvlinkToANicAndAsymmetry) {
   ASSERT_TRUE(t.ok());
   NodeTopology bad = *t;
   bad.set_path(bad.gpu_dev(0), bad.nic_dev(0), Path{PathClass::kNV, 2});
-  EXPECT_FALSE(bad.Validate().ok());
+  EXPECT_THAT(bad.Validate(), StatusIs(StatusCode::kInvalidArgument, HasSubstr("NVLink between")));
   NodeTopology dup = *t;
   dup.gpus[1].index = 0;
-  EXPECT_FALSE(dup.Validate().ok());
+  EXPECT_THAT(dup.Validate(), StatusIs(StatusCode::kInvalidArgument, "GPU index 0 appears twice"));
 }
 
 TEST(TopoFindDevice, GpusByIndexFieldAndNicsByName) {
