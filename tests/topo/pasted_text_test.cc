@@ -157,6 +157,55 @@ TEST(PastedText, SingleSpacedTableReadsOnceItsRangesAreValid) {
   EXPECT_EQ(t->nics.size(), 12u);
 }
 
+// Each tab becomes one of six runs of tabs and spaces (cycling from cell to cell), as copies
+// through documents, chats and READMEs leave them: a blank cell between two tabs becomes a cell
+// that holds only a space, and the X on the diagonal gains stray spaces around it.
+std::string TabsToIrregularRuns(const std::string& text) {
+  static const char* kRuns[] = {"\t", " \t", "\t ", "  \t\t", "\t \t", "   "};
+  std::string out;
+  int n = 0;
+  for (char c : text) {
+    out += c == '\t' ? kRuns[n++ % 6] : std::string(1, c);
+  }
+  return out;
+}
+
+// Irregular whitespace everywhere in the matrix, blank cells included: every real sample whose
+// affinity values are each present or all blank (every sample here) reads exactly as its clean
+// output.
+TEST(PastedText, IrregularRunsOfTabsAndSpacesReadTheSameIncludingBlankCells) {
+  int checked = 0, with_blank_cells = 0;
+  for (const std::string& file : testing::SampleFiles("nvidia-smi", ".txt")) {
+    const std::string text =
+        testing::ReadFileText(testing::SourceDir() + "/data/samples/nvidia-smi/" + file);
+    StatusOr<NodeTopology> base = ParseNvidiaSmiTopo(text, file);
+    if (!base.ok() || text.find('\t') == std::string::npos) continue;
+    SCOPED_TRACE(file);
+    StatusOr<NodeTopology> got = ParseNvidiaSmiTopo(TabsToIrregularRuns(text), file);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(TopologyToJson(*got), TopologyToJson(*base));
+    ++checked;
+    if (text.find("\t\t") != std::string::npos) ++with_blank_cells;
+  }
+  EXPECT_GE(checked, 5);
+  EXPECT_GE(with_blank_cells, 3);
+}
+
+// A row that is truly short of a device cell is still refused at its line and column, however
+// irregular the whitespace around it.
+TEST(PastedText, IrregularRunsStillRefuseARowWithTooFewCells) {
+  const std::string file = "12-rtx4090-8gpu-2nic-all-sys-go-gpuallocator17.txt";
+  std::string text =
+      testing::ReadFileText(testing::SourceDir() + "/data/samples/nvidia-smi/" + file);
+  const size_t row = text.find("\nGPU1\t");
+  ASSERT_NE(row, std::string::npos);
+  text.erase(row + 6, 4);  // GPU1's first cell, "SYS\t"
+  StatusOr<NodeTopology> t = ParseNvidiaSmiTopo(TabsToIrregularRuns(text), file);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find(file + ":4:"), std::string::npos) << t.status().message();
+  EXPECT_NE(t.status().message().find("row GPU1"), std::string::npos) << t.status().message();
+}
+
 TEST(PastedText, GluedCellsAreRefusedNamingTheLine) {
   const std::string file = "nvidia-smi-glued-cells-ai-atlas.txt";
   const std::string text =

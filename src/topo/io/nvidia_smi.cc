@@ -39,6 +39,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/source_error.h"
 #include "core/strings.h"
 
 namespace toposched::topo::io {
@@ -80,8 +81,7 @@ std::string Quote(std::string_view s) {
 
 // `col` is 0-based here and printed 1-based.
 Status ErrorAt(const std::string& source, int line, size_t col, const std::string& what) {
-  return InvalidArgumentError(source + ":" + std::to_string(line) + ":" + std::to_string(col + 1) +
-                              ": " + what);
+  return SourceError(source, SourcePos{line, static_cast<int>(col) + 1}, "", what);
 }
 
 bool IsBlank(char c) { return c == ' ' || c == '\t'; }
@@ -612,8 +612,9 @@ Status MapPieces(const std::vector<Cell>& pieces, size_t k, const Line& line,
 }
 
 // Reads the affinity cells after the last device cell of a row (`last` is that cell's token).
-//   * Tabs in the tail: split on tabs so blank cells keep their place.
-//   * Spaces only, one value per column: take them in order (condensed or hand-edited spacing).
+//   * One value per column, or none: take them in order, whatever runs of tabs and spaces
+//     separate them (condensed, hand-edited or pasted spacing).
+//   * Tabs in the tail and some values blank: split on tabs so blank cells keep their place.
 //   * Spaces only, fewer values than columns (blank cells): when every value sits on an 8-column
 //     tab stop, the spaces are expanded tabs and the tab cells are rebuilt from the stops;
 //     otherwise each value goes to the header column nearest to it.
@@ -625,6 +626,15 @@ Status ReadAffinityCells(const Line& line, const std::vector<Token>& toks, size_
   std::string_view tail = s.substr(tail_begin);
   std::vector<Token> rest(toks.begin() + static_cast<long>(last) + 1, toks.end());
   auto as_cell = [](const Token& t) { return Cell{std::string(t.text), t.begin}; };
+  // One value per column (or none at all): whatever runs of tabs and spaces separate them (a
+  // paste from a document or a chat turns separators into irregular runs, and cells that hold
+  // only a space), they are the columns in order. Only rows with some values blank need the
+  // separators to say which.
+  if (k > 0 && (rest.size() == k || rest.empty())) {
+    out->assign(k, Cell{});
+    for (size_t i = 0; i < rest.size(); ++i) (*out)[i] = as_cell(rest[i]);
+    return OkStatus();
+  }
 
   if (tail.find('\t') != std::string_view::npos) {
     std::vector<Cell> pieces;
@@ -783,86 +793,115 @@ Status ReadNicLegend(const std::vector<Line>& lines, size_t from, const Header& 
   return OkStatus();
 }
 
-StatusOr<NodeTopology> ParseTopoBlock(const std::vector<Line>& lines, const Block& b,
-                                      const std::string& source) {
-  ASSIGN_OR_RETURN(Header h, ParseHeader(lines, b, source));
-  const int n = static_cast<int>(h.devices.size());
-  auto label_of = [&](int d) { return h.devices[d].name; };
-  std::vector<std::optional<Path>> cells(static_cast<size_t>(n) * n);
-  std::vector<Where> cell_at(static_cast<size_t>(n) * n);
-  std::vector<int> row_line(n, 0);
-  std::vector<Affinity> affinity(n);
+// The device matrix of a topo block as read, before it becomes a NodeTopology: every cell's
+// path (row-major, header order; nullopt on the diagonal and in rows a truncated paste lacks)
+// and where it stood, each row's line, each device's affinity.
+struct TopoTable {
+  int n = 0;
+  std::vector<std::optional<Path>> cells;
+  std::vector<Where> cell_at;
+  std::vector<int> row_line;
+  std::vector<Affinity> affinity;
+  size_t end = 0;  // the first line after the matrix
+};
 
+// One matrix row (device `d`, its tokens `toks`) into the table: a path per header device
+// (X on the diagonal alone, no NVLink to a NIC), then its affinity cells. Tokens are
+// whitespace runs, so any mix of tabs and spaces separates cells.
+Status ReadTopoRow(const Header& h, const Line& line, const std::vector<Token>& toks, int d,
+                   const std::string& source, TopoTable& tab) {
+  const int n = tab.n;
+  auto label_of = [&](int x) { return h.devices[x].name; };
+  auto& cells = tab.cells;
+  auto& cell_at = tab.cell_at;
+  auto& row_line = tab.row_line;
+  auto here = [&](size_t col, const std::string& what) {
+    return ErrorAt(source, line.number, col, what);
+  };
+  if (row_line[d]) {
+    return here(toks[0].begin, "expected one row per device, found a second row for " +
+                                   label_of(d) + " (first at line " + std::to_string(row_line[d]) +
+                                   ")");
+  }
+  row_line[d] = line.number;
+  for (int c = 0; c < n; ++c) {
+    size_t k = static_cast<size_t>(c) + 1;
+    auto expected = [&] {
+      return "expected " + std::to_string(n) + " device cells in row " + label_of(d) +
+             " (one per header device)";
+    };
+    if (k >= toks.size()) {
+      return here(line.text.size(),
+                  expected() + ", found the line ending after " + std::to_string(c));
+    }
+    std::string_view t = toks[k].text;
+    if (t == "X") {
+      if (c != d) {
+        return here(toks[k].begin, "expected X only on the diagonal, found X in row " +
+                                       label_of(d) + " under " + label_of(c));
+      }
+      continue;
+    }
+    auto p = ParsePath(t);
+    if (!p.ok()) {
+      if (IsDigit(t[0]) || t == "N/A") {
+        return here(toks[k].begin, expected() + ", found " + std::to_string(c) +
+                                       " cells then affinity text " + Quote(t));
+      }
+      return here(toks[k].begin,
+                  "expected a path (X, NV<n>, PIX, PXB, PHB, NODE, SYS or SOC) "
+                  "in row " +
+                      label_of(d) + " under " + label_of(c) + ", found " + Quote(t));
+    }
+    if (c == d) {
+      return here(toks[k].begin, "expected X on the diagonal (" + label_of(d) +
+                                     " to itself), "
+                                     "found " +
+                                     Quote(t));
+    }
+    bool nic_pair = h.devices[d].kind == ColKind::kNic || h.devices[c].kind == ColKind::kNic;
+    if (nic_pair && p->cls == PathClass::kNV) {
+      return here(toks[k].begin, "expected a PCIe path between " + label_of(d) + " and " +
+                                     label_of(c) + " (NVLink joins GPUs only), found " + Quote(t));
+    }
+    cells[static_cast<size_t>(d) * n + c] = *p;
+    cell_at[static_cast<size_t>(d) * n + c] = Where{line.number, toks[k].begin};
+  }
+  size_t last = static_cast<size_t>(n);
+  if (last + 1 < toks.size() && IsTopoCell(toks[last + 1].text)) {
+    return here(toks[last + 1].begin,
+                "expected " + std::to_string(n) + " device cells in row " + label_of(d) +
+                    " (one per header device), found more: " + Quote(toks[last + 1].text));
+  }
+  std::vector<Cell> aff_cells;
+  RETURN_IF_ERROR(ReadAffinityCells(line, toks, last, h, source, &aff_cells));
+  ASSIGN_OR_RETURN(tab.affinity[d], InterpretAffinity(aff_cells, h, line, source));
+  return OkStatus();
+}
+
+// Every row of the matrix, from b.first_row to the first line that is not a row; then a row
+// for every header device (unless the paste is marked truncated) and a symmetric matrix.
+StatusOr<TopoTable> ReadTopoTable(const std::vector<Line>& lines, const Block& b, const Header& h,
+                                  const std::string& source) {
+  TopoTable tab;
+  const int n = tab.n = static_cast<int>(h.devices.size());
+  auto label_of = [&](int d) { return h.devices[d].name; };
+  tab.cells.resize(static_cast<size_t>(n) * n);
+  tab.cell_at.resize(static_cast<size_t>(n) * n);
+  tab.row_line.assign(n, 0);
+  tab.affinity.resize(n);
+  const auto& cells = tab.cells;
+  const auto& cell_at = tab.cell_at;
+  const auto& row_line = tab.row_line;
   size_t i = b.first_row;
   for (; i < lines.size(); ++i) {
-    const Line& line = lines[i];
-    std::vector<Token> toks = Tokenize(line.text);
+    std::vector<Token> toks = Tokenize(lines[i].text);
     if (toks.empty()) break;
-    ASSIGN_OR_RETURN(const int d, RowDevice(h, toks, source, line.number));
+    ASSIGN_OR_RETURN(const int d, RowDevice(h, toks, source, lines[i].number));
     if (d < 0) break;  // the matrix ended (legend, prose)
-    auto here = [&](size_t col, const std::string& what) {
-      return ErrorAt(source, line.number, col, what);
-    };
-    if (row_line[d]) {
-      return here(toks[0].begin, "expected one row per device, found a second row for " +
-                                     label_of(d) + " (first at line " +
-                                     std::to_string(row_line[d]) + ")");
-    }
-    row_line[d] = line.number;
-    for (int c = 0; c < n; ++c) {
-      size_t k = static_cast<size_t>(c) + 1;
-      auto expected = [&] {
-        return "expected " + std::to_string(n) + " device cells in row " + label_of(d) +
-               " (one per header device)";
-      };
-      if (k >= toks.size()) {
-        return here(line.text.size(),
-                    expected() + ", found the line ending after " + std::to_string(c));
-      }
-      std::string_view t = toks[k].text;
-      if (t == "X") {
-        if (c != d) {
-          return here(toks[k].begin, "expected X only on the diagonal, found X in row " +
-                                         label_of(d) + " under " + label_of(c));
-        }
-        continue;
-      }
-      auto p = ParsePath(t);
-      if (!p.ok()) {
-        if (IsDigit(t[0]) || t == "N/A") {
-          return here(toks[k].begin, expected() + ", found " + std::to_string(c) +
-                                         " cells then affinity text " + Quote(t));
-        }
-        return here(toks[k].begin,
-                    "expected a path (X, NV<n>, PIX, PXB, PHB, NODE, SYS or SOC) "
-                    "in row " +
-                        label_of(d) + " under " + label_of(c) + ", found " + Quote(t));
-      }
-      if (c == d) {
-        return here(toks[k].begin, "expected X on the diagonal (" + label_of(d) +
-                                       " to itself), "
-                                       "found " +
-                                       Quote(t));
-      }
-      bool nic_pair = h.devices[d].kind == ColKind::kNic || h.devices[c].kind == ColKind::kNic;
-      if (nic_pair && p->cls == PathClass::kNV) {
-        return here(toks[k].begin, "expected a PCIe path between " + label_of(d) + " and " +
-                                       label_of(c) + " (NVLink joins GPUs only), found " +
-                                       Quote(t));
-      }
-      cells[static_cast<size_t>(d) * n + c] = *p;
-      cell_at[static_cast<size_t>(d) * n + c] = Where{line.number, toks[k].begin};
-    }
-    size_t last = static_cast<size_t>(n);
-    if (last + 1 < toks.size() && IsTopoCell(toks[last + 1].text)) {
-      return here(toks[last + 1].begin,
-                  "expected " + std::to_string(n) + " device cells in row " + label_of(d) +
-                      " (one per header device), found more: " + Quote(toks[last + 1].text));
-    }
-    std::vector<Cell> aff_cells;
-    RETURN_IF_ERROR(ReadAffinityCells(line, toks, last, h, source, &aff_cells));
-    ASSIGN_OR_RETURN(affinity[d], InterpretAffinity(aff_cells, h, line, source));
+    RETURN_IF_ERROR(ReadTopoRow(h, lines[i], toks, d, source, tab));
   }
+  tab.end = i;
 
   const bool truncated = IsTruncated(lines);
   for (int d = 0; d < n; ++d) {
@@ -893,9 +932,18 @@ StatusOr<NodeTopology> ParseTopoBlock(const std::vector<Line>& lines, const Bloc
     }
   }
 
-  std::map<int, std::string> legend;
-  RETURN_IF_ERROR(ReadNicLegend(lines, i, h, source, &legend));
+  return tab;
+}
 
+// The node of a read matrix: GPUs and NICs in header order (a NIC named by the legend where it
+// has one), NUMA nodes from the affinities, every pair's path.
+StatusOr<NodeTopology> BuildTopology(const Header& h, const TopoTable& tab,
+                                     const std::map<int, std::string>& legend,
+                                     const std::vector<Line>& lines, const Block& b,
+                                     const std::string& source) {
+  const int n = tab.n;
+  const auto& affinity = tab.affinity;
+  const auto& cells = tab.cells;
   NodeTopology t;
   t.source = source;
   std::vector<int> dev_of(n);  // header position -> device number in NodeTopology
@@ -956,6 +1004,15 @@ StatusOr<NodeTopology> ParseTopoBlock(const std::vector<Line>& lines, const Bloc
   Status valid = t.Validate();
   if (!valid.ok()) return InvalidArgumentError(source + ": " + valid.message());
   return t;
+}
+
+StatusOr<NodeTopology> ParseTopoBlock(const std::vector<Line>& lines, const Block& b,
+                                      const std::string& source) {
+  ASSIGN_OR_RETURN(Header h, ParseHeader(lines, b, source));
+  ASSIGN_OR_RETURN(TopoTable tab, ReadTopoTable(lines, b, h, source));
+  std::map<int, std::string> legend;
+  RETURN_IF_ERROR(ReadNicLegend(lines, tab.end, h, source, &legend));
+  return BuildTopology(h, tab, legend, lines, b, source);
 }
 
 // ---------------------------------------------------------------------------------------------
