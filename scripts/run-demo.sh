@@ -62,19 +62,14 @@ echo "== the daemon: $BIN serve --cluster $CLUSTER --db $DB"
 start_daemon
 echo "listening on $TOPOSCHED_SERVER"
 
-# One spec file per entry of the jobs file (entries start with "  - ", fields are indented by 4).
-mkdir -p "$RUN_DIR/jobs"
-awk -v dir="$RUN_DIR/jobs" '
-  /^  - / { n++; file = sprintf("%s/%02d.yaml", dir, n); sub(/^  - /, ""); print > file; next }
-  /^    / && n > 0 { sub(/^    /, ""); print > file; next }
-' "$JOBS"
-first_id=""
-last_id=""
-for spec in "$RUN_DIR"/jobs/*.yaml; do
-  id=$($BIN submit "$spec")
-  [ -n "$first_id" ] || first_id="$id"
-  last_id="$id"
-  echo "submitted $(sed -n 's/^name: //p' "$spec" | head -1) as $id"
+# The whole jobs file in one submit: every entry validated first, one id per line in file order.
+ids=$($BIN submit "$JOBS")
+mapfile -t id_list <<<"$ids"
+mapfile -t name_list < <(sed -n 's/^  - name: //p' "$JOBS")
+first_id=${id_list[0]}
+last_id=${id_list[${#id_list[@]}-1]}
+for i in "${!id_list[@]}"; do
+  echo "submitted ${name_list[$i]} as ${id_list[$i]}"
 done
 sleep 0.6  # a few scheduling passes
 echo

@@ -54,25 +54,35 @@ struct SubmitArgs : ClientArgs {
   std::string key;
 };
 
+// Submits every spec of the file (one spec, or a `jobs:` list), in file order, each with its own
+// idempotency key; every spec is parsed and validated first, so a bad entry submits nothing.
+// Prints one id per line (JSON: {"id": N} for one spec, {"ids": [...]} for a list).
 int RunSubmit(const SubmitArgs& a) {
-  auto read = ReadFileBounded(a.file, size_t{16} << 20, "a job spec");
-  if (!read.ok()) return Fail(read.status());
-  const std::string& text = *read;
-  const bool is_json = a.file.size() > 5 && a.file.substr(a.file.size() - 5) == ".json";
-  StatusOr<job::JobSpec> spec =
-      is_json ? job::ParseJobJson(text, a.file) : job::ParseJobYaml(text, a.file);
-  if (!spec.ok()) return Fail(spec.status());
+  StatusOr<std::vector<job::JobSpec>> specs = job::ReadJobSpecsFile(a.file);
+  if (!specs.ok()) return Fail(specs.status());
   // The key makes the retries inside Call safe: a submit the daemon committed before a lost
-  // answer is not submitted twice.
+  // answer is not submitted twice. A list's i-th spec (i > 0) gets KEY-i.
   const std::string key = a.key.empty() ? NewKey() : a.key;
-  StatusOr<Reply> r =
-      Call(a, "POST", "/api/v1/jobs", job::JobSpecToJson(*spec, -1), {{"Idempotency-Key", key}});
-  if (!r.ok()) return Fail(r.status());
-  const int64_t id = r->body.value("id", int64_t{0});
+  json ids = json::array();
+  for (size_t i = 0; i < specs->size(); ++i) {
+    const std::string k = i == 0 ? key : key + "-" + std::to_string(i);
+    StatusOr<Reply> r = Call(a, "POST", "/api/v1/jobs", job::JobSpecToJson((*specs)[i], -1),
+                             {{"Idempotency-Key", k}});
+    if (!r.ok()) {
+      if (i == 0) return Fail(r.status());
+      return Fail(Status(r.status().code(), "submitted " + std::to_string(i) + " of " +
+                                                std::to_string(specs->size()) +
+                                                " jobs (ids above); job \"" + (*specs)[i].name +
+                                                "\": " + r.status().message()));
+    }
+    const int64_t id = r->body.value("id", int64_t{0});
+    ids.push_back(id);
+    if (!a.json) std::printf("%lld\n", static_cast<long long>(id));
+    std::fflush(stdout);
+  }
   if (a.json) {
-    std::printf("%s\n", json{{"id", id}}.dump().c_str());
-  } else {
-    std::printf("%lld\n", static_cast<long long>(id));
+    const json out = specs->size() == 1 ? json{{"id", ids[0]}} : json{{"ids", ids}};
+    std::printf("%s\n", out.dump().c_str());
   }
   return 0;
 }
@@ -381,8 +391,9 @@ int RunEvents(const EventsArgs& a) {
 void RegisterClientCommands(CLI::App& app, int& rc) {
   {
     auto a = std::make_shared<SubmitArgs>();
-    CLI::App* c = app.add_subcommand("submit", "submit one job spec (YAML, or JSON by extension)");
-    c->add_option("FILE", a->file, "job spec file")->required();
+    CLI::App* c = app.add_subcommand(
+        "submit", "submit a job file: one spec or a jobs: list (YAML, or JSON by extension)");
+    c->add_option("FILE", a->file, "job file: one spec or a jobs: list")->required();
     c->add_option("--key", a->key, "idempotency key (default: a new random key)");
     AddCommon(c, *a);
     c->callback([a, &rc] { rc = RunSubmit(*a); });

@@ -25,6 +25,14 @@ int main(int argc, char** argv) {
   toposched::cli::RegisterAgentCommand(app, rc);
   // Last: it documents the commands registered above.
   toposched::cli::RegisterDocsCommands(app, rc, TS_VERSION);
+  // An unknown first word is named as such (CLI11 would answer "A subcommand is required", or
+  // print the top-level help with exit 0 when --help follows it).
+  if (argc > 1 && argv[1][0] != '-' &&
+      app.get_subcommands([&](CLI::App* c) { return c->check_name(argv[1]); }).empty()) {
+    std::fprintf(stderr, "toposched: unknown command \"%s\" (toposched --help lists them)\n",
+                 argv[1]);
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

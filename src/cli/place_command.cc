@@ -1,5 +1,6 @@
 #include "cli/place_command.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -26,6 +27,7 @@ struct PlaceArgs {
   std::string state;
   std::string policy = "toposched";
   bool json = false;
+  bool ranks = false;  // every rank on its own line (default: one line per node)
 };
 
 struct JobResult {
@@ -65,7 +67,44 @@ nlohmann::json ResultJson(const topo::Cluster& c, const JobResult& r) {
   return j;
 }
 
-void PrintText(const topo::Cluster& c, const JobResult& r) {
+// Integers in the order given, runs of consecutive ascending values as ranges: 0,1,2,3,7,6 ->
+// "0-3,7,6" (a node's ranks, or its GPUs in rank order).
+std::string Runs(const std::vector<int>& v) {
+  std::string out;
+  for (size_t i = 0; i < v.size();) {
+    size_t j = i;
+    while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
+    out += (out.empty() ? "" : ",") + std::to_string(v[i]);
+    if (j > i) out += (j == i + 1 ? "," : "-") + std::to_string(v[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+// One line per node, in node order: its ranks, their GPUs in rank order (local rank i on the
+// i-th GPU listed) and the NICs they use, in first use.
+void PrintRanksByNode(const topo::Cluster& c, const sched::Placement& p) {
+  std::printf("  %-12s %-16s %-24s %s   (--ranks: every rank)\n", "node", "ranks",
+              "gpus (rank order)", "nics");
+  for (const sched::NodeGpus& part : p.parts) {
+    const topo::NodeTopology& t = c.topology(part.node);
+    std::vector<int> ranks, gpus;
+    std::vector<std::string> nics;
+    for (const sched::RankSlot& s : p.ranks) {
+      if (s.node != part.node) continue;
+      ranks.push_back(s.rank);
+      gpus.push_back(t.gpus[s.gpu].index);
+      const std::string nic = s.nic >= 0 ? t.nics[s.nic].name : "-";
+      if (std::find(nics.begin(), nics.end(), nic) == nics.end()) nics.push_back(nic);
+    }
+    std::string nic_list;
+    for (const std::string& n : nics) nic_list += (nic_list.empty() ? "" : ",") + n;
+    std::printf("  %-12s %-16s %-24s %s\n", c.nodes[part.node].name.c_str(), Runs(ranks).c_str(),
+                Runs(gpus).c_str(), nic_list.c_str());
+  }
+}
+
+void PrintText(const topo::Cluster& c, const JobResult& r, bool all_ranks) {
   const bool placed = r.verdict.fit();
   std::printf("job %s: %s (decision %lld us)\n", r.name.c_str(), placed ? "RUNNING" : "PENDING",
               static_cast<long long>(r.decision_us));
@@ -90,12 +129,16 @@ void PrintText(const topo::Cluster& c, const JobResult& r) {
   if (!r.transports.nccl_ib_hca.empty()) {
     std::printf("  env: NCCL_IB_HCA=%s\n", r.transports.nccl_ib_hca.c_str());
   }
-  std::printf("  %-5s %-12s %-4s %s\n", "rank", "node", "gpu", "nic");
-  for (const sched::RankSlot& s : p.ranks) {
-    const topo::NodeTopology& t = c.topology(s.node);
-    std::printf("  %-5d %-12s %-4d %s\n", s.rank, c.nodes[s.node].name.c_str(), t.gpus[s.gpu].index,
-                s.nic >= 0 ? t.nics[s.nic].name.c_str() : "-");
+  if (all_ranks) {
+    std::printf("  %-5s %-12s %-4s %s\n", "rank", "node", "gpu", "nic");
+    for (const sched::RankSlot& s : p.ranks) {
+      const topo::NodeTopology& t = c.topology(s.node);
+      std::printf("  %-5d %-12s %-4d %s\n", s.rank, c.nodes[s.node].name.c_str(),
+                  t.gpus[s.gpu].index, s.nic >= 0 ? t.nics[s.nic].name.c_str() : "-");
+    }
+    return;
   }
+  PrintRanksByNode(c, p);
 }
 
 int RunPlace(const PlaceArgs& a) {
@@ -103,7 +146,7 @@ int RunPlace(const PlaceArgs& a) {
   if (!cluster_or.ok()) return Fail(cluster_or.status());
   topo::Cluster cluster = std::move(cluster_or).value();
   cluster.Finalize();
-  auto jobs = job::ReadJobsFile(a.jobs);
+  auto jobs = job::ReadJobSpecsFile(a.jobs);
   if (!jobs.ok()) return Fail(jobs.status());
   std::vector<std::string> levels;
   for (const topo::NetworkLevel& l : cluster.levels) levels.push_back(l.name);
@@ -144,7 +187,7 @@ int RunPlace(const PlaceArgs& a) {
     for (const JobResult& r : results) out["jobs"].push_back(ResultJson(cluster, r));
     std::printf("%s\n", out.dump(2).c_str());
   } else {
-    for (const JobResult& r : results) PrintText(cluster, r);
+    for (const JobResult& r : results) PrintText(cluster, r, a.ranks);
   }
   return 0;
 }
@@ -156,12 +199,17 @@ void AddPlaceCommand(CLI::App& app, int& rc) {
   CLI::App* cmd = app.add_subcommand(
       "place", "Gang-place the jobs of a file in one pass, in file order, with explanations");
   cmd->add_option("--cluster", args->cluster, "cluster spec (YAML)")->required();
-  cmd->add_option("--jobs", args->jobs, "jobs file (YAML, or JSON by extension)")->required();
+  cmd->add_option("--jobs", args->jobs,
+                  "job file: one spec or a jobs: list (YAML, or JSON by extension)")
+      ->required();
   cmd->add_option("--state", args->state, "starting cluster state (JSON, as saved)");
   cmd->add_option("--policy", args->policy,
                   "placement policy: toposched (default), first-fit, best-fit, pair-score, "
                   "kueue-tas, slurm-tree");
   cmd->add_flag("--json", args->json, "print JSON");
+  cmd->add_flag("--ranks", args->ranks,
+                "list every rank on its own line (default: one line per node with its rank and "
+                "GPU ranges)");
   cmd->callback([args, &rc]() { rc = RunPlace(*args); });
 }
 

@@ -7,8 +7,9 @@
 
 namespace toposched::cli {
 
-// Adds `place --cluster FILE --jobs FILE [--state FILE] [--policy NAME] [--json]` (policies:
-// sched/policy.h). Exit code in `rc`: 0 when the
+// Adds `place --cluster FILE --jobs FILE [--state FILE] [--policy NAME] [--json] [--ranks]`
+// (policies: placer/policy.h; the job file holds one spec or a `jobs:` list; text output lists
+// ranks one line per node, every rank with --ranks). Exit code in `rc`: 0 when the
 // pass ran (some jobs may stay PENDING), 1 bad input, 2 usage.
 // JSON: {"jobs": [{"name", "state", "nodes": [...], "ranks": [{"rank", "node", "gpu", "nic"}],
 //        "predicted_ms", "best_possible_ms", "explanation", "decision_us"}]}

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -305,6 +306,44 @@ TEST_F(CliClientTest, QueueListsPodGroupsBesideRestJobs) {
   EXPECT_NE(table.out.find("SOURCE"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("research/cli-gang"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("kubernetes"), std::string::npos) << table.out;
+}
+
+// The jobs file the demo places (a `jobs:` list) is submitted whole: one id per line in file
+// order, or {"ids": [...]} with --json; a list with one bad entry submits nothing and names the
+// entry's line.
+TEST_F(CliClientTest, SubmitTakesAJobsListAllOrNothing) {
+  const std::string jobs = std::string(TS_SOURCE_DIR) + "/data/jobs/example-jobs.yaml";
+  CliRun plain = Cli("submit " + jobs);
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  std::vector<int64_t> ids;
+  std::istringstream lines(plain.out);
+  for (std::string l; std::getline(lines, l);) ids.push_back(std::stoll(l));
+  ASSERT_GE(ids.size(), 5u) << plain.out;
+  for (size_t i = 1; i < ids.size(); ++i) EXPECT_EQ(ids[i], ids[i - 1] + 1);
+  CliRun q = Cli("queue --json");
+  ASSERT_EQ(q.code, 0) << q.err;
+  const json listed = json::parse(q.out)["jobs"];
+  ASSERT_EQ(listed.size(), ids.size());
+  EXPECT_EQ(listed[0]["name"], "llama70b-pretrain");
+
+  CliRun js = Cli("submit " + jobs + " --json");
+  ASSERT_EQ(js.code, 0) << js.err;
+  const json got = json::parse(js.out);
+  ASSERT_TRUE(got["ids"].is_array()) << js.out;
+  EXPECT_EQ(got["ids"].size(), ids.size());
+  EXPECT_EQ(got["ids"][0].get<int64_t>(), ids.back() + 1);
+
+  const std::string bad = dir_ + "/bad-list.yaml";
+  testing_api::WriteFile(bad,
+                         "jobs:\n  - name: fine\n    replicas: 1\n    gpus_per_replica: 8\n"
+                         "  - name: broken\n    replicas: -1\n");
+  CliRun b = Cli("submit " + bad);
+  EXPECT_EQ(b.code, 1);
+  EXPECT_NE(b.err.find("bad-list.yaml:6"), std::string::npos) << b.err;
+  EXPECT_TRUE(b.out.empty()) << b.out;
+  CliRun after = Cli("queue --json");
+  ASSERT_EQ(after.code, 0) << after.err;
+  EXPECT_EQ(json::parse(after.out)["jobs"].size(), 2 * ids.size()) << "the bad list added none";
 }
 
 }  // namespace

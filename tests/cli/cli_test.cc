@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -107,6 +108,17 @@ TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_EQ(RunCli("topo import --format nope x").code, 2);
   EXPECT_EQ(RunCli("frobnicate").code, 2);
   EXPECT_EQ(RunCli("").code, 2);
+}
+
+// An unknown first word is named as such, with or without --help after it.
+TEST(Cli, UnknownCommandIsNamed) {
+  for (const char* args : {"frobnicate", "frobnicate --help", "plcae --cluster x"}) {
+    Result r = RunCli(args);
+    EXPECT_EQ(r.code, 2) << args;
+    EXPECT_NE(r.err.find("unknown command \""), std::string::npos) << args << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << args << ": " << r.out;
+  }
+  EXPECT_NE(RunCli("plcae").err.find("\"plcae\""), std::string::npos);
 }
 
 TEST(Cli, MissingFileExitsOne) {
@@ -269,6 +281,43 @@ TEST(CliPlace, OnePassOverTheExampleJobs) {
       EXPECT_EQ(big["ranks"][g * 8 + i]["node"], big["ranks"][g * 8]["node"]);
     }
   }
+}
+
+// Text output: one line per node (its ranks and GPUs as ranges, its NICs) unless --ranks asks
+// for every rank; the 128-GPU job of the example is 16 node lines, or 128 rank lines.
+TEST(CliPlace, RanksAreSummarisedByNodeUnlessAskedFor) {
+  const std::string args =
+      "place --cluster data/clusters/h100-2rack.yaml --jobs data/jobs/example-jobs.yaml";
+  Result sum = RunCli(args);
+  ASSERT_EQ(sum.code, 0) << sum.err;
+  const std::string first = sum.out.substr(0, sum.out.find("\njob ", 1));
+  EXPECT_NE(first.find("(--ranks: every rank)"), std::string::npos) << first;
+  EXPECT_NE(first.find("\n  gpu001       0-7              0-7"), std::string::npos) << first;
+  EXPECT_NE(first.find("mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7"),
+            std::string::npos)
+      << first;
+  EXPECT_EQ(first.find("\n  rank "), std::string::npos) << first;
+  Result all = RunCli(args + " --ranks");
+  ASSERT_EQ(all.code, 0) << all.err;
+  const std::string big = all.out.substr(0, all.out.find("\njob ", 1));
+  const std::regex rank_row(R"(^  \d+ +gpu\d+ +\d+ +mlx5_\d+$)");
+  size_t rows = 0;
+  std::istringstream lines(big);
+  for (std::string l; std::getline(lines, l);) rows += std::regex_match(l, rank_row) ? 1 : 0;
+  EXPECT_EQ(rows, 128u) << big;
+}
+
+// A file of one spec is placed like a jobs: list of one.
+TEST(CliPlace, OneSpecFileIsAJobFileToo) {
+  const std::string one = WriteTemp("one.yaml",
+                                    "name: solo\nreplicas: 1\ngpus_per_replica: 8\n"
+                                    "layout: {tp: 8}\n");
+  Result r = RunCli("place --cluster data/clusters/h100-2rack.yaml --jobs " + one + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["jobs"].size(), 1u);
+  EXPECT_EQ(j["jobs"][0]["name"], "solo");
+  EXPECT_EQ(j["jobs"][0]["state"], "RUNNING");
 }
 
 TEST(CliPlace, PendingJobsAreExplainedAndBadInputExitsOne) {

@@ -6,9 +6,54 @@
 
 #include "job/job_spec.h"
 #include "testing/samples.h"
+#include "testing/status_matchers.h"
 
 namespace toposched::job {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::IsOk;
+using ::toposched::testing::StatusIs;
+
+// A job file is one spec or a `jobs:` list, in YAML or JSON; every entry is checked before any
+// is returned.
+TEST(JobFile, OneSpecOrAJobsList) {
+  auto one = ParseJobSpecsYaml("name: solo\nreplicas: 2\ngpus_per_replica: 8\n", "one.yaml");
+  ASSERT_THAT(one, IsOk());
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ((*one)[0].name, "solo");
+  EXPECT_EQ((*one)[0].total_gpus, 16);
+  auto list = ParseJobSpecsYaml(
+      "jobs:\n  - name: a\n    replicas: 1\n    gpus_per_replica: 4\n"
+      "  - name: b\n    replicas: 1\n    gpus_per_replica: 2\n",
+      "list.yaml");
+  ASSERT_THAT(list, IsOk());
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[1].name, "b");
+  auto json_one =
+      ParseJobSpecsJson(R"({"name": "j", "replicas": 1, "gpus_per_replica": 1})", "one.json");
+  ASSERT_THAT(json_one, IsOk());
+  EXPECT_EQ(json_one->size(), 1u);
+  auto json_list = ParseJobSpecsJson(
+      R"({"jobs": [{"name": "x", "replicas": 1, "gpus_per_replica": 1},
+                   {"name": "y", "replicas": 1, "gpus_per_replica": 1}]})",
+      "list.json");
+  ASSERT_THAT(json_list, IsOk());
+  EXPECT_EQ(json_list->size(), 2u);
+}
+
+TEST(JobFile, ABadEntryRefusesTheWholeFileNamingItsLine) {
+  EXPECT_THAT(ParseJobSpecsYaml("jobs:\n  - name: a\n    replicas: 1\n    gpus_per_replica: 4\n"
+                                "  - name: b\n    replicas: -1\n",
+                                "list.yaml"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("list.yaml:6: jobs[1].replicas")));
+  EXPECT_THAT(ParseJobSpecsYaml("", "empty.yaml"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("empty job spec")));
+  // A spec with a jobs key beside its own fields is one spec with an unknown key, not a list.
+  EXPECT_THAT(ParseJobSpecsYaml("name: a\njobs: []\n", "mixed.yaml"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("jobs")));
+  EXPECT_THAT(ReadJobSpecsFile("/nonexistent/jobs.yaml"), StatusIs(StatusCode::kNotFound));
+}
 
 const std::string kExample = testing::SourceDir() + "/data/jobs/example-jobs.yaml";
 
