@@ -12,8 +12,8 @@ PACKAGES=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev libglpk-dev
   python3 clang-format
   # The sanitizer and fuzzing build (scripts/test.sh, scripts/fuzz.sh): clang with its
-  # sanitizer and libFuzzer runtimes (a Recommends of clang, so named here).
-  clang libclang-rt-14-dev
+  # sanitizer and libFuzzer runtimes (a Recommends of clang, so named here), linked with lld.
+  clang libclang-rt-14-dev lld
   prometheus
   slurmctld slurmd slurm-client munge
   # Packaging (scripts/package-deb.sh, build-image.sh, test-package.sh).
