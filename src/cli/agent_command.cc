@@ -107,7 +107,7 @@ int RunAgent(const AgentArgs& a) {
 void RegisterAgentCommand(CLI::App& app, int& rc) {
   auto a = std::make_shared<AgentArgs>();
   CLI::App* c = app.add_subcommand(
-      "agent", "send this node's topology to the daemon, and again whenever it changes");
+      "agent", "Send this node's topology to the daemon, and again whenever it changes");
   c->add_option("--node", a->node, "node name in the cluster (default $NODE_NAME, else hostname)");
   c->add_option("--topo", a->topo, "a topology file instead of discovering this machine");
   c->add_option("--format", a->format, "format of --topo: nvidia-smi|hwloc|nccl-xml|json|auto")

@@ -391,8 +391,7 @@ int RunEvents(const EventsArgs& a) {
 void RegisterClientCommands(CLI::App& app, int& rc) {
   {
     auto a = std::make_shared<SubmitArgs>();
-    CLI::App* c = app.add_subcommand(
-        "submit", "submit a job file: one spec or a jobs: list (YAML, or JSON by extension)");
+    CLI::App* c = app.add_subcommand("submit", "Submit one job spec or a jobs: list (YAML/JSON)");
     c->add_option("FILE", a->file, "job file: one spec or a jobs: list")->required();
     c->add_option("--key", a->key, "idempotency key (default: a new random key)");
     AddCommon(c, *a);
@@ -400,7 +399,7 @@ void RegisterClientCommands(CLI::App& app, int& rc) {
   }
   {
     auto a = std::make_shared<QueueArgs>();
-    CLI::App* c = app.add_subcommand("queue", "list jobs (pending and running unless --all)");
+    CLI::App* c = app.add_subcommand("queue", "List jobs (pending and running unless --all)");
     c->add_option("--state", a->state, "only this state (PENDING, R, ...)");
     c->add_option("--user", a->user, "only this user");
     c->add_option("--queue", a->queue, "only this queue");
@@ -415,14 +414,13 @@ void RegisterClientCommands(CLI::App& app, int& rc) {
     AddCommon(c, *a);
     c->callback([a, &rc, run] { rc = run(*a); });
   };
-  job_cmd("show", "a job's state, placement, explanation and events", RunShow);
-  job_cmd("cancel", "cancel a job", [](const JobArgs& a) { return RunJobAction(a, "cancel"); });
+  job_cmd("show", "A job's state, placement, explanation and events", RunShow);
+  job_cmd("cancel", "Cancel a job", [](const JobArgs& a) { return RunJobAction(a, "cancel"); });
   {
     auto a = std::make_shared<CompleteArgs>();
     CLI::App* c = app.add_subcommand(
         "complete",
-        "report that a running job's processes finished (with an exit report: how, and the "
-        "log's end, which the daemon diagnoses into the job's end)");
+        "Report that a running job's processes finished, with an exit report to diagnose");
     c->add_option("JOB", a->job, "job id (17 or job-17)")->required();
     c->add_option("--exit-code", a->exit_code, "the launcher's exit status (non-zero: FAILED)");
     c->add_option("--signal", a->signal, "the signal that killed it (1..64)")
@@ -438,8 +436,7 @@ void RegisterClientCommands(CLI::App& app, int& rc) {
     auto a = std::make_shared<CompleteArgs>();
     CLI::App* c = app.add_subcommand(
         "report",
-        "send a running job's log to the daemon: a transport fallback marks the job degraded "
-        "(its on_degraded follows), a fatal GPU fault drains the node");
+        "Send a running job's log: a transport fallback degrades it, a GPU fault drains the node");
     c->add_option("JOB", a->job, "job id (17 or job-17)")->required();
     c->add_option("--log", a->log, "the job's log (its last 128 KiB are sent)")
         ->required()
@@ -448,10 +445,10 @@ void RegisterClientCommands(CLI::App& app, int& rc) {
     AddCommon(c, *a);
     c->callback([a, &rc] { rc = RunReport(*a); });
   }
-  job_cmd("explain", "why a job waits, or why it runs where it does", RunExplain);
+  job_cmd("explain", "Why a job waits, or why it runs where it does", RunExplain);
   {
     auto a = std::make_shared<ClientArgs>();
-    CLI::App* c = app.add_subcommand("nodes", "nodes with free/allocated GPUs, health, drain");
+    CLI::App* c = app.add_subcommand("nodes", "Nodes with free/allocated GPUs, health, drain");
     AddCommon(c, *a);
     c->callback([a, &rc] { rc = RunNodes(*a); });
   }
@@ -459,7 +456,7 @@ void RegisterClientCommands(CLI::App& app, int& rc) {
     auto a = std::make_shared<NodeArgs>();
     CLI::App* c = app.add_subcommand(
         drain ? "drain" : "resume",
-        drain ? "drain a node (no new jobs; running ones stay)" : "resume a drained node");
+        drain ? "Drain a node (no new jobs; running ones stay)" : "Resume a drained node");
     c->add_option("NODE", a->node, "node name")->required();
     c->add_option("--reason", a->reason, "why (kept in the event log)");
     AddCommon(c, *a);
@@ -467,7 +464,7 @@ void RegisterClientCommands(CLI::App& app, int& rc) {
   }
   {
     auto a = std::make_shared<EventsArgs>();
-    CLI::App* c = app.add_subcommand("events", "the event log");
+    CLI::App* c = app.add_subcommand("events", "The event log");
     c->add_option("--job", a->job, "only this job");
     c->add_option("--after", a->after, "events after this position");
     c->add_option("--limit", a->limit, "at most this many")->capture_default_str();

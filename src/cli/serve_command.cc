@@ -456,7 +456,7 @@ int RunServe(const ServeArgs& a) {
 void RegisterServeCommand(CLI::App& app, int& rc) {
   auto args = std::make_shared<ServeArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "serve", "run the scheduler daemon: REST API, metrics, durable SQLite store");
+      "serve", "Run the scheduler daemon: REST API, metrics, durable SQLite store");
   cmd->add_option("--cluster", args->cluster, "cluster spec (YAML)")->required();
   cmd->add_option("--db", args->db, "SQLite database file (created when absent)")->required();
   cmd->add_option("--listen", args->listen, "HOST:PORT to listen on (port 0: any free port)")

@@ -472,44 +472,50 @@ Candidate CostModel::Collectives::DirectSendRecv() const {
 
 // --- which models a request asks, and the fastest of them ---
 
+namespace {
+
+// Adds a model's candidate where the model applies; where it does not, an algorithm the request
+// named is an error saying what it `needs`, and one kAuto would try is skipped.
+Status AddIfApplies(std::optional<Candidate> c, bool asked, const char* needs,
+                    std::vector<Candidate>& out) {
+  if (c) {
+    out.push_back(std::move(*c));
+    return OkStatus();
+  }
+  return asked ? InvalidArgumentError(needs) : OkStatus();
+}
+
+}  // namespace
+
 StatusOr<std::vector<Candidate>> CostModel::Collectives::Candidates(Algorithm algorithm) const {
   const CostModelOptions& o = m_.options_;
+  const bool any = algorithm == Algorithm::kAuto;
   std::vector<Candidate> candidates;
   switch (collective_) {
     case Collective::kAllReduce:
-      if (algorithm == Algorithm::kAuto || algorithm == Algorithm::kRing) {
-        candidates.push_back(RingAllReduce());
-      }
-      if ((algorithm == Algorithm::kAuto && o.allow_tree) || algorithm == Algorithm::kTree) {
+      if (any || algorithm == Algorithm::kRing) candidates.push_back(RingAllReduce());
+      if ((any && o.allow_tree) || algorithm == Algorithm::kTree) {
         candidates.push_back(TreeAllReduce());
       }
-      if ((algorithm == Algorithm::kAuto && o.allow_hierarchical) ||
-          algorithm == Algorithm::kHierarchical) {
-        if (auto h = HierarchicalAllReduce()) {
-          candidates.push_back(std::move(*h));
-        } else if (algorithm == Algorithm::kHierarchical) {
-          return InvalidArgumentError(
-              "cost: hierarchical needs GPUs on 2+ nodes (NVLink domains) with the same count, "
-              "at least 2, on each");
-        }
+      if ((any && o.allow_hierarchical) || algorithm == Algorithm::kHierarchical) {
+        RETURN_IF_ERROR(AddIfApplies(
+            HierarchicalAllReduce(), algorithm == Algorithm::kHierarchical,
+            "cost: hierarchical needs GPUs on 2+ nodes (NVLink domains) with the same count, "
+            "at least 2, on each",
+            candidates));
       }
-      if ((algorithm == Algorithm::kAuto && o.allow_nvls && o.allow_nvls_tree) ||
-          algorithm == Algorithm::kNvlsTree) {
-        if (auto v = NvlsTreeAllReduce()) {
-          candidates.push_back(std::move(*v));
-        } else if (algorithm == Algorithm::kNvlsTree) {
-          return InvalidArgumentError(
-              "cost: nvls-tree needs 2+ nodes (NVLink domains), each with 2+ GPUs on one NVSwitch "
-              "fabric with NVLink SHARP (NVLink 4+)");
-        }
+      if ((any && o.allow_nvls && o.allow_nvls_tree) || algorithm == Algorithm::kNvlsTree) {
+        RETURN_IF_ERROR(AddIfApplies(
+            NvlsTreeAllReduce(), algorithm == Algorithm::kNvlsTree,
+            "cost: nvls-tree needs 2+ nodes (NVLink domains), each with 2+ GPUs on one NVSwitch "
+            "fabric with NVLink SHARP (NVLink 4+)",
+            candidates));
       }
-      if ((algorithm == Algorithm::kAuto && o.allow_nvls) || algorithm == Algorithm::kNvls) {
-        if (auto v = NvlsAllReduce()) {
-          candidates.push_back(std::move(*v));
-        } else if (algorithm == Algorithm::kNvls) {
-          return InvalidArgumentError(
-              "cost: nvls needs every GPU on one NVSwitch fabric with NVLink SHARP (NVLink 4+)");
-        }
+      if ((any && o.allow_nvls) || algorithm == Algorithm::kNvls) {
+        RETURN_IF_ERROR(AddIfApplies(
+            NvlsAllReduce(), algorithm == Algorithm::kNvls,
+            "cost: nvls needs every GPU on one NVSwitch fabric with NVLink SHARP (NVLink 4+)",
+            candidates));
       }
       break;
     case Collective::kAllGather:

@@ -1,18 +1,19 @@
 #include "placement/placement.h"
 
+#include "core/enum_names.h"
+
 namespace toposched::sched {
 
-const char* VerdictKindName(VerdictKind k) {
-  switch (k) {
-    case VerdictKind::kFit:
-      return "fit";
-    case VerdictKind::kUnschedulable:
-      return "unschedulable";
-    case VerdictKind::kUnresolvable:
-      return "unresolvable";
-  }
-  return "?";
-}
+namespace {
+
+constexpr EnumName<VerdictKind> kVerdictKindNames[] = {
+    {VerdictKind::kFit, "fit"},
+    {VerdictKind::kUnschedulable, "unschedulable"},
+    {VerdictKind::kUnresolvable, "unresolvable"}};
+
+}  // namespace
+
+const char* VerdictKindName(VerdictKind k) { return NameOf(kVerdictKindNames, k, "?"); }
 
 std::string Verdict::Explain() const {
   if (placement && kind == VerdictKind::kFit) return placement->explanation;

@@ -7,8 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "placement/placement.h"
-#include "placement/plan.h"
 #include "plugins/rail_ranks.h"
 #include "plugins/search_handle.h"
 #include "plugins/slots.h"

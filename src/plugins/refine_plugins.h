@@ -4,14 +4,9 @@
 // scheduler framework's plugin sees the framework through its handle.
 #pragma once
 
-#include <optional>
-#include <span>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "placement/placement.h"
-#include "placement/plan.h"
 #include "plugins/search_handle.h"
 #include "plugins/slots.h"
 

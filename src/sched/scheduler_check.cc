@@ -1,30 +1,15 @@
 // Scheduler::CheckInvariants: the queue, the running jobs and the cluster state agree.
-#include <algorithm>
-#include <cinttypes>
-#include <cmath>
-#include <cstdio>
-#include <limits>
-#include <map>
 #include <set>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "sched/scheduler.h"
 #include "sched/scheduler_util.h"
 
 namespace toposched::sched {
 
-namespace {
-
-using internal::AllocatePlacement;
-using internal::GpusOf;
 using internal::JobName;
-using internal::kNever;
-using internal::Seconds;
 using job::JobState;
-
-}  // namespace
 
 Status Scheduler::CheckInvariants() const {
   RETURN_IF_ERROR(state_.CheckInvariants());

@@ -1,12 +1,6 @@
 // Preemption: the cheapest set of lower-priority victims whose GPUs let a blocked job start.
 #include <algorithm>
-#include <cinttypes>
-#include <cmath>
-#include <cstdio>
-#include <limits>
-#include <map>
 #include <queue>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,16 +10,9 @@
 
 namespace toposched::sched {
 
-namespace {
-
-using internal::AllocatePlacement;
 using internal::GpusOf;
 using internal::JobName;
-using internal::kNever;
-using internal::Seconds;
 using job::JobState;
-
-}  // namespace
 
 StatusOr<bool> Scheduler::TryPreempt(Job& j, int64_t now_us) {
   struct Cand {

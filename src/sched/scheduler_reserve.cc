@@ -2,12 +2,9 @@
 // for the blocked head of the queue, which later jobs may backfill without delaying it, and the
 // wait-or-spread plan of a job that would run faster if it waited for a better placement.
 #include <algorithm>
-#include <cinttypes>
 #include <cmath>
 #include <cstdio>
-#include <limits>
-#include <map>
-#include <set>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,8 +17,6 @@ namespace toposched::sched {
 namespace {
 
 using internal::AllocatePlacement;
-using internal::GpusOf;
-using internal::JobName;
 using internal::kNever;
 using internal::Seconds;
 using job::JobState;
