@@ -10,7 +10,6 @@
 #include <utility>
 
 #include "api/input_codec.h"
-#include "api/transport_json.h"
 #include "sched/node_network.h"
 #include "topo/io/json_io.h"
 

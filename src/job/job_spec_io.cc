@@ -764,6 +764,11 @@ StatusOr<std::vector<JobSpec>> ParseJobsJson(const std::string& text, const std:
 
 namespace {
 
+// .json (any case) is JSON; anything else YAML.
+bool IsJsonPath(const std::string& path) {
+  return path.size() >= 5 && ToLower(path.substr(path.size() - 5)) == ".json";
+}
+
 // A root that is a map whose only key is `jobs` is a jobs file; anything else one spec.
 bool IsJobsList(const Value& root) {
   return root.kind == Value::Kind::kMap && root.fields.size() == 1 &&
@@ -797,14 +802,12 @@ StatusOr<std::vector<JobSpec>> ParseJobSpecsJson(const std::string& text,
 
 StatusOr<std::vector<JobSpec>> ReadJobSpecsFile(const std::string& path) {
   ASSIGN_OR_RETURN(std::string text, ReadFileBounded(path, kMaxFileBytes, "a job file"));
-  const bool is_json = path.size() >= 5 && ToLower(path.substr(path.size() - 5)) == ".json";
-  return is_json ? ParseJobSpecsJson(text, path) : ParseJobSpecsYaml(text, path);
+  return IsJsonPath(path) ? ParseJobSpecsJson(text, path) : ParseJobSpecsYaml(text, path);
 }
 
 StatusOr<std::vector<JobSpec>> ReadJobsFile(const std::string& path) {
   ASSIGN_OR_RETURN(std::string text, ReadFileBounded(path, kMaxFileBytes, "a jobs file"));
-  const bool is_json = path.size() >= 5 && ToLower(path.substr(path.size() - 5)) == ".json";
-  return is_json ? ParseJobsJson(text, path) : ParseJobsYaml(text, path);
+  return IsJsonPath(path) ? ParseJobsJson(text, path) : ParseJobsYaml(text, path);
 }
 
 namespace {

@@ -1,14 +1,9 @@
 #include "placer/gang.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <limits>
 #include <mutex>
-#include <numeric>
 #include <utility>
 
-#include "placement/group_shape.h"
 #include "placer/gang_search.h"
 
 namespace toposched::sched {

@@ -21,7 +21,7 @@ bool Search::Score(Placement& p) const {
   const int node = p.ranks.empty() ? -1 : p.ranks[0].node;
   bool one_node = node >= 0;
   for (const RankSlot& r : p.ranks) one_node = one_node && r.node == node;
-  if (!one_node) return ScorePlacementCached(cost_, job_.layout, p, baseline_).ok();
+  if (!one_node) return ScorePlacement(cost_, job_.layout, p, baseline_.group_times).ok();
   std::string key = OneNodeKey(node);
   for (const RankSlot& r : p.ranks) key.push_back(static_cast<char>(r.gpu));
   {

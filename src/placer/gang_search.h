@@ -88,13 +88,6 @@ namespace gang_internal {
 
 using job::ConstraintMode;
 
-// ScorePlacement with its groups' times looked up in, and added to, `cache` (the same numbers
-// as without it).
-inline Status ScorePlacementCached(const cost::CostModel& cost, const job::Layout& layout,
-                                   Placement& p, detail::BaselineCache& cache) {
-  return ScorePlacement(cost, layout, p, cache.group_times);
-}
-
 inline std::string Fmt(const char* fmt, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, fmt, v);

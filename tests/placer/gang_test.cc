@@ -689,9 +689,9 @@ TEST(GangScore, CachedGroupTimesGiveTheSameScoreAndStayBounded) {
     Placement miss = plain, hit = plain;
     const Status plain_ok = ScorePlacement(cost, l, plain);
     ASSERT_TRUE(plain_ok.ok()) << plain_ok.ToString();
-    ASSERT_TRUE(gang_internal::ScorePlacementCached(cost, l, miss, cache).ok());
+    ASSERT_TRUE(ScorePlacement(cost, l, miss, cache.group_times).ok());
     const size_t held = cache.group_times.times.size();
-    ASSERT_TRUE(gang_internal::ScorePlacementCached(cost, l, hit, cache).ok());
+    ASSERT_TRUE(ScorePlacement(cost, l, hit, cache.group_times).ok());
     EXPECT_EQ(cache.group_times.times.size(), held) << "the second score finds every group";
     for (const Placement* p : {&miss, &hit}) {
       EXPECT_EQ(p->dp_ms, plain.dp_ms);
@@ -705,7 +705,7 @@ TEST(GangScore, CachedGroupTimesGiveTheSameScoreAndStayBounded) {
     heavier.dp_bytes *= 2;
     Placement plain2 = plain, cached2 = plain;
     ASSERT_TRUE(ScorePlacement(cost, heavier, plain2).ok());
-    ASSERT_TRUE(gang_internal::ScorePlacementCached(cost, heavier, cached2, cache).ok());
+    ASSERT_TRUE(ScorePlacement(cost, heavier, cached2, cache.group_times).ok());
     EXPECT_EQ(cached2.dp_ms, plain2.dp_ms);
     EXPECT_GT(plain2.dp_ms, plain.dp_ms);
     // The same GPUs in another rank order: every group holds the GPUs of a cached group, in
@@ -715,7 +715,7 @@ TEST(GangScore, CachedGroupTimesGiveTheSameScoreAndStayBounded) {
     for (int r = 0; r < l.WorldSize(); ++r) turned.ranks[r].rank = r;
     turned_plain = turned;
     ASSERT_TRUE(ScorePlacement(cost, l, turned_plain).ok());
-    ASSERT_TRUE(gang_internal::ScorePlacementCached(cost, l, turned, cache).ok());
+    ASSERT_TRUE(ScorePlacement(cost, l, turned, cache.group_times).ok());
     EXPECT_EQ(turned.predicted_ms, turned_plain.predicted_ms);
     orders_differ += turned_plain.predicted_ms != plain.predicted_ms;
   }
@@ -724,7 +724,7 @@ TEST(GangScore, CachedGroupTimesGiveTheSameScoreAndStayBounded) {
   cache.group_times.key_bytes = GroupTimes::kMaxKeyBytes - 1;
   Placement p;
   for (int r = 0; r < l.WorldSize(); ++r) p.ranks.push_back(RankSlot{r, r / 8, r % 8, -1});
-  ASSERT_TRUE(gang_internal::ScorePlacementCached(cost, l, p, cache).ok());
+  ASSERT_TRUE(ScorePlacement(cost, l, p, cache.group_times).ok());
   EXPECT_LT(cache.group_times.times.size(), 10u) << "emptied at the bound, then the new groups";
   EXPECT_GT(cache.group_times.times.size(), 0u);
   size_t bytes = 0;

@@ -668,10 +668,6 @@ Status ReadAffinityCells(const Line& line, const std::vector<Token>& toks, size_
                                 " affinity values after the device cells, found an extra " +
                                 Quote(extra.text));
   }
-  if (rest.size() == k) {
-    for (size_t i = 0; i < k; ++i) (*out)[i] = as_cell(rest[i]);
-    return OkStatus();
-  }
   bool on_grid = toks[0].vcol == 0;
   int prev_end = toks[last].vend();
   int piece = -1;
