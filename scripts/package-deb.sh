@@ -35,12 +35,13 @@ configure() {
   cxxflags="$(dpkg-buildflags --get CPPFLAGS) $(dpkg-buildflags --get CXXFLAGS)"
   # Without -g: the package ships the binary stripped (debianize, below) and no debug-symbols
   # package, so debug info would only be built to be thrown away (a third of the compile time
-  # of the heaviest sources, and a 300 MB link).
+  # of the heaviest sources, and a 300 MB link). A unity build (each module's sources compiled in
+  # batches): about half the compile time of building file by file.
   cxxflags=$(printf '%s\n' "$cxxflags" | sed -E 's/(^| )-g( |$)/ /g')
   ldflags=$(dpkg-buildflags --get LDFLAGS)
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" -DCMAKE_CXX_FLAGS="$cxxflags" -DCMAKE_EXE_LINKER_FLAGS="$ldflags" \
-    -DCMAKE_INSTALL_PREFIX=/usr -DTOPOSCHED_BENCH=OFF \
+    -DCMAKE_INSTALL_PREFIX=/usr -DTOPOSCHED_BENCH=OFF -DCMAKE_UNITY_BUILD=ON \
     -DTOPOSCHED_ZSH_COMPLETION_DIR=share/zsh/vendor-completions
 }
 if [ -f "$BUILD_DIR/CMakeCache.txt" ]; then

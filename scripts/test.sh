@@ -8,8 +8,12 @@
 # Why one sanitized build instead of a plain one plus sanitized ones: each build of the whole
 # tree costs 10-15 minutes on the 2-core CI machine, and CI must stay under 30 minutes. The
 # sanitized build is made light: -O1 and line tables only (enough for symbolized stacks, no
-# full debug info). gcc still builds every library and the binary in the packaging stage
-# (with Debian's hardening flags and -Werror) and the concurrency tests under TSan.
+# full debug info), the test sources at -O0 (their time is spent in the libraries), and a
+# unity build (CMAKE_UNITY_BUILD: each module's sources compiled in batches, so the headers
+# and templates they share are compiled once a batch, not once a file). gcc still builds every
+# library and the binary in the packaging stage (with Debian's hardening flags and -Werror,
+# also a unity build) and the concurrency tests under TSan (file by file: the one build that
+# compiles each library source on its own, as a developer's build does).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS="${JOBS:-$(nproc)}"
@@ -29,6 +33,7 @@ LLD="-fuse-ld=lld"
 stage "build (clang, ASan+UBSan, -O1, every target; build-san/)"
 CC=clang CXX=clang++ cmake -S . -B build-san -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_CXX_FLAGS_DEBUG="-O1 -gline-tables-only" -DCMAKE_EXE_LINKER_FLAGS="$LLD" \
+  -DCMAKE_UNITY_BUILD=ON -DTOPOSCHED_TEST_COMPILE_OPTIONS=-O0 \
   -DTOPOSCHED_SANITIZE=ON -DTOPOSCHED_FUZZ=ON >/dev/null
 ninja -C build-san -j "$JOBS"
 
@@ -47,6 +52,15 @@ live='^(DiscoverLocal\..*|Cli\.DiscoverWorksWithoutGpus)$'
 ctest --test-dir build-san --output-on-failure -j "$JOBS" -LE slurm -E "$live"
 ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build-san --output-on-failure -j "$JOBS" -R "$live"
 
+# The TSan build starts now, in the background: the Slurm integration, the soak and the fuzz
+# runs below mostly wait or run for a fixed time on one core, so its compile fills the other.
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
+  -DCMAKE_EXE_LINKER_FLAGS="$LLD" -DTOPOSCHED_TSAN=ON -DTOPOSCHED_BENCH=OFF \
+  -DTOPOSCHED_TEST_COMPILE_OPTIONS=-O0 >/dev/null
+ninja -C build-tsan -j "$JOBS" tsan_tests >build-tsan/ninja.log 2>&1 &
+tsan_build_pid=$!
+trap 'kill "$tsan_build_pid" 2>/dev/null || true' EXIT
+
 stage "Slurm integration (a real slurmctld + 8 slurmd on loopback; skipped without Slurm)"
 ctest --test-dir build-san --output-on-failure -L slurm
 
@@ -64,9 +78,10 @@ wait "$soak_pid" || {
 tail -1 build-san/soak.log
 
 stage "the daemon's concurrency tests under TSan (gcc; tsan_tests: listeners, service, extender, store; build-tsan/)"
-cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
-  -DCMAKE_EXE_LINKER_FLAGS="$LLD" -DTOPOSCHED_TSAN=ON -DTOPOSCHED_BENCH=OFF >/dev/null
-ninja -C build-tsan -j "$JOBS" tsan_tests
+wait "$tsan_build_pid" || {
+  cat build-tsan/ninja.log
+  exit 1
+}
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
   ctest --test-dir build-tsan --output-on-failure -j "$JOBS" -L '^tsan$'
 

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "api/json_text.h"
 #include "job/job_spec.h"
 #include "topo/io/json_io.h"
 
@@ -10,11 +11,9 @@ namespace toposched::api {
 
 namespace {
 
-using json = nlohmann::json;
+using Json = nlohmann::json;
 
-std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-StatusOr<int> NodeNamed(const topo::Cluster& cluster, const json& p) {
+StatusOr<int> NodeNamed(const topo::Cluster& cluster, const Json& p) {
   const std::string name = p.at("node").get<std::string>();
   const int node = cluster.FindNode(name);
   if (node < 0) return NotFoundError("no node \"" + name + "\" in the cluster");
@@ -22,7 +21,7 @@ StatusOr<int> NodeNamed(const topo::Cluster& cluster, const json& p) {
 }
 
 // A report's drain: {"drain_node": name, "drain_reason"}, absent when none.
-Status DecodeDrain(const topo::Cluster& cluster, const json& p, int* node, std::string* reason) {
+Status DecodeDrain(const topo::Cluster& cluster, const Json& p, int* node, std::string* reason) {
   if (!p.contains("drain_node")) return OkStatus();
   const std::string name = p.at("drain_node").get<std::string>();
   *node = cluster.FindNode(name);
@@ -31,7 +30,7 @@ Status DecodeDrain(const topo::Cluster& cluster, const json& p, int* node, std::
   return OkStatus();
 }
 
-void EncodeDrain(const topo::Cluster& cluster, int node, const std::string& reason, json& p) {
+void EncodeDrain(const topo::Cluster& cluster, int node, const std::string& reason, Json& p) {
   if (node < 0) return;
   p["drain_node"] = cluster.nodes.at(node).name;
   p["drain_reason"] = reason;
@@ -48,7 +47,7 @@ StatusOr<sched::Input> DecodePayload(const store::InputRecord& rec, const topo::
   if (rec.kind == "tick") return sched::Input{sched::Tick{}};
   if (rec.kind == "schedule") return sched::Input{sched::SchedulePass{}};
   if (rec.kind == "pass") return sched::Input{sched::Pass{}};
-  const json p = json::parse(rec.payload, nullptr, false);
+  const Json p = Json::parse(rec.payload, nullptr, false);
   if (!p.is_object()) return InvalidArgumentError("malformed payload");
   if (rec.kind == "complete") {
     // Earlier builds wrote "{}"; a failed job's exit report adds its reason, a fatal GPU fault
@@ -70,7 +69,7 @@ StatusOr<sched::Input> DecodePayload(const store::InputRecord& rec, const topo::
     return in;
   }
   if (rec.kind == "submit_pod_group") {
-    const json& spec = p.at("spec");
+    const Json& spec = p.at("spec");
     if (!spec.is_object()) return InvalidArgumentError("spec: expected an object");
     ASSIGN_OR_RETURN(job::JobSpec s, job::ParseJobJson(Dump(spec), where + ": spec"));
     sched::Input in{std::in_place_type<sched::SubmitPodGroup>};
@@ -99,7 +98,7 @@ StatusOr<sched::Input> DecodePayload(const store::InputRecord& rec, const topo::
   }
   if (rec.kind == "node_topology") {
     ASSIGN_OR_RETURN(int node, NodeNamed(cluster, p));
-    const json& t = p.at("topology");
+    const Json& t = p.at("topology");
     if (!t.is_object()) return InvalidArgumentError("topology: expected an object");
     ASSIGN_OR_RETURN(topo::NodeTopology topology,
                      topo::io::TopologyFromJson(Dump(t), where + ": topology"));
@@ -131,28 +130,28 @@ store::InputRecord EncodeInput(const sched::Input& in, const topo::Cluster& clus
                    rec.payload = submit_json.empty() ? job::JobSpecToJson(s.spec, -1) : submit_json;
                  },
                  [&](const sched::SubmitPodGroup& s) {
-                   rec.payload = Dump(json{{"group", s.group},
-                                           {"spec", json::parse(job::JobSpecToJson(s.spec, -1))}});
+                   rec.payload = Dump(Json{{"group", s.group},
+                                           {"spec", Json::parse(job::JobSpecToJson(s.spec, -1))}});
                  },
                  [&](const sched::CancelJob& c) { rec.job_id = c.job.value; },
                  [&](const sched::CompleteJob& c) {
                    rec.job_id = c.job.value;
-                   json p = json::object();
+                   Json p = Json::object();
                    if (!c.failure.empty()) p["failure"] = c.failure;
                    EncodeDrain(cluster, c.drain_node, c.drain_reason, p);
                    if (!p.empty()) rec.payload = Dump(p);
                  },
                  [&](const sched::SetJobPriority& p) {
                    rec.job_id = p.job.value;
-                   rec.payload = Dump(json{{"priority", p.priority}});
+                   rec.payload = Dump(Json{{"priority", p.priority}});
                  },
                  [&](const sched::DrainNode& d) {
-                   rec.payload = Dump(json{{"node", cluster.nodes.at(d.node).name},
+                   rec.payload = Dump(Json{{"node", cluster.nodes.at(d.node).name},
                                            {"drained", d.drained},
                                            {"reason", d.reason}});
                  },
                  [&](const sched::HealthReport& h) {
-                   rec.payload = Dump(json{{"component", sched::HealthTargetName(h.target)},
+                   rec.payload = Dump(Json{{"component", sched::HealthTargetName(h.target)},
                                            {"node", cluster.nodes.at(h.node).name},
                                            {"index", h.index},
                                            {"health", topo::HealthName(h.health)},
@@ -163,12 +162,12 @@ store::InputRecord EncodeInput(const sched::Input& in, const topo::Cluster& clus
                  [](const sched::Pass&) {},
                  [&](const sched::NodeTopologyReport& r) {
                    rec.payload = Dump(
-                       json{{"node", cluster.nodes.at(r.node).name},
+                       Json{{"node", cluster.nodes.at(r.node).name},
                             {"source", r.source},
-                            {"topology", json::parse(topo::io::TopologyToJson(r.topology, -1))}});
+                            {"topology", Json::parse(topo::io::TopologyToJson(r.topology, -1))}});
                  },
                  [&](const sched::NodeNetworkReport& r) {
-                   json p{{"node", cluster.nodes.at(r.node).name},
+                   Json p{{"node", cluster.nodes.at(r.node).name},
                           {"domains", r.domains},
                           {"source", r.source}};
                    if (r.nvlink_domain) {
@@ -179,7 +178,7 @@ store::InputRecord EncodeInput(const sched::Input& in, const topo::Cluster& clus
                  },
                  [&](const sched::JobDegraded& d) {
                    rec.job_id = d.job.value;
-                   json p{{"reason", d.reason}, {"after_ms", d.after_ms}};
+                   Json p{{"reason", d.reason}, {"after_ms", d.after_ms}};
                    EncodeDrain(cluster, d.drain_node, d.drain_reason, p);
                    rec.payload = Dump(p);
                  },

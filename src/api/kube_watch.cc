@@ -16,14 +16,14 @@ namespace toposched::api {
 
 namespace {
 
-using json = nlohmann::json;
+using Json = nlohmann::json;
 
-StatusOr<KubeNode> NodeFromJson(const json& obj) {
+StatusOr<KubeNode> NodeFromJson(const Json& obj) {
   if (!obj.is_object()) return InvalidArgumentError("node: expected an object");
   if (obj.contains("kind") && obj["kind"] != "Node") {
     return InvalidArgumentError("kind: expected \"Node\", got " + obj["kind"].dump());
   }
-  const json* meta = obj.contains("metadata") ? &obj["metadata"] : nullptr;
+  const Json* meta = obj.contains("metadata") ? &obj["metadata"] : nullptr;
   if (meta == nullptr || !meta->is_object() || !meta->contains("name") ||
       !(*meta)["name"].is_string() || (*meta)["name"].get<std::string>().empty()) {
     return InvalidArgumentError("metadata.name: expected a non-empty string");
@@ -34,12 +34,12 @@ StatusOr<KubeNode> NodeFromJson(const json& obj) {
     n.resource_version = (*meta)["resourceVersion"].get<std::string>();
   }
   if (obj.contains("spec") && obj["spec"].is_object() && obj["spec"].contains("unschedulable")) {
-    const json& u = obj["spec"]["unschedulable"];
+    const Json& u = obj["spec"]["unschedulable"];
     if (!u.is_boolean()) return InvalidArgumentError("spec.unschedulable: expected a boolean");
     n.unschedulable = u.get<bool>();
   }
   if (meta->contains("labels") && (*meta)["labels"].is_object()) {
-    const json& labels = (*meta)["labels"];
+    const Json& labels = (*meta)["labels"];
     for (const auto& [key, value] : labels.items()) {
       if (value.is_string()) n.labels[key] = value.get<std::string>();
     }
@@ -53,11 +53,11 @@ StatusOr<KubeNode> NodeFromJson(const json& obj) {
     }
   }
   if (obj.contains("status") && obj["status"].is_object() && obj["status"].contains("conditions")) {
-    const json& conds = obj["status"]["conditions"];
+    const Json& conds = obj["status"]["conditions"];
     if (!conds.is_array()) return InvalidArgumentError("status.conditions: expected an array");
-    for (const json& c : conds) {
-      if (!c.is_object() || c.value("type", json()) != "Ready") continue;
-      const json& st = c.contains("status") ? c["status"] : json();
+    for (const Json& c : conds) {
+      if (!c.is_object() || c.value("type", Json()) != "Ready") continue;
+      const Json& st = c.contains("status") ? c["status"] : Json();
       if (!st.is_string() || (st != "True" && st != "False" && st != "Unknown")) {
         return InvalidArgumentError(
             "status.conditions[Ready].status: expected \"True\", \"False\" or \"Unknown\"");
@@ -134,7 +134,7 @@ std::vector<std::vector<std::string>> NodeLabelKeys::KeysFor(
 }
 
 StatusOr<KubeNode> ReadKubeNode(std::string_view node_json) {
-  const json obj = json::parse(node_json, nullptr, false);
+  const Json obj = Json::parse(node_json, nullptr, false);
   if (obj.is_discarded()) return InvalidArgumentError("node: not valid JSON");
   return NodeFromJson(obj);
 }
@@ -294,9 +294,9 @@ Status NodeReconciler::Listed(const std::vector<KubeNode>& nodes) {
 
 // --- the collections ---
 
-Status NodeTarget::Listed(const std::vector<json>& items) {
+Status NodeTarget::Listed(const std::vector<Json>& items) {
   std::vector<KubeNode> nodes;
-  for (const json& item : items) {
+  for (const Json& item : items) {
     StatusOr<KubeNode> n = NodeFromJson(item);
     if (!n.ok()) return n.status().WithPrefix("items[]");
     nodes.push_back(std::move(n).value());
@@ -304,7 +304,7 @@ Status NodeTarget::Listed(const std::vector<json>& items) {
   return reconciler_.Listed(nodes);
 }
 
-Status NodeTarget::Changed(const std::string& type, const json& object) {
+Status NodeTarget::Changed(const std::string& type, const Json& object) {
   ASSIGN_OR_RETURN(KubeNode n, NodeFromJson(object));
   return type == "DELETED" ? reconciler_.Deleted(n.name) : reconciler_.Seen(n);
 }
@@ -316,12 +316,12 @@ struct KubePod {
   std::string phase, scheduler;
 };
 
-StatusOr<KubePod> PodFromJson(const json& obj) {
+StatusOr<KubePod> PodFromJson(const Json& obj) {
   if (!obj.is_object()) return InvalidArgumentError("pod: expected an object");
   if (obj.contains("kind") && obj["kind"] != "Pod") {
     return InvalidArgumentError("kind: expected \"Pod\", got " + obj["kind"].dump());
   }
-  const json& meta = obj.contains("metadata") ? obj["metadata"] : json();
+  const Json& meta = obj.contains("metadata") ? obj["metadata"] : Json();
   if (!meta.is_object() || !meta.contains("name") || !meta["name"].is_string()) {
     return InvalidArgumentError("metadata.name: expected a string");
   }
@@ -356,10 +356,10 @@ Status PodTarget::Gone(const PodRef& pod, const std::string& why) {
   return st.code() == StatusCode::kNotFound ? OkStatus() : st;
 }
 
-Status PodTarget::Listed(const std::vector<json>& items) {
+Status PodTarget::Listed(const std::vector<Json>& items) {
   Status st = OkStatus();
   std::set<std::string> present;
-  for (const json& item : items) {
+  for (const Json& item : items) {
     StatusOr<KubePod> p = PodFromJson(item);
     if (!p.ok()) return p.status().WithPrefix("items[]");
     if (!p->scheduler.empty() && p->scheduler != scheduler_name_) continue;
@@ -378,7 +378,7 @@ Status PodTarget::Listed(const std::vector<json>& items) {
   return st;
 }
 
-Status PodTarget::Changed(const std::string& type, const json& object) {
+Status PodTarget::Changed(const std::string& type, const Json& object) {
   ASSIGN_OR_RETURN(KubePod p, PodFromJson(object));
   if (!p.scheduler.empty() && p.scheduler != scheduler_name_) return OkStatus();
   if (type == "DELETED") return Gone(p.ref, "Kubernetes: pod deleted");
@@ -405,10 +405,10 @@ std::vector<std::string> ServicePodSink::KnownPods() {
 }
 
 Status ServicePodSink::PodGone(const PodRef& pod, const std::string& why) {
-  json body{{"PodName", pod.name}, {"PodNamespace", pod.name_space}};
+  Json body{{"PodName", pod.name}, {"PodNamespace", pod.name_space}};
   if (!pod.uid.empty()) body["PodUID"] = pod.uid;
   ASSIGN_OR_RETURN(std::string answer, service_.ExtenderCall("pod-deleted", body.dump()));
-  const json a = json::parse(answer, nullptr, false);
+  const Json a = Json::parse(answer, nullptr, false);
   const std::string err = a.is_object() ? a.value("Error", std::string()) : std::string();
   if (err.find("unknown pod") != std::string::npos) return NotFoundError(err);
   if (!err.empty()) return FailedPreconditionError(err);
@@ -510,7 +510,7 @@ void KubeWatcher::Loop() {
 
 Status KubeWatcher::List() {
   ASSIGN_OR_RETURN(const std::string token, ReadKubeToken(options_.api));
-  std::vector<json> items;
+  std::vector<Json> items;
   std::string cont, rv;
   do {
     std::unique_ptr<httplib::Client> client =
@@ -536,12 +536,12 @@ Status KubeWatcher::List() {
                                                   std::to_string(res->status) + ": " +
                                                   KubeStatusMessage(res->body));
     }
-    const json list = json::parse(res->body, nullptr, false);
+    const Json list = Json::parse(res->body, nullptr, false);
     if (!list.is_object() || !list.contains("items") || !list["items"].is_array()) {
       return InvalidArgumentError("GET " + path + ": not a list (no \"items\" array)");
     }
-    for (const json& item : list["items"]) items.push_back(item);
-    const json& meta = list.contains("metadata") ? list["metadata"] : json::object();
+    for (const Json& item : list["items"]) items.push_back(item);
+    const Json& meta = list.contains("metadata") ? list["metadata"] : Json::object();
     cont = meta.is_object() ? meta.value("continue", std::string()) : "";
     if (meta.is_object() && meta.contains("resourceVersion"))
       rv = meta.value("resourceVersion", "");
@@ -558,13 +558,13 @@ Status KubeWatcher::List() {
 }
 
 Status KubeWatcher::OnLine(std::string_view line) {
-  const json ev = json::parse(line, nullptr, false);
+  const Json ev = Json::parse(line, nullptr, false);
   if (!ev.is_object() || !ev.contains("type") || !ev["type"].is_string() ||
       !ev.contains("object") || !ev["object"].is_object()) {
     return InvalidArgumentError("watch: malformed event");
   }
   const std::string type = ev["type"];
-  const json& obj = ev["object"];
+  const Json& obj = ev["object"];
   {
     std::lock_guard<std::mutex> lk(mu_);
     ++stats_.events;

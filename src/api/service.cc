@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "api/input_codec.h"
+#include "api/json_text.h"
 #include "sched/node_network.h"
 #include "topo/io/json_io.h"
 
@@ -36,8 +37,6 @@ int64_t IdOfName(const std::string& name) {
   }
   return v;
 }
-
-std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 }  // namespace
 

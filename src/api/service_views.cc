@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/json_text.h"
 #include "api/service.h"
 #include "api/transport_json.h"
 #include "sched/node_network.h"
@@ -18,8 +19,6 @@ namespace {
 
 using json = nlohmann::ordered_json;
 using job::JobState;
-
-std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 // `category`: the interruption's cause category (docs/diagnose.md), "" for other events.
 json EventJson(const job::JobEvent& e, int64_t seq, const std::string& category) {

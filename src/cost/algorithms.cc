@@ -4,11 +4,11 @@
 #include <cmath>
 #include <limits>
 
+#include "core/numeric.h"
+
 namespace toposched::cost {
 
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 void BuildBalanced(std::vector<int>& parent, int lo, int hi, int up) {
   if (lo >= hi) return;

@@ -5,11 +5,11 @@
 #include <cmath>
 #include <limits>
 
+#include "core/numeric.h"
+
 namespace toposched::cost {
 
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 Transport PairTransport(const topo::Path& p) {
   switch (p.cls) {

@@ -13,12 +13,11 @@
 #include <utility>
 #include <vector>
 
+#include "core/numeric.h"
 #include "core/status.h"
 #include "cost/cost_model.h"
 
 namespace toposched::cost {
-
-inline constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Milliseconds to move `bytes` at `gbps` GB/s.
 inline double Ms(double bytes, double gbps) { return gbps > 0 ? bytes / (gbps * 1e9) * 1e3 : kInf; }

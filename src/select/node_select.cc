@@ -10,13 +10,13 @@
 #include <tuple>
 #include <unordered_set>
 
+#include "core/numeric.h"
 #include "core/strings.h"
 
 namespace toposched::sched {
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 // Sets of this size or less get exact rings in the beam mode (larger: greedy + 2-opt).
 constexpr int kBeamExactRing = 10;
 

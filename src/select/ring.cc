@@ -6,11 +6,11 @@
 #include <limits>
 #include <numeric>
 
+#include "core/numeric.h"
+
 namespace toposched::sched {
 
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // (bottleneck, total) compared lexicographically, bigger is better.
 bool Better(double b1, double t1, double b2, double t2) {

@@ -7,11 +7,11 @@
 #include <map>
 #include <sstream>
 
+#include "core/time_units.h"
+
 namespace toposched::sim {
 
 namespace {
-
-constexpr double kUsPerS = 1e6;
 
 double NearestRank(const std::vector<double>& sorted, double q) {
   if (sorted.empty()) return 0;

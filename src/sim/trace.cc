@@ -9,13 +9,12 @@
 
 #include "core/file.h"
 #include "core/strings.h"
+#include "core/time_units.h"
 #include "sim/step_model.h"
 
 namespace toposched::sim {
 
 namespace {
-
-constexpr int64_t kUsPerS = 1000000;
 
 struct Row {
   int line = 0;

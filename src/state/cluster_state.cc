@@ -11,8 +11,6 @@ namespace {
 
 using topo::Health;
 
-bool Usable(uint8_t health) { return static_cast<Health>(health) != Health::kUnhealthy; }
-
 GpuMask AllOf(int gpu_count) { return GpuMask::FirstN(gpu_count); }
 
 }  // namespace
@@ -40,7 +38,7 @@ StatusOr<ClusterState> ClusterState::Create(const topo::Cluster& cluster) {
     rec.health = static_cast<uint8_t>(cluster.nodes[n].health);
     for (int i = 0; i < g; ++i) {
       s.gpu_health_.push_back(static_cast<uint8_t>(t.gpus[i].health));
-      if (Usable(s.gpu_health_.back())) rec.healthy.set(i);
+      if (UsableHealth(s.gpu_health_.back())) rec.healthy.set(i);
     }
     rec.free = ComputeFree(rec);
     offset += g;
@@ -53,14 +51,14 @@ StatusOr<ClusterState> ClusterState::Create(const topo::Cluster& cluster) {
 }
 
 GpuMask ClusterState::ComputeFree(const NodeRec& n) {
-  if (!Usable(n.health) || n.drained) return GpuMask();
+  if (!UsableHealth(n.health) || n.drained) return GpuMask();
   return n.healthy & ~n.held & AllOf(n.gpu_count);
 }
 
 ClusterState::Contribution ClusterState::ContributionOf(const NodeRec& n) const {
   Contribution c;
   c.free = n.free.count();
-  c.healthy = Usable(n.health) ? n.healthy.count() : 0;
+  c.healthy = UsableHealth(n.health) ? n.healthy.count() : 0;
   return c;
 }
 
@@ -183,7 +181,7 @@ std::string ClusterState::WhyTaken(int node, int gpu) const {
     }
     return "is held by allocation " + std::to_string(*Holder(node, gpu));
   }
-  if (!Usable(rec.health)) return "is on an unhealthy node";
+  if (!UsableHealth(rec.health)) return "is on an unhealthy node";
   if (rec.drained) return "is on a drained node";
   return "is unhealthy";
 }
@@ -305,13 +303,13 @@ Status ClusterState::AllocateShared(int64_t alloc_id, int node, int gpu, int mil
   const uint32_t gi = rec.gpu_offset + gpu;
   const bool shared = holders_[gi] == kShared;
   // A shared GPU is held, so it is never in the free mask: its usability is checked apart.
-  const bool usable = Usable(rec.health) && !rec.drained && rec.healthy.test(gpu);
+  const bool usable = UsableHealth(rec.health) && !rec.drained && rec.healthy.test(gpu);
   if (!rec.free.test(gpu) && !(shared && usable)) {
     std::string why = WhyTaken(node, gpu);
     if (shared) {
-      why = !Usable(rec.health) ? "is on an unhealthy node"
-            : rec.drained       ? "is on a drained node"
-                                : "is unhealthy";
+      why = !UsableHealth(rec.health) ? "is on an unhealthy node"
+            : rec.drained             ? "is on a drained node"
+                                      : "is unhealthy";
     }
     return InvalidArgumentError(who + ": GPU " + std::to_string(gpu) + " of " + NodeName(node) +
                                 " " + why);
@@ -425,7 +423,7 @@ StatusOr<std::vector<int64_t>> ClusterState::SetGpuHealth(int node, int gpu, Hea
   if (static_cast<uint8_t>(health) > h && rec.held.test(gpu)) affected = Holders(node, gpu);
   const Contribution before = ContributionOf(rec);
   h = static_cast<uint8_t>(health);
-  if (Usable(h)) {
+  if (UsableHealth(h)) {
     rec.healthy.set(gpu);
   } else {
     rec.healthy.reset(gpu);

@@ -17,6 +17,11 @@
 
 namespace toposched::sched {
 
+// Whether a GPU's or node's stored health byte may take work: anything but kUnhealthy.
+inline bool UsableHealth(uint8_t health) {
+  return static_cast<topo::Health>(health) != topo::Health::kUnhealthy;
+}
+
 // Who holds an allocation in the scheduler's occupancy: a job, a Kubernetes hold, or a block the
 // scheduler puts on a trial copy (a pass's shadow, a what-if). ClusterState itself stores an
 // opaque int64 key; this is how the scheduler makes one, by owner rather than by sign: the

@@ -15,8 +15,6 @@ namespace {
 
 using topo::Health;
 
-bool Usable(uint8_t health) { return static_cast<Health>(health) != Health::kUnhealthy; }
-
 // --- the steps of ClusterState::CheckInvariants, in the order it runs them ---
 
 // What the steps read of the state. Its records are private types, so the view is a template
@@ -51,7 +49,7 @@ Status CheckNodeRecords(const View& v, size_t* held_total) {
     GpuMask held, healthy;
     for (int g = 0; g < rec.gpu_count; ++g) {
       const int32_t slot = v.holders[rec.gpu_offset + g];
-      if (Usable(v.gpu_health[rec.gpu_offset + g])) healthy.set(g);
+      if (UsableHealth(v.gpu_health[rec.gpu_offset + g])) healthy.set(g);
       if (slot == -1) continue;
       held.set(g);
       const std::string where = "GPU " + std::to_string(g) + " of " + v.node_name(n);

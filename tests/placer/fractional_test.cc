@@ -15,23 +15,22 @@
 #include "sched/scheduler.h"
 #include "state/cluster_state.h"
 #include "testing/clusters.h"
+#include "testing/samples.h"
 
 namespace toposched::sched {
 namespace {
 
 using topo::Health;
 
-const topo::Cluster& H100() { return testing::H100Cluster(); }
-
 ClusterState NewState() {
-  StatusOr<ClusterState> s = ClusterState::Create(H100());
+  StatusOr<ClusterState> s = ClusterState::Create(testing::H100Cluster());
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   return std::move(s).value();
 }
 
 const GangPlacer& Placer() {
   static const GangPlacer* p = [] {
-    auto r = GangPlacer::Create(H100());
+    auto r = GangPlacer::Create(testing::H100Cluster());
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.value().release();
   }();
@@ -137,7 +136,7 @@ TEST(FractionalState, SharedGpuAllocateAndReleaseExactly) {
   // A whole-GPU allocation never takes a shared GPU.
   st = s.Allocate(4, {NodeGpus{0, GpuMask::FirstN(4)}});
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(st.message().find("GPU 3 of node \"" + H100().nodes[0].name +
+  EXPECT_NE(st.message().find("GPU 3 of node \"" + testing::H100Cluster().nodes[0].name +
                               "\" is shared by fractional allocations 1, 2 (800/1000 milli used)"),
             std::string::npos)
       << st.message();
@@ -194,25 +193,25 @@ TEST(FractionalState, JsonRoundTripAndOldFiles) {
   ASSERT_TRUE(s.Allocate(10, {NodeGpus{1, GpuMask::FirstN(2)}}).ok());
   const std::string text = WriteClusterStateJson(s);
   EXPECT_NE(text.find("\"milli\": 460"), std::string::npos) << text;
-  auto back = ReadClusterStateJson(text, H100(), "t.json");
+  auto back = ReadClusterStateJson(text, testing::H100Cluster(), "t.json");
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_INVARIANTS(*back);
   EXPECT_EQ(WriteClusterStateJson(*back), text);
   EXPECT_EQ(back->UsedMilli(1, 2), 960);
   // A file without "milli" (written before fractional allocations) loads as whole GPUs.
   const std::string old = R"({"version": 1, "allocations": [{"id": 7, "nodes": [{"node": ")" +
-                          H100().nodes[0].name + R"(", "gpus": [0, 1]}]}]})";
-  auto o = ReadClusterStateJson(old, H100(), "old.json");
+                          testing::H100Cluster().nodes[0].name + R"(", "gpus": [0, 1]}]}]})";
+  auto o = ReadClusterStateJson(old, testing::H100Cluster(), "old.json");
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->AllocationMilli(7), 0);
   EXPECT_EQ(o->Holder(0, 1), std::optional<int64_t>(7));
   // Over-full or multi-GPU fractional records are rejected with the path.
-  const std::string n1 = H100().nodes[1].name;
+  const std::string n1 = testing::H100Cluster().nodes[1].name;
   auto over = ReadClusterStateJson(
       R"({"version": 1, "allocations": [{"id": 1, "milli": 600, "nodes": [{"node": ")" + n1 +
           R"(", "gpus": [0]}]}, {"id": 2, "milli": 500, "nodes": [{"node": ")" + n1 +
           R"(", "gpus": [0]}]}]})",
-      H100(), "t.json");
+      testing::H100Cluster(), "t.json");
   EXPECT_NE(over.status().message().find("t.json: $.allocations[1]: allocation 2: GPU 0 of node"),
             std::string::npos)
       << over.status().message();
@@ -220,14 +219,14 @@ TEST(FractionalState, JsonRoundTripAndOldFiles) {
   auto multi = ReadClusterStateJson(
       R"({"version": 1, "allocations": [{"id": 1, "milli": 600, "nodes": [{"node": ")" + n1 +
           R"(", "gpus": [0, 1]}]}]})",
-      H100(), "t.json");
+      testing::H100Cluster(), "t.json");
   EXPECT_NE(multi.status().message().find("$.allocations[0].nodes: a fractional allocation"),
             std::string::npos)
       << multi.status().message();
   auto bad = ReadClusterStateJson(
       R"({"version": 1, "allocations": [{"id": 1, "milli": 0, "nodes": [{"node": ")" + n1 +
           R"(", "gpus": [0]}]}]})",
-      H100(), "t.json");
+      testing::H100Cluster(), "t.json");
   EXPECT_NE(bad.status().message().find("$.allocations[0].milli: expected an integer"),
             std::string::npos)
       << bad.status().message();
@@ -314,7 +313,7 @@ TEST(FractionalState, RandomOperationSequences) {
     }
     EXPECT_GT(shared_ok, 500);
     EXPECT_GT(shared_refused, 50);
-    auto back = ReadClusterStateJson(WriteClusterStateJson(s), H100());
+    auto back = ReadClusterStateJson(WriteClusterStateJson(s), testing::H100Cluster());
     ASSERT_TRUE(back.ok()) << back.status().ToString();
     EXPECT_EQ(WriteClusterStateJson(*back), WriteClusterStateJson(s));
     for (int64_t id : live) ASSERT_TRUE(s.Release(id).ok());
@@ -347,9 +346,10 @@ TEST(FractionalPlacer, TwoHalvesShareOneGpu) {
   ASSERT_TRUE(b.fit()) << b.Explain();
   EXPECT_EQ(b.placement->parts, a.placement->parts);
   const NodeGpus& p = a.placement->parts[0];
-  EXPECT_NE(b.placement->explanation.find(
-                "500 milli of one GPU: shared GPU " + std::to_string(p.gpus.lowest()) +
-                " on node " + H100().nodes[p.node].name + ": 1000/1000 milli used after"),
+  EXPECT_NE(b.placement->explanation.find("500 milli of one GPU: shared GPU " +
+                                          std::to_string(p.gpus.lowest()) + " on node " +
+                                          testing::H100Cluster().nodes[p.node].name +
+                                          ": 1000/1000 milli used after"),
             std::string::npos)
       << b.placement->explanation;
   ASSERT_TRUE(Take(s, 2, *b.placement).ok());
@@ -385,7 +385,7 @@ TEST(FractionalPlacer, SharesFollowThePolicy) {
   for (const std::string& name : PolicyNames()) {
     auto opts = PolicyOptions(name);
     ASSERT_TRUE(opts.ok());
-    auto placer = GangPlacer::Create(H100(), *opts);
+    auto placer = GangPlacer::Create(testing::H100Cluster(), *opts);
     ASSERT_TRUE(placer.ok()) << placer.status().ToString();
     Verdict v = (*placer)->Place(s, Frac(300));
     ASSERT_TRUE(v.fit()) << name << ": " << v.Explain();
@@ -401,11 +401,11 @@ TEST(FractionalPlacer, SharesFollowThePolicy) {
   }
   // Every rule refuses when nothing has room, and says so.
   ClusterState full = NewState();
-  for (int n = 0; n < static_cast<int>(H100().nodes.size()); ++n) {
+  for (int n = 0; n < static_cast<int>(testing::H100Cluster().nodes.size()); ++n) {
     ASSERT_TRUE(full.Allocate(100 + n, {NodeGpus{n, full.FreeMask(n)}}).ok());
   }
   for (const std::string& name : PolicyNames()) {
-    auto placer = GangPlacer::Create(H100(), *PolicyOptions(name));
+    auto placer = GangPlacer::Create(testing::H100Cluster(), *PolicyOptions(name));
     ASSERT_TRUE(placer.ok());
     Verdict v = (*placer)->Place(full, Frac(300));
     EXPECT_FALSE(v.fit()) << name;
@@ -417,7 +417,7 @@ TEST(FractionalPlacer, SharesFollowThePolicy) {
 TEST(FractionalPlacer, UnknownSharesRuleIsRejected) {
   GangPlacerOptions o;
   o.plugins.shares = "worst-fit";
-  auto p = GangPlacer::Create(H100(), o);
+  auto p = GangPlacer::Create(testing::H100Cluster(), o);
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.status().ToString().find("shares"), std::string::npos) << p.status().ToString();
 }
@@ -484,9 +484,13 @@ TEST(FractionalPlacer, HonoursFilters) {
   EXPECT_EQ(v.kind, VerdictKind::kUnresolvable) << v.Explain();
   // The matching model joins the shared GPU.
   job::JobSpec same = Frac(100);
-  same.constraints.gpu_model = H100().profiles[H100().nodes[0].profile].topology.gpu_model;
+  same.constraints.gpu_model =
+      testing::H100Cluster().profiles[testing::H100Cluster().nodes[0].profile].topology.gpu_model;
   if (same.constraints.gpu_model.empty()) {
-    same.constraints.gpu_model = H100().profiles[H100().nodes[0].profile].topology.gpus[0].model;
+    same.constraints.gpu_model = testing::H100Cluster()
+                                     .profiles[testing::H100Cluster().nodes[0].profile]
+                                     .topology.gpus[0]
+                                     .model;
   }
   v = Placer().Place(s, same);
   ASSERT_TRUE(v.fit()) << v.Explain();
@@ -496,7 +500,7 @@ TEST(FractionalPlacer, HonoursFilters) {
 TEST(FractionalPlacer, FullClusterIsUnschedulableWithReason) {
   ClusterState s = NewState();
   int64_t id = 1;
-  for (int n = 0; n < static_cast<int>(H100().nodes.size()); ++n) {
+  for (int n = 0; n < static_cast<int>(testing::H100Cluster().nodes.size()); ++n) {
     ASSERT_TRUE(s.Allocate(id++, {NodeGpus{n, GpuMask::FirstN(s.GpuCount(n))}}).ok());
   }
   ASSERT_TRUE(s.Release(1).ok());
@@ -534,7 +538,9 @@ TEST(FractionalScheduler, RunsCompletesAndPreemptsFractionalJobs) {
   EXPECT_EQ(s.cluster_state().HeldGpus(), 2);
   auto ex = s.Explain(b);
   ASSERT_TRUE(ex.ok());
-  EXPECT_EQ(ex->rfind("job-2 RUNNING on " + H100().nodes[s.PlacementOf(b)->parts[0].node].name, 0),
+  EXPECT_EQ(ex->rfind("job-2 RUNNING on " +
+                          testing::H100Cluster().nodes[s.PlacementOf(b)->parts[0].node].name,
+                      0),
             0u)
       << *ex;
   ASSERT_TRUE(s.Complete(a, 10).ok());

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "core/time_units.h"
 #include "job/job_spec.h"
 #include "sched/node_network.h"
 #include "sched/scheduler.h"
@@ -17,9 +18,7 @@
 namespace toposched::sched {
 namespace {
 
-constexpr int64_t kSec = 1000000;
-
-const GangPlacer& Placer() { return testing::ExamplePlacer("slurm-8node.yaml"); }
+const GangPlacer& SlurmPlacer() { return testing::ExamplePlacer("slurm-8node.yaml"); }
 
 job::JobSpec Job(const std::string& name, int gpus) {
   job::JobSpec j;
@@ -33,7 +32,7 @@ job::JobSpec Job(const std::string& name, int gpus) {
 }
 
 TEST(SchedulerApply, SubmitPassCompleteThroughOneEntry) {
-  auto s = Scheduler::Create(Placer());
+  auto s = Scheduler::Create(SlurmPlacer());
   ASSERT_TRUE(s.ok());
   Scheduler& sc = **s;
   auto a = sc.Apply(SubmitJob{Job("a", 8)}, 0);
@@ -41,16 +40,16 @@ TEST(SchedulerApply, SubmitPassCompleteThroughOneEntry) {
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(a->job.value, 1);
   EXPECT_EQ(b->job.value, 2);
-  auto pass = sc.Apply(Pass{}, kSec);
+  auto pass = sc.Apply(Pass{}, kUsPerS);
   ASSERT_TRUE(pass.ok()) << pass.status().ToString();
   EXPECT_EQ(pass->started, (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(sc.State(1), job::JobState::kRunning);
-  ASSERT_TRUE(sc.Apply(SetJobPriority{{2}, 9}, 2 * kSec).ok());
-  ASSERT_TRUE(sc.Apply(CompleteJob{{1}, {}}, 3 * kSec).ok());
-  ASSERT_TRUE(sc.Apply(Tick{}, 3 * kSec).ok());
+  ASSERT_TRUE(sc.Apply(SetJobPriority{{2}, 9}, 2 * kUsPerS).ok());
+  ASSERT_TRUE(sc.Apply(CompleteJob{{1}, {}}, 3 * kUsPerS).ok());
+  ASSERT_TRUE(sc.Apply(Tick{}, 3 * kUsPerS).ok());
   EXPECT_EQ(sc.State(1), job::JobState::kCompleted);
-  ASSERT_TRUE(sc.Apply(CancelJob{{2}}, 4 * kSec).ok());
-  ASSERT_TRUE(sc.Apply(Tick{}, 4 * kSec).ok());
+  ASSERT_TRUE(sc.Apply(CancelJob{{2}}, 4 * kUsPerS).ok());
+  ASSERT_TRUE(sc.Apply(Tick{}, 4 * kUsPerS).ok());
   EXPECT_EQ(sc.State(2), job::JobState::kCancelled);
   EXPECT_TRUE(sc.CheckInvariants().ok());
 }
@@ -58,28 +57,28 @@ TEST(SchedulerApply, SubmitPassCompleteThroughOneEntry) {
 // A failed completion (an exit report) ends the job FAILED with the report's reason, and frees
 // its GPUs for the next pass.
 TEST(SchedulerApply, AFailedCompletionEndsTheJobFailedAndFreesItsGpus) {
-  auto s = Scheduler::Create(Placer());
+  auto s = Scheduler::Create(SlurmPlacer());
   ASSERT_TRUE(s.ok());
   Scheduler& sc = **s;
   const int all = sc.cluster_state().ClusterCapacity().total_gpus;
   ASSERT_TRUE(sc.Apply(SubmitJob{Job("a", 8)}, 0).ok());
-  ASSERT_TRUE(sc.Apply(Pass{}, kSec).ok());
+  ASSERT_TRUE(sc.Apply(Pass{}, kUsPerS).ok());
   ASSERT_EQ(sc.State(1), job::JobState::kRunning);
   EXPECT_EQ(sc.cluster_state().ClusterCapacity().free_gpus, all - 8);
   const std::string why = "exit code 1: cause gpu_oom: CUDA out of memory";
-  ASSERT_TRUE(sc.Apply(CompleteJob{{1}, why}, 2 * kSec).ok());
+  ASSERT_TRUE(sc.Apply(CompleteJob{{1}, why}, 2 * kUsPerS).ok());
   EXPECT_EQ(sc.State(1), job::JobState::kFailed);
   EXPECT_EQ(sc.Events().back().reason, why);
   EXPECT_EQ(sc.Events().back().from, job::JobState::kRunning);
   EXPECT_EQ(sc.cluster_state().ClusterCapacity().free_gpus, all);
   // Once ended, it cannot complete again.
-  EXPECT_FALSE(sc.Apply(CompleteJob{{1}, why}, 3 * kSec).ok());
+  EXPECT_FALSE(sc.Apply(CompleteJob{{1}, why}, 3 * kUsPerS).ok());
   EXPECT_TRUE(sc.CheckInvariants().ok());
 }
 
 // A pod group is a job like any other: same ids, same order; it only remembers its group.
 TEST(SchedulerApply, PodGroupQueuesInTheOneOrderAndKnowsItsPlace) {
-  auto s = Scheduler::Create(Placer());
+  auto s = Scheduler::Create(SlurmPlacer());
   ASSERT_TRUE(s.ok());
   Scheduler& sc = **s;
   const int all = sc.cluster_state().ClusterCapacity().total_gpus;
@@ -87,13 +86,13 @@ TEST(SchedulerApply, PodGroupQueuesInTheOneOrderAndKnowsItsPlace) {
   ASSERT_TRUE(sc.Apply(Pass{}, 0).ok());
   job::JobSpec g = Job("g", 8);
   g.user = "ml";
-  auto group = sc.Apply(SubmitPodGroup{g, "ml/g"}, kSec);
+  auto group = sc.Apply(SubmitPodGroup{g, "ml/g"}, kUsPerS);
   job::JobSpec x = Job("x", 8);
   x.priority = 5;
   job::JobSpec y = Job("y", 8);
   y.user = "bob";
-  auto xa = sc.Apply(SubmitJob{x}, 2 * kSec);
-  auto ya = sc.Apply(SubmitJob{y}, 3 * kSec);
+  auto xa = sc.Apply(SubmitJob{x}, 2 * kUsPerS);
+  auto ya = sc.Apply(SubmitJob{y}, 3 * kUsPerS);
   ASSERT_TRUE(group.ok() && xa.ok() && ya.ok());
   EXPECT_EQ(group->job.value, 2);
   EXPECT_EQ(sc.PodGroupOf(2), "ml/g");
@@ -109,35 +108,36 @@ TEST(SchedulerApply, PodGroupQueuesInTheOneOrderAndKnowsItsPlace) {
   EXPECT_EQ(sc.StartedUs(2), std::nullopt);
   EXPECT_NE(sc.Events()[2].reason.find("pod group ml/g"), std::string::npos)
       << sc.Events()[2].reason;
-  ASSERT_TRUE(sc.Apply(CompleteJob{{1}, {}}, 4 * kSec).ok());
-  auto pass = sc.Apply(Pass{}, 4 * kSec);
+  ASSERT_TRUE(sc.Apply(CompleteJob{{1}, {}}, 4 * kUsPerS).ok());
+  auto pass = sc.Apply(Pass{}, 4 * kUsPerS);
   ASSERT_TRUE(pass.ok());
   EXPECT_EQ(pass->started, (std::vector<int64_t>{3, 2, 4}));
   EXPECT_TRUE(sc.CheckInvariants().ok());
 }
 
 TEST(SchedulerApply, RefusedInputChangesNothing) {
-  auto s = Scheduler::Create(Placer());
+  auto s = Scheduler::Create(SlurmPlacer());
   ASSERT_TRUE(s.ok());
   Scheduler& sc = **s;
   ASSERT_TRUE(sc.Apply(SubmitJob{Job("a", 8)}, 0).ok());
   const size_t events = sc.Events().size();
-  EXPECT_EQ(sc.Apply(CancelJob{{42}}, kSec).status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(sc.Apply(SetJobPriority{{42}, 1}, kSec).status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(sc.Apply(DrainNode{99, true, ""}, kSec).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(sc.Apply(HealthReport{HealthTarget::kGpu, 0, 77, topo::Health::kUnhealthy, ""}, kSec)
+  EXPECT_EQ(sc.Apply(CancelJob{{42}}, kUsPerS).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(sc.Apply(SetJobPriority{{42}, 1}, kUsPerS).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(sc.Apply(DrainNode{99, true, ""}, kUsPerS).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(sc.Apply(HealthReport{HealthTarget::kGpu, 0, 77, topo::Health::kUnhealthy, ""}, kUsPerS)
                 .status()
                 .code(),
             StatusCode::kInvalidArgument);
   job::JobSpec bad = Job("bad", 8);
   bad.layout.tp = 0;
-  EXPECT_EQ(sc.Apply(SubmitJob{bad}, kSec).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(sc.Apply(SubmitJob{bad}, kUsPerS).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(sc.Events().size(), events);
   EXPECT_EQ(sc.JobIds().size(), 1u);
 }
 
 TEST(SchedulerApply, HealthReportWithoutReasonNamesWhatWasReported) {
-  auto s = Scheduler::Create(Placer());
+  auto s = Scheduler::Create(SlurmPlacer());
   ASSERT_TRUE(s.ok());
   Scheduler& sc = **s;
   ASSERT_TRUE(sc.Apply(SubmitJob{Job("a", 8)}, 0).ok());
@@ -146,7 +146,7 @@ TEST(SchedulerApply, HealthReportWithoutReasonNamesWhatWasReported) {
   ASSERT_NE(p, nullptr);
   const int node = p->parts[0].node;
   ASSERT_TRUE(
-      sc.Apply(HealthReport{HealthTarget::kNode, node, 0, topo::Health::kUnhealthy, ""}, kSec)
+      sc.Apply(HealthReport{HealthTarget::kNode, node, 0, topo::Health::kUnhealthy, ""}, kUsPerS)
           .ok());
   bool named = false;
   for (const job::JobEvent& e : sc.Events()) {
@@ -158,7 +158,7 @@ TEST(SchedulerApply, HealthReportWithoutReasonNamesWhatWasReported) {
 // Allocations are keyed by owner, not by sign: the elastic grow's trial block used key −2, hold
 // 2's allocation, so while hold 2 lived an elastic job could not grow (AlreadyExists).
 TEST(SchedulerApply, ElasticGrowWhileHoldsLive) {
-  auto s = Scheduler::Create(Placer());
+  auto s = Scheduler::Create(SlurmPlacer());
   ASSERT_TRUE(s.ok());
   Scheduler& sc = **s;
   ASSERT_TRUE(sc.Hold(1, {NodeGpus{0, GpuMask::FirstN(8)}}).ok());
@@ -169,7 +169,7 @@ TEST(SchedulerApply, ElasticGrowWhileHoldsLive) {
   ASSERT_TRUE(sc.Apply(SubmitJob{el}, 0).ok());
   auto first = sc.Apply(Pass{}, 0);
   ASSERT_TRUE(first.ok()) << first.status().ToString();
-  auto grow = sc.Apply(Pass{}, kSec);
+  auto grow = sc.Apply(Pass{}, kUsPerS);
   ASSERT_TRUE(grow.ok()) << grow.status().ToString();
   ASSERT_NE(sc.Spec(1), nullptr);
   EXPECT_EQ(sc.Spec(1)->total_gpus, 32) << "grew to max_replicas on the 6 free nodes";
@@ -208,7 +208,7 @@ TEST(NodeTopologyReport, ReplacesTheProfilesTopologyForRunningJobsAndPlacement) 
   const topo::NodeTopology pcie = Sample("09-8gpu-pcie-all-sys-2numa-mlsys-tutorial.txt");
   ASSERT_EQ(pcie.gpus.size(), 8u);
   ASSERT_TRUE(pcie.nics.empty());
-  ASSERT_TRUE(sc.Apply(NodeTopologyReport{node, pcie, "agent test"}, kSec).ok());
+  ASSERT_TRUE(sc.Apply(NodeTopologyReport{node, pcie, "agent test"}, kUsPerS).ok());
   ASSERT_NE(sc.PlacementOf(1), nullptr);
   const double after = sc.PlacementOf(1)->predicted_ms;
   EXPECT_GT(after, 2 * before) << before << " -> " << after;
@@ -226,9 +226,9 @@ TEST(NodeTopologyReport, ReplacesTheProfilesTopologyForRunningJobsAndPlacement) 
 
   // A free node with that topology is passed over by the next 8-GPU job.
   const int free_node = node + 1;
-  ASSERT_TRUE(sc.Apply(NodeTopologyReport{free_node, pcie, "agent test"}, kSec).ok());
-  ASSERT_TRUE(sc.Apply(SubmitJob{Job("b", 8)}, kSec).ok());
-  ASSERT_TRUE(sc.Apply(Pass{}, kSec).ok());
+  ASSERT_TRUE(sc.Apply(NodeTopologyReport{free_node, pcie, "agent test"}, kUsPerS).ok());
+  ASSERT_TRUE(sc.Apply(SubmitJob{Job("b", 8)}, kUsPerS).ok());
+  ASSERT_TRUE(sc.Apply(Pass{}, kUsPerS).ok());
   ASSERT_NE(sc.PlacementOf(2), nullptr);
   EXPECT_NE(sc.PlacementOf(2)->parts[0].node, free_node);
   EXPECT_NEAR(sc.PlacementOf(2)->predicted_ms, before, 1e-9);
@@ -237,7 +237,7 @@ TEST(NodeTopologyReport, ReplacesTheProfilesTopologyForRunningJobsAndPlacement) 
   const size_t events = sc.Events().size();
   auto refused = sc.Apply(
       NodeTopologyReport{node + 2, Sample("07a-2gpu-nv2-workstation-stas00.txt"), "agent test"},
-      2 * kSec);
+      2 * kUsPerS);
   EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(refused.status().message().find("2 GPUs, the cluster model has 8"), std::string::npos)
       << refused.status().ToString();
@@ -307,7 +307,8 @@ TEST(NodeNetworkReport, MovesTheNodeInTheModelAndRescoresItsJobs) {
   const std::string& name = c0.nodes[node].name;
   const std::vector<std::string> moved = {c0.domains[zone].name, c0.domains[other_spine].name,
                                           "block-b9"};
-  ASSERT_TRUE(sc.Apply(NodeNetworkReport{node, moved, std::nullopt, 0, "labels test"}, kSec).ok());
+  ASSERT_TRUE(
+      sc.Apply(NodeNetworkReport{node, moved, std::nullopt, 0, "labels test"}, kUsPerS).ok());
   const topo::Cluster& c1 = sc.placer().cluster();
   const int now = c1.nodes[node].domain;
   ASSERT_GE(now, 0);
@@ -333,18 +334,19 @@ TEST(NodeNetworkReport, MovesTheNodeInTheModelAndRescoresItsJobs) {
   // a new NVLink domain without its bandwidth.
   const size_t events = sc.Events().size();
   auto wrong_level = sc.Apply(
-      NodeNetworkReport{node, {moved[0], c0.domains[leaf].name, "x"}, std::nullopt, 0, "t"}, kSec);
+      NodeNetworkReport{node, {moved[0], c0.domains[leaf].name, "x"}, std::nullopt, 0, "t"},
+      kUsPerS);
   EXPECT_EQ(wrong_level.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(wrong_level.status().message().find("is at level \"leaf\" in the model"),
             std::string::npos)
       << wrong_level.status().ToString();
   auto not_tree = sc.Apply(
       NodeNetworkReport{node, {moved[0], moved[1], c0.domains[leaf].name}, std::nullopt, 0, "t"},
-      kSec);
+      kUsPerS);
   EXPECT_EQ(not_tree.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(not_tree.status().message().find("the tiers are not a tree"), std::string::npos)
       << not_tree.status().ToString();
-  auto no_gbps = sc.Apply(NodeNetworkReport{node, {}, "clique-7", 0, "t"}, kSec);
+  auto no_gbps = sc.Apply(NodeNetworkReport{node, {}, "clique-7", 0, "t"}, kUsPerS);
   EXPECT_EQ(no_gbps.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(no_gbps.status().message().find("nvlink_gbps"), std::string::npos);
   EXPECT_EQ(sc.Events().size(), events);
@@ -352,8 +354,8 @@ TEST(NodeNetworkReport, MovesTheNodeInTheModelAndRescoresItsJobs) {
             "block-b9");
 
   // A new NVLink domain of two nodes: 16 GPUs in it.
-  ASSERT_TRUE(sc.Apply(NodeNetworkReport{node, {}, "clique-7", 900, "t"}, kSec).ok());
-  ASSERT_TRUE(sc.Apply(NodeNetworkReport{node + 1, {}, "clique-7", 900, "t"}, kSec).ok());
+  ASSERT_TRUE(sc.Apply(NodeNetworkReport{node, {}, "clique-7", 900, "t"}, kUsPerS).ok());
+  ASSERT_TRUE(sc.Apply(NodeNetworkReport{node + 1, {}, "clique-7", 900, "t"}, kUsPerS).ok());
   ASSERT_EQ(sc.placer().cluster().nvlink_domains.size(), c0.nvlink_domains.size() + 1);
   EXPECT_EQ(
       sc.cluster_state().NvlinkCapacity(static_cast<int>(c0.nvlink_domains.size())).total_gpus, 16);
@@ -361,8 +363,8 @@ TEST(NodeNetworkReport, MovesTheNodeInTheModelAndRescoresItsJobs) {
 
   // Back where the cluster file puts them: the scheduler's model is the cluster file's again.
   const NodeNetworkReport home = NetworkPlaceOf(c0, node);
-  ASSERT_TRUE(sc.Apply(NodeNetworkReport{node, home.domains, "", 0, "t"}, 2 * kSec).ok());
-  ASSERT_TRUE(sc.Apply(NodeNetworkReport{node + 1, {}, "", 0, "t"}, 2 * kSec).ok());
+  ASSERT_TRUE(sc.Apply(NodeNetworkReport{node, home.domains, "", 0, "t"}, 2 * kUsPerS).ok());
+  ASSERT_TRUE(sc.Apply(NodeNetworkReport{node + 1, {}, "", 0, "t"}, 2 * kUsPerS).ok());
   EXPECT_EQ(sc.ReportedNetwork(node), nullptr);
   EXPECT_EQ(sc.ReportedNetwork(node + 1), nullptr);
   EXPECT_EQ(&sc.placer(), &base) << "no overlay left";
@@ -382,7 +384,7 @@ TEST(NodeNetworkReport, NodesMoveToAnotherNvlinkDomainAndTheEmptyOneGoes) {
   ASSERT_EQ(c0.nvlink_domains.size(), 2u);
   const std::vector<int> rack = c0.nvlink_domains[1].nodes;
   for (int n : rack) {
-    ASSERT_TRUE(sc.Apply(NodeNetworkReport{n, {}, "nvl-9f2c.1", 900, "labels"}, kSec).ok())
+    ASSERT_TRUE(sc.Apply(NodeNetworkReport{n, {}, "nvl-9f2c.1", 900, "labels"}, kUsPerS).ok())
         << c0.nodes[n].name;
     EXPECT_EQ(sc.placer().cluster().domains[sc.placer().cluster().nodes[n].domain].name,
               c0.domains[c0.nodes[n].domain].name)

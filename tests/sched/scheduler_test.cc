@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/time_units.h"
 #include "job/job_spec.h"
 #include "topo/io/cluster_yaml.h"
 
@@ -13,8 +14,6 @@ namespace toposched::sched {
 namespace {
 
 using job::JobState;
-
-constexpr int64_t kSec = 1000000;
 
 const topo::Cluster& H100() {
   static const topo::Cluster* c = [] {
@@ -67,29 +66,29 @@ class Harness {
   Scheduler& s() { return *s_; }
 
   int64_t Submit(const job::JobSpec& spec, int64_t t_s) {
-    auto id = s_->Submit(spec, t_s * kSec);
+    auto id = s_->Submit(spec, t_s * kUsPerS);
     EXPECT_TRUE(id.ok()) << id.status().ToString();
     Check();
     return id.ok() ? *id : -1;
   }
   std::vector<int64_t> Schedule(int64_t t_s) {
-    auto r = s_->Schedule(t_s * kSec);
+    auto r = s_->Schedule(t_s * kUsPerS);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     Check();
     return r.ok() ? *r : std::vector<int64_t>{};
   }
   void Complete(int64_t id, int64_t t_s) {
-    Status st = s_->Complete(id, t_s * kSec);
+    Status st = s_->Complete(id, t_s * kUsPerS);
     EXPECT_TRUE(st.ok()) << st.ToString();
     Check();
   }
   void Cancel(int64_t id, int64_t t_s) {
-    Status st = s_->Cancel(id, t_s * kSec);
+    Status st = s_->Cancel(id, t_s * kUsPerS);
     EXPECT_TRUE(st.ok()) << st.ToString();
     Check();
   }
   void Tick(int64_t t_s) {
-    Status st = s_->Tick(t_s * kSec);
+    Status st = s_->Tick(t_s * kUsPerS);
     EXPECT_TRUE(st.ok()) << st.ToString();
     Check();
   }
@@ -378,10 +377,10 @@ TEST(SchedulerTest, HoldsAreBusyAndNeverPreempted) {
   EXPECT_EQ(h.s().Holds().size(), 16u);
 
   // A held GPU going bad fails no job and keeps its hold.
-  ASSERT_TRUE(
-      h.s()
-          .SetGpuHealth(H100().FindNode("gpu020"), 3, topo::Health::kUnhealthy, 2 * kSec, "xid 79")
-          .ok());
+  ASSERT_TRUE(h.s()
+                  .SetGpuHealth(H100().FindNode("gpu020"), 3, topo::Health::kUnhealthy, 2 * kUsPerS,
+                                "xid 79")
+                  .ok());
   h.Check();
   EXPECT_EQ(h.s().Holds().size(), 16u);
   EXPECT_EQ(h.State(big), JobState::kRunning);
@@ -409,7 +408,7 @@ TEST(SchedulerTest, TimeoutSequence) {
 
   // With a grace period the GPUs stay held while COMPLETING.
   SchedulerOptions o;
-  o.kill_grace_us = 30 * kSec;
+  o.kill_grace_us = 30 * kUsPerS;
   Harness g(o);
   const int64_t u = g.Submit(MakeJob("u", "u", 1, 16, 100), 0);
   EXPECT_EQ(g.Schedule(0), std::vector<int64_t>{u});
@@ -421,7 +420,7 @@ TEST(SchedulerTest, TimeoutSequence) {
   g.Tick(130);
   EXPECT_EQ(g.State(u), JobState::kTimeout);
   EXPECT_FALSE(g.s().cluster_state().HasAllocation(u));
-  EXPECT_EQ(g.s().Events().back().time_us, 130 * kSec);
+  EXPECT_EQ(g.s().Events().back().time_us, 130 * kUsPerS);
 }
 
 TEST(SchedulerTest, CancelPendingAndRunning) {
@@ -461,7 +460,7 @@ TEST(SchedulerTest, ExplainPendingAndRunning) {
 TEST(SchedulerTest, LocalityWaitHoldsAJobToOneNodeUntilItsTimeout) {
   for (const int64_t wait_s : {int64_t{-1}, int64_t{100}}) {
     SchedulerOptions o;
-    o.locality_wait_us = wait_s < 0 ? -1 : wait_s * kSec;
+    o.locality_wait_us = wait_s < 0 ? -1 : wait_s * kUsPerS;
     Harness h(o);
     for (int n = 0; n < 32; ++n) h.Submit(MakeJob("five-" + std::to_string(n), "u", 0, 5, 0), 0);
     ASSERT_EQ(h.Schedule(0).size(), 32u);
@@ -490,7 +489,7 @@ TEST(SchedulerTest, LocalityWaitHoldsAJobToOneNodeUntilItsTimeout) {
 
 TEST(SchedulerTest, LocalityWaitStartsAJobThatFitsOneNodeAtOnce) {
   SchedulerOptions o;
-  o.locality_wait_us = 3600 * kSec;
+  o.locality_wait_us = 3600 * kUsPerS;
   Harness h(o);
   const int64_t id = h.Submit(MakeJob("eight", "u", 0, 8, 0), 0);
   EXPECT_EQ(h.Schedule(0), std::vector<int64_t>{id});
@@ -520,10 +519,10 @@ TEST(SchedulerTest, BackfillShadowBlocksTheReservationWhileHoldOneLives) {
   auto running = sc.Submit(MakeJob("running", "u", 0, 16, 1000), 0);
   ASSERT_TRUE(running.ok());
   ASSERT_EQ(sc.Schedule(0).value(), std::vector<int64_t>{*running});
-  auto head = sc.Submit(MakeJob("head", "u", 0, 24, 1000), 1 * kSec);
-  auto small = sc.Submit(MakeJob("small", "u", 0, 8, 0), 2 * kSec);
+  auto head = sc.Submit(MakeJob("head", "u", 0, 24, 1000), 1 * kUsPerS);
+  auto small = sc.Submit(MakeJob("small", "u", 0, 8, 0), 2 * kUsPerS);
   ASSERT_TRUE(head.ok() && small.ok());
-  EXPECT_TRUE(sc.Schedule(3 * kSec).value().empty());
+  EXPECT_TRUE(sc.Schedule(3 * kUsPerS).value().empty());
   EXPECT_EQ(sc.State(*small).value(), JobState::kPending);
   auto why = sc.Explain(*small);
   ASSERT_TRUE(why.ok());

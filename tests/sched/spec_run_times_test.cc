@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/time_units.h"
 #include "job/job_spec.h"
 #include "sched/run_time.h"
 #include "sched/scheduler.h"
@@ -18,10 +19,8 @@
 namespace toposched::sched {
 namespace {
 
-constexpr int64_t kSec = 1000000;
-
-job::JobSpec Job(const std::string& name, int gpus, int64_t run_s, double share,
-                 int64_t limit_s = 0) {
+job::JobSpec TimedJob(const std::string& name, int gpus, int64_t run_s, double share,
+                      int64_t limit_s = 0) {
   job::JobSpec j = testing::WholeNodeJob(name, gpus, limit_s);
   if (run_s > 0) j.estimate = job::RunEstimate{run_s, share};
   return j;
@@ -41,11 +40,11 @@ class SpecRunTimesTest : public ::testing::Test {
     s_->SetRunTimeEstimator(est_.get());
     const int64_t runs[] = {36000, 36000, 600, 10, 10, 36000, 36000, 36000};
     for (int k = 0; k < 8; ++k) {
-      ASSERT_TRUE(s_->Submit(Job("w" + std::to_string(k + 1), 8, runs[k], 0.2), 0).ok());
+      ASSERT_TRUE(s_->Submit(TimedJob("w" + std::to_string(k + 1), 8, runs[k], 0.2), 0).ok());
     }
     ASSERT_EQ(s_->Schedule(0).value().size(), 8u);
-    ASSERT_TRUE(s_->Complete(4, 10 * kSec).ok());
-    ASSERT_TRUE(s_->Complete(5, 10 * kSec).ok());
+    ASSERT_TRUE(s_->Complete(4, 10 * kUsPerS).ok());
+    ASSERT_TRUE(s_->Complete(5, 10 * kUsPerS).ok());
   }
   std::unique_ptr<Scheduler> s_;
   std::unique_ptr<SpecRunTimes> est_;
@@ -58,38 +57,38 @@ TEST_F(SpecRunTimesTest, TheSpecsEstimateStretchesWithCommunication) {
   slow.best_possible_ms = 1;
   // w3 declares 600 s with 20% communication: 600 x (0.8 + 0.2 x 3) on a 3x slower placement.
   EXPECT_DOUBLE_EQ(est_->RunSeconds(3, slow).value(), 840);
-  EXPECT_EQ(est_->ExpectedEndUs(3, 10 * kSec), 600 * kSec);
-  EXPECT_EQ(est_->ExpectedEndUs(3, 700 * kSec), 700 * kSec) << "never before now";
-  ASSERT_TRUE(s_->Submit(Job("plain", 8, 0, 0), 10 * kSec).ok());
+  EXPECT_EQ(est_->ExpectedEndUs(3, 10 * kUsPerS), 600 * kUsPerS);
+  EXPECT_EQ(est_->ExpectedEndUs(3, 700 * kUsPerS), 700 * kUsPerS) << "never before now";
+  ASSERT_TRUE(s_->Submit(TimedJob("plain", 8, 0, 0), 10 * kUsPerS).ok());
   EXPECT_FALSE(est_->RunSeconds(9, slow).has_value());
-  EXPECT_FALSE(est_->ExpectedEndUs(4, 10 * kSec).has_value()) << "w4 holds no placement";
+  EXPECT_FALSE(est_->ExpectedEndUs(4, 10 * kUsPerS).has_value()) << "w4 holds no placement";
 }
 
 // Started across the two leaves (wait-or-spread off), a job with 100% communication runs
 // predicted / best times its 900 s there; its limit of 1,000 s ends it first.
 TEST_F(SpecRunTimesTest, ARunningJobsEndIsCappedAtItsTimeLimit) {
   Make(false);
-  auto id = s_->Submit(Job("x", 16, 900, 1.0, 1000), 10 * kSec);
+  auto id = s_->Submit(TimedJob("x", 16, 900, 1.0, 1000), 10 * kUsPerS);
   ASSERT_TRUE(id.ok()) << id.status().ToString();
-  EXPECT_EQ(s_->Schedule(10 * kSec).value(), std::vector<int64_t>{*id});
+  EXPECT_EQ(s_->Schedule(10 * kUsPerS).value(), std::vector<int64_t>{*id});
   const Placement* p = s_->PlacementOf(*id);
   ASSERT_NE(p, nullptr);
   const double run = est_->RunSeconds(*id, *p).value();
   ASSERT_GT(run, 1000) << "the split placement must stretch 900 s past the limit";
-  EXPECT_EQ(est_->ExpectedEndUs(*id, 10 * kSec), 1010 * kSec);
+  EXPECT_EQ(est_->ExpectedEndUs(*id, 10 * kUsPerS), 1010 * kUsPerS);
 }
 
 TEST_F(SpecRunTimesTest, WithItsEstimateTheLongJobWaitsWithoutItStartsAcross) {
   Make(true);
-  auto waits = s_->Submit(Job("long", 16, 36000, 0.5), 10 * kSec);
+  auto waits = s_->Submit(TimedJob("long", 16, 36000, 0.5), 10 * kUsPerS);
   ASSERT_TRUE(waits.ok());
-  EXPECT_TRUE(s_->Schedule(10 * kSec).value().empty());
+  EXPECT_TRUE(s_->Schedule(10 * kUsPerS).value().empty());
   EXPECT_NE(s_->Explain(*waits).value().find("waiting for leaf0"), std::string::npos)
       << s_->Explain(*waits).value();
-  ASSERT_TRUE(s_->Cancel(*waits, 20 * kSec).ok());
-  auto plain = s_->Submit(Job("plain", 16, 0, 0), 20 * kSec);
+  ASSERT_TRUE(s_->Cancel(*waits, 20 * kUsPerS).ok());
+  auto plain = s_->Submit(TimedJob("plain", 16, 0, 0), 20 * kUsPerS);
   ASSERT_TRUE(plain.ok());
-  EXPECT_EQ(s_->Schedule(20 * kSec).value(), std::vector<int64_t>{*plain});
+  EXPECT_EQ(s_->Schedule(20 * kUsPerS).value(), std::vector<int64_t>{*plain});
   EXPECT_EQ(s_->PlacementOf(*plain)->parts.size(), 2u);
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/time_units.h"
 #include "job/job_spec.h"
 #include "sched/run_time.h"
 #include "sched/scheduler.h"
@@ -18,11 +19,11 @@
 namespace toposched::sched {
 namespace {
 
-constexpr int64_t kSec = 1000000;
-
 const topo::Cluster& Eight() { return testing::LoadExampleCluster("slurm-8node.yaml"); }
 
-job::JobSpec Job(const std::string& name, int gpus) { return testing::WholeNodeJob(name, gpus); }
+job::JobSpec SpreadJob(const std::string& name, int gpus) {
+  return testing::WholeNodeJob(name, gpus);
+}
 
 // Eight whole-node jobs w1..w8 (ids 1..8) fill the cluster, declared to run `runs[k]` s; the
 // two that run 10 s (w4 on gpu04, w5 on gpu05) end at 10 s, leaving one free node per leaf.
@@ -36,10 +37,10 @@ class WaitOrSpread : public testing::DeclaredScheduler {
           return o;
         }()) {
     for (size_t k = 0; k < runs.size(); ++k)
-      Submit(Job("w" + std::to_string(k + 1), 8), runs[k], 0.2, 0);
+      Submit(SpreadJob("w" + std::to_string(k + 1), 8), runs[k], 0.2, 0);
     EXPECT_EQ(s().Schedule(0).value().size(), 8u);
-    EXPECT_TRUE(s().Complete(4, 10 * kSec).ok());
-    EXPECT_TRUE(s().Complete(5, 10 * kSec).ok());
+    EXPECT_TRUE(s().Complete(4, 10 * kUsPerS).ok());
+    EXPECT_TRUE(s().Complete(5, 10 * kUsPerS).ok());
   }
   std::string Nodes(int64_t id) const {
     const Placement* p = s().PlacementOf(id);
@@ -52,16 +53,16 @@ class WaitOrSpread : public testing::DeclaredScheduler {
 
 TEST(WaitOrSpreadTest, OffALongJobStartsAtOnceAcrossTheLeaves) {
   WaitOrSpread h(false);
-  const int64_t id = h.Submit(Job("long", 16), 36000, 0.5, 10);
+  const int64_t id = h.Submit(SpreadJob("long", 16), 36000, 0.5, 10);
   EXPECT_EQ(h.Schedule(10), std::vector<int64_t>{id});
   EXPECT_EQ(h.Nodes(id), "gpu04,gpu05");
 }
 
 TEST(WaitOrSpreadTest, ALongJobWaitsForOneLeafOnlyWhileWaitingCanStillPayOff) {
   WaitOrSpread h(true);
-  const int64_t id = h.Submit(Job("long", 16), 36000, 0.5, 10);
+  const int64_t id = h.Submit(SpreadJob("long", 16), 36000, 0.5, 10);
   EXPECT_TRUE(h.Schedule(10).empty());
-  EXPECT_EQ(h.s().NextPlannedStartUs(), std::optional<int64_t>(600 * kSec));
+  EXPECT_EQ(h.s().NextPlannedStartUs(), std::optional<int64_t>(600 * kUsPerS));
   const std::string why = h.s().Explain(id).value();
   EXPECT_NE(why.find("waiting for leaf0 (free in ~10 min, at 600.000000s): finishes ~4.8 h "
                      "earlier than starting now across spine0"),
@@ -74,7 +75,7 @@ TEST(WaitOrSpreadTest, ALongJobWaitsForOneLeafOnlyWhileWaitingCanStillPayOff) {
   // 10 s would have (10 + 36000 · (0.5 + 0.5 · 267.777 / 134.393) ≈ 53874.9 s), i.e. until
   // 53874.9 − 36000 s; then it starts across the leaves.
   EXPECT_TRUE(h.Schedule(600).empty());
-  EXPECT_EQ(h.s().NextPlannedStartUs(), std::optional<int64_t>(600 * kSec));
+  EXPECT_EQ(h.s().NextPlannedStartUs(), std::optional<int64_t>(600 * kUsPerS));
   EXPECT_TRUE(h.Schedule(17874).empty());
   EXPECT_EQ(h.Schedule(17875), std::vector<int64_t>{id});
   EXPECT_EQ(h.Nodes(id), "gpu04,gpu05");
@@ -83,21 +84,21 @@ TEST(WaitOrSpreadTest, ALongJobWaitsForOneLeafOnlyWhileWaitingCanStillPayOff) {
 
 TEST(WaitOrSpreadTest, TheWaitingJobsPlannedNodeIsReservedAgainstLaterJobs) {
   WaitOrSpread h(true);
-  const int64_t id = h.Submit(Job("long", 16), 36000, 0.5, 10);
+  const int64_t id = h.Submit(SpreadJob("long", 16), 36000, 0.5, 10);
   EXPECT_TRUE(h.Schedule(10).empty());
   // An 8-GPU job without a time limit may not take gpu04 (planned for long at 600 s); it takes
   // the free node of leaf1.
-  const int64_t small = h.Submit(Job("small", 8), 36000, 0.2, 20);
+  const int64_t small = h.Submit(SpreadJob("small", 8), 36000, 0.2, 20);
   EXPECT_EQ(h.Schedule(20), std::vector<int64_t>{small});
   EXPECT_EQ(h.Nodes(small), "gpu05");
-  EXPECT_TRUE(h.s().Complete(3, 600 * kSec).ok());
+  EXPECT_TRUE(h.s().Complete(3, 600 * kUsPerS).ok());
   EXPECT_EQ(h.Schedule(600), std::vector<int64_t>{id});
   EXPECT_EQ(h.Nodes(id), "gpu03,gpu04");
 }
 
 TEST(WaitOrSpreadTest, AShortJobSpreadsAndSaysWhy) {
   WaitOrSpread h(true);
-  const int64_t id = h.Submit(Job("short", 16), 60, 0.5, 10);
+  const int64_t id = h.Submit(SpreadJob("short", 16), 60, 0.5, 10);
   EXPECT_EQ(h.Schedule(10), std::vector<int64_t>{id});
   EXPECT_EQ(h.Nodes(id), "gpu04,gpu05");
   const std::string& why = h.s().Events().back().reason;
@@ -108,7 +109,7 @@ TEST(WaitOrSpreadTest, AMiddleJobComparesTheWaitAndStartsWhenItLoses) {
   // w3 ends at 600 s; a 16-GPU job of 3000 s at 10% communication: across the leaves ~3308 s,
   // on one leaf 3000 s but only from 600 s: starting now finishes ~5 min sooner.
   WaitOrSpread h(true);
-  const int64_t id = h.Submit(Job("mid", 16), 3000, 0.1, 10);
+  const int64_t id = h.Submit(SpreadJob("mid", 16), 3000, 0.1, 10);
   EXPECT_EQ(h.Schedule(10), std::vector<int64_t>{id});
   const std::string& why = h.s().Events().back().reason;
   EXPECT_NE(why.find("across spine0 now it finishes at ~3307.7"), std::string::npos) << why;
@@ -119,7 +120,7 @@ TEST(WaitOrSpreadTest, AMiddleJobComparesTheWaitAndStartsWhenItLoses) {
 
 TEST(WaitOrSpreadTest, WithoutAnEstimateNobodyWaits) {
   WaitOrSpread h(true);
-  auto id = h.s().Submit(Job("unknown", 16), 10 * kSec);  // no declared run time
+  auto id = h.s().Submit(SpreadJob("unknown", 16), 10 * kUsPerS);  // no declared run time
   ASSERT_TRUE(id.ok());
   EXPECT_EQ(h.Schedule(10), std::vector<int64_t>{*id});
 }

@@ -7,7 +7,9 @@
 namespace toposched::sched {
 namespace {
 
-GpuMask Mask(std::initializer_list<int> p) { return GpuMask::FromPositions(std::vector<int>(p)); }
+GpuMask NumaMask(std::initializer_list<int> p) {
+  return GpuMask::FromPositions(std::vector<int>(p));
+}
 
 TEST(NodeSelectNumaTest, EqualSetsPreferOneSocket) {
   // Real 8x H100 node: NV18 between every pair, GPU0-3 on NUMA 0, GPU4-7 on NUMA 1.
@@ -22,14 +24,14 @@ TEST(NodeSelectNumaTest, EqualSetsPreferOneSocket) {
   r.gpus = 4;
   // Free 2-7: {2,3,4,5} and {4,5,6,7} are equally fast and leave equal pairs; only the second
   // stays on one socket.
-  auto c = (*s)->SelectUncached(Mask({2, 3, 4, 5, 6, 7}), r);
+  auto c = (*s)->SelectUncached(NumaMask({2, 3, 4, 5, 6, 7}), r);
   ASSERT_TRUE(c.ok());
-  EXPECT_EQ(c->gpus, Mask({4, 5, 6, 7}));
+  EXPECT_EQ(c->gpus, NumaMask({4, 5, 6, 7}));
   // Free 1-6, k = 3: {1,2,3} or {4,5,6}, never a set across both sockets.
   r.gpus = 3;
-  c = (*s)->SelectUncached(Mask({1, 2, 3, 4, 5, 6}), r);
+  c = (*s)->SelectUncached(NumaMask({1, 2, 3, 4, 5, 6}), r);
   ASSERT_TRUE(c.ok());
-  EXPECT_TRUE(c->gpus == Mask({1, 2, 3}) || c->gpus == Mask({4, 5, 6}));
+  EXPECT_TRUE(c->gpus == NumaMask({1, 2, 3}) || c->gpus == NumaMask({4, 5, 6}));
 }
 
 }  // namespace

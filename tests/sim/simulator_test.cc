@@ -19,14 +19,13 @@
 #include "sim/report.h"
 #include "testing/clusters.h"
 #include "testing/golden.h"
+#include "testing/samples.h"
 #include "topo/io/cluster_yaml.h"
 
 namespace toposched::sim {
 namespace {
 
-std::string TracePath(const std::string& name) {
-  return std::string(TS_SOURCE_DIR) + "/data/traces/" + name;
-}
+using testing::TracePath;
 
 SimResult RunPolicy(const topo::Cluster& c, const Trace& t, const std::string& policy,
                     SimOptions o = {}) {

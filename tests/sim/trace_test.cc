@@ -7,12 +7,12 @@
 #include <map>
 #include <string>
 
+#include "testing/samples.h"
+
 namespace toposched::sim {
 namespace {
 
-std::string TracePath(const std::string& name) {
-  return std::string(TS_SOURCE_DIR) + "/data/traces/" + name;
-}
+using testing::TracePath;
 
 TEST(TraceTest, PhillyPrefixReadsEveryRowSortedFromZero) {
   auto t = ReadTraceFile(TracePath("philly-head200.csv"), TraceFormat::kPhilly);

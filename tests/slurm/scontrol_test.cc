@@ -2,15 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "slurm/fake_runner.h"
 #include "testing/samples.h"
 #include "topo/io/slurm.h"
 
 namespace toposched::slurm {
 namespace {
 
-std::string Data(const std::string& name) {
-  return testing::ReadFileText(testing::SourceDir() + "/tests/slurm/testdata/" + name);
-}
+using testing_util::Data;
 
 TEST(ParseRecords, KeepsBlanksInsideValuesAndRepeatedKeys) {
   auto r = ParseRecords(

@@ -13,6 +13,10 @@
 namespace toposched::testing {
 
 inline std::string SourceDir() { return TS_SOURCE_DIR; }
+// A file of data/traces/.
+inline std::string TracePath(const std::string& name) {
+  return SourceDir() + "/data/traces/" + name;
+}
 
 // The whole file as bytes; empty when it cannot be read (the test's own checks then fail).
 inline std::string ReadFileText(const std::string& path) {

@@ -5,13 +5,13 @@
 #include <string>
 #include <vector>
 
+#include "testing/samples.h"
+
 namespace toposched::topo::io {
 namespace {
 
-const std::string kRoot = TS_SOURCE_DIR;
-
 Cluster LoadOrDie(const std::string& rel) {
-  auto c = ReadClusterYamlFile(kRoot + "/" + rel);
+  auto c = ReadClusterYamlFile(testing::SourceDir() + "/" + rel);
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   return c.ok() ? std::move(c).value() : Cluster();
 }

@@ -10,12 +10,13 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "testing/samples.h"
+
 namespace toposched::topo::io {
 namespace {
 
-const std::string kRoot = TS_SOURCE_DIR;
-const std::string kH100 =
-    kRoot + "/data/samples/nvidia-smi/24-h100-sxm-8gpu-nv18-8nic-pix-sglang30401.txt";
+const std::string kH100 = testing::SourceDir() +
+                          "/data/samples/nvidia-smi/24-h100-sxm-8gpu-nv18-8nic-pix-sglang30401.txt";
 
 nlohmann::json GpuNode(const std::string& name, const std::map<std::string, std::string>& tiers,
                        int gpus = 8) {
@@ -34,14 +35,16 @@ KubeClusterOptions H100Options() {
 TEST(KubeCluster, RecordedListSkipsCpuNodesAndChecksTheGpuCount) {
   KubeClusterOptions o;
   o.default_topology = kH100;
-  auto r = ReadKubeNodesCluster(kRoot + "/tests/api/testdata/kube/nodes-gfd.json", o);
+  auto r =
+      ReadKubeNodesCluster(testing::SourceDir() + "/tests/api/testdata/kube/nodes-gfd.json", o);
   ASSERT_FALSE(r.ok());
   // nori is an A16 vGPU node with one GPU; the H100 file has eight.
   EXPECT_NE(r.status().message().find("items[0] (nori): Kubernetes reports 1 GPUs"),
             std::string::npos)
       << r.status().message();
   o.default_topology.clear();
-  auto none = ReadKubeNodesCluster(kRoot + "/tests/api/testdata/kube/nodes-gfd.json", o);
+  auto none =
+      ReadKubeNodesCluster(testing::SourceDir() + "/tests/api/testdata/kube/nodes-gfd.json", o);
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.status().message().find("GPU product \"NVIDIA-A16-4Q\" has no node topology"),
             std::string::npos)

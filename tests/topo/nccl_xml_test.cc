@@ -18,10 +18,10 @@
 namespace toposched::topo::io {
 namespace {
 
-const std::string kSampleDir = std::string(TS_SOURCE_DIR) + "/data/samples/nccl-xml/";
+const std::string kNcclSampleDir = std::string(TS_SOURCE_DIR) + "/data/samples/nccl-xml/";
 
 StatusOr<NodeTopology> ParseSample(const std::string& name) {
-  return ParseNcclXml(testing::ReadFileText(kSampleDir + name), name);
+  return ParseNcclXml(testing::ReadFileText(kNcclSampleDir + name), name);
 }
 
 std::string P(const NodeTopology& t, const std::string& a, const std::string& b) {
@@ -30,7 +30,7 @@ std::string P(const NodeTopology& t, const std::string& a, const std::string& b)
   return PathName(t.path(da, db));
 }
 
-struct PairFact {
+struct NcclPairFact {
   std::string a, b, path;
 };
 
@@ -44,10 +44,10 @@ struct NcclSample {
   int switches = 0;
   std::string gpu_model;
   std::vector<std::pair<int, std::optional<int>>> gpu_numa;  // GPU index -> NUMA
-  std::vector<PairFact> pairs;
+  std::vector<NcclPairFact> pairs;
 };
 
-std::vector<NcclSample> Samples() {
+std::vector<NcclSample> NcclSamples() {
   return {
       // PCI root bus ids only, no classes: nothing is known to be a GPU or NIC.
       {"aws-ofi-nccl-g5.48xl-topo.xml", "", 0, 0, {}, {0, 1}, 0, "", {}, {}},
@@ -198,7 +198,7 @@ std::vector<NcclSample> Samples() {
 
 TEST(NcclXmlSamples, EverySampleFileIsInTheTable) {
   std::set<std::string> listed;
-  for (const NcclSample& s : Samples()) listed.insert(s.file);
+  for (const NcclSample& s : NcclSamples()) listed.insert(s.file);
   std::vector<std::string> files = testing::SampleFiles("nccl-xml", ".xml");
   for (const std::string& f : files) {
     EXPECT_TRUE(listed.count(f)) << f << " has no row in the sample table";
@@ -207,7 +207,7 @@ TEST(NcclXmlSamples, EverySampleFileIsInTheTable) {
 }
 
 TEST(NcclXmlSamples, FactsReadByHand) {
-  for (const NcclSample& s : Samples()) {
+  for (const NcclSample& s : NcclSamples()) {
     SCOPED_TRACE(s.file);
     auto r = ParseSample(s.file);
     if (!s.error.empty()) {
@@ -236,7 +236,7 @@ TEST(NcclXmlSamples, FactsReadByHand) {
       ASSERT_GE(pos, 0) << "GPU" << index;
       EXPECT_EQ(t.gpus[pos].numa, numa) << "GPU" << index;
     }
-    for (const PairFact& p : s.pairs) EXPECT_EQ(P(t, p.a, p.b), p.path) << p.a << "-" << p.b;
+    for (const NcclPairFact& p : s.pairs) EXPECT_EQ(P(t, p.a, p.b), p.path) << p.a << "-" << p.b;
   }
 }
 
@@ -361,7 +361,7 @@ struct BadDoc {
 };
 
 TEST(NcclXmlMalformed, InvalidArgumentWithLine) {
-  std::string p4d = testing::ReadFileText(kSampleDir + "aws-ofi-nccl-p4d-24xl-topo.xml");
+  std::string p4d = testing::ReadFileText(kNcclSampleDir + "aws-ofi-nccl-p4d-24xl-topo.xml");
   std::string garbage;
   for (int i = 0; i < 2048; ++i) garbage.push_back(static_cast<char>((i * 131 + 7) % 256));
   std::vector<BadDoc> cases = {
@@ -390,9 +390,9 @@ TEST(NcclXmlMalformed, InvalidArgumentWithLine) {
 }
 
 TEST(NcclXmlSniff, LooksLikeNcclXml) {
-  EXPECT_TRUE(LooksLikeNcclXml(testing::ReadFileText(kSampleDir + "azhpc-ndv4-topo.xml")));
-  EXPECT_TRUE(LooksLikeNcclXml(
-      testing::ReadFileText(kSampleDir + "azhpc-ncv4-graph.xml")));  // routed here to be refused
+  EXPECT_TRUE(LooksLikeNcclXml(testing::ReadFileText(kNcclSampleDir + "azhpc-ndv4-topo.xml")));
+  EXPECT_TRUE(LooksLikeNcclXml(testing::ReadFileText(
+      kNcclSampleDir + "azhpc-ncv4-graph.xml")));  // routed here to be refused
   EXPECT_FALSE(LooksLikeNcclXml("<topology version=\"2.0\">"));
   EXPECT_FALSE(LooksLikeNcclXml("GPU0 GPU1"));
 }

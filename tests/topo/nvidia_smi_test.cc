@@ -18,7 +18,7 @@
 namespace toposched::topo::io {
 namespace {
 
-const std::string kSampleDir = std::string(TS_SOURCE_DIR) + "/data/samples/nvidia-smi/";
+const std::string kSmiSampleDir = std::string(TS_SOURCE_DIR) + "/data/samples/nvidia-smi/";
 
 const Gpu* FindGpu(const NodeTopology& t, int index) {
   int pos = t.gpu_pos(index);
@@ -174,7 +174,7 @@ class NvidiaSmiTopoSample : public ::testing::TestWithParam<SampleFacts> {};
 
 TEST_P(NvidiaSmiTopoSample, MatchesFactsReadByHand) {
   const SampleFacts& f = GetParam();
-  std::string text = testing::ReadFileText(kSampleDir + f.file);
+  std::string text = testing::ReadFileText(kSmiSampleDir + f.file);
   ASSERT_FALSE(text.empty()) << f.file;
   EXPECT_TRUE(LooksLikeNvidiaSmiTopo(text));
   EXPECT_FALSE(LooksLikeNvidiaSmiP2p(text));
@@ -293,7 +293,7 @@ TEST(NvidiaSmiInventory, EverySampleFileIsReadByItsReader) {
   for (const SampleFacts& f : TopoSamples()) with_facts.insert(f.file);
   for (const auto& [file, readers] : kInventory) {
     SCOPED_TRACE(file);
-    std::string text = testing::ReadFileText(kSampleDir + file);
+    std::string text = testing::ReadFileText(kSmiSampleDir + file);
     auto topo = ParseNvidiaSmiTopo(text, file);
     auto p2p = ParseNvidiaSmiP2p(text, file);
     auto nvlink = ParseNvidiaSmiNvlinkStatus(text, file);
@@ -324,7 +324,7 @@ TEST(NvidiaSmiP2p, ReadsEverySample) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.file);
-    auto m = ParseNvidiaSmiP2p(testing::ReadFileText(kSampleDir + c.file), c.file);
+    auto m = ParseNvidiaSmiP2p(testing::ReadFileText(kSmiSampleDir + c.file), c.file);
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     EXPECT_EQ(m->mode, c.mode);
     ASSERT_EQ(static_cast<int>(m->gpus.size()), c.gpus);
@@ -341,7 +341,7 @@ TEST(NvidiaSmiP2p, ReadsEverySample) {
 
 TEST(NvidiaSmiP2p, TopoReaderRejectsPureP2pOutput) {
   auto t = ParseNvidiaSmiTopo(
-      testing::ReadFileText(kSampleDir + "05-h100-8gpu-topo-p2p-r-stas00.txt"), "p2p.txt");
+      testing::ReadFileText(kSmiSampleDir + "05-h100-8gpu-topo-p2p-r-stas00.txt"), "p2p.txt");
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(t.status().message().find("p2p.txt:4:"), std::string::npos) << t.status().message();
@@ -375,7 +375,7 @@ TEST(NvidiaSmiNvlink, ReadsEverySample) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.file);
-    auto s = ParseNvidiaSmiNvlinkStatus(testing::ReadFileText(kSampleDir + c.file), c.file);
+    auto s = ParseNvidiaSmiNvlinkStatus(testing::ReadFileText(kSmiSampleDir + c.file), c.file);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     ASSERT_EQ(s->gpus.size(), c.gpus.size());
     for (size_t i = 0; i < c.gpus.size(); ++i) {

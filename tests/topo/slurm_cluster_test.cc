@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/strings.h"
+#include "testing/samples.h"
 #include "topo/io/cluster_yaml.h"
 #include "topo/io/json_io.h"
 #include "topo/io/slurm.h"
@@ -24,17 +25,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kRoot = TS_SOURCE_DIR;
-const std::string kH100 =
-    kRoot + "/data/samples/nvidia-smi/24-h100-sxm-8gpu-nv18-8nic-pix-sglang30401.txt";
+const std::string kH100 = testing::SourceDir() +
+                          "/data/samples/nvidia-smi/24-h100-sxm-8gpu-nv18-8nic-pix-sglang30401.txt";
 const std::string kV100 =
-    kRoot + "/data/samples/nvidia-smi/02-v100-sxm2-8gpu-dgx1like-2socket-1nic-oneflow-dlperf.txt";
-const std::string kDgx2Hwloc = kRoot + "/data/samples/hwloc-xml/hwloc-nvidiaDGX2.xml";
-const std::string kThreeTier = kRoot + "/tests/topo/testdata/slurm-3tier-116-switches.conf";
+    testing::SourceDir() +
+    "/data/samples/nvidia-smi/02-v100-sxm2-8gpu-dgx1like-2socket-1nic-oneflow-dlperf.txt";
+const std::string kDgx2Hwloc =
+    testing::SourceDir() + "/data/samples/hwloc-xml/hwloc-nvidiaDGX2.xml";
+const std::string kThreeTier =
+    testing::SourceDir() + "/tests/topo/testdata/slurm-3tier-116-switches.conf";
 
 std::vector<std::string> ExampleClusters() {
   std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(kRoot + "/data/clusters")) {
+  for (const auto& e : fs::directory_iterator(testing::SourceDir() + "/data/clusters")) {
     if (e.path().extension() == ".yaml") out.push_back(e.path().string());
   }
   std::sort(out.begin(), out.end());

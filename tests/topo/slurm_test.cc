@@ -17,10 +17,8 @@
 namespace toposched::topo::io {
 namespace {
 
-const std::string kRoot = TS_SOURCE_DIR;
-
 std::string Sample(const std::string& name) {
-  auto text = ReadFileToString(kRoot + "/data/samples/slurm/" + name);
+  auto text = ReadFileToString(testing::SourceDir() + "/data/samples/slurm/" + name);
   EXPECT_TRUE(text.ok()) << text.status().ToString();
   return text.ok() ? *text : "";
 }
@@ -381,7 +379,7 @@ TEST(SlurmGresConf, ErrorsNameLineAndColumn) {
 // ---- export and round trip ----
 
 Cluster LoadExample(const std::string& name) {
-  auto c = ReadClusterYamlFile(kRoot + "/data/clusters/" + name);
+  auto c = ReadClusterYamlFile(testing::SourceDir() + "/data/clusters/" + name);
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   return c.ok() ? std::move(c).value() : Cluster();
 }

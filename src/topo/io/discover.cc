@@ -29,10 +29,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct TopologyDeleter {
-  void operator()(hwloc_topology* t) const { hwloc_topology_destroy(t); }
-};
-
 // First line of a small sysfs file, trimmed; nullopt when it cannot be read.
 std::optional<std::string> ReadSysfsLine(const fs::path& path) {
   std::ifstream in(path);
@@ -152,7 +148,7 @@ StatusOr<NodeTopology> DiscoverLocal(const DiscoverOptions& options) {
     return InternalError(std::string("discover: hwloc_topology_init failed: ") +
                          std::strerror(errno));
   }
-  std::unique_ptr<hwloc_topology, TopologyDeleter> topo(raw);
+  hwloc_internal::TopologyPtr topo(raw);
   hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_ALL);
   if (hwloc_topology_load(raw) != 0) {
     return InternalError(std::string("discover: hwloc could not read this machine: ") +

@@ -565,10 +565,7 @@ namespace {
 
 using hwloc_internal::kMaxXmlBytes;
 
-struct TopologyDeleter {
-  void operator()(hwloc_topology* t) const { hwloc_topology_destroy(t); }
-};
-using TopologyPtr = std::unique_ptr<hwloc_topology, TopologyDeleter>;
+using hwloc_internal::TopologyPtr;
 
 // hwloc 3.x osdev_type bitmask -> hwloc 2.x enum value.
 int DowngradeOsdevType(long long mask) {

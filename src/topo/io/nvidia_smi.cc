@@ -746,7 +746,7 @@ StatusOr<Affinity> InterpretAffinity(const std::vector<Cell>& cells, const Heade
 // ---------------------------------------------------------------------------------------------
 // topo -m
 
-struct Where {
+struct CellPos {
   int line = 0;
   size_t col = 0;
 };
@@ -795,7 +795,7 @@ Status ReadNicLegend(const std::vector<Line>& lines, size_t from, const Header& 
 struct TopoTable {
   int n = 0;
   std::vector<std::optional<Path>> cells;
-  std::vector<Where> cell_at;
+  std::vector<CellPos> cell_at;
   std::vector<int> row_line;
   std::vector<Affinity> affinity;
   size_t end = 0;  // the first line after the matrix
@@ -861,7 +861,7 @@ Status ReadTopoRow(const Header& h, const Line& line, const std::vector<Token>& 
                                      label_of(c) + " (NVLink joins GPUs only), found " + Quote(t));
     }
     cells[static_cast<size_t>(d) * n + c] = *p;
-    cell_at[static_cast<size_t>(d) * n + c] = Where{line.number, toks[k].begin};
+    cell_at[static_cast<size_t>(d) * n + c] = CellPos{line.number, toks[k].begin};
   }
   size_t last = static_cast<size_t>(n);
   if (last + 1 < toks.size() && IsTopoCell(toks[last + 1].text)) {
@@ -914,10 +914,10 @@ StatusOr<TopoTable> ReadTopoTable(const std::vector<Line>& lines, const Block& b
       const auto& x = cells[static_cast<size_t>(a) * n + c];
       const auto& y = cells[static_cast<size_t>(c) * n + a];
       if (!x || !y || *x == *y) continue;
-      Where wx = cell_at[static_cast<size_t>(a) * n + c];
-      Where wy = cell_at[static_cast<size_t>(c) * n + a];
+      CellPos wx = cell_at[static_cast<size_t>(a) * n + c];
+      CellPos wy = cell_at[static_cast<size_t>(c) * n + a];
       bool x_later = wx.line > wy.line;
-      Where later = x_later ? wx : wy, earlier = x_later ? wy : wx;
+      CellPos later = x_later ? wx : wy, earlier = x_later ? wy : wx;
       const Path& here = x_later ? *x : *y;
       const Path& there = x_later ? *y : *x;
       return ErrorAt(source, later.line, later.col,
