@@ -33,7 +33,7 @@ namespace {
 using nlohmann::json;
 using testing_api::Pod;
 
-constexpr const char* kToken = "extender-serve-token-0123456789";
+constexpr const char* kServeToken = "extender-serve-token-0123456789";
 constexpr int64_t kTimeoutUs = int64_t{300} * 1000 * 1000;
 
 // Rank `rank` of the 16-pod gang ml/llama (8 GPUs a pod, TP 8 x DP 16).
@@ -100,7 +100,7 @@ class ExtenderServeTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     service_ = std::move(s).value();
     ServerOptions so;
-    so.token = kToken;
+    so.token = kServeToken;
     so.log_requests = false;
     if (o.extender) {
       Service* svc = service_.get();
@@ -127,9 +127,9 @@ class ExtenderServeTest : public ::testing::Test {
   // The verbs on the main listener, with the token (kube-scheduler itself uses the extender
   // listener with a client certificate: extender_tls_test.cc).
   json Verb(const std::string& verb, const json& body) {
-    auto r =
-        client_->Post("/extender/" + verb, {{"Authorization", std::string("Bearer ") + kToken}},
-                      body.dump(), "application/json");
+    auto r = client_->Post("/extender/" + verb,
+                           {{"Authorization", std::string("Bearer ") + kServeToken}}, body.dump(),
+                           "application/json");
     EXPECT_TRUE(r) << verb;
     if (!r) return json();
     EXPECT_EQ(r->status, 200) << verb << ": " << r->body;
@@ -145,7 +145,7 @@ class ExtenderServeTest : public ::testing::Test {
   }
   httplib::Result PodDeleted(const std::string& name) {
     return client_->Post(
-        "/extender/pod-deleted", {{"Authorization", std::string("Bearer ") + kToken}},
+        "/extender/pod-deleted", {{"Authorization", std::string("Bearer ") + kServeToken}},
         json{{"PodName", name}, {"PodNamespace", "ml"}}.dump(), "application/json");
   }
   // Filters (and prioritizes) the pod; returns the one node it passes ("" when none).
@@ -162,19 +162,21 @@ class ExtenderServeTest : public ::testing::Test {
   int64_t Submit(int gpus, const std::string& name, int priority = 0) {
     json spec = json::parse(testing_api::JobJson(name, gpus));
     if (priority != 0) spec["priority"] = priority;
-    auto r = client_->Post("/api/v1/jobs", {{"Authorization", std::string("Bearer ") + kToken}},
-                           spec.dump(), "application/json");
+    auto r =
+        client_->Post("/api/v1/jobs", {{"Authorization", std::string("Bearer ") + kServeToken}},
+                      spec.dump(), "application/json");
     EXPECT_TRUE(r && r->status == 201) << (r ? r->body : "no answer");
     return r ? json::parse(r->body).value("id", int64_t{0}) : 0;
   }
   void Pass() {
-    auto r = client_->Post("/api/v1/schedule", {{"Authorization", std::string("Bearer ") + kToken}},
-                           "{}", "application/json");
+    auto r =
+        client_->Post("/api/v1/schedule", {{"Authorization", std::string("Bearer ") + kServeToken}},
+                      "{}", "application/json");
     ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
   }
   void Complete(int64_t id) {
     auto r = client_->Post("/api/v1/jobs/" + std::to_string(id) + "/complete",
-                           {{"Authorization", std::string("Bearer ") + kToken}}, "{}",
+                           {{"Authorization", std::string("Bearer ") + kServeToken}}, "{}",
                            "application/json");
     ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
   }
@@ -557,11 +559,12 @@ TEST_F(ExtenderServeTest, ExtenderOffKeepsThePodsGpusHeld) {
   ASSERT_EQ(Bind("llama-0", node0), json({{"Error", ""}}));
   Restart(/*extender=*/false);
   EXPECT_EQ(service_->extender(), nullptr);
-  EXPECT_EQ(client_
-                ->Post("/extender/filter", {{"Authorization", std::string("Bearer ") + kToken}},
-                       "{}", "application/json")
-                ->status,
-            404);
+  EXPECT_EQ(
+      client_
+          ->Post("/extender/filter", {{"Authorization", std::string("Bearer ") + kServeToken}},
+                 "{}", "application/json")
+          ->status,
+      404);
   EXPECT_EQ(FreeGpus(), 128);
   EXPECT_TRUE(service_->CheckInvariants().ok());
   Restart();
@@ -732,7 +735,7 @@ TEST_F(ExtenderServeTest, ConcurrentRestAndPodsNeverShareAGpuAndReplayToTheSameS
       httplib::Client cli("127.0.0.1", port);
       cli.set_read_timeout(std::chrono::seconds(30));
       for (int i = 0; i < 20; ++i) {
-        auto r = cli.Post("/api/v1/jobs", {{"Authorization", std::string("Bearer ") + kToken}},
+        auto r = cli.Post("/api/v1/jobs", {{"Authorization", std::string("Bearer ") + kServeToken}},
                           testing_api::JobJson(
                               "rest-" + std::to_string(t) + "-" + std::to_string(i), 1 << (i % 4)),
                           "application/json");
@@ -757,7 +760,7 @@ TEST_F(ExtenderServeTest, ConcurrentRestAndPodsNeverShareAGpuAndReplayToTheSameS
               name, "uid-" + name, 4,
               {{"toposched.io/pod-group", group}, {"toposched.io/pod-index", std::to_string(rank)}},
               {{"toposched.io/group-size", "2"}});
-          const httplib::Headers auth = {{"Authorization", std::string("Bearer ") + kToken}};
+          const httplib::Headers auth = {{"Authorization", std::string("Bearer ") + kServeToken}};
           auto f = cli.Post("/extender/filter", auth,
                             json{{"Pod", pod}, {"NodeNames", all_}}.dump(), "application/json");
           ASSERT_TRUE(f && f->status == 200);
@@ -811,7 +814,7 @@ TEST_F(ExtenderServeTest, ConcurrentRestAndPodsNeverShareAGpuAndReplayToTheSameS
 #ifdef TS_CLI
 TEST(ExtenderServeBinary, VerbsOnTheServedInstance) {
   const std::string dir = testing_api::MakeTempDir("toposched-ext-bin");
-  testing_api::WriteFile(dir + "/token", std::string(kToken) + "\n");
+  testing_api::WriteFile(dir + "/token", std::string(kServeToken) + "\n");
   testing_api::ServeProcess serve(TS_CLI,
                                   std::string(TS_SOURCE_DIR) + "/data/clusters/h100-2rack.yaml",
                                   dir + "/state.db", dir + "/token", dir);
@@ -821,7 +824,7 @@ TEST(ExtenderServeBinary, VerbsOnTheServedInstance) {
   for (const auto& n : toposched::testing::H100Cluster().nodes) all.push_back(n.name);
   const json pod = Pod("solo", "uid-solo", 8);
   std::string node;
-  const httplib::Headers auth = {{"Authorization", std::string("Bearer ") + kToken}};
+  const httplib::Headers auth = {{"Authorization", std::string("Bearer ") + kServeToken}};
   {
     httplib::Client cli("127.0.0.1", serve.port());
     auto f = cli.Post("/extender/filter", auth, json{{"Pod", pod}, {"NodeNames", all}}.dump(),

@@ -22,7 +22,7 @@ namespace {
 using nlohmann::json;
 
 const std::string kTls = std::string(TS_SOURCE_DIR) + "/tests/api/testdata/tls/";
-constexpr const char* kToken = "extender-tls-token-0123456789";
+constexpr const char* kTlsToken = "extender-tls-token-0123456789";
 
 std::string FilterBody(const std::string& pod_name) {
   json names = json::array();
@@ -54,7 +54,7 @@ class ExtenderTlsTest : public ::testing::Test {
     testing_api::RemoveDir(dir_);
   }
   ServerOptions Options() {
-    return testing_api::ExtenderServerOptions(service_.get(), kToken, kTls);
+    return testing_api::ExtenderServerOptions(service_.get(), kTlsToken, kTls);
   }
   // A client that trusts the test CA, with the client certificate `who` ("" for none).
   std::unique_ptr<httplib::SSLClient> Client(const std::string& who) {
@@ -134,7 +134,7 @@ TEST_F(ExtenderTlsTest, ServesTheFourVerbsOnly) {
 
 TEST(ExtenderTlsOptions, MissingOrBadFilesAreClearErrors) {
   ServerOptions so;
-  so.token = kToken;
+  so.token = kTlsToken;
   so.extender = [](const std::string&, const std::string&) -> StatusOr<std::string> {
     return std::string("{}");
   };

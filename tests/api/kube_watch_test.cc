@@ -357,7 +357,7 @@ TEST(PodTarget, AListWithoutAPodTheExtenderHoldsFreesIt) {
 
 const std::string kKube = std::string(TS_SOURCE_DIR) + "/tests/api/testdata/kube/";
 
-nlohmann::json Recorded(const std::string& file) {
+nlohmann::json RecordedJson(const std::string& file) {
   nlohmann::json j = nlohmann::json::parse(testing_api::ReadFile(kKube + file), nullptr, false);
   EXPECT_FALSE(j.is_discarded()) << file;
   return j;
@@ -465,14 +465,14 @@ class KubeWatchServiceTest : public ::testing::Test {
     // The demo cluster with its first nodes named as the recorded Nodes are.
     cluster_ = toposched::testing::H100Cluster();
     size_t i = 0;
-    const nlohmann::json list = Recorded("nodes-gfd.json");
+    const nlohmann::json list = RecordedJson("nodes-gfd.json");
     for (const nlohmann::json& n : list["items"]) {
       cluster_.nodes[i++].name = n["metadata"]["name"].get<std::string>();
     }
     cluster_.nodes[i++].name =
-        Recorded("node-notready.json")["metadata"]["name"].get<std::string>();
+        RecordedJson("node-notready.json")["metadata"]["name"].get<std::string>();
     cluster_.nodes[i++].name =
-        Recorded("node-cordoned.json")["metadata"]["name"].get<std::string>();
+        RecordedJson("node-cordoned.json")["metadata"]["name"].get<std::string>();
     cluster_.Finalize();
   }
   void TearDown() override { testing_api::RemoveDir(dir_); }
@@ -554,14 +554,14 @@ TEST_F(KubeWatchServiceTest, TierLabelsMoveTheNodeInTheModelAndARestartKeepsIt) 
   const std::string was = NetworkOf(*s, moved);
   ASSERT_EQ(was, "spine0 > leaf0") << moved;
 
-  nlohmann::json node = Recorded("nodes-gfd.json")["items"][0];
+  nlohmann::json node = RecordedJson("nodes-gfd.json")["items"][0];
   node["metadata"]["name"] = moved;
   node["metadata"]["labels"] = {{"nvidia.com/gpu.count", "8"},
                                 {"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"},
                                 {"network.topology.nvidia.com/spine", "spine0"},
                                 {"network.topology.nvidia.com/leaf", "leaf1"}};
   FakeKubeApi api("recorded-test-token");
-  api.SetList(Recorded("nodes-gfd.json"));
+  api.SetList(RecordedJson("nodes-gfd.json"));
   ServiceNodeSink sink(*s);
   auto w = KubeWatcher::Nodes(Options(api.port()), sink);
   ASSERT_TRUE(w.ok()) << w.status().ToString();
@@ -622,7 +622,7 @@ TEST_F(KubeWatchServiceTest, NodesDeclaredAheadJoinWhenTheirNodeAppearsReady) {
   ASSERT_TRUE(s->RunPass().ok());
   ASSERT_EQ(StateOf(*s, 1), "PENDING") << "128 GPUs are in the cluster yet";
 
-  nlohmann::json list = Recorded("nodes-gfd.json");
+  nlohmann::json list = RecordedJson("nodes-gfd.json");
   const nlohmann::json recorded = list["items"][0];
   list["items"] = nlohmann::json::array();  // only the joining Nodes
   for (size_t i = 16; i < 24; ++i) {
@@ -661,9 +661,9 @@ TEST_F(KubeWatchServiceTest, NotReadyRequeuesCordonDrainsBookmarkAndGoneRelist) 
     ASSERT_TRUE(s->Submit(spec, "").ok()) << spec;
   }
   ASSERT_TRUE(s->RunPass().ok());
-  const nlohmann::json list = Recorded("nodes-gfd.json");
-  const nlohmann::json notready = Recorded("node-notready.json");
-  const nlohmann::json cordoned = Recorded("node-cordoned.json");
+  const nlohmann::json list = RecordedJson("nodes-gfd.json");
+  const nlohmann::json notready = RecordedJson("node-notready.json");
+  const nlohmann::json cordoned = RecordedJson("node-cordoned.json");
   const std::string down = notready["metadata"]["name"], fenced = cordoned["metadata"]["name"];
   const int64_t victim = JobOn(*s, down);
   ASSERT_NE(victim, 0);
@@ -706,7 +706,7 @@ TEST_F(KubeWatchServiceTest, NotReadyRequeuesCordonDrainsBookmarkAndGoneRelist) 
   EXPECT_TRUE(Eventually([&] { return StateOf(*s, fenced_job) == "PENDING"; }));
 
   // A bookmark moves the version on; the stream ends; the next watch starts from there.
-  const nlohmann::json bookmark = Recorded("watch-bookmark.json");
+  const nlohmann::json bookmark = RecordedJson("watch-bookmark.json");
   const std::string bm_rv = bookmark["object"]["metadata"]["resourceVersion"];
   api.Push(bookmark);
   ASSERT_TRUE(Eventually([&] { return (*w)->stats().resource_version == bm_rv; }));
@@ -722,7 +722,7 @@ TEST_F(KubeWatchServiceTest, NotReadyRequeuesCordonDrainsBookmarkAndGoneRelist) 
   relist["metadata"]["resourceVersion"] =
       list["metadata"]["resourceVersion"].get<std::string>() + "0";  // any version the list gives
   api.SetList(relist);
-  api.Push(Recorded("watch-410.json"));
+  api.Push(RecordedJson("watch-410.json"));
   ASSERT_TRUE(Eventually([&] { return api.requests().size() >= 5; }));  // + list, watch
   EXPECT_EQ((*w)->stats().gone, 1);
   reqs = api.requests();
@@ -743,13 +743,13 @@ TEST_F(KubeWatchServiceTest, NotReadyRequeuesCordonDrainsBookmarkAndGoneRelist) 
   EXPECT_TRUE(s->NodeCondition(fenced)->second);
 }
 
-// Recorded Pods: each scheduler's own are followed, by its name; a Running one is not gone, a
+// RecordedJson Pods: each scheduler's own are followed, by its name; a Running one is not gone, a
 // Succeeded (a PyTorchJob worker) or Failed one (stopped before it was bound) is, with its
 // namespace, name and uid.
 TEST(PodTarget, RecordedPodsOfEachScheduler) {
-  const nlohmann::json running = Recorded("pod-gpu-running.json");
-  const nlohmann::json succeeded = Recorded("pod-gpu-succeeded.json");
-  const nlohmann::json failed = Recorded("pod-gpu-failed.json");
+  const nlohmann::json running = RecordedJson("pod-gpu-running.json");
+  const nlohmann::json succeeded = RecordedJson("pod-gpu-succeeded.json");
+  const nlohmann::json failed = RecordedJson("pod-gpu-failed.json");
   RecordingPodSink sink;
   PodTarget toposched(sink, "toposched");
   for (const nlohmann::json* p : {&running, &succeeded, &failed}) {
@@ -852,7 +852,7 @@ TEST_F(KubeWatchServiceTest, DeletedFinishedOrVanishedPodsFreeTheirGpus) {
   relist["items"] = nlohmann::json::array();
   relist["metadata"]["resourceVersion"] = "200";
   api.SetList(relist, "/api/v1/pods");
-  api.Push(Recorded("watch-410.json"));
+  api.Push(RecordedJson("watch-410.json"));
   ASSERT_TRUE(Eventually([&] { return bound() == 0u; }));
   EXPECT_EQ(free_gpus(), all_gpus);
   EXPECT_EQ((*w)->stats().gone, 1);
@@ -865,7 +865,7 @@ TEST_F(KubeWatchServiceTest, AWrongTokenIsAnErrorAndNothingChanges) {
   std::unique_ptr<Service> s = Open();
   ASSERT_NE(s, nullptr);
   FakeKubeApi api("another-token");
-  api.SetList(Recorded("nodes-gfd.json"));
+  api.SetList(RecordedJson("nodes-gfd.json"));
   ServiceNodeSink sink(*s);
   auto w = KubeWatcher::Nodes(Options(api.port()), sink);
   ASSERT_TRUE(w.ok());

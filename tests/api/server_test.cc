@@ -32,7 +32,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kToken = "test-token-0123456789abcdef";
+constexpr const char* kServerToken = "test-token-0123456789abcdef";
 constexpr const char* kAgentToken = "agent-token-0123456789abcdef";
 
 class ServerTest : public ::testing::Test {
@@ -51,7 +51,7 @@ class ServerTest : public ::testing::Test {
     auto s = testing_api::OpenTestService(dir_);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     service_ = std::move(s).value();
-    ServerOptions so = testing_api::ExtenderServerOptions(service_.get(), kToken);
+    ServerOptions so = testing_api::ExtenderServerOptions(service_.get(), kServerToken);
     so.agent_token = kAgentToken;
     auto srv = Server::Start(*service_, so);
     ASSERT_TRUE(srv.ok()) << srv.status().ToString();
@@ -60,7 +60,7 @@ class ServerTest : public ::testing::Test {
     client_->set_read_timeout(std::chrono::seconds(30));
   }
 
-  httplib::Headers Auth() { return {{"Authorization", std::string("Bearer ") + kToken}}; }
+  httplib::Headers Auth() { return {{"Authorization", std::string("Bearer ") + kServerToken}}; }
 
   // ExtenderArgs of a real 8-GPU pod (a pod group of one) over every node.
   static std::string FilterBody() {
@@ -254,7 +254,7 @@ TEST_F(ServerTest, BadRequestsGetAClear4xxAndChangeNothing) {
 TEST_F(ServerTest, SchemeCaseContentTypeAndJsonTypes) {
   for (const char* scheme : {"bearer ", "BEARER ", "Bearer "}) {
     auto r =
-        client_->Post("/api/v1/jobs", {{"Authorization", std::string(scheme) + kToken}},
+        client_->Post("/api/v1/jobs", {{"Authorization", std::string(scheme) + kServerToken}},
                       testing_api::JobJson(std::string("s") + scheme[1], 1), "application/json");
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 201) << scheme << ": " << r->body;
@@ -366,7 +366,7 @@ TEST_F(ServerTest, NoRouteChangesStateWithoutACredential) {
       {},
       {{"Authorization", "Bearer wrong-token-0123456789"}},
       {{"Authorization", "Bearer"}},
-      {{"Authorization", std::string("Basic ") + kToken}}};
+      {{"Authorization", std::string("Basic ") + kServerToken}}};
   for (const auto& [path, body] : routes) {
     // The node agents' token may send a node's topology and nothing else.
     if (path.find("/topology") == std::string::npos) {
@@ -538,7 +538,7 @@ TEST(ServerDashboardTest, AssetsNeedNoTokenBeyondLoopbackButTheApiDoes) {
   ASSERT_TRUE(svc.ok()) << svc.status().ToString();
   ServerOptions so;
   so.host = "0.0.0.0";  // not loopback: every API call needs the token
-  so.token = kToken;
+  so.token = kServerToken;
   so.log_requests = false;
   auto srv = Server::Start(**svc, so);
   ASSERT_TRUE(srv.ok()) << srv.status().ToString();
@@ -547,7 +547,7 @@ TEST(ServerDashboardTest, AssetsNeedNoTokenBeyondLoopbackButTheApiDoes) {
   EXPECT_EQ(cli.Get("/ui/app.js")->status, 200);
   EXPECT_EQ(cli.Get("/api/v1/nodes")->status, 401);
   EXPECT_EQ(cli.Get("/api/v1/topology")->status, 401);
-  httplib::Headers auth = {{"Authorization", std::string("Bearer ") + kToken}};
+  httplib::Headers auth = {{"Authorization", std::string("Bearer ") + kServerToken}};
   EXPECT_EQ(cli.Get("/api/v1/nodes", auth)->status, 200);
   srv->reset();
   svc->reset();
@@ -881,7 +881,7 @@ TEST(ServerExtenderRoutesTest, VerbsReachTheExtenderOnlyWithTheToken) {
   auto svc = Service::Open(toposched::testing::H100Cluster(), o);
   ASSERT_TRUE(svc.ok());
   ServerOptions so;
-  so.token = kToken;
+  so.token = kServerToken;
   so.log_requests = false;
   std::vector<std::string> seen;
   so.extender = [&seen](const std::string& verb, const std::string& body) -> StatusOr<std::string> {
@@ -892,7 +892,7 @@ TEST(ServerExtenderRoutesTest, VerbsReachTheExtenderOnlyWithTheToken) {
   auto srv = Server::Start(**svc, so);
   ASSERT_TRUE(srv.ok());
   httplib::Client cli("127.0.0.1", (*srv)->port());
-  const httplib::Headers auth = {{"Authorization", std::string("Bearer ") + kToken}};
+  const httplib::Headers auth = {{"Authorization", std::string("Bearer ") + kServerToken}};
   for (const char* verb : {"filter", "prioritize", "bind", "preempt", "pod-deleted"}) {
     // No credential, no call: kube-scheduler uses the extender listener (client certificates).
     auto denied = cli.Post(std::string("/extender/") + verb, "{}", "application/json");
@@ -923,7 +923,7 @@ TEST(ServerOptionsTest, BeyondLoopbackNeedsAToken) {
   ServerOptions o;
   o.host = "0.0.0.0";
   EXPECT_EQ(o.Validate().code(), StatusCode::kInvalidArgument);
-  o.token = kToken;
+  o.token = kServerToken;
   EXPECT_TRUE(o.Validate().ok());
   EXPECT_TRUE(IsLoopback("127.0.0.1"));
   EXPECT_TRUE(IsLoopback("127.1.2.3"));

@@ -32,7 +32,7 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 const std::string kTls = std::string(TS_SOURCE_DIR) + "/tests/api/testdata/tls/";
-constexpr const char* kToken = "slow-clients-token-0123456789";
+constexpr const char* kSlowToken = "slow-clients-token-0123456789";
 
 int Connect(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -94,7 +94,7 @@ class SlowClientsTest : public ::testing::Test {
     auto s = testing_api::OpenTestService(dir_);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     service_ = std::move(s).value();
-    ServerOptions so = testing_api::ExtenderServerOptions(service_.get(), kToken, kTls);
+    ServerOptions so = testing_api::ExtenderServerOptions(service_.get(), kSlowToken, kTls);
     so.read_timeout_ms = read_timeout_ms;
     so.max_connections = max_connections;
     auto srv = Server::Start(*service_, so);
@@ -176,7 +176,7 @@ TEST_F(SlowClientsTest, HealthAndTheExtenderAnswerBehindIdleAndSlowlorisConnecti
   // A change with the token, on the main listener, also gets through.
   httplib::Client main("127.0.0.1", server_->port());
   t0 = Clock::now();
-  auto sub = main.Post("/api/v1/jobs", {{"Authorization", std::string("Bearer ") + kToken}},
+  auto sub = main.Post("/api/v1/jobs", {{"Authorization", std::string("Bearer ") + kSlowToken}},
                        testing_api::JobJson("through", 1), "application/json");
   ASSERT_TRUE(sub);
   EXPECT_EQ(sub->status, 201) << sub->body;
@@ -217,7 +217,7 @@ TEST_F(SlowClientsTest, ASlowBodyIsCutAtTheReadTimeoutAndNothingIsSubmitted) {
   const int fd = Open(server_->port());
   ASSERT_GE(fd, 0);
   SendAll(fd, std::string("POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") +
-                  kToken + "\r\nContent-Type: application/json\r\nContent-Length: " +
+                  kSlowToken + "\r\nContent-Type: application/json\r\nContent-Length: " +
                   std::to_string(body.size()) + "\r\n\r\n");
   const auto t0 = Clock::now();
   bool closed = false;
@@ -245,7 +245,7 @@ TEST_F(SlowClientsTest, OversizedHeadsAndBodiesAreRefusedNamingTheLimit) {
   const int big = Open(server_->port());
   ASSERT_GE(big, 0);
   SendAll(big, std::string("POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") +
-                   kToken +
+                   kSlowToken +
                    "\r\nContent-Type: application/json\r\nContent-Length: 2000000\r\n\r\n");
   const std::string refused = ReadAll(big, 2000);
   EXPECT_EQ(refused.rfind("HTTP/1.1 413", 0), 0u) << refused;
@@ -261,7 +261,7 @@ TEST_F(SlowClientsTest, AnEndlessChunkedTrailerIsRefusedAtTheBufferLimit) {
   const int fd = Open(server_->port());
   ASSERT_GE(fd, 0);
   SendAll(fd, std::string("POST /api/v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ") +
-                  kToken + "\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n0\r\nX-Trailer: ");
+                  kSlowToken + "\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n0\r\nX-Trailer: ");
   const std::string piece(64 * 1024, 'a');
   const auto t0 = Clock::now();
   for (int i = 0; i < 64; ++i) {  // up to 4 MiB

@@ -10,8 +10,6 @@
 namespace toposched::cli_testing {
 namespace {
 
-const std::string kSrc = TS_SOURCE_DIR;
-
 TEST(CheckCliTest, PolluxTablePerApp) {
   Result r = RunCli("check pollux");
   ASSERT_EQ(r.code, 0) << r.err;

@@ -18,6 +18,11 @@ struct Result {
   std::string out, err;
 };
 
+// The source tree, and the V100 sample several CLI tests place on.
+inline const std::string kSrc = TS_SOURCE_DIR;
+inline const std::string kV100 =
+    kSrc + "/data/samples/nvidia-smi/02-v100-sxm2-8gpu-dgx1like-2socket-1nic-oneflow-dlperf.txt";
+
 inline std::string TempDir() {
   static std::string dir = [] {
     std::string tmpl = (std::filesystem::temp_directory_path() / "toposched-cli-XXXXXX").string();

@@ -16,11 +16,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kSrc = TS_SOURCE_DIR;
 const std::string kH100 =
     kSrc + "/data/samples/nvidia-smi/24-h100-sxm-8gpu-nv18-8nic-pix-sglang30401.txt";
-const std::string kV100 =
-    kSrc + "/data/samples/nvidia-smi/02-v100-sxm2-8gpu-dgx1like-2socket-1nic-oneflow-dlperf.txt";
 
 std::string FreshDir(const std::string& name) {
   const std::string dir = TempDir() + "/" + name;

@@ -12,8 +12,6 @@
 namespace toposched::cli_testing {
 namespace {
 
-const std::string kSrc = TS_SOURCE_DIR;
-
 TEST(SimulateCliTest, WritesTheReportContract) {
   const std::string out = TempDir() + "/sim1";
   Result r =

@@ -8,10 +8,6 @@
 namespace toposched::cli_testing {
 namespace {
 
-const std::string kV100 = std::string(TS_SOURCE_DIR) +
-                          "/data/samples/nvidia-smi/"
-                          "02-v100-sxm2-8gpu-dgx1like-2socket-1nic-oneflow-dlperf.txt";
-
 // Sets variables for the duration of a test (children inherit them).
 class ScopedEnv {
  public:

@@ -11,8 +11,6 @@ namespace {
 
 using namespace toposched::cli_testing;  // NOLINT: RunCli, WriteTemp, TempDir, Slurp
 
-const std::string kSrc = TS_SOURCE_DIR;
-
 TEST(TraceGenerateCliTest, SameSeedSameFileAndItSimulates) {
   const std::string a = TempDir() + "/llm-a.csv";
   const std::string b = TempDir() + "/llm-b.csv";
