@@ -11,6 +11,7 @@
 
 #include "api/input_codec.h"
 #include "api/json_text.h"
+#include "core/time_units.h"
 #include "sched/node_network.h"
 #include "topo/io/json_io.h"
 
@@ -765,7 +766,7 @@ StatusOr<int64_t> Service::RunPassLocked(std::vector<int64_t>* started) {
     StatusOr<sched::Applied> r = ApplyLocked(sched::Pass{}, now);
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    last_pass_duration_us_ = static_cast<int64_t>(secs * 1e6);
+    last_pass_duration_us_ = static_cast<int64_t>(secs * kUsPerS);
     ++metrics_.passes;
     size_t b = 0;
     while (b < metrics_.latency_bounds_s.size() && secs > metrics_.latency_bounds_s[b]) ++b;

@@ -11,6 +11,7 @@
 
 #include "cli/client.h"
 #include "cli/commands.h"
+#include "core/time_units.h"
 #include "diag/diagnose.h"
 #include "state/cluster_state.h"
 #include "topo/io/cluster_yaml.h"
@@ -126,7 +127,7 @@ StatusOr<FromServer> FetchJob(const DiagnoseArgs& a) {
   if (b.contains("events") && b["events"].is_array()) {
     for (const nlohmann::json& e : b["events"]) {
       char t[48];
-      std::snprintf(t, sizeof t, "%.6fs ", e.value("time_us", int64_t{0}) / 1e6);
+      std::snprintf(t, sizeof t, "%.6fs ", SecondsOfUs(e.value("time_us", int64_t{0})));
       const std::string reason = e.value("reason", std::string());
       f.events.text += t + e.value("job", std::string()) + " " + e.value("from", std::string()) +
                        " -> " + e.value("to", std::string()) + ": " + reason + "\n";

@@ -26,6 +26,7 @@
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "core/file.h"
+#include "core/time_units.h"
 #include "topo/io/cluster_yaml.h"
 
 namespace toposched::cli {
@@ -99,7 +100,7 @@ Status ReadExtenderConfig(const std::string& path, api::ExtenderOptions& o) {
       if (key == "pod_index_keys") {
         o.pod_index_keys = kv.second.as<std::vector<std::string>>();
       } else if (key == "reservation_timeout_s") {
-        o.reservation_timeout_us = kv.second.as<int64_t>() * 1000 * 1000;
+        o.reservation_timeout_us = kv.second.as<int64_t>() * kUsPerS;
       } else if (key == "max_score") {
         o.max_score = kv.second.as<int64_t>();
       } else {
@@ -226,7 +227,7 @@ Status ReadExtenderOptions(const ServeArgs& a, api::ExtenderOptions& extender_op
     return InvalidArgumentError("--reservation-timeout-s: must be > 0");
   }
   if (a.reservation_timeout_s > 0) {
-    extender_options.reservation_timeout_us = a.reservation_timeout_s * 1000 * 1000;
+    extender_options.reservation_timeout_us = a.reservation_timeout_s * kUsPerS;
   }
   return extender_options.Validate();
 }

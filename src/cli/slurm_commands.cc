@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "core/strings.h"
+#include "core/time_units.h"
 #include "cost/cost_model.h"
 #include "placer/policy.h"
 #include "slurm/exec_env.h"
@@ -148,7 +149,7 @@ int RunWatch(const PlaceArgs& a) {
       std::cout.flush();
     }
     auto until = std::chrono::steady_clock::now() +
-                 std::chrono::microseconds(static_cast<int64_t>(a.interval_s * 1e6));
+                 std::chrono::microseconds(static_cast<int64_t>(a.interval_s * kUsPerS));
     while (!g_stop && std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }

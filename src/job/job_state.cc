@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/strings.h"
+#include "core/time_units.h"
 
 namespace toposched::job {
 
@@ -72,7 +73,7 @@ std::string FormatEvent(const JobEvent& e) {
       e.time_us < 0 ? 0 - static_cast<uint64_t>(e.time_us) : static_cast<uint64_t>(e.time_us);
   char time[48];
   std::snprintf(time, sizeof time, "%s%" PRIu64 ".%06" PRIu64 "s", e.time_us < 0 ? "-" : "",
-                abs_us / 1000000, abs_us % 1000000);
+                abs_us / kUsPerS, abs_us % kUsPerS);
   std::string out = std::string(time) + " " + e.job_id + " ";
   if (e.from == e.to) {
     out += std::string(JobStateName(e.to));

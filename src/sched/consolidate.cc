@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/time_units.h"
 #include "sched/scheduler.h"
 
 namespace toposched::sched {
@@ -31,9 +32,8 @@ Status Scheduler::Consolidate(int64_t now_us) {
   if (!options_.consolidate || estimator_ == nullptr || options_.max_moves_per_job == 0) {
     return OkStatus();
   }
-  constexpr int64_t kHourUs = int64_t{3600} * 1000000;
   int recent = 0;
-  for (auto it = moves_.rbegin(); it != moves_.rend() && it->at_us > now_us - kHourUs; ++it) {
+  for (auto it = moves_.rbegin(); it != moves_.rend() && it->at_us > now_us - kUsPerHour; ++it) {
     ++recent;
   }
   if (recent >= options_.max_moves_per_hour) return OkStatus();
@@ -49,7 +49,7 @@ Status Scheduler::Consolidate(int64_t now_us) {
         j.moves >= options_.max_moves_per_job || now_us < j.checkpoint_origin_us) {
       continue;
     }
-    const int64_t k = (now_us - j.checkpoint_origin_us) / (s.checkpoint_interval_s * 1000000);
+    const int64_t k = (now_us - j.checkpoint_origin_us) / (s.checkpoint_interval_s * kUsPerS);
     if (k < 1 || k == j.considered_checkpoint) continue;
     if (!(j.placement->predicted_ms > j.placement->best_possible_ms * (1 + 1e-6))) continue;
     candidates.push_back(&j);
@@ -65,7 +65,7 @@ Status Scheduler::Consolidate(int64_t now_us) {
     const job::JobSpec& s = j.spec;
     // Considered at this checkpoint (a job the hourly bound leaves out waits for its next).
     j.considered_checkpoint =
-        (now_us - j.checkpoint_origin_us) / (s.checkpoint_interval_s * 1000000);
+        (now_us - j.checkpoint_origin_us) / (s.checkpoint_interval_s * kUsPerS);
     ClusterState trial = state_;
     RETURN_IF_ERROR(trial.Release(j.id));
     Verdict v = placer_->Place(trial, s);
@@ -79,15 +79,15 @@ Status Scheduler::Consolidate(int64_t now_us) {
     m.at_us = now_us;
     m.before_ms = j.placement->predicted_ms;
     m.after_ms = v.placement->predicted_ms;
-    m.left_s = static_cast<double>(*end - now_us) / 1e6;
-    const int64_t interval_us = s.checkpoint_interval_s * 1000000;
-    m.lost_s = static_cast<double>((now_us - j.checkpoint_origin_us) % interval_us) / 1e6;
+    m.left_s = SecondsOfUs(*end - now_us);
+    const int64_t interval_us = s.checkpoint_interval_s * kUsPerS;
+    m.lost_s = SecondsOfUs((now_us - j.checkpoint_origin_us) % interval_us);
     m.restart_s = static_cast<double>(s.restart_cost_s);
     // What is left, and the work since the checkpoint, at the new placement's speed.
     const double there_s = (m.left_s + m.lost_s) * (*there / *here);
     m.gain_s = m.left_s - (m.restart_s + there_s);
     if (!(m.gain_s > 0)) continue;
-    m.expected_end_us = now_us + static_cast<int64_t>(std::ceil((m.restart_s + there_s) * 1e6));
+    m.expected_end_us = now_us + static_cast<int64_t>(std::ceil((m.restart_s + there_s) * kUsPerS));
 
     const std::vector<NodeGpus> old_parts = j.placement->parts;
     RETURN_IF_ERROR(state_.Resize(j.id, v.placement->parts));
@@ -107,7 +107,7 @@ Status Scheduler::Consolidate(int64_t now_us) {
     }
     v.placement->decision_us = now_us;
     j.placement = std::move(*v.placement);
-    j.checkpoint_origin_us = now_us + static_cast<int64_t>(s.restart_cost_s) * 1000000;
+    j.checkpoint_origin_us = now_us + static_cast<int64_t>(s.restart_cost_s) * kUsPerS;
     j.considered_checkpoint = -1;
     ++j.moves;
     j.last_move = static_cast<int64_t>(moves_.size());

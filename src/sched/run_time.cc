@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include "core/time_units.h"
+
 namespace toposched::sched {
 
 double CommStretch(double comm_share, double predicted_ms, double best_possible_ms) {
@@ -55,7 +57,7 @@ std::optional<int64_t> ExpectedEndFromStart(const Scheduler& scheduler,
   }
   const std::optional<double> run = estimator.RunSeconds(id, *p);
   if (!run) return std::nullopt;
-  return std::max(now_us, p->decision_us + static_cast<int64_t>(std::llround(*run * 1e6)));
+  return std::max(now_us, p->decision_us + static_cast<int64_t>(std::llround(*run * kUsPerS)));
 }
 
 std::optional<int64_t> DeclaredRunTimes::ExpectedEndUs(int64_t id, int64_t now_us) const {

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <set>
 
+#include "core/time_units.h"
 #include "sched/node_network.h"
 #include "sched/scheduler.h"
 #include "select/rank_order.h"
@@ -43,7 +44,7 @@ void Scheduler::Accrue(int64_t now_us) {
     accrued_us_ = std::max(accrued_us_, now_us);
     return;
   }
-  const double dt_s = static_cast<double>(now_us - accrued_us_) / 1e6;
+  const double dt_s = SecondsOfUs(now_us - accrued_us_);
   const double half_life_s = static_cast<double>(options_.fair_share_half_life_s);
   const double f = std::exp2(-dt_s / half_life_s);
   for (auto& [k, v] : user_usage_) v *= f;

@@ -6,6 +6,7 @@
 #include <tuple>
 #include <utility>
 
+#include "core/time_units.h"
 #include "job/job_state.h"
 
 namespace toposched::sched {
@@ -197,7 +198,7 @@ Verdict SchedulingPass::VerdictNow(const Turn& t) {
     now_v.reasons.insert(
         now_v.reasons.begin(),
         "held to one " + t.spec.constraints.job.level + " while it waits for locality (up to " +
-            std::to_string(s_.options_.locality_wait_us / 1000000) + " s after submission)");
+            std::to_string(s_.options_.locality_wait_us / kUsPerS) + " s after submission)");
   }
   if (now_v.kind == VerdictKind::kUnschedulable) {
     no_fit_known_[t.shape] = 1;

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/time_units.h"
 #include "sched/scheduler.h"
 #include "sched/scheduler_util.h"
 
@@ -38,8 +39,8 @@ std::string Approx(double seconds) {
 
 // `us` + `limit_s` seconds; kNever where that would overflow.
 static int64_t PlusLimit(int64_t us, int64_t limit_s) {
-  if (limit_s > (kNever - us) / 1000000) return kNever;
-  return us + limit_s * 1000000;
+  if (limit_s > (kNever - us) / kUsPerS) return kNever;
+  return us + limit_s * kUsPerS;
 }
 
 int64_t Scheduler::EndUs(const Job& j) {
@@ -72,7 +73,7 @@ std::optional<int64_t> Scheduler::BackfillEndUs(const Job& j, const Placement& p
   }
   const std::optional<double> run = estimator_->RunSeconds(j.id, p);
   if (!run || !std::isfinite(*run) || *run < 0) return std::nullopt;
-  const double us = std::ceil(*run * 1e6);
+  const double us = std::ceil(*run * kUsPerS);
   if (!(us < 9e18)) return std::nullopt;  // below 2^63: the cast is defined
   const int64_t d = static_cast<int64_t>(us);
   if (d > kNever - now_us) return std::nullopt;
@@ -125,7 +126,7 @@ std::optional<Scheduler::WaitPlan> Scheduler::PlanWait(const Job& j, const job::
   const std::optional<double> run_now = estimator_->RunSeconds(j.id, now_p);
   if (!run_now) return std::nullopt;
   WaitPlan best;
-  best.finish_now_us = static_cast<double>(now_us) + *run_now * 1e6;
+  best.finish_now_us = static_cast<double>(now_us) + *run_now * kUsPerS;
   best.finish_us = best.finish_now_us;            // the bound: no later start can win
   std::vector<std::pair<int64_t, int64_t>> ends;  // (expected end, job id)
   for (const auto& [id, o] : running_) {
@@ -155,7 +156,7 @@ std::optional<Scheduler::WaitPlan> Scheduler::PlanWait(const Job& j, const job::
     if (!(v.placement->predicted_ms < now_p.predicted_ms)) return at_best;
     const std::optional<double> run = estimator_->RunSeconds(j.id, *v.placement);
     if (!run) return at_best;
-    const double finish = static_cast<double>(times[g]) + *run * 1e6;
+    const double finish = static_cast<double>(times[g]) + *run * kUsPerS;
     if (!best.alternative || finish < best.finish_us) {
       best.alternative = true;
       best.start_us = times[g];
@@ -213,9 +214,9 @@ std::string Scheduler::WaitWords(const Job& j, const WaitPlan& plan, const Place
   std::snprintf(ms, sizeof ms, "%.3f ms there against %.3f ms now", plan.placement.predicted_ms,
                 now_p.predicted_ms);
   return "waiting for " + plan.placement.domain + " (free in " +
-         Approx(static_cast<double>(plan.start_us - now_us) / 1e6) + ", at " +
+         Approx(SecondsOfUs(plan.start_us - now_us)) + ", at " +
          Seconds(plan.start_us, options_.epoch_clock) + "): finishes " +
-         Approx((plan.finish_now_us - plan.finish_us) / 1e6) +
+         Approx((plan.finish_now_us - plan.finish_us) / kUsPerS) +
          " earlier than starting now across " + now_p.domain + " (" + ms +
          "; waits only while it can still finish by " +
          Seconds(j.wait_finish_by_us, options_.epoch_clock) + ")";
@@ -229,7 +230,7 @@ std::string Scheduler::SpreadNote(const WaitPlan& plan, const Placement& now_p) 
            ", before any faster placement is expected free";
   }
   return "; across " + now_p.domain + " now it finishes at ~" + finish + ", " +
-         Approx((plan.finish_us - plan.finish_now_us) / 1e6) + " before waiting for " +
+         Approx((plan.finish_us - plan.finish_now_us) / kUsPerS) + " before waiting for " +
          plan.placement.domain + " (free at " + Seconds(plan.start_us, options_.epoch_clock) +
          ") would";
 }

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include "core/time_units.h"
+
 namespace toposched::sched {
 
 namespace internal {
@@ -14,13 +16,13 @@ std::string Seconds(int64_t us, bool epoch) {
   if (us == kNever) return "never";
   char buf[48];
   if (epoch) {
-    const std::time_t t = static_cast<std::time_t>(us / 1000000);
+    const std::time_t t = static_cast<std::time_t>(us / kUsPerS);
     std::tm tm{};
     if (gmtime_r(&t, &tm) != nullptr && std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm)) {
       return buf;
     }
   }
-  std::snprintf(buf, sizeof buf, "%" PRId64 ".%06" PRId64 "s", us / 1000000, us % 1000000);
+  std::snprintf(buf, sizeof buf, "%" PRId64 ".%06" PRId64 "s", us / kUsPerS, us % kUsPerS);
   return buf;
 }
 

@@ -9,6 +9,7 @@
 
 #include "core/source_error.h"
 #include "core/strings.h"
+#include "core/time_units.h"
 #include "job/job_spec.h"
 #include "placer/policy.h"
 #include "sched/input.h"
@@ -18,8 +19,6 @@
 namespace toposched::sched {
 
 namespace {
-
-constexpr int64_t kSec = 1000000;
 
 struct Line {
   int number = 0;
@@ -126,13 +125,13 @@ Status Runner::Option(const Line& l, const std::string& kv) {
   } else if (key == "backfill") {
     opts_.backfill = v != 0;
   } else if (key == "grace") {
-    opts_.kill_grace_us = v * kSec;
+    opts_.kill_grace_us = v * kUsPerS;
   } else if (key == "half_life") {
     opts_.fair_share_half_life_s = v;
   } else if (key == "grow") {
     opts_.elastic_grow = v != 0;
   } else if (key == "locality_wait") {
-    opts_.locality_wait_us = v < 0 ? -1 : v * kSec;
+    opts_.locality_wait_us = v < 0 ? -1 : v * kUsPerS;
   } else if (key == "wait_or_spread") {
     opts_.wait_or_spread = v != 0;
   } else if (key == "backfill_by_estimates") {
@@ -167,7 +166,7 @@ Status Runner::Start(const Line& l) {
   placer_ = std::move(placer).value();
   SchedulerOptions o = opts_;
   if (PolicyWaitsForLocality(policy_) && o.locality_wait_us < 0) {
-    o.locality_wait_us = kDefaultLocalityWaitS * kSec;
+    o.locality_wait_us = kDefaultLocalityWaitS * kUsPerS;
   }
   auto s = Scheduler::Create(*placer_, o);
   if (!s.ok()) return Err(l, s.status().message());
@@ -440,7 +439,7 @@ StatusOr<std::string> Runner::Run(const std::string& text) {
     last_t_ = *t;
     if (!sched_) RETURN_IF_ERROR(Start(l));
     out_ += "> " + Rest(l, 0) + "\n";
-    RETURN_IF_ERROR(Command(l, *t * kSec));
+    RETURN_IF_ERROR(Command(l, *t * kUsPerS));
   }
   return out_;
 }

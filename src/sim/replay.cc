@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/time_units.h"
 #include "placer/policy.h"
 
 namespace toposched::sim::detail {
@@ -43,7 +44,7 @@ Replay::Replay(const topo::Cluster& cluster, const Trace& trace,
 Status Replay::Init(const std::string& policy) {
   sched::SchedulerOptions so;
   if (sched::PolicyWaitsForLocality(policy)) {
-    locality_wait_us_ = static_cast<int64_t>(std::llround(options_.locality_wait_s * 1e6));
+    locality_wait_us_ = static_cast<int64_t>(std::llround(options_.locality_wait_s * kUsPerS));
     so.locality_wait_us = locality_wait_us_;
   }
   const bool wait_or_spread = sched::PolicyWaitsOrSpreads(policy) && options_.wait_or_spread &&
@@ -212,7 +213,7 @@ Status Replay::HealthEvents(int64_t t) {
     if (down) {
       ++r_.failures;
       ++repairs_pending_;
-      const double repair = -std::log(Uniform01(rng_)) * options_.repair_mean_s * 1e6;
+      const double repair = -std::log(Uniform01(rng_)) * options_.repair_mean_s * kUsPerS;
       health_.emplace(t + std::max<int64_t>(1, static_cast<int64_t>(std::min(repair, 1e15))),
                       kind + 2, node, gpu);
       DrawFailure(t);
@@ -318,7 +319,7 @@ std::optional<double> Replay::Estimator::RunSeconds(int64_t id, const sched::Pla
   if (!ideal.ok() || !(*ideal > 0)) return std::nullopt;
   const double step = StepMs(*parts, contention, r_.catalog_.dp_backward_overlap);
   // A job that starts runs its whole trace duration of work (no checkpoint is modelled).
-  return static_cast<double>(r_.trace_.jobs[i].duration_us) / 1e6 * step / *ideal;
+  return SecondsOfUs(r_.trace_.jobs[i].duration_us) * step / *ideal;
 }
 
 std::optional<int64_t> Replay::Estimator::ExpectedEndUs(int64_t id, int64_t now_us) const {
@@ -417,13 +418,13 @@ Status Replay::MoveJob(const sched::Scheduler::Move& m, int64_t t) {
   if (!j.running || p == nullptr) {
     return InternalError("moved job " + std::to_string(m.job) + " is not running");
   }
-  const double lost_work_us = m.lost_s * 1e6 * j.rate;
+  const double lost_work_us = m.lost_s * kUsPerS * j.rate;
   LeaveLinks(i);
   j.contention = 1;
   RETURN_IF_ERROR(PriceOn(i, *p));
   if (!j.usage.links.empty()) j.contention = links_->Factor(j.usage);
   UpdateRate(j);
-  j.remaining_us += lost_work_us + m.restart_s * 1e6 * j.rate;
+  j.remaining_us += lost_work_us + m.restart_s * kUsPerS * j.rate;
   ++j.version;
   done_.emplace(t + std::max<int64_t>(
                         1, static_cast<int64_t>(std::ceil(std::max(0.0, j.remaining_us) / j.rate))),

@@ -11,6 +11,8 @@
 #include <tuple>
 #include <utility>
 
+#include "core/time_units.h"
+
 namespace toposched::sim {
 
 namespace {
@@ -373,8 +375,8 @@ StatusOr<GeneratedTrace> GenerateTrace(const TraceMix& mix, const TraceGenOption
     TraceJob j;
     j.name = c.name + "-" + Padded(n, width);
     j.line = static_cast<int>(std::min<int64_t>(n, INT32_MAX));
-    j.submit_us = static_cast<int64_t>(std::llround(now_s * 1e6));
-    j.duration_us = static_cast<int64_t>(dur) * 1000000;
+    j.submit_us = static_cast<int64_t>(std::llround(now_s * kUsPerS));
+    j.duration_us = static_cast<int64_t>(dur) * kUsPerS;
     j.gpus = c.gpus[bi].gpus;
     j.user = c.name;
     j.tp = c.training ? model.train_tp : model.eval_tp;
@@ -403,7 +405,7 @@ std::string WriteGenericCsv(const std::vector<TraceJob>& jobs, const std::string
   for (const TraceJob& j : jobs) {
     // Integers only, so the bytes do not depend on the C library's float formatting.
     std::snprintf(buf, sizeof(buf), ",%" PRId64 ".%06" PRId64 ",%" PRId64 ",%d,",
-                  j.submit_us / 1000000, j.submit_us % 1000000, j.duration_us / 1000000, j.gpus);
+                  j.submit_us / kUsPerS, j.submit_us % kUsPerS, j.duration_us / kUsPerS, j.gpus);
     out += j.name;
     out += buf;
     out += j.user;
@@ -422,14 +424,14 @@ TraceSummary Summarize(const TraceMix& mix, const GeneratedTrace& t) {
   double gpus = 0, dur = 0;
   for (size_t i = 0; i < t.jobs.size(); ++i) {
     const TraceJob& j = t.jobs[i];
-    const double d = static_cast<double>(j.duration_us) / 1e6;
+    const double d = SecondsOfUs(j.duration_us);
     TraceSummary::PerClass& pc = s.classes[static_cast<size_t>(t.job_class[i])];
     ++pc.jobs;
     pc.gpu_seconds += d * j.gpus;
     gpus += j.gpus;
     dur += d;
     durations.push_back(d);
-    s.span_s = std::max(s.span_s, static_cast<double>(j.submit_us) / 1e6);
+    s.span_s = std::max(s.span_s, SecondsOfUs(j.submit_us));
   }
   if (!durations.empty()) {
     const double n = static_cast<double>(durations.size());
