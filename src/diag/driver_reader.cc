@@ -28,6 +28,10 @@ void ReadXid(const LineRef& line, EvidenceSet& out) {
     if (pci.starts_with("PCI:")) pci.remove_prefix(4);
     e->fields.emplace_back("code", std::to_string(*code));
     e->fields.emplace_back("pci", std::string(pci));
+    // "Xid (PCI:...): 45, ... caused by previous Xid 149": the earlier Xid is the fault.
+    if (auto prev = IntAfter(line.text, "caused by previous Xid ")) {
+      e->fields.emplace_back("previous", std::to_string(*prev));
+    }
     e->fields.emplace_back("meaning", info.known ? std::string(info.meaning) : "not in the table");
     e->fields.emplace_back("action", XidActionName(info.action));
   }

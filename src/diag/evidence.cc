@@ -71,6 +71,24 @@ constexpr KindInfo kKinds[] = {
     {"sched_cancelled", Source::kScheduler},
     {"sched_pending", Source::kScheduler},
     {"sched_exit_cause", Source::kScheduler},
+    {"killed_by_signal", Source::kProcess},
+    {"kernel_oom_kill", Source::kDriver},
+    {"python_exception", Source::kPyTorch},
+    {"cuda_illegal_access", Source::kPyTorch},
+    {"cuda_unknown_error", Source::kPyTorch},
+    {"gpu_init_failed", Source::kDriver},
+    {"nccl_invalid_usage", Source::kNccl},
+    {"user_interrupt", Source::kProcess},
+    {"slurm_cancelled", Source::kSlurm},
+    {"preempt_notice", Source::kProcess},
+    {"node_unhealthy", Source::kProcess},
+    {"queued_no_capacity", Source::kKubernetes},
+    {"eviction_pressure", Source::kKubernetes},
+    {"training_progress", Source::kProcess},
+    {"nccl_init_complete", Source::kNccl},
+    {"nccl_feature_ignored", Source::kNccl},
+    {"c10d_socket_error", Source::kPyTorch},
+    {"run_completed", Source::kProcess},
 };
 static_assert(sizeof(kKinds) / sizeof(kKinds[0]) == kKindCount, "kKinds out of step with Kind");
 
@@ -90,6 +108,8 @@ const char* SourceName(Source s) {
       return "pytorch";
     case Source::kScheduler:
       return "scheduler";
+    case Source::kProcess:
+      return "process";
   }
   return "?";
 }

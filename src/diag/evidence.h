@@ -14,8 +14,8 @@
 namespace toposched::diag {
 
 // Where a line comes from, by the tool that wrote it.
-enum class Source { kNccl, kDriver, kSlurm, kKubernetes, kPyTorch, kScheduler };
-// "nccl", "driver", "slurm", "kubernetes", "pytorch", "scheduler"
+enum class Source { kNccl, kDriver, kSlurm, kKubernetes, kPyTorch, kScheduler, kProcess };
+// "nccl", "driver", "slurm", "kubernetes", "pytorch", "scheduler", "process"
 const char* SourceName(Source s);
 
 // What a line says. Positive kinds (a correct set-up) matter as much as faults: they tell a
@@ -90,6 +90,34 @@ enum class Kind {
   // "-> FAILED: exit code 1: cause gpu_fault: ..." — a report of the job's that the daemon
   // classified: an exit report, or a log report while it ran (fields: category, reason)
   kSchedExitCause,
+  // More of each source, in any framework's wording (the symptom families of
+  // docs/diagnose.md, "Families"): process_reader.cc and the readers above.
+  kKilledBySignal,     // a process ended by a signal: "exitcode: -9", "exited on signal 9
+                       // (Killed)", "Signals.SIGKILL", "task 0: Killed" (fields: signal)
+  kKernelOomKill,      // the kernel's OOM killer: "invoked oom-killer", "Out of memory: Killed
+                       // process", "Memory cgroup out of memory"
+  kPythonException,    // "ValueError: ...", "[rank0]: RuntimeError: ..." (fields: type)
+  kCudaIllegalAccess,  // "an illegal memory access was encountered", "unspecified launch failure"
+  kCudaUnknownError,   // "CUDA error: unknown error" (the driver lost the GPU's context)
+  kGpuInitFailed,      // "NVRM: RmInitAdapter failed": the driver cannot bring a GPU up
+  kNcclInvalidUsage,   // NCCL "invalid usage" (ncclInvalidUsage): the program called NCCL wrong
+  kUserInterrupt,      // "Received 2 death signal", "KeyboardInterrupt", "^C" (fields: signal)
+  kSlurmCancelled,     // "*** JOB 3 ON c1 CANCELLED AT ..." with no "DUE TO", sacct "CANCELLED by"
+  kPreemptNotice,      // a cloud or launcher notice: "is preempted", "Preempt Scheduled", spot
+                       // interruption
+  kNodeUnhealthy,      // a controller marks a node bad: "reason set to: ... health check failed",
+                       // "Kubelet stopped posting node status", "not responding"
+  kQueuedNoCapacity,   // a queue or scheduler has no room: "0/8 nodes are available", "insufficient
+                       // unused quota", "required for gang scheduling", "Unschedulable"
+  kEvictionPressure,   // the kubelet's eviction manager acting on a pressure signal
+  kTrainingProgress,   // a step/iteration with its loss: "step: 22  loss:  6.2250", "{"loss": 0.07"
+  kNcclInitComplete,   // the process group's start completed: NCCL "comm 0x... rank 3 nranks 8
+                       // ... - Init COMPLETE", Lightning "All distributed processes registered"
+  kNcclFeatureIgnored,  // NCCL WARN "... is not supported ..., ignoring NCCL_ALGO=COLLNET"
+  kC10dSocketError,     // the c10d client's own socket errors: "[c10d] The client socket has
+                        // failed to connect to ...", "has timed out after 1800s", DistNetworkError
+  kRunCompleted,        // a run that ended well: sacct COMPLETED, a pod Completed/Succeeded, "Test
+                        // PASSED", dcgmi diag "Pass"
   kCount,
 };
 constexpr int kKindCount = static_cast<int>(Kind::kCount);

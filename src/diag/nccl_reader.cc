@@ -106,9 +106,14 @@ void ReadErrors(const LineRef& line, EvidenceSet& out) {
       Has(t, "failed")) {
     out.Add(Kind::kNcclConnectFailed, line);
   }
+  // Newer NCCL retries the bootstrap connect: "socketPollConnect: connect returned No route to
+  // host, retrying (26/34)".
+  if (Has(t, "socketPollConnect") && Has(t, "retrying")) out.Add(Kind::kNcclConnectFailed, line);
   if (Has(t, "Cuda failure 'out of memory'") || Has(t, "Failed to CUDA calloc")) {
     out.Add(Kind::kNcclCudaOom, line);
   }
+  // The watchdog's timeout path in a C++ stack, when the message line itself was cut.
+  if (Has(t, "WorkNCCL::checkTimeout")) out.Add(Kind::kNcclWatchdogTimeout, line);
   if (Has(t, "Watchdog caught collective operation timeout")) {
     if (Evidence* e = out.Add(Kind::kNcclWatchdogTimeout, line)) {
       e->fields.emplace_back("op", std::string(TokenAfter(t, "OpType=")));
@@ -130,6 +135,11 @@ void ReadNcclLine(const LineRef& line, EvidenceSet& out) {
     out.Add(Kind::kNcclConnected, line);
   }
   if (Has(t, "NVLS multicast support is available")) out.Add(Kind::kNcclNvlsAvailable, line);
+  // A feature the job asked for that NCCL will not use: "CollNet is not supported or fails to
+  // initialize, ignoring NCCL_ALGO=COLLNET".
+  if (Has(t, "NCCL WARN") && Has(t, "not supported") && Has(t, "ignoring")) {
+    out.Add(Kind::kNcclFeatureIgnored, line);
+  }
   if (Has(t, "NCCL_IB_DISABLE set by environment to 1")) out.Add(Kind::kNcclIbDisabled, line);
   if (Has(t, "Failed to open libibverbs")) out.Add(Kind::kNcclIbverbsMissing, line);
   if (Has(t, "onnect") || Has(t, "rror") || Has(t, "atchdog") || Has(t, "ailure") ||

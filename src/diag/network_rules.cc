@@ -98,6 +98,15 @@ void DegradedRule(const EvidenceSet& ev, const NodeContext* node, std::vector<Ca
     }
     out.push_back(std::move(c));
   }
+  if (ev.has(Kind::kNcclFeatureIgnored)) {
+    out.push_back(MakeCause(Category::kNcclDegraded, 0.65,
+                            "NCCL ignored a feature the job asked for (it is not supported or "
+                            "failed to initialize here): the collectives run on another algorithm",
+                            "check the feature's requirements on these nodes (CollNet/SHARP: the "
+                            "plugin and the switch; NVLS: NVSwitch and the fabric manager) or stop "
+                            "asking for it",
+                            ev, {Kind::kNcclFeatureIgnored}));
+  }
   if (ev.has(Kind::kPcieLinkLimited)) {
     out.push_back(MakeCause(Category::kNcclDegraded, 0.7,
                             "PCIe links trained below the GPU's capability (the kernel reports "
@@ -139,6 +148,20 @@ void ErrorRules(const EvidenceSet& ev, std::vector<Cause>& out) {
         "avoiding the node that logged the first error; for status 4 check GPUDirect RDMA",
         ev, {Kind::kNcclIbCompletionError, Kind::kNcclConnectionClosed}));
   }
+  // "[Service thread] Connection closed by localRank 2": a process on this node ended (its
+  // proxy connection closed), not the network.
+  const Evidence* local = nullptr;
+  for (const Evidence& e : ev.examples(Kind::kNcclConnectionClosed)) {
+    if (e.text.find("by localRank") != std::string::npos) local = &e;
+  }
+  if (local != nullptr && !ev.has(Kind::kNcclIbCompletionError)) {
+    out.push_back(MakeCause(
+        Category::kPeerFailure, 0.72,
+        "a process of the job on this node ended first (NCCL's service thread saw local ranks' "
+        "connections close): these errors are its echo",
+        "find the rank that ended first and read its own log for the cause", ev,
+        {Kind::kNcclConnectionClosed, Kind::kNcclRemoteError}));
+  }
   const int64_t resets = CountOf(
       ev, {Kind::kNcclConnectionReset, Kind::kNcclConnectionClosed, Kind::kNcclRemoteError});
   if (resets > 0 && !ev.has(Kind::kNcclIbCompletionError)) {
@@ -164,8 +187,9 @@ void ErrorRules(const EvidenceSet& ev, std::vector<Cause>& out) {
         "it sooner; NCCL_DEBUG=INFO shows the transports",
         ev, {Kind::kNcclWatchdogTimeout}));
   }
-  const int64_t rdzv = CountOf(ev, {Kind::kRendezvousError, Kind::kStoreTimeout,
-                                    Kind::kAddressInUse, Kind::kNcclConnectFailed});
+  const int64_t rdzv =
+      CountOf(ev, {Kind::kRendezvousError, Kind::kStoreTimeout, Kind::kAddressInUse,
+                   Kind::kNcclConnectFailed, Kind::kC10dSocketError});
   if (rdzv > 0) {
     out.push_back(MakeCause(
         Category::kRendezvousFailure, 0.85,
@@ -175,8 +199,8 @@ void ErrorRules(const EvidenceSet& ev, std::vector<Cause>& out) {
         "interface NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME picks, IPv4 vs link-local IPv6), that "
         "the port is free, and that every node starts within the rendezvous timeout",
         ev,
-        {Kind::kRendezvousError, Kind::kStoreTimeout, Kind::kAddressInUse,
-         Kind::kNcclConnectFailed}));
+        {Kind::kRendezvousError, Kind::kStoreTimeout, Kind::kAddressInUse, Kind::kNcclConnectFailed,
+         Kind::kC10dSocketError}));
   }
 }
 

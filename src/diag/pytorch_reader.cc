@@ -11,7 +11,12 @@ namespace toposched::diag {
 
 void ReadPyTorchLine(const LineRef& line, EvidenceSet& out) {
   const std::string_view t = line.text;
-  if (Has(t, "CUDA out of memory") || Has(t, "OutOfMemoryError")) out.Add(Kind::kCudaOom, line);
+  // Ray's OutOfMemoryError ("... the node running low on memory") is the host's memory: the
+  // process reader reads it.
+  if (Has(t, "CUDA out of memory") ||
+      (Has(t, "OutOfMemoryError") && !Has(t, "running low on memory"))) {
+    out.Add(Kind::kCudaOom, line);
+  }
   if (auto code = IntAfter(t, "exitcode  :")) {  // the ChildFailedError "Root Cause" block
     if (Evidence* e = out.Add(Kind::kChildFailed, line)) {
       e->fields.emplace_back("exitcode", std::to_string(*code));
@@ -30,7 +35,20 @@ void ReadPyTorchLine(const LineRef& line, EvidenceSet& out) {
   if (Has(t, "[c10d]") && Has(t, "timed out") && Has(t, "trying to connect")) {
     out.Add(Kind::kRendezvousError, line);
   }
+  // The c10d client's own words, whatever the launcher: "[c10d] The client socket has failed to
+  // connect to ...", "The client socket has timed out after 1800s while trying to connect".
+  if ((Has(t, "[c10d]") && Has(t, "failed to connect")) ||
+      Has(t, "The client socket has timed out after") ||
+      (Has(t, "DistNetworkError") && (Has(t, "connect") || Has(t, "timed out")))) {
+    out.Add(Kind::kC10dSocketError, line);
+  }
   if (Has(t, "waitForInput") && Has(t, "timed out")) out.Add(Kind::kStoreTimeout, line);
+  // A failure inside the store-based barrier of init_process_group (its traceback frame), or
+  // the barrier's own timeout; "Completed store-based barrier" is a healthy start.
+  if (Has(t, "_store_based_barrier(") || Has(t, "Waiting in store based barrier") ||
+      Has(t, "in store based barrier") || Has(t, "DistStoreError")) {
+    out.Add(Kind::kStoreTimeout, line);
+  }
   if (Has(t, "Address already in use") || Has(t, "EADDRINUSE")) {
     out.Add(Kind::kAddressInUse, line);
   }

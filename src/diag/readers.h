@@ -13,6 +13,9 @@ void ReadDriverLine(const LineRef& line, EvidenceSet& out);      // driver_reade
 void ReadSlurmLine(const LineRef& line, EvidenceSet& out);       // slurm_reader.cc
 void ReadKubernetesLine(const LineRef& line, EvidenceSet& out);  // kubernetes_reader.cc
 void ReadPyTorchLine(const LineRef& line, EvidenceSet& out);     // pytorch_reader.cc
+// Any framework's process fate and progress: signals, exit codes, the kernel's OOM killer,
+// exceptions, cancels, preemption notices, node health, queue capacity, progress and completion.
+void ReadProcessLine(const LineRef& line, EvidenceSet& out);  // process_reader.cc
 // scheduler_reader.cc. False when the line is not one of toposched's job events (or a pending
 // job's explanation): the other readers then read it.
 bool ReadSchedulerLine(const LineRef& line, EvidenceSet& out);
@@ -26,6 +29,7 @@ inline void ReadLine(const LineRef& line, EvidenceSet& out) {
   ReadSlurmLine(line, out);
   ReadKubernetesLine(line, out);
   ReadPyTorchLine(line, out);
+  ReadProcessLine(line, out);
 }
 
 }  // namespace toposched::diag

@@ -42,11 +42,17 @@ namespace {
 using internal::CountOf;
 using internal::MakeCause;
 
+// A Xid's code, or the code of the earlier Xid it says it was caused by.
+int XidCode(const Evidence& e) {
+  const std::string_view prev = e.Field("previous");
+  return std::atoi(std::string(prev.empty() ? e.Field("code") : prev).c_str());
+}
+
 // The worst Xid seen: a hardware one over one the application caused.
 const Evidence* WorstXid(const EvidenceSet& ev) {
   const Evidence* worst = nullptr;
   for (const Evidence& e : ev.examples(Kind::kXid)) {
-    const int code = std::atoi(std::string(e.Field("code")).c_str());
+    const int code = XidCode(e);
     if (LookupXid(code).action != XidAction::kApplication) return &e;
     if (worst == nullptr) worst = &e;
   }
@@ -58,11 +64,17 @@ void HardwareRules(const EvidenceSet& ev, std::vector<Cause>& out) {
       "drain the node (toposched drain NODE), reset the GPU (nvidia-smi -r) or "
       "reboot, run dcgmi diag -r 3 before resuming; requeue the job elsewhere";
   if (const Evidence* x = WorstXid(ev)) {
-    const int code = std::atoi(std::string(x->Field("code")).c_str());
+    const int code = XidCode(*x);
     const XidInfo info = LookupXid(code);
     const bool app = info.action == XidAction::kApplication;
-    std::string s = "Xid " + std::to_string(code) + " on GPU " + std::string(x->Field("pci")) +
-                    ": " + std::string(x->Field("meaning"));
+    const bool earlier = !x->Field("previous").empty();
+    const std::string meaning =
+        !earlier     ? std::string(x->Field("meaning"))
+        : info.known ? std::string(info.meaning)
+                     : std::string("a code not in the table, named by Xid ") +
+                           std::string(x->Field("code")) + " as the error it followed";
+    std::string s =
+        "Xid " + std::to_string(code) + " on GPU " + std::string(x->Field("pci")) + ": " + meaning;
     out.push_back(MakeCause(app ? Category::kApplicationError : Category::kGpuFault,
                             app ? 0.55 : 0.95, s,
                             app ? std::string("restart the job; if it repeats on one node only, "
@@ -264,15 +276,17 @@ void HealthyRule(const EvidenceSet& ev, std::vector<Cause>& out) {
   int kinds = 0;
   for (Kind k : {Kind::kNcclNetIb, Kind::kNcclNetworkIb, Kind::kNcclChannelIb,
                  Kind::kNcclChannelIntra, Kind::kNcclConnected, Kind::kNcclNvlsAvailable,
-                 Kind::kNcclRingOrder, Kind::kNvlinkCountersClean}) {
+                 Kind::kNcclRingOrder, Kind::kNvlinkCountersClean, Kind::kNcclInitComplete,
+                 Kind::kTrainingProgress, Kind::kRunCompleted}) {
     kinds += ev.has(k) ? 1 : 0;
   }
   if (kinds == 0) return;
-  out.push_back(MakeCause(Category::kHealthy, std::min(0.8, 0.4 + 0.1 * (kinds - 1)),
-                          "the log shows a correct set-up and no fault", "nothing to fix", ev,
-                          {Kind::kNcclChannelIb, Kind::kNcclChannelIntra, Kind::kNcclConnected,
-                           Kind::kNcclNvlsAvailable, Kind::kNcclNetIb, Kind::kNcclRingOrder,
-                           Kind::kNvlinkCountersClean}));
+  out.push_back(MakeCause(
+      Category::kHealthy, std::min(0.8, 0.4 + 0.1 * (kinds - 1)),
+      "the log shows a correct set-up and no fault", "nothing to fix", ev,
+      {Kind::kNcclChannelIb, Kind::kNcclChannelIntra, Kind::kNcclConnected,
+       Kind::kNcclNvlsAvailable, Kind::kNcclNetIb, Kind::kNcclRingOrder, Kind::kNvlinkCountersClean,
+       Kind::kNcclInitComplete, Kind::kTrainingProgress, Kind::kRunCompleted}));
 }
 
 bool IsFault(Category c) { return c != Category::kHealthy && c != Category::kNcclDegraded; }
@@ -283,7 +297,8 @@ void EchoPass(std::vector<Cause>& causes) {
   bool died = false;
   for (const Cause& c : causes) {
     died |= c.category == Category::kGpuOom || c.category == Category::kGpuFault ||
-            c.category == Category::kHostOom || c.category == Category::kNodeFailure;
+            c.category == Category::kHostOom || c.category == Category::kNodeFailure ||
+            c.category == Category::kApplicationError;
   }
   if (!died) return;
   for (Cause& c : causes) {
@@ -304,6 +319,7 @@ std::vector<Cause> RankCauses(const EvidenceSet& evidence, const NodeContext* no
   MemoryRules(evidence, causes);
   SchedulerRules(evidence, causes);
   internal::NetworkRules(evidence, node, causes);
+  internal::ProcessRules(evidence, causes);
   AppRules(evidence, causes);
   const bool fault =
       std::any_of(causes.begin(), causes.end(), [](const Cause& c) { return IsFault(c.category); });

@@ -1,5 +1,6 @@
 // Diagnosis, inside the rules: the helpers the rule families share and the families themselves
-// (rules.cc: hardware, memory, scheduler, application; network_rules.cc: NCCL and network).
+// (rules.cc: hardware, memory, scheduler, application; network_rules.cc: NCCL and network;
+// process_rules.cc: signals, cancels, preemption, capacity, CUDA errors, exceptions).
 // Not for use outside src/diag.
 #pragma once
 
@@ -20,5 +21,7 @@ Cause MakeCause(Category category, double confidence, std::string summary, std::
 int64_t CountOf(const EvidenceSet& ev, std::initializer_list<Kind> kinds);
 
 void NetworkRules(const EvidenceSet& ev, const NodeContext* node, std::vector<Cause>& out);
+// process_rules.cc: a process's fate in any framework's wording.
+void ProcessRules(const EvidenceSet& ev, std::vector<Cause>& out);
 
 }  // namespace toposched::diag::internal

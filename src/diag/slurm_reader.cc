@@ -61,6 +61,11 @@ void ReadSlurmLine(const LineRef& line, EvidenceSet& out) {
   if (Has(t, "DUE TO NODE FAILURE") || HasWord(t, "NODE_FAIL")) {
     out.Add(Kind::kSlurmNodeFail, line);
   }
+  // "*** JOB 3 ON c1 CANCELLED AT 2025-02-13T15:47:35 ***" with no "DUE TO" reason: scancel;
+  // sacct's "CANCELLED by 1000".
+  if ((Has(t, "CANCELLED AT") && !Has(t, "DUE TO")) || Has(t, "CANCELLED by")) {
+    out.Add(Kind::kSlurmCancelled, line);
+  }
   if (Has(t, "DUE TO PREEMPTION") || HasWord(t, "PREEMPTED")) {
     out.Add(Kind::kSlurmPreempted, line);
   }

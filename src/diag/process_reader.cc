@@ -1,0 +1,216 @@
+// Process fate and progress, in any framework's or launcher's wording: signals and exit codes
+// (torchrun, mpirun, srun, subprocess, shells), the kernel's OOM killer, Python exceptions, CUDA
+// errors, cancels and interrupts, preemption notices, node health, queue capacity, training
+// progress and completion. Patterns and their sources: docs/diagnose.md, "Families".
+#include <array>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "diag/readers.h"
+#include "diag/text.h"
+
+namespace toposched::diag {
+
+namespace {
+
+// The signal number an exit status stands for: -N (Python's returncode of a signalled child,
+// torchrun's exitcode) or 128+N (a shell's or a container's exit status). 0 for any other.
+int SignalOfStatus(int64_t status) {
+  if (status < 0 && status >= -64) return static_cast<int>(-status);
+  if (status > 128 && status <= 128 + 64) return static_cast<int>(status - 128);
+  return 0;
+}
+
+// "exitcode: -9", "exit code 137", "exit status 143", "returncode=-9".
+int SignalOfExitLine(std::string_view t) {
+  static constexpr std::array<std::string_view, 7> kMarkers = {
+      "exitcode: ",   "exitcode=",   "exit code ",  "exit code: ",
+      "exit status ", "returncode=", "returncode: "};
+  for (std::string_view m : kMarkers) {
+    if (auto v = IntAfter(t, m)) {
+      if (const int s = SignalOfStatus(*v)) return s;
+    }
+  }
+  return 0;
+}
+
+// "exited on signal 9 (Killed)", "killed by signal 9", "Signals.SIGKILL", "task 0: Killed".
+int SignalOfKillLine(std::string_view t) {
+  for (std::string_view m : {"on signal ", "by signal ", "with signal "}) {
+    if (auto v = IntAfter(t, m); v && *v > 0 && *v <= 64) return static_cast<int>(*v);
+  }
+  static constexpr std::array<std::pair<std::string_view, int>, 4> kNames = {
+      {{"Signals.SIGKILL", 9},
+       {"Signals.SIGTERM", 15},
+       {"Signals.SIGABRT", 6},
+       {"Signals.SIGSEGV", 11}}};
+  for (const auto& [name, sig] : kNames) {
+    if (Has(t, name)) return sig;
+  }
+  // srun's "task 0: Killed", a shell's "Killed" alone on its line.
+  const std::string_view trimmed = SkipSpaces(t);
+  if (trimmed == "Killed" || (Has(t, "srun: error:") && Has(t, ": Killed"))) return 9;
+  return 0;
+}
+
+void ReadSignal(const LineRef& line, EvidenceSet& out) {
+  int sig = SignalOfExitLine(line.text);
+  if (sig == 0) sig = SignalOfKillLine(line.text);
+  if (sig == 0) return;
+  if (Evidence* e = out.Add(Kind::kKilledBySignal, line)) {
+    e->fields.emplace_back("signal", std::to_string(sig));
+  }
+}
+
+bool IsKernelOomLine(std::string_view t) {
+  return Has(t, "invoked oom-killer") || Has(t, "Out of memory: Kill") ||
+         Has(t, "Memory cgroup out of memory") || Has(t, "oom-kill:") ||
+         Has(t, "oom_reaper: reaped") || Has(t, "node running low on memory");
+}
+
+// Exception types that name a platform cause another rule reads (or a launcher's wrapper of
+// the real failure), not a fault of the training code.
+constexpr std::array<std::string_view, 20> kPlatformExceptions = {"ChildFailedError",
+                                                                  "DistBackendError",
+                                                                  "DistNetworkError",
+                                                                  "DistStoreError",
+                                                                  "OutOfMemoryError",
+                                                                  "TimeoutError",
+                                                                  "ConnectionError",
+                                                                  "ConnectionResetError",
+                                                                  "ConnectionRefusedError",
+                                                                  "BrokenPipeError",
+                                                                  "RendezvousClosedError",
+                                                                  "RendezvousTimeoutError",
+                                                                  "RendezvousConnectionError",
+                                                                  "ProcessExitedException",
+                                                                  "CalledProcessError",
+                                                                  "SystemExit",
+                                                                  "KeyboardInterrupt",
+                                                                  "ActorDiedError",
+                                                                  "RayTaskError",
+                                                                  "NcclError"};
+
+// Words in an exception's message that make it a platform report (NCCL, CUDA, sockets, the
+// store), read by the other families, rather than the program's own error.
+constexpr std::array<std::string_view, 9> kPlatformWords = {
+    "NCCL", "CUDA", "cuda", "Connection", "socket", "timed out", "Timeout", "store", "memory"};
+
+// "ValueError: ...", "[rank0]: torch.AssertionError: ...", "AssertionError" alone.
+void ReadException(const LineRef& line, EvidenceSet& out) {
+  std::string_view t = line.text;
+  if (t.starts_with("[rank")) {
+    const size_t close = t.find("]:");
+    if (close != std::string_view::npos && close < 12) t = SkipSpaces(t.substr(close + 2));
+  }
+  size_t n = 0;
+  while (n < t.size() && (IsWordChar(t[n]) || t[n] == '.')) ++n;
+  if (n == 0 || n > 120 || (n < t.size() && t[n] != ':')) return;
+  std::string_view path = t.substr(0, n);
+  const std::string_view type =
+      path.substr(path.rfind('.') == std::string_view::npos ? 0 : path.rfind('.') + 1);
+  if (!type.ends_with("Error") && !type.ends_with("Exception")) return;
+  if (type.size() <= 5 || type.front() < 'A' || type.front() > 'Z') return;
+  for (std::string_view p : kPlatformExceptions) {
+    if (type == p) return;
+  }
+  const std::string_view message = n < t.size() ? t.substr(n + 1) : std::string_view();
+  for (std::string_view w : kPlatformWords) {
+    if (Has(message, w)) return;
+  }
+  if (Evidence* e = out.Add(Kind::kPythonException, line)) {
+    e->fields.emplace_back("type", std::string(type));
+  }
+}
+
+// "loss" as a word followed, within a few separators, by a number: "loss:  4.99", "\"loss\":
+// 0.07", "loss=0.5", "lm loss: 6.5E+00".
+bool HasLossValue(std::string_view t) {
+  for (size_t p = t.find("loss"); p != std::string_view::npos; p = t.find("loss", p + 1)) {
+    const bool left = p == 0 || !IsWordChar(t[p - 1]);
+    size_t i = p + 4;
+    if (!left || (i < t.size() && IsWordChar(t[i]))) continue;
+    int seps = 0;
+    while (i < t.size() && seps < 4 &&
+           (t[i] == ':' || t[i] == '=' || t[i] == '"' || t[i] == '\'' || t[i] == ' ')) {
+      ++i;
+      ++seps;
+    }
+    if (i < t.size() && t[i] == '-') ++i;
+    if (i < t.size() && t[i] >= '0' && t[i] <= '9') return true;
+  }
+  return false;
+}
+
+bool IsCompletedLine(std::string_view t) {
+  if (Has(t, "Test PASSED") || Has(t, "| Pass ")) return true;
+  if (HasWord(t, "Succeeded") && !Has(t, "not ")) return true;
+  // sacct "COMPLETED  0:0", kubectl get pods "... 0/1   Completed   0   2m".
+  if (HasWord(t, "COMPLETED") && Has(t, "0:0")) return true;
+  return HasWord(t, "Completed") && (Has(t, " 0/") || Has(t, " 1/"));
+}
+
+void ReadFate(const LineRef& line, EvidenceSet& out) {
+  const std::string_view t = line.text;
+  if (Has(t, "illegal memory access") || Has(t, "unspecified launch failure") ||
+      Has(t, "an illegal instruction was encountered")) {
+    out.Add(Kind::kCudaIllegalAccess, line);
+  }
+  if (Has(t, "CUDA error: unknown error")) out.Add(Kind::kCudaUnknownError, line);
+  if (Has(t, "RmInitAdapter failed")) out.Add(Kind::kGpuInitFailed, line);
+  if (Has(t, "invalid usage") && (Has(t, "NCCL") || Has(t, "nccl"))) {
+    out.Add(Kind::kNcclInvalidUsage, line);
+  }
+  if (auto sig = IntAfter(t, "Received ")) {
+    if (Has(t, "death signal")) {
+      if (Evidence* e = out.Add(Kind::kUserInterrupt, line)) {
+        e->fields.emplace_back("signal", std::to_string(*sig));
+      }
+    }
+  } else if (HasWord(t, "KeyboardInterrupt") || t.starts_with("^C")) {
+    if (Evidence* e = out.Add(Kind::kUserInterrupt, line)) e->fields.emplace_back("signal", "2");
+  }
+  if (Has(t, "is preempted") || Has(t, "Preempt Scheduled") || Has(t, "was preempted") ||
+      Has(t, "Spot Instance Interruption") || Has(t, "spot instance interruption") ||
+      Has(t, "preemption notice")) {
+    out.Add(Kind::kPreemptNotice, line);
+  }
+  if ((Has(t, "reason set to:") && (Has(t, "health check") || Has(t, "Not responding"))) ||
+      Has(t, "Kubelet stopped posting node status") || Has(t, "node is not ready")) {
+    out.Add(Kind::kNodeUnhealthy, line);
+  }
+  if ((Has(t, " nodes are available") && Has(t, "0/")) || Has(t, "insufficient unused quota") ||
+      Has(t, "couldn't assign flavors") || Has(t, "required for gang scheduling") ||
+      (HasWord(t, "Unschedulable") && !Has(t, "false"))) {
+    out.Add(Kind::kQueuedNoCapacity, line);
+  }
+  if ((Has(t, "eviction manager:") && (Has(t, "Pressure") || Has(t, "evict"))) ||
+      Has(t, "EvictedDueTo")) {
+    out.Add(Kind::kEvictionPressure, line);
+  }
+}
+
+void ReadProgress(const LineRef& line, EvidenceSet& out) {
+  const std::string_view t = line.text;
+  if (HasLossValue(t) || Has(t, "_microstep: ")) out.Add(Kind::kTrainingProgress, line);
+  if (Has(t, "Init COMPLETE") || Has(t, "All distributed processes registered")) {
+    out.Add(Kind::kNcclInitComplete, line);
+  }
+  if (IsCompletedLine(t)) out.Add(Kind::kRunCompleted, line);
+}
+
+}  // namespace
+
+void ReadProcessLine(const LineRef& line, EvidenceSet& out) {
+  const std::string_view t = line.text;
+  if (Has(t, "xit") || Has(t, "ignal") || Has(t, "Kill") || Has(t, "returncode")) {
+    ReadSignal(line, out);
+  }
+  if (IsKernelOomLine(t)) out.Add(Kind::kKernelOomKill, line);
+  if (Has(t, "Error") || Has(t, "Exception")) ReadException(line, out);
+  ReadFate(line, out);
+  ReadProgress(line, out);
+}
+
+}  // namespace toposched::diag

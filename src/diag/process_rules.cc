@@ -1,0 +1,146 @@
+// The rule family for a process's fate as any framework or launcher words it (the symptom
+// families of docs/diagnose.md): the kernel's OOM killer and SIGKILL, cancels and interrupts,
+// preemption notices, node health, queue capacity, eviction pressure, GPU and CUDA errors, and
+// the program's own exceptions. Confidences sit below a direct statement of the same cause by a
+// scheduler or a driver (those rules are in rules.cc), and an exception of the program below
+// every platform cause, so that a cause that explains another ranks first.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "diag/rules_internal.h"
+
+namespace toposched::diag::internal {
+
+namespace {
+
+// The first line of `kind` whose "signal" field is `signal`, or nullptr.
+const Evidence* WithSignal(const EvidenceSet& ev, Kind kind, std::string_view signal) {
+  for (const Evidence& e : ev.examples(kind)) {
+    if (e.Field("signal") == signal) return &e;
+  }
+  return nullptr;
+}
+
+void KillRules(const EvidenceSet& ev, std::vector<Cause>& out) {
+  if (ev.has(Kind::kKernelOomKill)) {
+    out.push_back(MakeCause(Category::kHostOom, 0.92,
+                            "the kernel's OOM killer ended a process: the node (or the job's "
+                            "cgroup) ran out of host memory",
+                            "raise the job's memory request or lower host memory use (data-loader "
+                            "workers, pinned buffers, checkpoint loading on every rank at once)",
+                            ev, {Kind::kKernelOomKill, Kind::kKilledBySignal}));
+  }
+  if (WithSignal(ev, Kind::kKilledBySignal, "9") != nullptr) {
+    out.push_back(MakeCause(Category::kHostOom, 0.65,
+                            "a process was killed by SIGKILL (signal 9, exit status -9 or 137) "
+                            "from outside, most often the kernel or cgroup OOM killer",
+                            "check the node's kernel log (dmesg) or the pod's last state for the "
+                            "OOM killer and raise the memory limit; otherwise find who sent "
+                            "SIGKILL (a time limit, a preemption, an operator)",
+                            ev, {Kind::kKilledBySignal}));
+  }
+  if (ev.has(Kind::kSlurmCancelled)) {
+    out.push_back(MakeCause(Category::kCancelled, 0.85,
+                            "the job was cancelled (scancel, or an operator): Slurm gives no "
+                            "other reason",
+                            "nothing failed: ask who cancelled it (sacct -j JOB -o State,Reason)",
+                            ev, {Kind::kSlurmCancelled}));
+  }
+  const Evidence* term = WithSignal(ev, Kind::kKilledBySignal, "15");
+  if (ev.has(Kind::kUserInterrupt) || term != nullptr) {
+    out.push_back(MakeCause(Category::kCancelled, 0.55,
+                            "the job was stopped from outside (SIGINT/SIGTERM: a user's Ctrl-C, "
+                            "a kill, or the launcher shutting its workers down)",
+                            "nothing failed in the job itself: find who stopped it; a scheduler's "
+                            "time limit or preemption also sends SIGTERM, and says so in its log",
+                            ev, {Kind::kUserInterrupt, Kind::kKilledBySignal}));
+  }
+}
+
+void PlatformRules(const EvidenceSet& ev, std::vector<Cause>& out) {
+  if (ev.has(Kind::kPreemptNotice)) {
+    out.push_back(MakeCause(Category::kPreempted, 0.85,
+                            "the job's machines were preempted (a spot/preemptible instance "
+                            "reclaimed, or the launcher's preemption signal)",
+                            "checkpoint often and requeue automatically; use on-demand capacity "
+                            "for jobs that cannot lose progress",
+                            ev, {Kind::kPreemptNotice}));
+  }
+  if (ev.has(Kind::kNodeUnhealthy)) {
+    out.push_back(MakeCause(Category::kNodeFailure, 0.8,
+                            "the cluster's controller marked a node of the job unhealthy or "
+                            "unreachable",
+                            "requeue avoiding the node; check it (its health check, kubelet or "
+                            "slurmd) before resuming it",
+                            ev, {Kind::kNodeUnhealthy}));
+  }
+  if (ev.has(Kind::kQueuedNoCapacity)) {
+    out.push_back(MakeCause(Category::kUnschedulable, 0.8,
+                            "the job cannot be placed or admitted: not enough free GPUs or quota "
+                            "for the whole job",
+                            "ask for fewer GPUs or a flavor/partition with room, raise the queue's "
+                            "quota, or free capacity held by other workloads",
+                            ev, {Kind::kQueuedNoCapacity}));
+  }
+  if (ev.has(Kind::kEvictionPressure)) {
+    out.push_back(MakeCause(Category::kEvicted, 0.75,
+                            "the job's pods were evicted (node pressure or the queue's admission "
+                            "timeout)",
+                            "set requests equal to real use (pods above their requests are evicted "
+                            "first), give the node headroom, or lengthen the admission timeout",
+                            ev, {Kind::kEvictionPressure}));
+  }
+}
+
+void GpuAndProgramRules(const EvidenceSet& ev, std::vector<Cause>& out) {
+  const char* kCheckGpu =
+      "drain the node and check the GPU (nvidia-smi -q, dmesg for Xid lines, dcgmi diag -r 3) "
+      "before resuming; requeue the job elsewhere";
+  if (ev.has(Kind::kGpuInitFailed)) {
+    out.push_back(MakeCause(Category::kGpuFault, 0.85,
+                            "the driver could not bring a GPU up (RmInitAdapter failed)", kCheckGpu,
+                            ev, {Kind::kGpuInitFailed}));
+  }
+  if (ev.has(Kind::kCudaUnknownError)) {
+    out.push_back(MakeCause(Category::kGpuFault, 0.6,
+                            "CUDA reported an unknown error: the driver lost the GPU's context, "
+                            "most often a GPU or driver fault",
+                            kCheckGpu, ev, {Kind::kCudaUnknownError}));
+  }
+  if (ev.has(Kind::kNcclInvalidUsage)) {
+    out.push_back(MakeCause(Category::kApplicationError, 0.75,
+                            "NCCL refused a call as invalid usage: the program set up or called "
+                            "its communicators wrong (ranks, devices, group sizes)",
+                            "rerun with NCCL_DEBUG=WARN for NCCL's reason; check that each rank "
+                            "uses its own GPU and that every rank makes the same calls",
+                            ev, {Kind::kNcclInvalidUsage}));
+  }
+  if (ev.has(Kind::kCudaIllegalAccess)) {
+    out.push_back(MakeCause(Category::kApplicationError, 0.6,
+                            "a CUDA kernel made an illegal memory access (or failed to launch): "
+                            "most often a bug in the program or a kernel library",
+                            "rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel; if it happens "
+                            "on one GPU only, check that GPU",
+                            ev, {Kind::kCudaIllegalAccess}));
+  }
+  if (const Evidence* e = ev.first(Kind::kPythonException)) {
+    out.push_back(MakeCause(Category::kApplicationError, 0.55,
+                            "the program raised " + std::string(e->Field("type")) +
+                                ": the training code (or its configuration) failed, not the "
+                                "platform",
+                            "read the traceback above the exception; fix the code or the "
+                            "configuration it names, then resubmit",
+                            ev, {Kind::kPythonException}));
+  }
+}
+
+}  // namespace
+
+void ProcessRules(const EvidenceSet& ev, std::vector<Cause>& out) {
+  KillRules(ev, out);
+  PlatformRules(ev, out);
+  GpuAndProgramRules(ev, out);
+}
+
+}  // namespace toposched::diag::internal
