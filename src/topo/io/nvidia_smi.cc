@@ -71,7 +71,8 @@ struct Token {
   int vend() const { return vcol + static_cast<int>(text.size()); }
 };
 
-std::string Quote(std::string_view s) {
+// A cell or token as this reader names it in errors: in single quotes, cut at 40 characters.
+std::string QuoteCell(std::string_view s) {
   constexpr size_t kMax = 40;
   std::string out = "'";
   out += s.size() > kMax ? std::string(s.substr(0, kMax)) + "..." : std::string(s);
@@ -444,8 +445,9 @@ Status ScanHeaderLine(const Line& line, const std::string& source, std::vector<C
       col.name = std::string(s.substr(p, e - p));
       std::optional<int> n = NumberedName(col.name, col.name.substr(0, 3));
       if (!n || *n > kMaxIndex) {
-        return ErrorAt(source, line.number, p,
-                       "expected a device number of at most 7 digits, found " + Quote(col.name));
+        return ErrorAt(
+            source, line.number, p,
+            "expected a device number of at most 7 digits, found " + QuoteCell(col.name));
       }
       col.index = *n;
       if (!StartsHeaderToken(s, e)) {
@@ -454,7 +456,7 @@ Status ScanHeaderLine(const Line& line, const std::string& source, std::vector<C
         return ErrorAt(source, line.number, p,
                        "expected a header device name (GPU<n>, NIC<n> or a NIC device such as "
                        "mlx5_0), found " +
-                           Quote(s.substr(p, w - p)));
+                           QuoteCell(s.substr(p, w - p)));
       }
     } else {
       e = p;
@@ -468,7 +470,7 @@ Status ScanHeaderLine(const Line& line, const std::string& source, std::vector<C
         return ErrorAt(source, line.number, p,
                        "expected a header column (GPU<n>, NIC<n>, a NIC device name, CPU "
                        "Affinity, NUMA Affinity or GPU NUMA ID), found " +
-                           Quote(word));
+                           QuoteCell(word));
       }
       col.kind = ColKind::kNic;
       col.name = std::string(word);
@@ -506,26 +508,26 @@ StatusOr<Header> ParseHeader(const std::vector<Line>& lines, const Block& b,
     auto here = [&](const std::string& what) { return ErrorAt(source, c.line, c.begin, what); };
     if (!IsDevice(c)) {
       if (!seen_affinity.insert(c.kind).second) {
-        return here("expected each affinity column once, found " + Quote(c.name) + " again");
+        return here("expected each affinity column once, found " + QuoteCell(c.name) + " again");
       }
       h.affinity.push_back(c);
       continue;
     }
     if (!h.affinity.empty()) {
-      return here("expected device columns before the affinity columns, found " + Quote(c.name) +
-                  " after " + Quote(h.affinity.back().name));
+      return here("expected device columns before the affinity columns, found " +
+                  QuoteCell(c.name) + " after " + QuoteCell(h.affinity.back().name));
     }
     if (h.by_name.count(c.name)) {
-      return here("expected each device once in the header, found " + Quote(c.name) + " again");
+      return here("expected each device once in the header, found " + QuoteCell(c.name) + " again");
     }
     if (c.kind == ColKind::kGpu) {
       if (!gpu_indices.insert(c.index).second) {
-        return here("expected each GPU index once in the header, found " + Quote(c.name));
+        return here("expected each GPU index once in the header, found " + QuoteCell(c.name));
       }
       ++h.gpus;
     } else {
       if (c.index >= 0 && !nic_indices.insert(c.index).second) {
-        return here("expected each NIC index once in the header, found " + Quote(c.name));
+        return here("expected each NIC index once in the header, found " + QuoteCell(c.name));
       }
       ++h.nics;
     }
@@ -564,9 +566,9 @@ StatusOr<int> RowDevice(const Header& h, const std::vector<Token>& toks, const s
   auto found = h.by_name.find(std::string(toks[0].text));
   if (found != h.by_name.end()) return found->second;
   if (!IsRowShaped(toks)) return -1;
-  return ErrorAt(
-      source, line_number, toks[0].begin,
-      "expected a row label from the header (" + DeviceList(h) + "), found " + Quote(toks[0].text));
+  return ErrorAt(source, line_number, toks[0].begin,
+                 "expected a row label from the header (" + DeviceList(h) + "), found " +
+                     QuoteCell(toks[0].text));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -589,7 +591,7 @@ Status MapPieces(const std::vector<Cell>& pieces, size_t k, const Line& line,
         return ErrorAt(source, line.number, p.begin,
                        "expected nothing after the device cells (the header has no affinity "
                        "columns), found " +
-                           Quote(p.text));
+                           QuoteCell(p.text));
       }
     }
     return OkStatus();
@@ -604,7 +606,7 @@ Status MapPieces(const std::vector<Cell>& pieces, size_t k, const Line& line,
     if (!(*out)[k - 1].text.empty()) {
       return ErrorAt(source, line.number, pieces[i].begin,
                      "expected at most " + std::to_string(k) + " affinity values, found an extra " +
-                         Quote(pieces[i].text));
+                         QuoteCell(pieces[i].text));
     }
     (*out)[k - 1] = pieces[i];
   }
@@ -663,10 +665,10 @@ Status ReadAffinityCells(const Line& line, const std::vector<Token>& toks, size_
     return ErrorAt(source, line.number, extra.begin,
                    k == 0 ? "expected nothing after the device cells (the header has no affinity "
                             "columns), found " +
-                                Quote(extra.text)
+                                QuoteCell(extra.text)
                           : "expected at most " + std::to_string(k) +
                                 " affinity values after the device cells, found an extra " +
-                                Quote(extra.text));
+                                QuoteCell(extra.text));
   }
   bool on_grid = toks[0].vcol == 0;
   int prev_end = toks[last].vend();
@@ -723,7 +725,7 @@ StatusOr<Affinity> InterpretAffinity(const std::vector<Cell>& cells, const Heade
                      std::string("expected ") + AffinityName(kind) +
                          (kind == ColKind::kGpuNumaId ? " to be a number or N/A"
                                                       : " to be a list like 0-23,48-71 or N/A") +
-                         ", found " + Quote(c.text) + " (" + s.message() + ")");
+                         ", found " + QuoteCell(c.text) + " (" + s.message() + ")");
     };
     if (kind == ColKind::kCpuAffinity) {
       auto cpus = ParseIntList(c.text, kMaxCpus);
@@ -781,7 +783,7 @@ Status ReadNicLegend(const std::vector<Line>& lines, size_t from, const Header& 
     auto [it, fresh] = used.emplace(std::string(name), lines[i].number);
     if (!fresh) {
       return ErrorAt(source, lines[i].number, col,
-                     "expected distinct NIC names in the NIC legend, found " + Quote(name) +
+                     "expected distinct NIC names in the NIC legend, found " + QuoteCell(name) +
                          " again (first at line " + std::to_string(it->second) + ")");
     }
     (*names)[*n] = std::string(name);
@@ -842,23 +844,24 @@ Status ReadTopoRow(const Header& h, const Line& line, const std::vector<Token>& 
     if (!p.ok()) {
       if (IsDigit(t[0]) || t == "N/A") {
         return here(toks[k].begin, expected() + ", found " + std::to_string(c) +
-                                       " cells then affinity text " + Quote(t));
+                                       " cells then affinity text " + QuoteCell(t));
       }
       return here(toks[k].begin,
                   "expected a path (X, NV<n>, PIX, PXB, PHB, NODE, SYS or SOC) "
                   "in row " +
-                      label_of(d) + " under " + label_of(c) + ", found " + Quote(t));
+                      label_of(d) + " under " + label_of(c) + ", found " + QuoteCell(t));
     }
     if (c == d) {
       return here(toks[k].begin, "expected X on the diagonal (" + label_of(d) +
                                      " to itself), "
                                      "found " +
-                                     Quote(t));
+                                     QuoteCell(t));
     }
     bool nic_pair = h.devices[d].kind == ColKind::kNic || h.devices[c].kind == ColKind::kNic;
     if (nic_pair && p->cls == PathClass::kNV) {
       return here(toks[k].begin, "expected a PCIe path between " + label_of(d) + " and " +
-                                     label_of(c) + " (NVLink joins GPUs only), found " + Quote(t));
+                                     label_of(c) + " (NVLink joins GPUs only), found " +
+                                     QuoteCell(t));
     }
     cells[static_cast<size_t>(d) * n + c] = *p;
     cell_at[static_cast<size_t>(d) * n + c] = CellPos{line.number, toks[k].begin};
@@ -867,7 +870,7 @@ Status ReadTopoRow(const Header& h, const Line& line, const std::vector<Token>& 
   if (last + 1 < toks.size() && IsTopoCell(toks[last + 1].text)) {
     return here(toks[last + 1].begin,
                 "expected " + std::to_string(n) + " device cells in row " + label_of(d) +
-                    " (one per header device), found more: " + Quote(toks[last + 1].text));
+                    " (one per header device), found more: " + QuoteCell(toks[last + 1].text));
   }
   std::vector<Cell> aff_cells;
   RETURN_IF_ERROR(ReadAffinityCells(line, toks, last, h, source, &aff_cells));
@@ -977,7 +980,7 @@ StatusOr<NodeTopology> BuildTopology(const Header& h, const TopoTable& tab,
   for (const Nic& nic : t.nics) {
     if (!nic_names.insert(nic.name).second) {
       return ErrorAt(source, lines[b.header_first].number, 0,
-                     "expected distinct NIC names, found " + Quote(nic.name) +
+                     "expected distinct NIC names, found " + QuoteCell(nic.name) +
                          " twice (header and NIC legend)");
     }
   }
@@ -1029,14 +1032,16 @@ StatusOr<P2pMatrix> ParseP2pBlock(const std::vector<Line>& lines, const Block& b
   ASSIGN_OR_RETURN(Header h, ParseHeader(lines, b, source));
   for (const Column& c : h.devices) {
     if (c.kind != ColKind::kGpu) {
-      return ErrorAt(source, c.line, c.begin,
-                     "expected only GPU<n> columns in a topo -p2p header, found " + Quote(c.name));
+      return ErrorAt(
+          source, c.line, c.begin,
+          "expected only GPU<n> columns in a topo -p2p header, found " + QuoteCell(c.name));
     }
   }
   if (!h.affinity.empty()) {
     const Column& c = h.affinity.front();
-    return ErrorAt(source, c.line, c.begin,
-                   "expected only GPU<n> columns in a topo -p2p header, found " + Quote(c.name));
+    return ErrorAt(
+        source, c.line, c.begin,
+        "expected only GPU<n> columns in a topo -p2p header, found " + QuoteCell(c.name));
   }
   const int n = static_cast<int>(h.devices.size());
   P2pMatrix m;
@@ -1067,9 +1072,9 @@ StatusOr<P2pMatrix> ParseP2pBlock(const std::vector<Line>& lines, const Block& b
       bool diag = c == d;
       if (diag ? t.text != "X" : !IsP2pCode(t.text)) {
         return ErrorAt(source, line.number, t.begin,
-                       diag ? "expected X on the diagonal, found " + Quote(t.text)
+                       diag ? "expected X on the diagonal, found " + QuoteCell(t.text)
                             : "expected a p2p status (OK, CNS, GNS, TNS, NS, DR or U), found " +
-                                  Quote(t.text));
+                                  QuoteCell(t.text));
       }
       m.status[d][c] = std::string(t.text);
     }
@@ -1153,7 +1158,7 @@ StatusOr<NodeTopology> ParseNvidiaSmiTopo(std::string_view text, const std::stri
   if (found.header_without_rows) {
     size_t h = *found.header_without_rows;
     std::string next = h + 1 < lines.size() ? "line " + std::to_string(lines[h + 1].number) + " " +
-                                                  Quote(Trim(lines[h + 1].text))
+                                                  QuoteCell(Trim(lines[h + 1].text))
                                             : "the end of the input";
     return ErrorAt(source, lines[h].number, 0,
                    "expected matrix rows (GPU0  X  NV...) after the header, found " + next);
@@ -1163,7 +1168,7 @@ StatusOr<NodeTopology> ParseNvidiaSmiTopo(std::string_view text, const std::stri
     return ErrorAt(source, l.number, 0,
                    "expected a header row of device names (GPU0 GPU1 ...) before the first "
                    "matrix row, found row " +
-                       Quote(Trim(l.text)));
+                       QuoteCell(Trim(l.text)));
   }
   return ErrorAt(source, 1, 0,
                  lines.empty() ? "expected an nvidia-smi topo -m matrix, found empty input"
@@ -1218,8 +1223,9 @@ StatusOr<NvlinkStatus> ParseNvidiaSmiNvlinkStatus(std::string_view text,
     auto link = LinkLine(t);
     if (!link) continue;  // prompts, elisions ("..."), other output
     if (out.gpus.empty()) {
-      return ErrorAt(source, line.number, col,
-                     "expected a 'GPU <n>: <name>' line before the first link, found " + Quote(t));
+      return ErrorAt(
+          source, line.number, col,
+          "expected a 'GPU <n>: <name>' line before the first link, found " + QuoteCell(t));
     }
     if (!links_seen.insert(link->first).second) {
       return ErrorAt(
@@ -1240,7 +1246,7 @@ StatusOr<NvlinkStatus> ParseNvidiaSmiNvlinkStatus(std::string_view text,
     if (!rate.ok() || !(*rate >= 0) || *rate > 1e6) {
       return ErrorAt(
           source, line.number, vcol,
-          "expected a link rate like '26.562 GB/s' or '<inactive>', found " + Quote(value));
+          "expected a link rate like '26.562 GB/s' or '<inactive>', found " + QuoteCell(value));
     }
     g.link_gbps.push_back(*rate);
   }
