@@ -108,6 +108,26 @@ void PrintText(const DiagnoseArgs& a, const diag::Diagnosis& d) {
     if (!c.topology.empty()) std::printf("   topology: %s\n", c.topology.c_str());
     if (!c.fix.empty()) std::printf("   fix: %s\n", c.fix.c_str());
   }
+  if (!d.logs.empty()) std::printf("logs, each read alone:\n");
+  for (const diag::LogPart& p : d.logs) {
+    std::printf("   %s: %s", p.file.c_str(), diag::LogRoleName(p.role));
+    if (p.top) {
+      std::printf(": %s (%.2f)", diag::CategoryName(p.top->category), p.top->confidence);
+    }
+    std::printf("\n");
+  }
+}
+
+nlohmann::json LogsJson(const diag::Diagnosis& d) {
+  nlohmann::json logs = nlohmann::json::array();
+  for (const diag::LogPart& p : d.logs) {
+    nlohmann::json l = {{"file", p.file}, {"role", diag::LogRoleName(p.role)}};
+    l["category"] = p.top ? nlohmann::json(diag::CategoryName(p.top->category)) : nlohmann::json();
+    l["confidence"] = p.top ? nlohmann::json(p.top->confidence) : nlohmann::json();
+    l["time"] = p.time ? nlohmann::json(p.time->key) : nlohmann::json();
+    logs.push_back(std::move(l));
+  }
+  return logs;
 }
 
 // What the daemon knows of the job: its events (as job::FormatEvent prints them) and, when it is
@@ -204,6 +224,7 @@ int RunDiagnose(DiagnoseArgs a) {
                       {"causes", causes},
                       {"lines_read", d->stats.lines}};
   if (d->causes.empty()) j["summary"] = "no known cause";
+  if (!d->logs.empty()) j["logs"] = LogsJson(*d);
   // Log text may hold bytes that are not UTF-8: replace them rather than fail.
   std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   return 0;
@@ -217,7 +238,9 @@ void RegisterDiagnoseCommand(CLI::App& app, int& rc) {
       "diagnose", "Why a job was interrupted or slow: ranked causes from its logs, with the fix");
   cmd->add_option("JOB", args->job,
                   "the job: with --server its id (17 or job-17), offline a label in the report");
-  cmd->add_option("--log", args->logs, "a log file (NCCL, driver, Slurm, Kubernetes, PyTorch)")
+  cmd->add_option("--log", args->logs,
+                  "a log file (NCCL, driver, Slurm, Kubernetes, PyTorch), or a directory of "
+                  "them; one per rank or node finds the first that failed")
       ->take_all();
   cmd->add_option("--cluster", args->cluster_file, "cluster spec (YAML), with --node");
   cmd->add_option("--node", args->node, "the node of --cluster the job ran on");

@@ -1,9 +1,80 @@
 #include "diag/diagnose.h"
 
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+
 #include "diag/readers.h"
 #include "diag/rules.h"
 
 namespace toposched::diag {
+
+namespace {
+
+// A directory stands for the regular files in it, not hidden, by name; any other path for
+// itself (a missing or unreadable one is reported when it is streamed).
+StatusOr<std::vector<std::string>> ExpandPaths(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const std::string& path : paths) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(path, ec)) {
+      out.push_back(path);
+      continue;
+    }
+    std::vector<std::string> files;
+    std::filesystem::directory_iterator it(path, ec);
+    if (ec) return FailedPreconditionError(path + ": cannot list the directory: " + ec.message());
+    for (const auto& entry : it) {
+      const std::string name = entry.path().filename().string();
+      std::error_code fec;
+      if (!name.starts_with(".") && entry.is_regular_file(fec)) files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+    out.insert(out.end(), files.begin(), files.end());
+  }
+  return out;
+}
+
+// Each file read alone, for its part in the job's failure.
+StatusOr<std::vector<LogPart>> ReadParts(const std::vector<std::string>& files,
+                                         const NodeContext* node, const DiagnoseOptions& options) {
+  std::vector<LogPart> parts;
+  for (const std::string& file : files) {
+    EvidenceSet evidence;
+    LineStreamStats stats;
+    RETURN_IF_ERROR(StreamFile(
+        file, options.stream, [&evidence](const LineRef& line) { ReadLine(line, evidence); },
+        &stats));
+    LogPart p;
+    p.file = file;
+    std::vector<Cause> causes = RankCauses(evidence, node);
+    if (!causes.empty()) p.top = std::move(causes.front());
+    if (p.top) {
+      for (const Evidence& e : p.top->evidence) {
+        if ((p.time = TimeOfLine(e.text))) break;
+      }
+    }
+    parts.push_back(std::move(p));
+  }
+  AssignLogRoles(parts);
+  return parts;
+}
+
+// The first failure's cause leads the job's causes, named as the first failure.
+void LeadWithFirstFailure(const std::vector<LogPart>& parts, std::vector<Cause>& causes) {
+  for (const LogPart& p : parts) {
+    if (p.role != LogRole::kFirstFailure) continue;
+    auto it = std::find_if(causes.begin(), causes.end(),
+                           [&](const Cause& c) { return c.category == p.top->category; });
+    Cause lead = it == causes.end() ? *p.top : *it;
+    if (it != causes.end()) causes.erase(it);
+    lead.summary = "first failure, in " + p.file + ": " + lead.summary;
+    causes.insert(causes.begin(), std::move(lead));
+    return;
+  }
+}
+
+}  // namespace
 
 StatusOr<Diagnosis> DiagnoseFiles(const std::vector<std::string>& paths, const NodeContext* node,
                                   const DiagnoseOptions& options) {
@@ -14,15 +85,20 @@ StatusOr<Diagnosis> DiagnoseInputs(const std::vector<std::string>& paths,
                                    const std::vector<TextInput>& texts, const NodeContext* node,
                                    const DiagnoseOptions& options) {
   RETURN_IF_ERROR(options.Validate());
+  ASSIGN_OR_RETURN(const std::vector<std::string> files, ExpandPaths(paths));
   EvidenceSet evidence;
   Diagnosis d;
   const LineFn fn = [&evidence](const LineRef& line) { ReadLine(line, evidence); };
-  for (const std::string& path : paths) {
+  for (const std::string& path : files) {
     RETURN_IF_ERROR(StreamFile(path, options.stream, fn, &d.stats));
   }
   for (const TextInput& t : texts) StreamText(t.text, t.name, options.stream, fn, &d.stats);
   d.evidence_lines = evidence.total();
   d.causes = RankCauses(evidence, node);
+  if (files.size() >= 2) {
+    ASSIGN_OR_RETURN(d.logs, ReadParts(files, node, options));
+    LeadWithFirstFailure(d.logs, d.causes);
+  }
   return d;
 }
 

@@ -86,6 +86,7 @@ constexpr KindInfo kKinds[] = {
     {"eviction_pressure", Source::kKubernetes},
     {"training_progress", Source::kProcess},
     {"nccl_init_complete", Source::kNccl},
+    {"rendezvous_closed", Source::kPyTorch},
     {"nccl_feature_ignored", Source::kNccl},
     {"c10d_socket_error", Source::kPyTorch},
     {"run_completed", Source::kProcess},

@@ -113,6 +113,7 @@ enum class Kind {
   kTrainingProgress,   // a step/iteration with its loss: "step: 22  loss:  6.2250", "{"loss": 0.07"
   kNcclInitComplete,   // the process group's start completed: NCCL "comm 0x... rank 3 nranks 8
                        // ... - Init COMPLETE", Lightning "All distributed processes registered"
+  kRendezvousClosed,   // "RendezvousClosedError": another agent closed the job's rendezvous
   kNcclFeatureIgnored,  // NCCL WARN "... is not supported ..., ignoring NCCL_ALGO=COLLNET"
   kC10dSocketError,     // the c10d client's own socket errors: "[c10d] The client socket has
                         // failed to connect to ...", "has timed out after 1800s", DistNetworkError

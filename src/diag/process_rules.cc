@@ -59,6 +59,13 @@ void KillRules(const EvidenceSet& ev, std::vector<Cause>& out) {
 }
 
 void PlatformRules(const EvidenceSet& ev, std::vector<Cause>& out) {
+  if (ev.has(Kind::kRendezvousClosed)) {
+    out.push_back(MakeCause(Category::kPeerFailure, 0.6,
+                            "the job's rendezvous was closed under this node's agent: another "
+                            "node's agent ended or left first",
+                            "read the other nodes' logs for the one that ended first and why", ev,
+                            {Kind::kRendezvousClosed}));
+  }
   if (ev.has(Kind::kPreemptNotice)) {
     out.push_back(MakeCause(Category::kPreempted, 0.85,
                             "the job's machines were preempted (a spot/preemptible instance "

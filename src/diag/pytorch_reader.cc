@@ -28,10 +28,11 @@ void ReadPyTorchLine(const LineRef& line, EvidenceSet& out) {
       }
     }
   }
-  if (Has(t, "Rendezvous") &&
-      (Has(t, "ConnectionError") || Has(t, "TimeoutError") || Has(t, "ClosedError"))) {
+  if (Has(t, "Rendezvous") && (Has(t, "ConnectionError") || Has(t, "TimeoutError"))) {
     out.Add(Kind::kRendezvousError, line);
   }
+  // The rendezvous was closed under this agent: another node's agent ended or left.
+  if (Has(t, "RendezvousClosedError")) out.Add(Kind::kRendezvousClosed, line);
   if (Has(t, "[c10d]") && Has(t, "timed out") && Has(t, "trying to connect")) {
     out.Add(Kind::kRendezvousError, line);
   }
