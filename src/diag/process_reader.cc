@@ -204,10 +204,18 @@ void ReadProgress(const LineRef& line, EvidenceSet& out) {
 
 void ReadProcessLine(const LineRef& line, EvidenceSet& out) {
   const std::string_view t = line.text;
+  // NCCL's INFO lines, most of an NCCL_DEBUG=INFO log, carry none of a process's fate (the NCCL
+  // reader reads them): only their "Init COMPLETE".
+  if (Has(t, " NCCL INFO ")) {
+    if (Has(t, "Init COMPLETE")) out.Add(Kind::kNcclInitComplete, line);
+    return;
+  }
   if (Has(t, "xit") || Has(t, "ignal") || Has(t, "Kill") || Has(t, "returncode")) {
     ReadSignal(line, out);
   }
-  if (IsKernelOomLine(t)) out.Add(Kind::kKernelOomKill, line);
+  if ((Has(t, "oom") || Has(t, "memory")) && IsKernelOomLine(t)) {
+    out.Add(Kind::kKernelOomKill, line);
+  }
   if (Has(t, "Error") || Has(t, "Exception")) ReadException(line, out);
   ReadFate(line, out);
   ReadProgress(line, out);
