@@ -43,6 +43,16 @@ export ASAN_OPTIONS=detect_leaks=1
 # refuses) are named in fuzz/lsan.supp; nothing of ours is.
 export LSAN_OPTIONS="suppressions=$PWD/fuzz/lsan.supp:print_suppressions=0"
 
+# The TSan build starts now, in the background and at the lowest CPU priority (nice 19): it
+# takes only the CPU the ASan tests, the Slurm integration, the soak and the fuzz runs leave
+# idle while they wait (daemons restarting, clients polling, fixed-time fuzzing on one core).
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
+  -DCMAKE_EXE_LINKER_FLAGS="$LLD" -DTOPOSCHED_TSAN=ON -DTOPOSCHED_BENCH=OFF \
+  -DTOPOSCHED_TEST_COMPILE_OPTIONS=-O0 >/dev/null
+nice -n 19 ninja -C build-tsan -j "$JOBS" tsan_tests >build-tsan/ninja.log 2>&1 &
+tsan_build_pid=$!
+trap 'kill "$tsan_build_pid" 2>/dev/null || true' EXIT
+
 stage "tests (every test binary under ASan+UBSan)"
 # Live discovery (DiscoverLocal.*, and `topo discover` run by a CLI test) loads hwloc's I/O
 # plugins with dlopen; they leak a few hundred bytes inside the plugin, reported as
@@ -51,15 +61,6 @@ stage "tests (every test binary under ASan+UBSan)"
 live='^(DiscoverLocal\..*|Cli\.DiscoverWorksWithoutGpus)$'
 ctest --test-dir build-san --output-on-failure -j "$JOBS" -LE slurm -E "$live"
 ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build-san --output-on-failure -j "$JOBS" -R "$live"
-
-# The TSan build starts now, in the background: the Slurm integration, the soak and the fuzz
-# runs below mostly wait or run for a fixed time on one core, so its compile fills the other.
-cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
-  -DCMAKE_EXE_LINKER_FLAGS="$LLD" -DTOPOSCHED_TSAN=ON -DTOPOSCHED_BENCH=OFF \
-  -DTOPOSCHED_TEST_COMPILE_OPTIONS=-O0 >/dev/null
-ninja -C build-tsan -j "$JOBS" tsan_tests >build-tsan/ninja.log 2>&1 &
-tsan_build_pid=$!
-trap 'kill "$tsan_build_pid" 2>/dev/null || true' EXIT
 
 stage "Slurm integration (a real slurmctld + 8 slurmd on loopback; skipped without Slurm)"
 ctest --test-dir build-san --output-on-failure -L slurm
