@@ -35,29 +35,17 @@ StatusOr<std::vector<std::string>> ExpandPaths(const std::vector<std::string>& p
   return out;
 }
 
-// Each file read alone, for its part in the job's failure.
-StatusOr<std::vector<LogPart>> ReadParts(const std::vector<std::string>& files,
-                                         const NodeContext* node, const DiagnoseOptions& options) {
-  std::vector<LogPart> parts;
-  for (const std::string& file : files) {
-    EvidenceSet evidence;
-    LineStreamStats stats;
-    RETURN_IF_ERROR(StreamFile(
-        file, options.stream, [&evidence](const LineRef& line) { ReadLine(line, evidence); },
-        &stats));
-    LogPart p;
-    p.file = file;
-    std::vector<Cause> causes = RankCauses(evidence, node);
-    if (!causes.empty()) p.top = std::move(causes.front());
-    if (p.top) {
-      for (const Evidence& e : p.top->evidence) {
-        if ((p.time = TimeOfLine(e.text))) break;
-      }
-    }
-    parts.push_back(std::move(p));
+// A file's part in the job's failure, from its own evidence.
+LogPart PartOf(const std::string& file, const EvidenceSet& evidence, const NodeContext* node) {
+  LogPart p;
+  p.file = file;
+  std::vector<Cause> causes = RankCauses(evidence, node);
+  if (causes.empty()) return p;
+  p.top = std::move(causes.front());
+  for (const Evidence& e : p.top->evidence) {
+    if ((p.time = TimeOfLine(e.text))) break;
   }
-  AssignLogRoles(parts);
-  return parts;
+  return p;
 }
 
 // The first failure's cause leads the job's causes, named as the first failure.
@@ -86,17 +74,23 @@ StatusOr<Diagnosis> DiagnoseInputs(const std::vector<std::string>& paths,
                                    const DiagnoseOptions& options) {
   RETURN_IF_ERROR(options.Validate());
   ASSIGN_OR_RETURN(const std::vector<std::string> files, ExpandPaths(paths));
+  // Each file is read once into its own evidence: merged in order, it is the job's evidence
+  // (exactly as one stream over every file), and alone, with two or more files, its part.
   EvidenceSet evidence;
   Diagnosis d;
-  const LineFn fn = [&evidence](const LineRef& line) { ReadLine(line, evidence); };
   for (const std::string& path : files) {
-    RETURN_IF_ERROR(StreamFile(path, options.stream, fn, &d.stats));
+    EvidenceSet own;
+    RETURN_IF_ERROR(StreamFile(
+        path, options.stream, [&own](const LineRef& line) { ReadLine(line, own); }, &d.stats));
+    if (files.size() >= 2) d.logs.push_back(PartOf(path, own, node));
+    evidence.Merge(own);
   }
+  const LineFn fn = [&evidence](const LineRef& line) { ReadLine(line, evidence); };
   for (const TextInput& t : texts) StreamText(t.text, t.name, options.stream, fn, &d.stats);
   d.evidence_lines = evidence.total();
   d.causes = RankCauses(evidence, node);
-  if (files.size() >= 2) {
-    ASSIGN_OR_RETURN(d.logs, ReadParts(files, node, options));
+  if (!d.logs.empty()) {
+    AssignLogRoles(d.logs);
     LeadWithFirstFailure(d.logs, d.causes);
   }
   return d;

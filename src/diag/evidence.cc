@@ -145,6 +145,16 @@ Evidence* EvidenceSet::Add(Kind kind, const LineRef& line) {
   return &examples_[k].back();
 }
 
+void EvidenceSet::Merge(const EvidenceSet& later) {
+  for (int k = 0; k < kKindCount; ++k) {
+    counts_[k] += later.counts_[k];
+    for (const Evidence& e : later.examples_[k]) {
+      if (examples_[k].size() >= static_cast<size_t>(kMaxExamples)) break;
+      examples_[k].push_back(e);
+    }
+  }
+}
+
 const Evidence* EvidenceSet::first(Kind k) const {
   const auto& ex = examples_[static_cast<int>(k)];
   return ex.empty() ? nullptr : &ex.front();

@@ -161,6 +161,9 @@ class EvidenceSet {
   bool has(Kind k) const { return count(k) > 0; }
   const std::vector<Evidence>& examples(Kind k) const { return examples_[static_cast<int>(k)]; }
   const Evidence* first(Kind k) const;
+  // Adds what `later` collected, as if its lines had been read after this set's: counts add,
+  // examples fill up to kMaxExamples in order.
+  void Merge(const EvidenceSet& later);
   int64_t total() const;
 
  private:

@@ -1,5 +1,6 @@
 // The NCCL and network rule families: transport fallback, degraded transport, IB/socket errors,
 // collective timeouts and rendezvous failures. Thresholds and wording: docs/diagnose.md.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -150,11 +151,11 @@ void ErrorRules(const EvidenceSet& ev, std::vector<Cause>& out) {
   }
   // "[Service thread] Connection closed by localRank 2": a process on this node ended (its
   // proxy connection closed), not the network.
-  const Evidence* local = nullptr;
-  for (const Evidence& e : ev.examples(Kind::kNcclConnectionClosed)) {
-    if (e.text.find("by localRank") != std::string::npos) local = &e;
-  }
-  if (local != nullptr && !ev.has(Kind::kNcclIbCompletionError)) {
+  const auto& closed = ev.examples(Kind::kNcclConnectionClosed);
+  const bool local = std::any_of(closed.begin(), closed.end(), [](const Evidence& e) {
+    return e.text.find("by localRank") != std::string::npos;
+  });
+  if (local && !ev.has(Kind::kNcclIbCompletionError)) {
     out.push_back(MakeCause(
         Category::kPeerFailure, 0.72,
         "a process of the job on this node ended first (NCCL's service thread saw local ranks' "

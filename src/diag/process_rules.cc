@@ -58,79 +58,70 @@ void KillRules(const EvidenceSet& ev, std::vector<Cause>& out) {
   }
 }
 
-void PlatformRules(const EvidenceSet& ev, std::vector<Cause>& out) {
-  if (ev.has(Kind::kRendezvousClosed)) {
-    out.push_back(MakeCause(Category::kPeerFailure, 0.6,
-                            "the job's rendezvous was closed under this node's agent: another "
-                            "node's agent ended or left first",
-                            "read the other nodes' logs for the one that ended first and why", ev,
-                            {Kind::kRendezvousClosed}));
-  }
-  if (ev.has(Kind::kPreemptNotice)) {
-    out.push_back(MakeCause(Category::kPreempted, 0.85,
-                            "the job's machines were preempted (a spot/preemptible instance "
-                            "reclaimed, or the launcher's preemption signal)",
-                            "checkpoint often and requeue automatically; use on-demand capacity "
-                            "for jobs that cannot lose progress",
-                            ev, {Kind::kPreemptNotice}));
-  }
-  if (ev.has(Kind::kNodeUnhealthy)) {
-    out.push_back(MakeCause(Category::kNodeFailure, 0.8,
-                            "the cluster's controller marked a node of the job unhealthy or "
-                            "unreachable",
-                            "requeue avoiding the node; check it (its health check, kubelet or "
-                            "slurmd) before resuming it",
-                            ev, {Kind::kNodeUnhealthy}));
-  }
-  if (ev.has(Kind::kQueuedNoCapacity)) {
-    out.push_back(MakeCause(Category::kUnschedulable, 0.8,
-                            "the job cannot be placed or admitted: not enough free GPUs or quota "
-                            "for the whole job",
-                            "ask for fewer GPUs or a flavor/partition with room, raise the queue's "
-                            "quota, or free capacity held by other workloads",
-                            ev, {Kind::kQueuedNoCapacity}));
-  }
-  if (ev.has(Kind::kEvictionPressure)) {
-    out.push_back(MakeCause(Category::kEvicted, 0.75,
-                            "the job's pods were evicted (node pressure or the queue's admission "
-                            "timeout)",
-                            "set requests equal to real use (pods above their requests are evicted "
-                            "first), give the node headroom, or lengthen the admission timeout",
-                            ev, {Kind::kEvictionPressure}));
+// A cause that one kind of line states by itself: its category, rank, summary and fix.
+struct OneKindRule {
+  Kind kind;
+  Category category;
+  double confidence;
+  const char* summary;
+  const char* fix;
+};
+
+constexpr const char* kCheckGpu =
+    "drain the node and check the GPU (nvidia-smi -q, dmesg for Xid lines, dcgmi diag -r 3) "
+    "before resuming; requeue the job elsewhere";
+
+// In the order the causes are offered (ties of category and confidence keep the first).
+constexpr OneKindRule kOneKindRules[] = {
+    {Kind::kRendezvousClosed, Category::kPeerFailure, 0.6,
+     "the job's rendezvous was closed under this node's agent: another node's agent ended or "
+     "left first",
+     "read the other nodes' logs for the one that ended first and why"},
+    {Kind::kPreemptNotice, Category::kPreempted, 0.85,
+     "the job's machines were preempted (a spot/preemptible instance reclaimed, or the "
+     "launcher's preemption signal)",
+     "checkpoint often and requeue automatically; use on-demand capacity for jobs that cannot "
+     "lose progress"},
+    {Kind::kNodeUnhealthy, Category::kNodeFailure, 0.8,
+     "the cluster's controller marked a node of the job unhealthy or unreachable",
+     "requeue avoiding the node; check it (its health check, kubelet or slurmd) before resuming "
+     "it"},
+    {Kind::kQueuedNoCapacity, Category::kUnschedulable, 0.8,
+     "the job cannot be placed or admitted: not enough free GPUs or quota for the whole job",
+     "ask for fewer GPUs or a flavor/partition with room, raise the queue's quota, or free "
+     "capacity held by other workloads"},
+    {Kind::kEvictionPressure, Category::kEvicted, 0.75,
+     "the job's pods were evicted (node pressure or the queue's admission timeout)",
+     "set requests equal to real use (pods above their requests are evicted first), give the "
+     "node headroom, or lengthen the admission timeout"},
+    {Kind::kGpuInitFailed, Category::kGpuFault, 0.85,
+     "the driver could not bring a GPU up (RmInitAdapter failed)", kCheckGpu},
+    {Kind::kCudaUnknownError, Category::kGpuFault, 0.6,
+     "CUDA reported an unknown error: the driver lost the GPU's context, most often a GPU or "
+     "driver fault",
+     kCheckGpu},
+    {Kind::kNcclInvalidUsage, Category::kApplicationError, 0.75,
+     "NCCL refused a call as invalid usage: the program set up or called its communicators "
+     "wrong (ranks, devices, group sizes)",
+     "rerun with NCCL_DEBUG=WARN for NCCL's reason; check that each rank uses its own GPU and "
+     "that every rank makes the same calls"},
+    {Kind::kCudaIllegalAccess, Category::kApplicationError, 0.6,
+     "a CUDA kernel made an illegal memory access (or failed to launch): most often a bug in the "
+     "program or a kernel library",
+     "rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel; if it happens on one GPU only, check "
+     "that GPU"},
+};
+
+void OneKindRules(const EvidenceSet& ev, std::vector<Cause>& out) {
+  for (const OneKindRule& r : kOneKindRules) {
+    if (ev.has(r.kind)) {
+      out.push_back(MakeCause(r.category, r.confidence, r.summary, r.fix, ev, {r.kind}));
+    }
   }
 }
 
-void GpuAndProgramRules(const EvidenceSet& ev, std::vector<Cause>& out) {
-  const char* kCheckGpu =
-      "drain the node and check the GPU (nvidia-smi -q, dmesg for Xid lines, dcgmi diag -r 3) "
-      "before resuming; requeue the job elsewhere";
-  if (ev.has(Kind::kGpuInitFailed)) {
-    out.push_back(MakeCause(Category::kGpuFault, 0.85,
-                            "the driver could not bring a GPU up (RmInitAdapter failed)", kCheckGpu,
-                            ev, {Kind::kGpuInitFailed}));
-  }
-  if (ev.has(Kind::kCudaUnknownError)) {
-    out.push_back(MakeCause(Category::kGpuFault, 0.6,
-                            "CUDA reported an unknown error: the driver lost the GPU's context, "
-                            "most often a GPU or driver fault",
-                            kCheckGpu, ev, {Kind::kCudaUnknownError}));
-  }
-  if (ev.has(Kind::kNcclInvalidUsage)) {
-    out.push_back(MakeCause(Category::kApplicationError, 0.75,
-                            "NCCL refused a call as invalid usage: the program set up or called "
-                            "its communicators wrong (ranks, devices, group sizes)",
-                            "rerun with NCCL_DEBUG=WARN for NCCL's reason; check that each rank "
-                            "uses its own GPU and that every rank makes the same calls",
-                            ev, {Kind::kNcclInvalidUsage}));
-  }
-  if (ev.has(Kind::kCudaIllegalAccess)) {
-    out.push_back(MakeCause(Category::kApplicationError, 0.6,
-                            "a CUDA kernel made an illegal memory access (or failed to launch): "
-                            "most often a bug in the program or a kernel library",
-                            "rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel; if it happens "
-                            "on one GPU only, check that GPU",
-                            ev, {Kind::kCudaIllegalAccess}));
-  }
+// The program's own exception, below every platform cause.
+void ExceptionRule(const EvidenceSet& ev, std::vector<Cause>& out) {
   if (const Evidence* e = ev.first(Kind::kPythonException)) {
     out.push_back(MakeCause(Category::kApplicationError, 0.55,
                             "the program raised " + std::string(e->Field("type")) +
@@ -146,8 +137,8 @@ void GpuAndProgramRules(const EvidenceSet& ev, std::vector<Cause>& out) {
 
 void ProcessRules(const EvidenceSet& ev, std::vector<Cause>& out) {
   KillRules(ev, out);
-  PlatformRules(ev, out);
-  GpuAndProgramRules(ev, out);
+  OneKindRules(ev, out);
+  ExceptionRule(ev, out);
 }
 
 }  // namespace toposched::diag::internal
