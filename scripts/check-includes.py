@@ -36,9 +36,6 @@ ALLOWED = {
     "sim": {"core", "topo", "cost", "job", *SCHED_FAMILY, "store"},
     "cli": {"core", "topo", "cost", "job", *SCHED_FAMILY, "store", "api", "sim", "slurm", "diag"},
 }
-# Modules whose files still include each other (a known debt, each listed with its cycles by
-# removing it here): checked across modules only.
-LAYERS_UNCHECKED = {"api", "sim", "topo"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
@@ -104,8 +101,7 @@ def main() -> int:
                             rel = os.path.relpath(path, os.path.join(root, ".."))
                             errors.append(f"{rel}:{lineno}: module '{module}' must not include "
                                           f"'{m.group(1)}' (allowed: {sorted(ALLOWED[module]) or 'none'})")
-        if module not in LAYERS_UNCHECKED:
-            errors.extend(cycle_errors(module, edges, root))
+        errors.extend(cycle_errors(module, edges, root))
     for e in errors:
         print(e, file=sys.stderr)
     if errors:

@@ -1,4 +1,4 @@
-// The Kubernetes extender's own state, shared by the files that implement it (extender.cc:
+// The Kubernetes extender's own state, shared by the files that implement it (extender_verbs.cc:
 // options, ledger, placement, filter and prioritize, views; extender_book.cc: the gangs'
 // bookkeeping and its records; extender_bind.cc: bind and pod-deleted; extender_preempt.cc: the
 // preemption what-if). Not for use outside src/api/extender*.cc.

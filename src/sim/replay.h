@@ -19,7 +19,7 @@
 #include "cost/cost_model.h"
 #include "placer/gang.h"
 #include "sched/scheduler.h"
-#include "sim/simulator.h"
+#include "sim/sim_types.h"
 #include "sim/step_model.h"
 #include "state/link_model.h"
 

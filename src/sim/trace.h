@@ -1,9 +1,8 @@
 // Cluster traces for the simulator: readers for the Philly job list (as derived by Pollux), the
 // Alibaba openb pod list, the Tiresias sample and a documented generic CSV, into one job list
-// sorted by submission time; and the rule that turns a trace job into a JobSpec when the trace
-// does not give a parallel layout. A fractional request (gpu_milli < 1000) becomes a
-// fractional JobSpec (JobSpec::gpu_milli) that shares a GPU in the scheduler core. Knows nothing of
-// clusters, placements or the scheduler.
+// sorted by submission time. A fractional request (gpu_milli < 1000) is kept as such; the rule
+// that turns a trace job into a JobSpec is sim/trace_spec.h. Knows nothing of clusters,
+// placements or the scheduler.
 #pragma once
 
 #include <cstdint>
@@ -64,15 +63,5 @@ struct Trace {
 StatusOr<Trace> ParseTrace(const std::string& text, const std::string& source, TraceFormat format,
                            int max_jobs = 0);
 StatusOr<Trace> ReadTraceFile(const std::string& path, TraceFormat format, int max_jobs = 0);
-
-// The job spec the simulator submits for a trace job. Layout when the trace gives none
-// (docs/simulator.md): GPUs ≤ max_tp is one TP group of all the GPUs (one node); more GPUs get
-// TP = the largest power of two ≤ max_tp dividing the count and DP = the rest (32 → TP 8 × DP 4,
-// 12 → TP 4 × DP 3). max_tp = min(8, most GPUs on one node of the cluster). One replica per TP
-// group. A one_node job (openb pods) gets the constraint `job: required node`: it is placed on
-// one node or not at all. Model size when the trace gives none: 1e9 parameters (the bytes only
-// scale the communication time; the simulator uses the ratio of predicted to best-possible time).
-// InvalidArgument (file:line) when the spec does not normalize.
-StatusOr<job::JobSpec> MakeJobSpec(const TraceJob& j, const std::string& source, int max_tp);
 
 }  // namespace toposched::sim

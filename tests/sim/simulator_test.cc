@@ -17,6 +17,7 @@
 #include "sim/openb_cluster.h"
 #include "sim/policies.h"
 #include "sim/report.h"
+#include "sim/trace_spec.h"
 #include "testing/clusters.h"
 #include "testing/golden.h"
 #include "testing/samples.h"

@@ -12,6 +12,7 @@
 #include "cost/cost_tables.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"
+#include "sim/trace_spec.h"
 #include "state/cluster_state.h"
 #include "state/link_model.h"
 #include "testing/clusters.h"

@@ -2,6 +2,7 @@
 // through the generic reader, the drawn shares match the mix, layouts are valid, and a broken
 // mix file names its line.
 #include "sim/trace_generate.h"
+#include "sim/trace_spec.h"
 
 #include <gtest/gtest.h>
 

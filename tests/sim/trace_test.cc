@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 
+#include "sim/trace_spec.h"
 #include "testing/samples.h"
 
 namespace toposched::sim {

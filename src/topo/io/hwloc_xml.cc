@@ -43,10 +43,10 @@
 #include <string>
 #include <vector>
 
+#include "core/file.h"
 #include "core/strings.h"
 #include "topo/hardware.h"
 #include "topo/io/hwloc_internal.h"
-#include "topo/io/import.h"
 
 namespace toposched::topo::io {
 
@@ -761,7 +761,7 @@ StatusOr<NodeTopology> ParseHwlocXml(const std::string& text, const std::string&
 }
 
 StatusOr<NodeTopology> ReadHwlocXmlFile(const std::string& path) {
-  ASSIGN_OR_RETURN(std::string text, ReadFileToString(path, kMaxXmlBytes));
+  ASSIGN_OR_RETURN(std::string text, ReadFileBounded(path, kMaxXmlBytes, "this input"));
   return ParseHwlocXml(text, path);
 }
 

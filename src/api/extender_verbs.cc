@@ -1,10 +1,11 @@
-#include "api/extender.h"
-
+// The extender's options, ledger, placement, the filter and prioritize verbs and the views (the
+// class: api/extender.h; the state its files share: api/extender_internal.h).
 #include <algorithm>
 #include <chrono>
 #include <numeric>
 #include <utility>
 
+#include "api/extender.h"
 #include "api/extender_internal.h"
 #include "api/extender_k8s.h"
 #include "api/extender_scan.h"
