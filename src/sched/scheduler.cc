@@ -23,6 +23,7 @@ using internal::AllocatePlacement;
 using internal::GpusOf;
 using internal::JobName;
 using internal::kNever;
+using internal::PlusLimit;
 using internal::Seconds;
 using job::JobState;
 
@@ -473,6 +474,21 @@ Status Scheduler::ReleaseHold(int64_t hold_id) {
   RETURN_IF_ERROR(state_.Release(HoldAllocationId(hold_id)));
   holds_.erase(it);
   return OkStatus();
+}
+
+int64_t Scheduler::EndUs(const Job& j) {
+  if (auto kill = j.record.kill_deadline_us()) return *kill;
+  if (j.spec.time_limit_s <= 0) return kNever;
+  return PlusLimit(j.start_us, j.spec.time_limit_s);
+}
+
+std::optional<int64_t> Scheduler::NextPlannedStartUs() const {
+  std::optional<int64_t> out;
+  for (const Job* j : pending_list_) {
+    if (j->record.state() != JobState::kPending || j->wait_start_us < 0) continue;
+    if (!out || j->wait_start_us < *out) out = j->wait_start_us;
+  }
+  return out;
 }
 
 }  // namespace toposched::sched

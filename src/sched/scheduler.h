@@ -358,15 +358,8 @@ class Scheduler {
 
  private:
   friend class SchedulingPass;  // Schedule's steps (scheduler_pass.h)
-  // A wait-or-spread plan (PlanWait): `wait` when the best placement found after running jobs'
-  // expected ends (start_us, finish_us, placement) finishes the job before starting now would
-  // (finish_now_us); `alternative` false: none was found before that.
-  struct WaitPlan {
-    bool wait = false, alternative = false;
-    int64_t start_us = 0;
-    double finish_us = 0, finish_now_us = 0;
-    Placement placement;
-  };
+  friend class Lookahead;       // reservations, backfill, wait-or-spread (lookahead.h)
+  friend class Preemption;      // preemption (preemption.h)
   struct Job {
     int64_t id = 0;
     job::JobSpec spec;
@@ -399,12 +392,6 @@ class Scheduler {
   };
   struct Usage {
     std::map<std::string, int> user_gpus, queue_gpus;
-  };
-  struct Reservation {
-    int64_t job_id = 0;
-    int64_t start_us = 0;  // INT64_MAX: never (running jobs without a time limit)
-    std::vector<NodeGpus> parts;
-    bool estimated = false;  // start_us rests on a running job's estimated end
   };
 
   Scheduler(const GangPlacer& placer, Options options, ClusterState state);
@@ -472,33 +459,10 @@ class Scheduler {
   std::string LimitReason(const Job& j, const Usage& u) const;
   Status Start(Job& j, Placement p, int64_t now_us, const std::string& reason);
   Status ReleaseIfStopped(Job& j);
-  Reservation MakeReservation(const Job& j, const job::JobSpec& spec, int64_t now_us) const;
   // The spec a pass places `j` with at now_us: j.local while it still waits for locality, else
   // j.spec.
   const job::JobSpec& PlacementSpec(const Job& j, int64_t now_us) const;
-  // Wait-or-spread (SchedulerOptions::wait_or_spread): the placements on `base` (the cluster,
-  // or the backfill shadow) released of running jobs in expected-end order, against starting
-  // now on `now_p` (planned again at every pass, never past the job's first plan). nullopt: no plan
-  // applies (off, no estimate, `now_p` already the best possible).
-  std::optional<WaitPlan> PlanWait(const Job& j, const job::JobSpec& spec, const Placement& now_p,
-                                   const ClusterState& base, int64_t now_us) const;
-  // The pending reason of a job waiting on `plan` instead of starting on `now_p`, in numbers.
-  std::string WaitWords(const Job& j, const WaitPlan& plan, const Placement& now_p,
-                        int64_t now_us) const;
-  // What decided a job to start on `now_p` against `plan` (appended to its start reason).
-  std::string SpreadNote(const WaitPlan& plan, const Placement& now_p) const;
-  // Tries to place `j` by preempting; on success performs it and starts j.
-  StatusOr<bool> TryPreempt(Job& j, int64_t now_us);
   static int64_t EndUs(const Job& j);  // INT64_MAX without a limit
-  // When a running job ends for the reservation: EndUs, or without a limit (and a kill
-  // deadline) its expected end under backfill_by_estimates (INT64_MAX: unknown).
-  int64_t ReservationEndUs(const Job& j, int64_t now_us) const;
-  // When pending job `j` started now on `p` would end, for backfill: now + its time limit, or
-  // without one its estimated run there under backfill_by_estimates when `estimate_ok` (the
-  // reservation it is weighed against rests on an estimate itself: one from time limits alone is
-  // not traded against an estimate); nullopt: unknown. `estimated` tells which.
-  std::optional<int64_t> BackfillEndUs(const Job& j, const Placement& p, int64_t now_us,
-                                       bool estimate_ok, bool* estimated) const;
 
   const RunTimeEstimator* estimator_ = nullptr;
   const GangPlacer* base_placer_;

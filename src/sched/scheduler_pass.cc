@@ -234,10 +234,10 @@ void SchedulingPass::AfterRelease(const Job& j) {
 bool SchedulingPass::Waits(Turn& t, const Placement& p, const ClusterState& base) {
   Job& j = t.j;
   t.note.clear();
-  t.plan = t.held ? std::nullopt : s_.PlanWait(j, t.spec, p, base, now_us_);
+  t.plan = t.held ? std::nullopt : Lookahead(s_).PlanWait(j, t.spec, p, base, now_us_);
   if (!t.plan) return false;
   if (!t.plan->wait) {
-    t.note = s_.SpreadNote(*t.plan, p);
+    t.note = Lookahead(s_).SpreadNote(*t.plan, p);
     return false;
   }
   if (j.wait_finish_by_us < 0) {
@@ -245,12 +245,12 @@ bool SchedulingPass::Waits(Turn& t, const Placement& p, const ClusterState& base
   }
   j.wait_start_us = t.plan->start_us;
   waiting_ = true;
-  j.pending_reason = Scheduler::Words(s_.WaitWords(j, *t.plan, p, now_us_));
+  j.pending_reason = Scheduler::Words(Lookahead(s_).WaitWords(j, *t.plan, p, now_us_));
   return true;
 }
 
 // Sets the pass's reservation and its shadow: state_ with the reserved free GPUs blocked.
-void SchedulingPass::Reserve(const Scheduler::Reservation& r) {
+void SchedulingPass::Reserve(const Lookahead::Reservation& r) {
   res_ = r;
   shadow_ = s_.state_;
   Block(*shadow_, res_->parts, AllocId::Block(kShadowBlock));
@@ -263,7 +263,7 @@ StatusOr<bool> SchedulingPass::PlaceAtHead(Turn& t) {
   const Scheduler::Options& options = s_.options_;
   if (t.now_v.fit()) {
     if (Waits(t, *t.now_v.placement, s_.state_)) {
-      Reserve(Scheduler::Reservation{j.id, t.plan->start_us, t.plan->placement.parts});
+      Reserve(Lookahead::Reservation{j.id, t.plan->start_us, t.plan->placement.parts});
       return true;
     }
     const std::string why =
@@ -280,7 +280,7 @@ StatusOr<bool> SchedulingPass::PlaceAtHead(Turn& t) {
     }
   }
   if (j.spec.priority >= options.preempt_priority_threshold) {
-    ASSIGN_OR_RETURN(bool ok, s_.TryPreempt(j, now_us_));
+    ASSIGN_OR_RETURN(bool ok, Preemption(s_).TryStart(j, now_us_));
     if (ok) {
       AfterRelease(j);
       return true;
@@ -291,7 +291,7 @@ StatusOr<bool> SchedulingPass::PlaceAtHead(Turn& t) {
     j.pending_reason = Scheduler::Words("waiting for resources: " + t.now_v.Explain());
     return false;  // strict order: nobody passes the head
   }
-  Reserve(s_.MakeReservation(j, t.spec, now_us_));
+  Reserve(Lookahead(s_).MakeReservation(j, t.spec, now_us_));
   j.pending_reason = Scheduler::Words(
       "head of queue, reserved to start at " + Seconds(res_->start_us, options.epoch_clock) +
       (res_->estimated ? " (by the running jobs' estimated ends)" : "") + ": " + t.now_v.Explain());
@@ -314,7 +314,8 @@ Status SchedulingPass::PlaceBehindReservation(Turn& t) {
     j.pending_reason = behind_reason_[t.shape];
     return OkStatus();
   }
-  t.end_us = s_.BackfillEndUs(j, *t.now_v.placement, now_us_, res_->estimated, &t.end_estimated);
+  t.end_us = Lookahead(s_).BackfillEndUs(j, *t.now_v.placement, now_us_, res_->estimated,
+                                         &t.end_estimated);
   const bool ends_before = res_->start_us != kNever && t.end_us && *t.end_us <= res_->start_us;
   if (ends_before && Waits(t, *t.now_v.placement, *shadow_)) return OkStatus();
   if (!ends_before) return BackfillBeside(t);

@@ -14,6 +14,8 @@
 #include "core/status.h"
 #include "job/job_spec.h"
 #include "placer/gang.h"
+#include "sched/lookahead.h"
+#include "sched/preemption.h"
 #include "sched/scheduler.h"
 #include "sched/scheduler_util.h"
 #include "state/cluster_state.h"
@@ -57,9 +59,9 @@ class SchedulingPass {
     int shape = 0;
     Verdict now_v;
     std::string gpus;  // "N GPUs"
-    std::optional<Scheduler::WaitPlan> plan;
+    std::optional<Lookahead::WaitPlan> plan;
     std::string note;
-    // Behind a reservation: when the job would end started now (Scheduler::BackfillEndUs).
+    // Behind a reservation: when the job would end started now (Lookahead::BackfillEndUs).
     std::optional<int64_t> end_us;
     bool end_estimated = false;
   };
@@ -76,7 +78,7 @@ class SchedulingPass {
   void CountStart(const Job& started);
   void AfterRelease(const Job& j);
   bool Waits(Turn& t, const Placement& p, const ClusterState& base);
-  void Reserve(const Scheduler::Reservation& r);
+  void Reserve(const Lookahead::Reservation& r);
   StatusOr<bool> PlaceAtHead(Turn& t);  // false: stop the pass (strict order)
   Status PlaceBehindReservation(Turn& t);
   Status BackfillBeside(Turn& t);
@@ -88,7 +90,7 @@ class SchedulingPass {
   bool waiting_ = false;  // a job left waiting for resources (no grow then)
   std::vector<Job*> pending_;
   Scheduler::Shares shares_;
-  std::optional<Scheduler::Reservation> res_;
+  std::optional<Lookahead::Reservation> res_;
   std::optional<ClusterState> shadow_;  // state_ with the reserved free GPUs blocked
   Scheduler::Usage usage_;
   // Link loads of the running jobs (contention score), kept up to date through the pass.

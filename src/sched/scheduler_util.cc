@@ -10,6 +10,11 @@ namespace toposched::sched {
 
 namespace internal {
 
+int64_t PlusLimit(int64_t us, int64_t limit_s) {
+  if (limit_s > (kNever - us) / kUsPerS) return kNever;
+  return us + limit_s * kUsPerS;
+}
+
 std::string JobName(int64_t id) { return "job-" + std::to_string(id); }
 
 std::string Seconds(int64_t us, bool epoch) {

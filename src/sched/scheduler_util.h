@@ -1,6 +1,6 @@
 // Small helpers the scheduler's own sources share (scheduler.cc, scheduler_pass.cc,
-// scheduler_events.cc): the "never" time, job names, times for explanations, and taking a
-// placement's GPUs. Internal to src/sched.
+// scheduler_events.cc, lookahead.cc, preemption.cc): the "never" time, job names, times for
+// explanations, and taking a placement's GPUs. Internal to src/sched.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,8 @@ namespace toposched::sched {
 namespace internal {
 
 inline constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+// `us` + `limit_s` seconds; kNever where that would overflow.
+int64_t PlusLimit(int64_t us, int64_t limit_s);
 std::string JobName(int64_t id);
 // A point in time for explanations: seconds from the start, or a UTC date-time when the clock
 // counts from the Unix epoch.

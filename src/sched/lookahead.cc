@@ -1,6 +1,5 @@
-// The scheduler's look ahead: when running jobs end (their estimates or limits), the reservation
-// for the blocked head of the queue, which later jobs may backfill without delaying it, and the
-// wait-or-spread plan of a job that would run faster if it waited for a better placement.
+#include "sched/lookahead.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -10,7 +9,6 @@
 #include <vector>
 
 #include "core/time_units.h"
-#include "sched/scheduler.h"
 #include "sched/scheduler_util.h"
 
 namespace toposched::sched {
@@ -19,8 +17,8 @@ namespace {
 
 using internal::AllocatePlacement;
 using internal::kNever;
+using internal::PlusLimit;
 using internal::Seconds;
-using job::JobState;
 
 // A span of time for explanations, rounded: "~45 s", "~12 min", "~3.1 h".
 std::string Approx(double seconds) {
@@ -37,30 +35,18 @@ std::string Approx(double seconds) {
 
 }  // namespace
 
-// `us` + `limit_s` seconds; kNever where that would overflow.
-static int64_t PlusLimit(int64_t us, int64_t limit_s) {
-  if (limit_s > (kNever - us) / kUsPerS) return kNever;
-  return us + limit_s * kUsPerS;
-}
-
-int64_t Scheduler::EndUs(const Job& j) {
-  if (auto kill = j.record.kill_deadline_us()) return *kill;
-  if (j.spec.time_limit_s <= 0) return kNever;
-  return PlusLimit(j.start_us, j.spec.time_limit_s);
-}
-
-int64_t Scheduler::ReservationEndUs(const Job& j, int64_t now_us) const {
-  const int64_t end = EndUs(j);
+int64_t Lookahead::ReservationEndUs(const Job& j, int64_t now_us) const {
+  const int64_t end = Scheduler::EndUs(j);
   // A kill deadline is never kNever, so `end` already answers for it.
-  if (end != kNever || !options_.backfill_by_estimates || estimator_ == nullptr ||
+  if (end != kNever || !s_.options_.backfill_by_estimates || s_.estimator_ == nullptr ||
       j.spec.time_limit_s > 0) {
     return end;
   }
-  const std::optional<int64_t> e = estimator_->ExpectedEndUs(j.id, now_us);
+  const std::optional<int64_t> e = s_.estimator_->ExpectedEndUs(j.id, now_us);
   return e ? std::max(*e, now_us) : kNever;
 }
 
-std::optional<int64_t> Scheduler::BackfillEndUs(const Job& j, const Placement& p, int64_t now_us,
+std::optional<int64_t> Lookahead::BackfillEndUs(const Job& j, const Placement& p, int64_t now_us,
                                                 bool estimate_ok, bool* estimated) const {
   *estimated = false;
   if (j.spec.time_limit_s > 0) {
@@ -68,10 +54,10 @@ std::optional<int64_t> Scheduler::BackfillEndUs(const Job& j, const Placement& p
     if (end == kNever) return std::nullopt;
     return end;
   }
-  if (!estimate_ok || !options_.backfill_by_estimates || estimator_ == nullptr) {
+  if (!estimate_ok || !s_.options_.backfill_by_estimates || s_.estimator_ == nullptr) {
     return std::nullopt;
   }
-  const std::optional<double> run = estimator_->RunSeconds(j.id, p);
+  const std::optional<double> run = s_.estimator_->RunSeconds(j.id, p);
   if (!run || !std::isfinite(*run) || *run < 0) return std::nullopt;
   const double us = std::ceil(*run * kUsPerS);
   if (!(us < 9e18)) return std::nullopt;  // below 2^63: the cast is defined
@@ -81,25 +67,25 @@ std::optional<int64_t> Scheduler::BackfillEndUs(const Job& j, const Placement& p
   return now_us + d;
 }
 
-Scheduler::Reservation Scheduler::MakeReservation(const Job& j, const job::JobSpec& spec,
+Lookahead::Reservation Lookahead::MakeReservation(const Job& j, const job::JobSpec& spec,
                                                   int64_t now_us) const {
   std::vector<std::pair<int64_t, const Job*>> running;  // (end for the reservation, job)
-  for (const auto& [id, o_ptr] : Running()) {
+  for (const auto& [id, o_ptr] : s_.Running()) {
     const Job& o = *o_ptr;
     if (o.placement) running.emplace_back(ReservationEndUs(o, now_us), &o);
   }
   std::stable_sort(running.begin(), running.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
-  ClusterState trial = state_;
+  ClusterState trial = s_.state_;
   Reservation r{j.id, kNever, {}};
   bool estimated = false;
   for (const auto& [end, o] : running) {
     (void)trial.Release(o->id);
     if (end == kNever) continue;  // only reached when released as part of "never"
-    estimated = estimated || end != EndUs(*o);
+    estimated = estimated || end != Scheduler::EndUs(*o);
     // Too few free GPUs cluster-wide: no placement yet (saves a placer call per release).
     if (!spec.Fractional() && trial.ClusterCapacity().free_gpus < spec.total_gpus) continue;
-    Verdict v = placer_->Place(trial, spec);
+    Verdict v = s_.placer_->Place(trial, spec);
     if (v.fit()) {
       r.start_us = std::max(end, now_us);
       r.parts = v.placement->parts;
@@ -108,30 +94,31 @@ Scheduler::Reservation Scheduler::MakeReservation(const Job& j, const job::JobSp
     }
   }
   // Never by time limits: reserve the GPUs it would take with every running job gone.
-  Verdict v = placer_->Place(trial, spec);
+  Verdict v = s_.placer_->Place(trial, spec);
   if (v.fit()) r.parts = v.placement->parts;
   return r;
 }
 
-std::optional<Scheduler::WaitPlan> Scheduler::PlanWait(const Job& j, const job::JobSpec& spec,
+std::optional<Lookahead::WaitPlan> Lookahead::PlanWait(const Job& j, const job::JobSpec& spec,
                                                        const Placement& now_p,
                                                        const ClusterState& base,
                                                        int64_t now_us) const {
-  if (!options_.wait_or_spread || estimator_ == nullptr || j.spec.elastic || spec.Fractional()) {
+  if (!s_.options_.wait_or_spread || s_.estimator_ == nullptr || j.spec.elastic ||
+      spec.Fractional()) {
     return std::nullopt;
   }
   const int64_t limit = j.wait_finish_by_us >= 0 ? j.wait_finish_by_us : kNever;
   if (now_us >= limit) return std::nullopt;                                 // waited it out
   if (!(now_p.predicted_ms > now_p.best_possible_ms)) return std::nullopt;  // already best
-  const std::optional<double> run_now = estimator_->RunSeconds(j.id, now_p);
+  const std::optional<double> run_now = s_.estimator_->RunSeconds(j.id, now_p);
   if (!run_now) return std::nullopt;
   WaitPlan best;
   best.finish_now_us = static_cast<double>(now_us) + *run_now * kUsPerS;
   best.finish_us = best.finish_now_us;            // the bound: no later start can win
   std::vector<std::pair<int64_t, int64_t>> ends;  // (expected end, job id)
-  for (const auto& [id, o] : running_) {
+  for (const auto& [id, o] : s_.running_) {
     if (!o->placement) continue;
-    if (std::optional<int64_t> e = estimator_->ExpectedEndUs(id, now_us)) {
+    if (std::optional<int64_t> e = s_.estimator_->ExpectedEndUs(id, now_us)) {
       ends.emplace_back(std::max(*e, now_us), id);
     }
   }
@@ -150,11 +137,11 @@ std::optional<Scheduler::WaitPlan> Scheduler::PlanWait(const Job& j, const job::
   // placement there is the best possible (no later group can give a faster one).
   auto evaluate = [&](const ClusterState& trial, size_t g) {
     ++attempts;
-    Verdict v = placer_->Place(trial, spec);
+    Verdict v = s_.placer_->Place(trial, spec);
     if (!v.fit()) return false;
     const bool at_best = !(v.placement->predicted_ms > v.placement->best_possible_ms);
     if (!(v.placement->predicted_ms < now_p.predicted_ms)) return at_best;
-    const std::optional<double> run = estimator_->RunSeconds(j.id, *v.placement);
+    const std::optional<double> run = s_.estimator_->RunSeconds(j.id, *v.placement);
     if (!run) return at_best;
     const double finish = static_cast<double>(times[g]) + *run * kUsPerS;
     if (!best.alternative || finish < best.finish_us) {
@@ -180,12 +167,12 @@ std::optional<Scheduler::WaitPlan> Scheduler::PlanWait(const Job& j, const job::
     for (; released < upto[g]; ++released) (void)trial.Release(ends[released].second);
     while (released > upto[g]) {
       --released;
-      const Job* o = Find(ends[released].second);
+      const Job* o = s_.Find(ends[released].second);
       if (o != nullptr && o->placement) (void)AllocatePlacement(trial, o->id, *o->placement);
     }
   };
   std::optional<size_t> below;  // the last group tried whose placement was not the best
-  for (size_t g = 0; g < times.size() && attempts < options_.wait_plan_attempts; g = 2 * g + 1) {
+  for (size_t g = 0; g < times.size() && attempts < s_.options_.wait_plan_attempts; g = 2 * g + 1) {
     if (beyond(g)) break;
     move_to(g);
     if (!evaluate(trial, g)) {
@@ -194,7 +181,7 @@ std::optional<Scheduler::WaitPlan> Scheduler::PlanWait(const Job& j, const job::
     }
     if (!below) break;
     size_t lo = *below, hi = g;  // hi reaches the best placement, lo does not
-    while (hi - lo > 1 && attempts < options_.wait_plan_attempts) {
+    while (hi - lo > 1 && attempts < s_.options_.wait_plan_attempts) {
       const size_t mid = lo + (hi - lo) / 2;
       if (beyond(mid)) break;
       move_to(mid);
@@ -208,40 +195,31 @@ std::optional<Scheduler::WaitPlan> Scheduler::PlanWait(const Job& j, const job::
   return best;
 }
 
-std::string Scheduler::WaitWords(const Job& j, const WaitPlan& plan, const Placement& now_p,
+std::string Lookahead::WaitWords(const Job& j, const WaitPlan& plan, const Placement& now_p,
                                  int64_t now_us) const {
   char ms[96];
   std::snprintf(ms, sizeof ms, "%.3f ms there against %.3f ms now", plan.placement.predicted_ms,
                 now_p.predicted_ms);
   return "waiting for " + plan.placement.domain + " (free in " +
          Approx(SecondsOfUs(plan.start_us - now_us)) + ", at " +
-         Seconds(plan.start_us, options_.epoch_clock) + "): finishes " +
+         Seconds(plan.start_us, s_.options_.epoch_clock) + "): finishes " +
          Approx((plan.finish_now_us - plan.finish_us) / kUsPerS) +
          " earlier than starting now across " + now_p.domain + " (" + ms +
          "; waits only while it can still finish by " +
-         Seconds(j.wait_finish_by_us, options_.epoch_clock) + ")";
+         Seconds(j.wait_finish_by_us, s_.options_.epoch_clock) + ")";
 }
 
-std::string Scheduler::SpreadNote(const WaitPlan& plan, const Placement& now_p) const {
+std::string Lookahead::SpreadNote(const WaitPlan& plan, const Placement& now_p) const {
   const std::string finish =
-      Seconds(static_cast<int64_t>(plan.finish_now_us), options_.epoch_clock);
+      Seconds(static_cast<int64_t>(plan.finish_now_us), s_.options_.epoch_clock);
   if (!plan.alternative) {
     return "; across " + now_p.domain + " now it finishes at ~" + finish +
            ", before any faster placement is expected free";
   }
   return "; across " + now_p.domain + " now it finishes at ~" + finish + ", " +
          Approx((plan.finish_us - plan.finish_now_us) / kUsPerS) + " before waiting for " +
-         plan.placement.domain + " (free at " + Seconds(plan.start_us, options_.epoch_clock) +
+         plan.placement.domain + " (free at " + Seconds(plan.start_us, s_.options_.epoch_clock) +
          ") would";
-}
-
-std::optional<int64_t> Scheduler::NextPlannedStartUs() const {
-  std::optional<int64_t> out;
-  for (const Job* j : pending_list_) {
-    if (j->record.state() != JobState::kPending || j->wait_start_us < 0) continue;
-    if (!out || j->wait_start_us < *out) out = j->wait_start_us;
-  }
-  return out;
 }
 
 }  // namespace toposched::sched
