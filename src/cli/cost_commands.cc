@@ -37,7 +37,7 @@ struct CalibrateArgs {
   bool markdown = false;
 };
 
-int Usage(const std::string& message) {
+int CostUsage(const std::string& message) {
   std::fprintf(stderr, "toposched cost: %s\n", message.c_str());
   return 2;
 }
@@ -52,7 +52,7 @@ nlohmann::json HopJson(const cost::Hop& h) {
   return j;
 }
 
-void PrintText(const cost::Estimate& e, cost::Collective c, double bytes) {
+void PrintCost(const cost::Estimate& e, cost::Collective c, double bytes) {
   std::printf("%s of %s over %d GPU%s (%d node%s), algorithm %s\n", cost::CollectiveName(c),
               cost::FormatBytes(bytes).c_str(), e.ranks, e.ranks == 1 ? "" : "s", e.nodes,
               e.nodes == 1 ? "" : "s", cost::AlgorithmName(e.algorithm));
@@ -78,7 +78,7 @@ void PrintText(const cost::Estimate& e, cost::Collective c, double bytes) {
 
 int RunCost(const CostArgs& a) {
   if (a.topo_file.empty() == a.cluster_file.empty()) {
-    return Usage("give exactly one of --topo FILE or --cluster FILE");
+    return CostUsage("give exactly one of --topo FILE or --cluster FILE");
   }
   auto collective = cost::ParseCollective(a.collective);
   if (!collective.ok()) return Fail(collective.status());
@@ -123,7 +123,7 @@ int RunCost(const CostArgs& a) {
     j["hops"] = hops;
     std::cout << j.dump(2) << "\n";
   } else {
-    PrintText(*est, *collective, *bytes);
+    PrintCost(*est, *collective, *bytes);
   }
   return 0;
 }

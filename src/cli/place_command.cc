@@ -104,7 +104,7 @@ void PrintRanksByNode(const topo::Cluster& c, const sched::Placement& p) {
   }
 }
 
-void PrintText(const topo::Cluster& c, const JobResult& r, bool all_ranks) {
+void PrintPlacement(const topo::Cluster& c, const JobResult& r, bool all_ranks) {
   const bool placed = r.verdict.fit();
   std::printf("job %s: %s (decision %lld us)\n", r.name.c_str(), placed ? "RUNNING" : "PENDING",
               static_cast<long long>(r.decision_us));
@@ -187,7 +187,7 @@ int RunPlace(const PlaceArgs& a) {
     for (const JobResult& r : results) out["jobs"].push_back(ResultJson(cluster, r));
     std::printf("%s\n", out.dump(2).c_str());
   } else {
-    for (const JobResult& r : results) PrintText(cluster, r, a.ranks);
+    for (const JobResult& r : results) PrintPlacement(cluster, r, a.ranks);
   }
   return 0;
 }

@@ -57,8 +57,8 @@ nlohmann::json ChoiceJson(const topo::NodeTopology& t, const sched::NodeChoice& 
   return j;
 }
 
-void PrintText(const topo::NodeTopology& t, const sched::NodeRequest& req,
-               const sched::NodeChoice& c) {
+void PrintNodeChoice(const topo::NodeTopology& t, const sched::NodeRequest& req,
+                     const sched::NodeChoice& c) {
   std::printf("node: %s (%zu GPUs)\n", t.source.c_str(), t.gpus.size());
   if (c.fit != sched::Fit::kFit) {
     std::printf("no placement (%s): %s\n", sched::FitName(c.fit), c.reason.c_str());
@@ -136,7 +136,7 @@ int RunPlaceNode(const PlaceNodeArgs& a) {
   if (a.json) {
     std::printf("%s\n", ChoiceJson(*t, *choice).dump(2).c_str());
   } else {
-    PrintText(*t, req, *choice);
+    PrintNodeChoice(*t, req, *choice);
   }
   return choice->fit == sched::Fit::kFit ? 0 : 1;
 }

@@ -98,7 +98,7 @@ struct PlaceArgs {
   double interval_s = 5;
 };
 
-StatusOr<slurm::PlaceOptions> OptionsOf(const PlaceArgs& a) {
+StatusOr<slurm::PlaceOptions> SlurmPlaceOptionsOf(const PlaceArgs& a) {
   slurm::PlaceOptions o;
   o.mark.partition = a.partition;
   o.mark.comment = a.comment;
@@ -109,10 +109,10 @@ StatusOr<slurm::PlaceOptions> OptionsOf(const PlaceArgs& a) {
   return o;
 }
 
-int RunPlace(const PlaceArgs& a) {
+int RunSlurmPlace(const PlaceArgs& a) {
   auto c = ReadCluster(a.cluster);
   if (!c.ok()) return Fail(c.status());
-  auto o = OptionsOf(a);
+  auto o = SlurmPlaceOptionsOf(a);
   if (!o.ok()) return Fail(o.status());
   slurm::ProcessRunner runner;
   auto r = slurm::PlaceOnce(*c, runner, *o);
@@ -125,7 +125,7 @@ int RunWatch(const PlaceArgs& a) {
   if (!(a.interval_s > 0)) return Fail(InvalidArgumentError("--interval must be > 0 seconds"));
   auto c = ReadCluster(a.cluster);
   if (!c.ok()) return Fail(c.status());
-  auto o = OptionsOf(a);
+  auto o = SlurmPlaceOptionsOf(a);
   if (!o.ok()) return Fail(o.status());
   struct sigaction sa {};
   sa.sa_handler = OnStopSignal;
@@ -158,7 +158,7 @@ int RunWatch(const PlaceArgs& a) {
   return 0;
 }
 
-int RunCost(const std::string& cluster_file, bool ring, const std::vector<std::string>& ids) {
+int RunSlurmCost(const std::string& cluster_file, bool ring, const std::vector<std::string>& ids) {
   auto c = ReadCluster(cluster_file);
   if (!c.ok()) return Fail(c.status());
   slurm::ProcessRunner runner;
@@ -209,7 +209,7 @@ struct ImportArgs {
   std::string out;
 };
 
-int RunImport(const ImportArgs& a) {
+int RunSlurmImport(const ImportArgs& a) {
   slurm::ImportOptions o;
   o.cluster_name = a.name;
   o.default_topology = a.topo;
@@ -306,7 +306,7 @@ void RegisterSlurmCommands(CLI::App& app, int& rc) {
   imp->add_option("--name", ia->name, "cluster name");
   imp->add_option("--gpu-model", ia->gpu_model, "GPU model when the files do not name it");
   imp->add_option("--out", ia->out, "write the cluster JSON here (default: stdout)");
-  imp->callback([ia, &rc] { rc = RunImport(*ia); });
+  imp->callback([ia, &rc] { rc = RunSlurmImport(*ia); });
 
   auto add_place_args = [](CLI::App* c, PlaceArgs& a) {
     c->add_option("--cluster", a.cluster, "cluster spec (YAML, or JSON from slurm import)")
@@ -322,7 +322,7 @@ void RegisterSlurmCommands(CLI::App& app, int& rc) {
   auto pa = std::make_shared<PlaceArgs>();
   CLI::App* place = sl->add_subcommand("place", "Place the marked held jobs once, then release");
   add_place_args(place, *pa);
-  place->callback([pa, &rc] { rc = RunPlace(*pa); });
+  place->callback([pa, &rc] { rc = RunSlurmPlace(*pa); });
 
   auto wa = std::make_shared<PlaceArgs>();
   CLI::App* watch = sl->add_subcommand("watch", "Place marked held jobs in a loop until SIGTERM");
@@ -338,7 +338,7 @@ void RegisterSlurmCommands(CLI::App& app, int& rc) {
   cost->add_option("--cluster", *cc, "cluster spec")->required();
   cost->add_flag("--ring", *ring, "ranks in ring order inside each node (as toposched exec sets)");
   cost->add_option("JOBID", *ids, "only these jobs");
-  cost->callback([cc, ring, ids, &rc] { rc = RunCost(*cc, *ring, *ids); });
+  cost->callback([cc, ring, ids, &rc] { rc = RunSlurmCost(*cc, *ring, *ids); });
 
   auto ea = std::make_shared<ExecArgs>();
   CLI::App* ex = app.add_subcommand(

@@ -27,7 +27,7 @@ int Emit(const topo::NodeTopology& t, const std::string& to) {
   return 0;
 }
 
-int RunImport(const TopoArgs& a) {
+int RunTopoImport(const TopoArgs& a) {
   auto fmt = topo::io::ParseTopoFormat(a.format);
   if (!fmt.ok()) return Fail(fmt.status());
   auto t = topo::io::ImportTopologyFile(a.file, *fmt);
@@ -49,7 +49,7 @@ void RegisterTopoCommands(CLI::App& app, int& rc) {
       ->check(CLI::IsMember({"auto", "nvidia-smi", "hwloc", "nccl-xml", "json"}));
   imp->add_option("--to", args->to, "json (default) or summary")
       ->check(CLI::IsMember({"json", "summary"}));
-  imp->callback([args, &rc] { rc = RunImport(*args); });
+  imp->callback([args, &rc] { rc = RunTopoImport(*args); });
 
   auto show_args = std::make_shared<TopoArgs>();
   CLI::App* show = topo->add_subcommand("show", "Readable summary of a node topology file");
@@ -58,7 +58,7 @@ void RegisterTopoCommands(CLI::App& app, int& rc) {
       ->check(CLI::IsMember({"auto", "nvidia-smi", "hwloc", "nccl-xml", "json"}));
   show->callback([show_args, &rc] {
     show_args->to = "summary";
-    rc = RunImport(*show_args);
+    rc = RunTopoImport(*show_args);
   });
 
   auto disc_to = std::make_shared<std::string>("summary");

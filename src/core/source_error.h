@@ -19,6 +19,10 @@ struct SourcePos {
 // known (> 0, > 0, not empty).
 Status SourceError(const std::string& source, SourcePos pos, const std::string& field,
                    const std::string& msg);
+// "source:line:column: msg" (no field).
+inline Status SourceError(const std::string& source, SourcePos pos, const std::string& msg) {
+  return SourceError(source, pos, "", msg);
+}
 // "source:line: msg" (the line left out when 0).
 inline Status SourceError(const std::string& source, int line, const std::string& msg) {
   return SourceError(source, SourcePos{line, 0}, "", msg);

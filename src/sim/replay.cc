@@ -5,6 +5,7 @@
 
 #include "core/time_units.h"
 #include "placer/policy.h"
+#include "sim/random.h"
 
 namespace toposched::sim::detail {
 
@@ -21,11 +22,6 @@ int64_t ParseJobId(const std::string& s) {
     v = v * 10 + (s[i] - '0');
   }
   return v;
-}
-
-// Uniform in (0, 1] from the raw 64-bit output (the same on every standard library).
-double Uniform01(std::mt19937_64& rng) {
-  return (static_cast<double>(rng() >> 11) + 1.0) * (1.0 / 9007199254740992.0);
 }
 
 }  // namespace

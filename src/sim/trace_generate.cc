@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "core/time_units.h"
+#include "sim/random.h"
 
 namespace toposched::sim {
 
@@ -269,11 +270,6 @@ StatusOr<std::vector<TraceMix>> ParseMixesOrThrow(const std::string& yaml,
     mixes.push_back(std::move(m));
   }
   return mixes;
-}
-
-// (0, 1]: 53 random bits, never 0, so log() is finite.
-double Uniform01(std::mt19937_64& rng) {
-  return (static_cast<double>(rng() >> 11) + 1.0) * (1.0 / 9007199254740992.0);
 }
 
 // A standard normal by Marsaglia's polar method: only log and sqrt, both portable enough that

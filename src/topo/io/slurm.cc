@@ -93,10 +93,6 @@ struct KeyValue {
 };
 
 // "<source>:<line>:<column>: <msg>": the place a reader's error names.
-Status ErrorAt(const std::string& source, SourcePos pos, const std::string& msg) {
-  return SourceError(source, pos, "", msg);
-}
-
 StatusOr<std::vector<KeyValue>> SplitKeyValues(const std::string& source, const ConfLine& line) {
   std::vector<KeyValue> out;
   const std::string& s = line.text;
@@ -111,7 +107,7 @@ StatusOr<std::vector<KeyValue>> SplitKeyValues(const std::string& source, const 
     const std::string tok = s.substr(i, end - i);
     size_t eq = tok.find('=');
     if (eq == std::string::npos || eq == 0) {
-      return ErrorAt(source, line.PosOf(i), "expected Key=Value, got " + Quote(tok));
+      return SourceError(source, line.PosOf(i), "expected Key=Value, got " + Quote(tok));
     }
     KeyValue kv;
     kv.raw_key = tok.substr(0, eq);
@@ -121,10 +117,10 @@ StatusOr<std::vector<KeyValue>> SplitKeyValues(const std::string& source, const 
     kv.value_pos = line.PosOf(i + eq + 1);
     for (const KeyValue& prev : out) {
       if (prev.key == kv.key) {
-        return ErrorAt(source, kv.key_pos,
-                       "key " + Quote(kv.raw_key) + " given twice (first at " +
-                           std::to_string(prev.key_pos.line) + ":" +
-                           std::to_string(prev.key_pos.column) + "), expected each key once");
+        return SourceError(source, kv.key_pos,
+                           "key " + Quote(kv.raw_key) + " given twice (first at " +
+                               std::to_string(prev.key_pos.line) + ":" +
+                               std::to_string(prev.key_pos.column) + "), expected each key once");
       }
     }
     out.push_back(std::move(kv));
@@ -151,8 +147,9 @@ Status CheckKeys(const std::string& source, const std::vector<KeyValue>& kvs,
       expected += (expected.empty() ? "" : ", ") + std::string(a);
     }
     if (!ok) {
-      return ErrorAt(source, kv.key_pos,
-                     "unknown key " + Quote(kv.raw_key) + " (expected one of: " + expected + ")");
+      return SourceError(
+          source, kv.key_pos,
+          "unknown key " + Quote(kv.raw_key) + " (expected one of: " + expected + ")");
     }
   }
   return OkStatus();
@@ -163,18 +160,18 @@ StatusOr<std::vector<std::string>> ExpandAt(const std::string& source, const Key
                                             size_t& expanded) {
   auto hosts = ExpandHostList(kv.value, kMaxHosts);
   if (!hosts.ok()) {
-    return ErrorAt(source, kv.value_pos,
-                   kv.raw_key + "=: " + hosts.status().message() +
-                       " (expected a host list such as gpu[001-016],login1)");
+    return SourceError(source, kv.value_pos,
+                       kv.raw_key + "=: " + hosts.status().message() +
+                           " (expected a host list such as gpu[001-016],login1)");
   }
   if (hosts->empty()) {
-    return ErrorAt(source, kv.value_pos, kv.raw_key + "= is empty, expected a host list");
+    return SourceError(source, kv.value_pos, kv.raw_key + "= is empty, expected a host list");
   }
   expanded += hosts->size();
   if (expanded > kMaxHostsPerFile) {
-    return ErrorAt(source, kv.value_pos,
-                   kv.raw_key + "=: the host lists of this file expand to more than " +
-                       std::to_string(kMaxHostsPerFile) + " names in all");
+    return SourceError(source, kv.value_pos,
+                       kv.raw_key + "=: the host lists of this file expand to more than " +
+                           std::to_string(kMaxHostsPerFile) + " names in all");
   }
   return std::move(hosts).value();
 }
@@ -221,9 +218,9 @@ StatusOr<SwitchTree> LinkSwitches(const std::string& source, const std::vector<S
   std::unordered_map<std::string, int> id_of;
   for (int i = 0; i < n; ++i) {
     if (auto [it, fresh] = id_of.emplace(sw[i].name, i); !fresh) {
-      return ErrorAt(source, sw[i].name_pos,
-                     "switch " + Quote(sw[i].name) + " already defined at line " +
-                         std::to_string(sw[it->second].line) + ", expected a new switch name");
+      return SourceError(source, sw[i].name_pos,
+                         "switch " + Quote(sw[i].name) + " already defined at line " +
+                             std::to_string(sw[it->second].line) + ", expected a new switch name");
     }
   }
   std::vector<std::vector<int>> kids(n), parents(n);
@@ -231,13 +228,14 @@ StatusOr<SwitchTree> LinkSwitches(const std::string& source, const std::vector<S
     for (const std::string& c : sw[i].switches) {
       auto it = id_of.find(c);
       if (it == id_of.end()) {
-        return ErrorAt(source, sw[i].switches_pos,
-                       "switch " + Quote(sw[i].name) + ": Switches= names undefined switch " +
-                           Quote(c) + ", expected switches defined by SwitchName= lines");
+        return SourceError(source, sw[i].switches_pos,
+                           "switch " + Quote(sw[i].name) + ": Switches= names undefined switch " +
+                               Quote(c) + ", expected switches defined by SwitchName= lines");
       }
       if (it->second == i) {
-        return ErrorAt(source, sw[i].switches_pos,
-                       "switch " + Quote(sw[i].name) + " lists itself, expected child switches");
+        return SourceError(
+            source, sw[i].switches_pos,
+            "switch " + Quote(sw[i].name) + " lists itself, expected child switches");
       }
       if (std::find(kids[i].begin(), kids[i].end(), it->second) != kids[i].end()) continue;
       kids[i].push_back(it->second);
@@ -261,11 +259,11 @@ StatusOr<SwitchTree> LinkSwitches(const std::string& source, const std::vector<S
       };
       if (sorted(kids[first]) != sorted(kids[other]) ||
           sorted_names(sw[first].nodes) != sorted_names(sw[other].nodes)) {
-        return ErrorAt(source, sw[other].switches_pos,
-                       "switch " + Quote(sw[c].name) + " has several parents (" +
-                           Quote(sw[first].name) + ", " + Quote(sw[other].name) +
-                           ") that are not interchangeable; toposched models a tree in which "
-                           "each switch has one parent");
+        return SourceError(source, sw[other].switches_pos,
+                           "switch " + Quote(sw[c].name) + " has several parents (" +
+                               Quote(sw[first].name) + ", " + Quote(sw[other].name) +
+                               ") that are not interchangeable; toposched models a tree in which "
+                               "each switch has one parent");
       }
       uf.Union(first, other);
     }
@@ -289,10 +287,10 @@ StatusOr<SwitchTree> LinkSwitches(const std::string& source, const std::vector<S
     for (int c : kids[i]) {
       const int pd = domain_of[i], cd = domain_of[c];
       if (dparent[cd] >= 0 && dparent[cd] != pd) {
-        return ErrorAt(source, sw[i].switches_pos,
-                       "switch " + Quote(sw[c].name) + " is under both " +
-                           Quote(sw[members[dparent[cd]][0]].name) + " and " + Quote(sw[i].name) +
-                           ", expected one parent per switch");
+        return SourceError(source, sw[i].switches_pos,
+                           "switch " + Quote(sw[c].name) + " is under both " +
+                               Quote(sw[members[dparent[cd]][0]].name) + " and " +
+                               Quote(sw[i].name) + ", expected one parent per switch");
       }
       if (dparent[cd] < 0) {
         dparent[cd] = pd;
@@ -318,8 +316,8 @@ StatusOr<SwitchTree> LinkSwitches(const std::string& source, const std::vector<S
   for (int d = 0; d < nd; ++d) {
     if (depth[d] < 0) {
       const SwitchDecl& s = sw[members[d][0]];
-      return ErrorAt(source, s.name_pos,
-                     "switch " + Quote(s.name) + " is part of a cycle, expected a tree");
+      return SourceError(source, s.name_pos,
+                         "switch " + Quote(s.name) + " is part of a cycle, expected a tree");
     }
   }
   return SwitchTree{std::move(members), std::move(dparent), std::move(dchildren), std::move(depth)};
@@ -362,10 +360,10 @@ StatusOr<SlurmTopology> BuildTree(const std::string& source, const std::vector<S
         topo.node_names.push_back(node);
         node_domain.push_back(d);
       } else if (node_domain[it->second] != d) {
-        return ErrorAt(source, s.nodes_pos,
-                       "node " + Quote(node) + " is under switch " +
-                           Quote(topo.domains[node_domain[it->second]].name) + " and " +
-                           Quote(s.name) + ", expected each node under one switch");
+        return SourceError(source, s.nodes_pos,
+                           "node " + Quote(node) + " is under switch " +
+                               Quote(topo.domains[node_domain[it->second]].name) + " and " +
+                               Quote(s.name) + ", expected each node under one switch");
       } else {
         continue;  // listed twice by one switch
       }
@@ -387,8 +385,8 @@ StatusOr<SlurmTopology> BuildTree(const std::string& source, const std::vector<S
 StatusOr<double> ParseLinkSpeed(const std::string& source, const KeyValue& kv) {
   auto speed = ParseDouble(kv.value);
   if (!speed.ok() || !std::isfinite(*speed) || *speed <= 0) {
-    return ErrorAt(source, kv.value_pos,
-                   "LinkSpeed= must be a positive number, got " + Quote(kv.value));
+    return SourceError(source, kv.value_pos,
+                       "LinkSpeed= must be a positive number, got " + Quote(kv.value));
   }
   return *speed;
 }
@@ -400,9 +398,9 @@ StatusOr<std::vector<int>> ParseLinks(const std::string& source, const KeyValue&
   for (const std::string& tok : Split(kv.value, ',')) {
     auto n = ParseInt(tok);
     if (!n.ok() || *n < -1 || *n > 1 << 20) {
-      return ErrorAt(source, kv.value_pos,
-                     "Links=: bad item " + Quote(tok) + " in " + Quote(kv.value) +
-                         ", expected NVLink counts (-1 = self)");
+      return SourceError(source, kv.value_pos,
+                         "Links=: bad item " + Quote(tok) + " in " + Quote(kv.value) +
+                             ", expected NVLink counts (-1 = self)");
     }
     out.push_back(static_cast<int>(*n));
   }
@@ -429,7 +427,7 @@ StatusOr<SwitchDecl> ParseSwitchLine(const std::string& source, const ConfLine& 
   s.line = line.number;
   s.name_pos = kvs.front().value_pos;
   if (s.name.empty()) {
-    return ErrorAt(source, s.name_pos, "SwitchName= is empty, expected a switch name");
+    return SourceError(source, s.name_pos, "SwitchName= is empty, expected a switch name");
   }
   if (const KeyValue* kv = FindKey(kvs, "switches")) {
     s.switches_pos = kv->value_pos;
@@ -457,17 +455,18 @@ class BlockReader {
     RETURN_IF_ERROR(CheckKeys(source_, kvs, {"BlockName", "Nodes"}));
     const KeyValue& head = kvs.front();
     const std::string& name = head.value;
-    if (name.empty()) return ErrorAt(source_, head.value_pos, "BlockName= is empty");
+    if (name.empty()) return SourceError(source_, head.value_pos, "BlockName= is empty");
     const int id = static_cast<int>(topo_.domains.size());
     if (auto [it, fresh] = block_id_.emplace(name, id); !fresh) {
-      return ErrorAt(source_, head.value_pos,
-                     "block " + Quote(name) + " already defined at line " +
-                         std::to_string(block_lines_[it->second]) + ", expected a new block name");
+      return SourceError(source_, head.value_pos,
+                         "block " + Quote(name) + " already defined at line " +
+                             std::to_string(block_lines_[it->second]) +
+                             ", expected a new block name");
     }
     const KeyValue* nodes = FindKey(kvs, "nodes");
     if (!nodes) {
-      return ErrorAt(source_, line.start,
-                     "block " + Quote(name) + ": no Nodes=, expected the block's host list");
+      return SourceError(source_, line.start,
+                         "block " + Quote(name) + ": no Nodes=, expected the block's host list");
     }
     ASSIGN_OR_RETURN(std::vector<std::string> names, ExpandAt(source_, *nodes, expanded_));
     NetworkDomain dom;
@@ -476,9 +475,9 @@ class BlockReader {
     for (const std::string& n : names) {
       auto [it, fresh] = node_id_.emplace(n, static_cast<int>(topo_.node_names.size()));
       if (!fresh) {
-        return ErrorAt(source_, nodes->value_pos,
-                       "node " + Quote(n) + " is in block " + Quote(BlockOf(it->second, name)) +
-                           " and in " + Quote(name) + ", expected each node in one block");
+        return SourceError(source_, nodes->value_pos,
+                           "node " + Quote(n) + " is in block " + Quote(BlockOf(it->second, name)) +
+                               " and in " + Quote(name) + ", expected each node in one block");
       }
       topo_.node_names.push_back(n);
       dom.nodes.push_back(it->second);
@@ -493,20 +492,21 @@ class BlockReader {
     RETURN_IF_ERROR(CheckKeys(source_, kvs, {"BlockSizes"}));
     const KeyValue& kv = kvs.front();
     if (sizes_line_ > 0) {
-      return ErrorAt(source_, kv.key_pos,
-                     "BlockSizes= already given at line " + std::to_string(sizes_line_) +
-                         ", expected it once");
+      return SourceError(source_, kv.key_pos,
+                         "BlockSizes= already given at line " + std::to_string(sizes_line_) +
+                             ", expected it once");
     }
     sizes_line_ = line.number;
     sizes_pos_ = kv.key_pos;
     for (const std::string& tok : Split(kv.value, ',')) {
       auto v = ParseInt(tok);
       if (!v.ok() || *v <= 0 || *v > kMaxHosts) {
-        return ErrorAt(source_, kv.value_pos,
-                       "BlockSizes=: bad size " + Quote(tok) + ", expected positive node counts");
+        return SourceError(
+            source_, kv.value_pos,
+            "BlockSizes=: bad size " + Quote(tok) + ", expected positive node counts");
       }
       if (!topo_.block_sizes.empty() && *v <= topo_.block_sizes.back()) {
-        return ErrorAt(source_, kv.value_pos, "BlockSizes= must be increasing");
+        return SourceError(source_, kv.value_pos, "BlockSizes= must be increasing");
       }
       topo_.block_sizes.push_back(static_cast<int>(*v));
     }
@@ -515,8 +515,8 @@ class BlockReader {
 
   StatusOr<SlurmTopology> Finish() && {
     if (topo_.domains.empty()) {
-      return ErrorAt(source_, sizes_pos_,
-                     "BlockSizes= without any BlockName= line, expected blocks first");
+      return SourceError(source_, sizes_pos_,
+                         "BlockSizes= without any BlockName= line, expected blocks first");
     }
     NetworkLevel level;
     level.name = "block";
@@ -554,16 +554,17 @@ StatusOr<SlurmTopology> ParseTopologyConf(std::string_view text, const std::stri
     const bool is_block = head.key == "blockname" || head.key == "blocksizes";
     if (!is_switch && !is_block) {
       const bool known = head.key == "switches" || head.key == "nodes" || head.key == "linkspeed";
-      return ErrorAt(
+      return SourceError(
           source, head.key_pos,
           (known ? "a line must start with the switch or block name, got " : "unknown key ") +
               Quote(head.raw_key) +
               ", expected SwitchName=, BlockName= or BlockSizes= first on a line");
     }
     if ((is_switch && !blocks.empty()) || (is_block && !switches.empty())) {
-      return ErrorAt(source, head.key_pos,
-                     "tree (SwitchName=) and block (BlockName=) lines cannot be mixed, expected " +
-                         std::string(is_switch ? "BlockName= or BlockSizes=" : "SwitchName="));
+      return SourceError(
+          source, head.key_pos,
+          "tree (SwitchName=) and block (BlockName=) lines cannot be mixed, expected " +
+              std::string(is_switch ? "BlockName= or BlockSizes=" : "SwitchName="));
     }
     if (is_switch) {
       ASSIGN_OR_RETURN(SwitchDecl s, ParseSwitchLine(source, line, kvs, expanded));
@@ -631,7 +632,7 @@ StatusOr<std::vector<GresGpu>> ParseGresConf(std::string_view text, const std::s
         }
         continue;
       }
-      return ErrorAt(source, line.start, "missing Name=, expected Name=gpu");
+      return SourceError(source, line.start, "missing Name=, expected Name=gpu");
     }
     if (name->value != "gpu") continue;
     std::vector<std::string> nodes = {""};
@@ -642,7 +643,7 @@ StatusOr<std::vector<GresGpu>> ParseGresConf(std::string_view text, const std::s
     const KeyValue* file = FindKey(kvs, "file");
     const KeyValue* multiple = FindKey(kvs, "multiplefiles");
     if (file && multiple) {
-      return ErrorAt(source, multiple->key_pos, "File= and MultipleFiles= are exclusive");
+      return SourceError(source, multiple->key_pos, "File= and MultipleFiles= are exclusive");
     }
     if (file) {
       ASSIGN_OR_RETURN(files, ExpandAt(source, *file, expanded));
@@ -652,30 +653,30 @@ StatusOr<std::vector<GresGpu>> ParseGresConf(std::string_view text, const std::s
     if (const KeyValue* kv = FindKey(kvs, "count")) {
       auto count = ParseInt(kv->value);
       if (!count.ok() || *count < 0 || *count > 4096) {
-        return ErrorAt(source, kv->value_pos, "Count=: bad count " + Quote(kv->value));
+        return SourceError(source, kv->value_pos, "Count=: bad count " + Quote(kv->value));
       }
       if (files.empty()) {
         files.assign(static_cast<size_t>(*count), "");
       } else if (static_cast<size_t>(*count) != files.size()) {
-        return ErrorAt(
+        return SourceError(
             source, kv->value_pos,
             "Count=" + kv->value + " but File= names " + std::to_string(files.size()) + " devices");
       }
     }
-    if (files.empty()) return ErrorAt(source, line.start, "a gpu line needs File= or Count=");
+    if (files.empty()) return SourceError(source, line.start, "a gpu line needs File= or Count=");
     std::vector<int> cores, links;
     if (const KeyValue* kv = FindKey(kvs, "cores")) {
       auto parsed = ParseIntList(kv->value, 1 << 16);
       if (!parsed.ok()) {
-        return ErrorAt(source, kv->value_pos, "Cores=: " + parsed.status().message());
+        return SourceError(source, kv->value_pos, "Cores=: " + parsed.status().message());
       }
       cores = std::move(parsed).value();
     }
     if (const KeyValue* kv = FindKey(kvs, "links")) {
       if (files.size() > 1) {
-        return ErrorAt(source, kv->key_pos,
-                       "Links= needs a line with a single device, File= names " +
-                           std::to_string(files.size()));
+        return SourceError(source, kv->key_pos,
+                           "Links= needs a line with a single device, File= names " +
+                               std::to_string(files.size()));
       }
       ASSIGN_OR_RETURN(links, ParseLinks(source, *kv));
     }
