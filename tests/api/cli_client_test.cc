@@ -11,9 +11,12 @@
 #include <thread>
 
 #include "api/api_testing.h"
+#include "testing/status_matchers.h"
 
 namespace toposched::api {
 namespace {
+
+using ::toposched::testing::HasSubstr;
 
 using nlohmann::json;
 
@@ -82,14 +85,14 @@ TEST_F(CliClientTest, SubmitQueueShowExplainCancelNodesEvents) {
 
   CliRun table = Cli("queue");
   ASSERT_EQ(table.code, 0);
-  EXPECT_NE(table.out.find("JOBID"), std::string::npos);
-  EXPECT_NE(table.out.find("cli-llama"), std::string::npos);
+  EXPECT_THAT(table.out, HasSubstr("JOBID"));
+  EXPECT_THAT(table.out, HasSubstr("cli-llama"));
 
   CliRun show = Cli("show job-" + jid);
   ASSERT_EQ(show.code, 0) << show.err;
-  EXPECT_NE(show.out.find("name:"), std::string::npos) << show.out;
-  EXPECT_NE(show.out.find("cli-llama"), std::string::npos) << show.out;
-  EXPECT_NE(show.out.find("submitted"), std::string::npos);
+  EXPECT_THAT(show.out, HasSubstr("name:")) << show.out;
+  EXPECT_THAT(show.out, HasSubstr("cli-llama")) << show.out;
+  EXPECT_THAT(show.out, HasSubstr("submitted"));
 
   CliRun ex = Cli("explain " + jid + " --json");
   ASSERT_EQ(ex.code, 0) << ex.err;
@@ -99,14 +102,14 @@ TEST_F(CliClientTest, SubmitQueueShowExplainCancelNodesEvents) {
   ASSERT_EQ(nodes.code, 0);
   EXPECT_EQ(json::parse(nodes.out)["nodes"].size(), 32u);
   CliRun sinfo = Cli("nodes");
-  EXPECT_NE(sinfo.out.find("gpu001"), std::string::npos);
+  EXPECT_THAT(sinfo.out, HasSubstr("gpu001"));
 
   CliRun cancel = Cli("cancel " + jid);
   ASSERT_EQ(cancel.code, 0) << cancel.err;
   EXPECT_EQ(cancel.out, "job-" + jid + " CANCELLED\n");
   CliRun again = Cli("cancel " + jid);
   EXPECT_EQ(again.code, 1);
-  EXPECT_NE(again.err.find("HTTP 409"), std::string::npos) << again.err;
+  EXPECT_THAT(again.err, HasSubstr("HTTP 409")) << again.err;
 
   CliRun ev = Cli("events --job " + jid + " --json");
   ASSERT_EQ(ev.code, 0);
@@ -131,7 +134,7 @@ TEST_F(CliClientTest, DrainAndResumeANode) {
   EXPECT_EQ(nodes[4]["drained"], false);
   CliRun bad = Cli("drain gpu999");
   EXPECT_EQ(bad.code, 1);
-  EXPECT_NE(bad.err.find("HTTP 404"), std::string::npos) << bad.err;
+  EXPECT_THAT(bad.err, HasSubstr("HTTP 404")) << bad.err;
 }
 
 // `toposched agent`: --once sends the node's topology; left running, it sends again when what it
@@ -179,10 +182,10 @@ TEST_F(CliClientTest, AgentSendsTheNodesTopologyAndAgainWhenItChanges) {
   CliRun other =
       Cli("agent --once --node gpu032 --topo " + samples + "07a-2gpu-nv2-workstation-stas00.txt");
   EXPECT_EQ(other.code, 1);
-  EXPECT_NE(other.err.find("2 GPUs, the cluster model has 8"), std::string::npos) << other.err;
+  EXPECT_THAT(other.err, HasSubstr("2 GPUs, the cluster model has 8")) << other.err;
   CliRun interval = Cli("agent --interval 0 --node gpu032");
   EXPECT_EQ(interval.code, 1);
-  EXPECT_NE(interval.err.find("--interval"), std::string::npos) << interval.err;
+  EXPECT_THAT(interval.err, HasSubstr("--interval")) << interval.err;
 }
 
 TEST_F(CliClientTest, ErrorsAreClearAndExitNonZero) {
@@ -190,17 +193,17 @@ TEST_F(CliClientTest, ErrorsAreClearAndExitNonZero) {
   testing_api::WriteFile(spec, "name: tokenless\ntotal_gpus: 1\n");
   CliRun no_token = Cli("submit " + spec, false);
   EXPECT_EQ(no_token.code, 1);
-  EXPECT_NE(no_token.err.find("HTTP 401"), std::string::npos) << no_token.err;
+  EXPECT_THAT(no_token.err, HasSubstr("HTTP 401")) << no_token.err;
 
   const std::string bad = dir_ + "/bad.yaml";
   testing_api::WriteFile(bad, "name: bad\ntotal_gpus: -3\n");
   CliRun b = Cli("submit " + bad);
   EXPECT_EQ(b.code, 1);
-  EXPECT_NE(b.err.find("bad.yaml:2"), std::string::npos) << b.err;
+  EXPECT_THAT(b.err, HasSubstr("bad.yaml:2")) << b.err;
 
   CliRun missing = Cli("show 4242");
   EXPECT_EQ(missing.code, 1);
-  EXPECT_NE(missing.err.find("HTTP 404"), std::string::npos) << missing.err;
+  EXPECT_THAT(missing.err, HasSubstr("HTTP 404")) << missing.err;
 
   // Nobody listens on port 1: a clear "cannot reach" after the client's retries.
   const std::string err = dir_ + "/down.err";
@@ -208,7 +211,7 @@ TEST_F(CliClientTest, ErrorsAreClearAndExitNonZero) {
       (std::string(TS_CLI) + " queue --server http://127.0.0.1:1 2>" + err + " >/dev/null")
           .c_str());
   EXPECT_EQ(WEXITSTATUS(st), 1);
-  EXPECT_NE(testing_api::ReadFile(err).find("cannot reach http://127.0.0.1:1"), std::string::npos);
+  EXPECT_THAT(testing_api::ReadFile(err), HasSubstr("cannot reach http://127.0.0.1:1"));
 }
 
 // `diagnose JOB --server`: the job's own events from the daemon are the evidence, tied to the
@@ -244,20 +247,18 @@ TEST_F(CliClientTest, DiagnoseReadsTheJobFromTheDaemon) {
   ASSERT_FALSE(j["causes"].empty()) << d.out;
   const json& top = j["causes"][0];
   EXPECT_EQ(top["category"], "node_failure") << d.out;
-  EXPECT_NE(top["summary"].get<std::string>().find("node " + node), std::string::npos) << d.out;
-  EXPECT_NE(top["fix"].get<std::string>().find("toposched drain " + node), std::string::npos);
-  EXPECT_NE(top["evidence"][0]["file"].get<std::string>().find("/api/v1/jobs/" + id),
-            std::string::npos);
-  EXPECT_NE(top["evidence"][0]["text"].get<std::string>().find("NODE_FAIL: node " + node +
-                                                               " unhealthy (PSU failure)"),
-            std::string::npos)
+  EXPECT_THAT(top["summary"].get<std::string>(), HasSubstr("node " + node)) << d.out;
+  EXPECT_THAT(top["fix"].get<std::string>(), HasSubstr("toposched drain " + node));
+  EXPECT_THAT(top["evidence"][0]["file"].get<std::string>(), HasSubstr("/api/v1/jobs/" + id));
+  EXPECT_THAT(top["evidence"][0]["text"].get<std::string>(),
+              HasSubstr("NODE_FAIL: node " + node + " unhealthy (PSU failure)"))
       << d.out;
   CliRun text = Cli("diagnose " + id);
   ASSERT_EQ(text.code, 0) << text.err;
-  EXPECT_NE(text.out.find("1. node_failure"), std::string::npos) << text.out;
+  EXPECT_THAT(text.out, HasSubstr("1. node_failure")) << text.out;
   CliRun none = Cli("diagnose");
   EXPECT_EQ(none.code, 2);
-  EXPECT_NE(none.err.find("--server needs the JOB"), std::string::npos) << none.err;
+  EXPECT_THAT(none.err, HasSubstr("--server needs the JOB")) << none.err;
   CliRun missing = Cli("diagnose 99999");
   EXPECT_EQ(missing.code, 1);
 }
@@ -303,9 +304,9 @@ TEST_F(CliClientTest, QueueListsPodGroupsBesideRestJobs) {
   EXPECT_EQ(groups, 1);
   CliRun table = Cli("queue");
   ASSERT_EQ(table.code, 0);
-  EXPECT_NE(table.out.find("SOURCE"), std::string::npos) << table.out;
-  EXPECT_NE(table.out.find("research/cli-gang"), std::string::npos) << table.out;
-  EXPECT_NE(table.out.find("kubernetes"), std::string::npos) << table.out;
+  EXPECT_THAT(table.out, HasSubstr("SOURCE")) << table.out;
+  EXPECT_THAT(table.out, HasSubstr("research/cli-gang")) << table.out;
+  EXPECT_THAT(table.out, HasSubstr("kubernetes")) << table.out;
 }
 
 // The jobs file the demo places (a `jobs:` list) is submitted whole: one id per line in file
@@ -339,7 +340,7 @@ TEST_F(CliClientTest, SubmitTakesAJobsListAllOrNothing) {
                          "  - name: broken\n    replicas: -1\n");
   CliRun b = Cli("submit " + bad);
   EXPECT_EQ(b.code, 1);
-  EXPECT_NE(b.err.find("bad-list.yaml:6"), std::string::npos) << b.err;
+  EXPECT_THAT(b.err, HasSubstr("bad-list.yaml:6")) << b.err;
   EXPECT_TRUE(b.out.empty()) << b.out;
   CliRun after = Cli("queue --json");
   ASSERT_EQ(after.code, 0) << after.err;

@@ -14,10 +14,13 @@
 
 #include "api/extender.h"
 #include "api/extender_k8s.h"
+#include "testing/status_matchers.h"
 #include "topo/io/cluster_yaml.h"
 
 namespace toposched::api {
 namespace {
+
+using ::toposched::testing::HasSubstr;
 
 const std::string kDeploy = std::string(TS_SOURCE_DIR) + "/deploy/kubernetes/";
 
@@ -232,7 +235,7 @@ TEST(DeployManifests, AgentReachesTheDaemonWithTheAgentsToken) {
   char buf[4096];
   for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
   pclose(p);
-  for (const auto& [flag, value] : flags) EXPECT_NE(out.find(flag), std::string::npos) << flag;
+  for (const auto& [flag, value] : flags) EXPECT_THAT(out, HasSubstr(flag)) << flag;
 #endif
 }
 

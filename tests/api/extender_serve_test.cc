@@ -26,9 +26,12 @@
 #include "placer/gang.h"
 #include "state/cluster_state.h"
 #include "testing/clusters.h"
+#include "testing/status_matchers.h"
 
 namespace toposched::api {
 namespace {
+
+using ::toposched::testing::HasSubstr;
 
 using nlohmann::json;
 using testing_api::Pod;
@@ -275,7 +278,7 @@ TEST_F(ExtenderServeTest, SixteenPodGangLandsWhereTheGangPlacementSaid) {
     }
   }
   EXPECT_EQ(gang_nodes, 16);
-  EXPECT_NE(client_->Get("/metrics")->body.find("toposched_k8s_pod_gpus 128"), std::string::npos);
+  EXPECT_THAT(client_->Get("/metrics")->body, HasSubstr("toposched_k8s_pod_gpus 128"));
   EXPECT_TRUE(service_->CheckInvariants().ok()) << service_->CheckInvariants().ToString();
 }
 
@@ -398,7 +401,7 @@ TEST_F(ExtenderServeTest, HighPriorityRestJobPreemptsAPodGroupAndItsPodsAreEvict
   std::sort(evicted.begin(), evicted.end());
   EXPECT_EQ(evicted, std::vector<std::string>({"ml/duo-0", "ml/duo-1"}));
   ASSERT_FALSE(evictor_.Reasons().empty());
-  EXPECT_NE(evictor_.Reasons()[0].find("was stopped and waits in the queue"), std::string::npos)
+  EXPECT_THAT(evictor_.Reasons()[0], HasSubstr("was stopped and waits in the queue"))
       << evictor_.Reasons()[0];
   auto g = service_->extender()->Gang("ml/duo");
   ASSERT_TRUE(g.has_value());
@@ -410,9 +413,9 @@ TEST_F(ExtenderServeTest, HighPriorityRestJobPreemptsAPodGroupAndItsPodsAreEvict
   // The controller recreates the pods: they wait with the group's place in the queue.
   json f = Filter(duo(0));
   EXPECT_TRUE(f["NodeNames"].empty()) << f.dump();
-  EXPECT_NE(f["FailedNodes"].begin()->get<std::string>().find(
-                "(job-" + std::to_string(group) + "): pending, position 1 of 1 in the queue"),
-            std::string::npos)
+  EXPECT_THAT(
+      f["FailedNodes"].begin()->get<std::string>(),
+      HasSubstr("(job-" + std::to_string(group) + "): pending, position 1 of 1 in the queue"))
       << f.dump();
   Complete(vip);
   Pass();
@@ -462,10 +465,10 @@ TEST_F(ExtenderServeTest, PodGangsNeverGetTheRestJobsGpus) {
   json f = Filter(GangPod(3));
   EXPECT_TRUE(f["NodeNames"].empty()) << f.dump();
   EXPECT_EQ(f["FailedNodes"].size(), all_.size());
-  EXPECT_NE(f["FailedNodes"].begin()->get<std::string>().find(
-                "gang ml/llama (16 pods x 8 GPUs) (job-18): pending, position 1 of 1 in the "
-                "queue (queue ml, priority 0): head of queue"),
-            std::string::npos)
+  EXPECT_THAT(
+      f["FailedNodes"].begin()->get<std::string>(),
+      HasSubstr("gang ml/llama (16 pods x 8 GPUs) (job-18): pending, position 1 of 1 in the "
+                "queue (queue ml, priority 0): head of queue"))
       << f.dump();
   EXPECT_EQ(FreeGpus(), 256 - 17 * 8);
 
@@ -665,7 +668,7 @@ TEST_F(ExtenderServeTest, APodBoundWhileItsGroupWasPreemptedIsEvicted) {
   json b =
       Verb("bind",
            {{"PodName", "solo"}, {"PodNamespace", "ml"}, {"PodUID", "uid-solo"}, {"Node", node}});
-  EXPECT_NE(b["Error"].get<std::string>().find("it will be evicted"), std::string::npos) << b;
+  EXPECT_THAT(b["Error"].get<std::string>(), HasSubstr("it will be evicted")) << b;
   EXPECT_EQ(Job(vip)["state"], "RUNNING");
   EXPECT_EQ(Job(job)["state"], "PENDING");
   ASSERT_TRUE(service_->extender()->Reconcile().ok());
@@ -881,7 +884,7 @@ TEST(ExtenderServeBinary, VerbsOnTheServedInstance) {
     ASSERT_TRUE(f && f->status == 200);
     EXPECT_EQ(json::parse(f->body)["NodeNames"].size(), 1u) << f->body;
     std::string metrics = cli.Get("/metrics")->body;
-    EXPECT_NE(metrics.find("toposched_k8s_pod_gpus 16\n"), std::string::npos);  // 8 + 4 + 4
+    EXPECT_THAT(metrics, HasSubstr("toposched_k8s_pod_gpus 16\n"));  // 8 + 4 + 4
   }
   serve.Kill();
   // kube-scheduler's way in: the extender listener, HTTPS with its client certificate.
@@ -917,8 +920,7 @@ TEST(ExtenderServeBinary, VerbsOnTheServedInstance) {
                             "server.crt --extender-tls-key " + tls + "server.key > " + dir +
                             "/tls.log 2>&1";
     EXPECT_NE(std::system(cmd.c_str()), 0);
-    EXPECT_NE(testing_api::ReadFile(dir + "/tls.log").find("--extender-client-ca"),
-              std::string::npos)
+    EXPECT_THAT(testing_api::ReadFile(dir + "/tls.log"), HasSubstr("--extender-client-ca"))
         << testing_api::ReadFile(dir + "/tls.log");
   }
   // A tier label for a level the cluster lacks is refused, with or without an API server.
@@ -928,9 +930,8 @@ TEST(ExtenderServeBinary, VerbsOnTheServedInstance) {
                             " --kube-level-label rack=example.cloud/rack > " + dir +
                             "/level.log 2>&1";
     EXPECT_NE(std::system(cmd.c_str()), 0);
-    EXPECT_NE(testing_api::ReadFile(dir + "/level.log")
-                  .find("--kube-level-label: the cluster has no level \"rack\""),
-              std::string::npos)
+    EXPECT_THAT(testing_api::ReadFile(dir + "/level.log"),
+                HasSubstr("--kube-level-label: the cluster has no level \"rack\""))
         << testing_api::ReadFile(dir + "/level.log");
   }
   // A bad option is refused before anything starts.
@@ -939,8 +940,8 @@ TEST(ExtenderServeBinary, VerbsOnTheServedInstance) {
                           "/data/clusters/h100-2rack.yaml --db " + dir + "/other.db" +
                           " --extender-config " + dir + "/bad.yaml > " + dir + "/bad.log 2>&1";
   EXPECT_NE(std::system(cmd.c_str()), 0);
-  EXPECT_NE(testing_api::ReadFile(dir + "/bad.log").find("bad.yaml:2: bogus: unknown option"),
-            std::string::npos)
+  EXPECT_THAT(testing_api::ReadFile(dir + "/bad.log"),
+              HasSubstr("bad.yaml:2: bogus: unknown option"))
       << testing_api::ReadFile(dir + "/bad.log");
   testing_api::RemoveDir(dir);
 }

@@ -19,9 +19,13 @@
 #include "placer/gang.h"
 #include "state/cluster_state.h"
 #include "testing/clusters.h"
+#include "testing/status_matchers.h"
 
 namespace toposched::api {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 using nlohmann::json;
 using testing_api::Pod;
@@ -252,8 +256,7 @@ TEST_F(ExtenderTest, GangThatDoesNotFitIsResolvableOrNot) {
     EXPECT_TRUE(other.empty()) << f.dump();
     EXPECT_EQ(f["NodeNames"], json::array());
     const std::string reason = bucket["gpu003"];
-    EXPECT_NE(reason.find(unresolvable ? "does not fit this cluster" : "does not fit now"),
-              std::string::npos)
+    EXPECT_THAT(reason, HasSubstr(unresolvable ? "does not fit this cluster" : "does not fit now"))
         << reason;
   }
   EXPECT_EQ(ext->StateSnapshot().AllocationCount(), Occupied().AllocationCount());
@@ -300,7 +303,7 @@ TEST_F(ExtenderTest, GangWithoutBoundPodsIsForgottenAfterTheTimeout) {
   (void)Call(ext->Prioritize(NamesArgs(Pod("x", "uid-x", 0), {"gpu001"}).dump()));
   // Sweeping happens on GPU pods' calls and binds.
   const std::string err = Call(ext->Bind(BindArgs("trio-0", "uid-trio-0", "gpu001")))["Error"];
-  EXPECT_NE(err.find("pod ml/trio-0 has no reservation"), std::string::npos) << err;
+  EXPECT_THAT(err, HasSubstr("pod ml/trio-0 has no reservation")) << err;
   EXPECT_FALSE(ext->Gang("ml/trio").has_value());
   EXPECT_EQ(ext->StateSnapshot().AllocationCount(), 0u);
 }
@@ -440,9 +443,8 @@ TEST_F(ExtenderTest, BadRequestsGetClearErrorsAndChangeNothing) {
                               : verb == "prioritize" ? ext->Prioritize(c.body)
                               : verb == "bind"       ? ext->Bind(c.body)
                                                      : ext->Preempt(c.body);
-    ASSERT_FALSE(r.ok()) << *r;
-    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-    EXPECT_NE(r.status().message().find(c.message), std::string::npos) << r.status().message();
+    ASSERT_THAT(r, StatusIs(StatusCode::kInvalidArgument, HasSubstr(c.message)))
+        << (r.ok() ? *r : std::string());
   }
   EXPECT_TRUE(ext->GangKeys().empty());
   EXPECT_EQ(ext->StateSnapshot().AllocationCount(), Occupied().AllocationCount());
@@ -493,7 +495,7 @@ TEST_F(ExtenderTest, BadGangAnnotationsAreUnresolvableWithTheReason) {
     json f = Call(ext->Filter(NamesArgs(pod, {"gpu003", "gpu004"}).dump()));
     ASSERT_EQ(f["FailedAndUnresolvableNodes"].size(), 2u) << f.dump();
     const std::string reason = f["FailedAndUnresolvableNodes"]["gpu003"];
-    EXPECT_NE(reason.find(c.reason), std::string::npos) << reason;
+    EXPECT_THAT(reason, HasSubstr(c.reason)) << reason;
     EXPECT_EQ(f["NodeNames"], json::array());
   }
   EXPECT_EQ(ext->StateSnapshot().AllocationCount(), Occupied().AllocationCount());
@@ -527,13 +529,21 @@ TEST(GangSpecAnnotations, RunTimeAndCommShareGiveTheJobItsEstimate) {
 TEST_F(ExtenderTest, OptionsAreValidated) {
   ExtenderOptions o;
   o.annotation_prefix = "toposched.io";
-  EXPECT_FALSE(Extender::Create(*placer_, Empty(), o).ok());
+  EXPECT_THAT(
+      Extender::Create(*placer_, Empty(), o),
+      StatusIs(
+          StatusCode::kInvalidArgument,
+          HasSubstr("extender options: annotation_prefix: must end in '/', got \"toposched.io\"")));
   o = {};
   o.max_score = 11;
-  EXPECT_FALSE(Extender::Create(*placer_, Empty(), o).ok());
+  EXPECT_THAT(Extender::Create(*placer_, Empty(), o),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("extender options: max_score: must be in [1, 10]")));
   o = {};
   o.group_name_key.clear();
-  EXPECT_FALSE(Extender::Create(*placer_, Empty(), o).ok());
+  EXPECT_THAT(
+      Extender::Create(*placer_, Empty(), o),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("extender options: group_name_key: empty")));
 }
 
 }  // namespace

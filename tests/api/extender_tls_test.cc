@@ -15,9 +15,13 @@
 #include "api/service.h"
 #include "api/service_testing.h"
 #include "testing/clusters.h"
+#include "testing/status_matchers.h"
 
 namespace toposched::api {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 using nlohmann::json;
 
@@ -141,13 +145,13 @@ TEST(ExtenderTlsOptions, MissingOrBadFilesAreClearErrors) {
   so.extender_tls.cert_file = kTls + "server.crt";
   so.extender_tls.key_file = kTls + "server.key";
   Status st = so.Validate();
-  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(st.message().find("--extender-client-ca"), std::string::npos) << st.message();
+  EXPECT_THAT(st, StatusIs(StatusCode::kInvalidArgument, HasSubstr("--extender-client-ca")));
   so.extender_tls.client_ca_file = kTls + "ca.crt";
   EXPECT_TRUE(so.Validate().ok());
   ServerOptions no_ext = so;
   no_ext.extender = nullptr;
-  EXPECT_FALSE(no_ext.Validate().ok());
+  EXPECT_THAT(no_ext.Validate(), StatusIs(StatusCode::kInvalidArgument,
+                                          HasSubstr("an extender listener without the extender")));
 
   const std::string dir = testing_api::MakeTempDir("toposched-ext-tls-bad");
   ServiceOptions o;
@@ -157,14 +161,10 @@ TEST(ExtenderTlsOptions, MissingOrBadFilesAreClearErrors) {
   ASSERT_TRUE(svc.ok());
   so.extender_tls.key_file = kTls + "no-such.key";
   auto srv = Server::Start(**svc, so);
-  ASSERT_FALSE(srv.ok());
-  EXPECT_NE(srv.status().message().find("no-such.key"), std::string::npos)
-      << srv.status().message();
+  ASSERT_THAT(srv, StatusIs(StatusCode::kInvalidArgument, HasSubstr("no-such.key")));
   so.extender_tls.key_file = kTls + "PROVENANCE.md";  // readable, not a key
   srv = Server::Start(**svc, so);
-  ASSERT_FALSE(srv.ok());
-  EXPECT_NE(srv.status().message().find("could not be loaded"), std::string::npos)
-      << srv.status().message();
+  ASSERT_THAT(srv, StatusIs(StatusCode::kInvalidArgument, HasSubstr("could not be loaded")));
   svc->reset();
   testing_api::RemoveDir(dir);
 }

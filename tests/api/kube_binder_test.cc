@@ -21,9 +21,13 @@
 #include "api/extender.h"
 #include "placer/gang.h"
 #include "testing/clusters.h"
+#include "testing/status_matchers.h"
 
 namespace toposched::api {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 using nlohmann::json;
 
@@ -130,9 +134,16 @@ TEST_F(KubeBinderTest, ApiServerErrorsAndBadInputComeBackClearly) {
   EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
   KubeApiOptions bad;
   bad.server = "10.96.0.1:443";
-  EXPECT_FALSE(KubeApiBinder::Create(bad).ok());
+  EXPECT_THAT(
+      KubeApiBinder::Create(bad),
+      StatusIs(
+          StatusCode::kInvalidArgument,
+          HasSubstr("kube api: server: expected http(s)://host[:port], got \"10.96.0.1:443\"")));
   bad.server = "https://10.96.0.1:443/api";
-  EXPECT_FALSE(KubeApiBinder::Create(bad).ok());
+  EXPECT_THAT(KubeApiBinder::Create(bad),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("kube api: server: expected http(s)://host[:port], got "
+                                 "\"https://10.96.0.1:443/api\"")));
 }
 
 TEST_F(KubeBinderTest, ExtenderBindGoesThroughTheBinderAndRecordsOnlyOnSuccess) {

@@ -21,9 +21,13 @@
 #include "api/extender_testing.h"
 #include "api/service.h"
 #include "testing/clusters.h"
+#include "testing/status_matchers.h"
 
 namespace toposched::api {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 // A sink over a map of nodes, recording every change asked of it.
 class RecordingSink : public NodeSink {
@@ -172,7 +176,7 @@ TEST(NodeReconciler, UncordonWhileTheGpuCountDisagreesKeepsTheNodeDrained) {
   EXPECT_TRUE(sink.nodes["a"].drained);
   ASSERT_TRUE(r.Seen(Counted("a", 4, false)).ok());
   EXPECT_TRUE(sink.nodes["a"].drained);
-  EXPECT_NE(sink.nodes["a"].drain_reason.find("nvidia.com/gpu.count=4"), std::string::npos)
+  EXPECT_THAT(sink.nodes["a"].drain_reason, HasSubstr("nvidia.com/gpu.count=4"))
       << sink.nodes["a"].drain_reason;
   ASSERT_TRUE(r.Seen(Counted("a", 8, false)).ok());
   EXPECT_FALSE(sink.nodes["a"].drained);
@@ -289,16 +293,20 @@ TEST(NodeReconciler, NodesOutsideTheClusterModelAreCountedAndIgnored) {
 }
 
 TEST(ReadKubeNode, RefusesWhatIsNotANode) {
-  EXPECT_FALSE(ReadKubeNode("not json").ok());
-  EXPECT_FALSE(ReadKubeNode(R"({"kind":"Pod","metadata":{"name":"x"}})").ok());
-  EXPECT_FALSE(ReadKubeNode(R"({"metadata":{}})").ok());
+  EXPECT_THAT(ReadKubeNode("not json"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("node: not valid JSON")));
+  EXPECT_THAT(
+      ReadKubeNode(R"({"kind":"Pod","metadata":{"name":"x"}})"),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("kind: expected \"Node\", got \"Pod\"")));
+  EXPECT_THAT(ReadKubeNode(R"({"metadata":{}})"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("metadata.name: expected a non-empty string")));
   auto bad = ReadKubeNode(R"({"metadata":{"name":"x"},"spec":{"unschedulable":"yes"}})");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("spec.unschedulable"), std::string::npos);
+  ASSERT_THAT(bad, StatusIs(StatusCode::kInvalidArgument, HasSubstr("spec.unschedulable")));
   auto cond = ReadKubeNode(
       R"({"metadata":{"name":"x"},"status":{"conditions":[{"type":"Ready","status":"maybe"}]}})");
-  ASSERT_FALSE(cond.ok());
-  EXPECT_NE(cond.status().message().find("status.conditions[Ready].status"), std::string::npos);
+  ASSERT_THAT(cond,
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("status.conditions[Ready].status")));
   auto none = ReadKubeNode(R"({"metadata":{"name":"x"}})");
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->ready, "Unknown") << "a Node without a Ready condition is not ready";
@@ -340,7 +348,9 @@ TEST(PodTarget, DeletedOrFinishedPodsAreGoneOnce) {
   // Another scheduler's pod is not ours.
   ASSERT_TRUE(t.Changed("DELETED", PodObject("c", "Running", "default-scheduler")).ok());
   EXPECT_EQ(sink.gone.size(), 2u);
-  EXPECT_FALSE(t.Changed("DELETED", nlohmann::json{{"kind", "Node"}}).ok());
+  EXPECT_THAT(
+      t.Changed("DELETED", nlohmann::json{{"kind", "Node"}}),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("kind: expected \"Pod\", got \"Node\"")));
 }
 
 TEST(PodTarget, AListWithoutAPodTheExtenderHoldsFreesIt) {
@@ -591,8 +601,7 @@ TEST_F(KubeWatchServiceTest, TierLabelsMoveTheNodeInTheModelAndARestartKeepsIt) 
   for (int i = 0; i < 2; ++i) api.Push({{"type", "MODIFIED"}, {"object", node}});
   ASSERT_TRUE(Eventually([&] { return (*w)->stats().events >= 3; }));
   EXPECT_EQ((*w)->stats().errors, errors + 1);
-  EXPECT_NE((*w)->stats().last_error.find("nvlink_gbps"), std::string::npos)
-      << (*w)->stats().last_error;
+  EXPECT_THAT((*w)->stats().last_error, HasSubstr("nvlink_gbps")) << (*w)->stats().last_error;
   EXPECT_EQ((*w)->stats().watches, 1) << "the watch went on";
   EXPECT_EQ(NetworkOf(*s, moved), "spine0 > leaf1");
   w->reset();
@@ -714,7 +723,7 @@ TEST_F(KubeWatchServiceTest, NotReadyRequeuesCordonDrainsBookmarkAndGoneRelist) 
   // The requests so far: list, watch, watch again.
   ASSERT_TRUE(Eventually([&] { return api.requests().size() >= 3; }));
   std::vector<std::string> reqs = api.requests();
-  EXPECT_NE(reqs.back().find(Quoted(bm_rv)), std::string::npos)
+  EXPECT_THAT(reqs.back(), HasSubstr(Quoted(bm_rv)))
       << ::testing::PrintToString(reqs) << (*w)->stats().last_error;
 
   // 410 Gone: the watcher lists again and watches from the new list's version.
@@ -726,8 +735,7 @@ TEST_F(KubeWatchServiceTest, NotReadyRequeuesCordonDrainsBookmarkAndGoneRelist) 
   ASSERT_TRUE(Eventually([&] { return api.requests().size() >= 5; }));  // + list, watch
   EXPECT_EQ((*w)->stats().gone, 1);
   reqs = api.requests();
-  EXPECT_NE(reqs.back().find(Quoted(relist["metadata"]["resourceVersion"])), std::string::npos)
-      << reqs.back();
+  EXPECT_THAT(reqs.back(), HasSubstr(Quoted(relist["metadata"]["resourceVersion"]))) << reqs.back();
   // The NotReady and the cordoned nodes are not in the relist: both are gone from the API.
   EXPECT_TRUE(
       Eventually([&] { return s->NodeCondition(fenced)->first == topo::Health::kUnhealthy; }));
@@ -836,8 +844,7 @@ TEST_F(KubeWatchServiceTest, DeletedFinishedOrVanishedPodsFreeTheirGpus) {
   ASSERT_TRUE(w.ok()) << w.status().ToString();
   ASSERT_TRUE(Eventually([&] { return (*w)->stats().watches >= 1; }));
   EXPECT_EQ(bound(), 3u) << "every pod is in the list: nothing freed";
-  EXPECT_NE(api.requests()[0].find("fieldSelector=spec.schedulerName%3Dtoposched"),
-            std::string::npos)
+  EXPECT_THAT(api.requests()[0], HasSubstr("fieldSelector=spec.schedulerName%3Dtoposched"))
       << api.requests()[0];
 
   api.Push({{"type", "DELETED"}, {"object", PodObject("duo-0", "Running")}});
@@ -871,8 +878,7 @@ TEST_F(KubeWatchServiceTest, AWrongTokenIsAnErrorAndNothingChanges) {
   ASSERT_TRUE(w.ok());
   ASSERT_TRUE(Eventually([&] { return (*w)->stats().errors >= 2; }));
   EXPECT_EQ((*w)->stats().lists, 0);
-  EXPECT_NE((*w)->stats().last_error.find("HTTP 401"), std::string::npos)
-      << (*w)->stats().last_error;
+  EXPECT_THAT((*w)->stats().last_error, HasSubstr("HTTP 401")) << (*w)->stats().last_error;
 }
 
 }  // namespace

@@ -24,9 +24,12 @@
 #include "api/service.h"
 #include "api/service_testing.h"
 #include "testing/clusters.h"
+#include "testing/status_matchers.h"
 
 namespace toposched::api {
 namespace {
+
+using ::toposched::testing::HasSubstr;
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
@@ -204,8 +207,8 @@ TEST_F(SlowClientsTest, BeyondTheConnectionLimitA503NamesItAndHealthIsStillAnswe
   SendAll(over, "GET /api/v1/jobs HTTP/1.1\r\nHost: x\r\n\r\n");
   const std::string got = ReadAll(over, 2000);
   EXPECT_EQ(got.rfind("HTTP/1.1 503", 0), 0u) << got;
-  EXPECT_NE(got.find("--max-connections"), std::string::npos) << got;
-  EXPECT_NE(got.find("Retry-After: 1"), std::string::npos) << got;
+  EXPECT_THAT(got, HasSubstr("--max-connections")) << got;
+  EXPECT_THAT(got, HasSubstr("Retry-After: 1")) << got;
   const double ms = HealthMs();
   EXPECT_GE(ms, 0) << "GET /healthz beyond the connection limit was not answered";
   EXPECT_LT(ms, 1000);
@@ -239,7 +242,7 @@ TEST_F(SlowClientsTest, OversizedHeadsAndBodiesAreRefusedNamingTheLimit) {
           "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(64 * 1024, 'a') + "\r\n\r\n");
   const std::string got = ReadAll(fd, 2000);
   EXPECT_EQ(got.rfind("HTTP/1.1 431", 0), 0u) << got.substr(0, 200);
-  EXPECT_NE(got.find("limit of 16384 bytes"), std::string::npos) << got.substr(0, 400);
+  EXPECT_THAT(got, HasSubstr("limit of 16384 bytes")) << got.substr(0, 400);
 
   // A Content-Length over --max-body-bytes is refused from the head alone: 413, not 400.
   const int big = Open(server_->port());
@@ -249,7 +252,7 @@ TEST_F(SlowClientsTest, OversizedHeadsAndBodiesAreRefusedNamingTheLimit) {
                    "\r\nContent-Type: application/json\r\nContent-Length: 2000000\r\n\r\n");
   const std::string refused = ReadAll(big, 2000);
   EXPECT_EQ(refused.rfind("HTTP/1.1 413", 0), 0u) << refused;
-  EXPECT_NE(refused.find("limit of 1048576 bytes"), std::string::npos) << refused;
+  EXPECT_THAT(refused, HasSubstr("limit of 1048576 bytes")) << refused;
   EXPECT_EQ(json::parse(service_->JobsJson({}))["jobs"].size(), 0u);
 }
 

@@ -14,8 +14,12 @@
 #include <string>
 
 #include "cli/cli_util.h"
+#include "testing/status_matchers.h"
 
 namespace {
+
+using ::testing::Not;
+using ::toposched::testing::HasSubstr;
 
 using namespace toposched::cli_testing;  // NOLINT: RunCli, WriteTemp, TempDir, Slurp
 
@@ -59,10 +63,10 @@ TEST(Cli, JsonOutputImportsBackToTheSameJson) {
 TEST(Cli, TopoShowSummarises) {
   Result r = RunCli(std::string("topo show ") + kSample24);
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("NVLink islands"), std::string::npos);
-  EXPECT_NE(r.out.find("island 0: GPU0 GPU1 GPU2 GPU3 GPU4 GPU5 GPU6 GPU7"), std::string::npos);
-  EXPECT_NE(r.out.find("GPU5: mlx5_5 (PIX, GPUDirect RDMA)"), std::string::npos);
-  EXPECT_NE(r.out.find("NUMA 1"), std::string::npos);
+  EXPECT_THAT(r.out, HasSubstr("NVLink islands"));
+  EXPECT_THAT(r.out, HasSubstr("island 0: GPU0 GPU1 GPU2 GPU3 GPU4 GPU5 GPU6 GPU7"));
+  EXPECT_THAT(r.out, HasSubstr("GPU5: mlx5_5 (PIX, GPUDirect RDMA)"));
+  EXPECT_THAT(r.out, HasSubstr("NUMA 1"));
 }
 
 TEST(Cli, DiscoverWorksWithoutGpus) {
@@ -97,8 +101,8 @@ TEST(Cli, MalformedInputsExitOneWithAMessage) {
     std::string p = WriteTemp("bad" + std::to_string(i++) + ".txt", c.text);
     Result r = RunCli("topo import --format nvidia-smi " + p);
     EXPECT_EQ(r.code, 1) << c.name << ": " << r.err;
-    EXPECT_NE(r.err.find("toposched: "), std::string::npos) << c.name;
-    EXPECT_NE(r.err.find(c.want), std::string::npos) << c.name << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr("toposched: ")) << c.name;
+    EXPECT_THAT(r.err, HasSubstr(c.want)) << c.name << ": " << r.err;
     EXPECT_TRUE(r.out.empty()) << c.name;
   }
 }
@@ -115,48 +119,51 @@ TEST(Cli, UnknownCommandIsNamed) {
   for (const char* args : {"frobnicate", "frobnicate --help", "plcae --cluster x"}) {
     Result r = RunCli(args);
     EXPECT_EQ(r.code, 2) << args;
-    EXPECT_NE(r.err.find("unknown command \""), std::string::npos) << args << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr("unknown command \"")) << args << ": " << r.err;
     EXPECT_TRUE(r.out.empty()) << args << ": " << r.out;
   }
-  EXPECT_NE(RunCli("plcae").err.find("\"plcae\""), std::string::npos);
+  EXPECT_THAT(RunCli("plcae").err, HasSubstr("\"plcae\""));
 }
 
 TEST(Cli, MissingFileExitsOne) {
   Result r = RunCli("topo import /nonexistent/file.txt");
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("/nonexistent/file.txt"), std::string::npos);
+  EXPECT_THAT(r.err, HasSubstr("/nonexistent/file.txt"));
 }
 
 TEST(Cli, ClusterCheckAndSlurmExport) {
   Result c = RunCli("cluster check data/clusters/h100-2rack.yaml");
   ASSERT_EQ(c.code, 0) << c.err;
-  EXPECT_NE(c.out.find("GPUs"), std::string::npos);
+  EXPECT_THAT(c.out, HasSubstr("GPUs"));
   std::string dir = TempDir() + "/slurm-h100";
   Result e = RunCli("export slurm data/clusters/h100-2rack.yaml --dir " + dir);
   ASSERT_EQ(e.code, 0) << e.err;
   std::string gres = Slurp(dir + "/gres.conf");
   std::string topo = Slurp(dir + "/topology.conf");
-  EXPECT_NE(gres.find("Name=gpu"), std::string::npos);
-  EXPECT_NE(gres.find("Links="), std::string::npos);
-  EXPECT_NE(topo.find("SwitchName="), std::string::npos);
+  EXPECT_THAT(gres, HasSubstr("Name=gpu"));
+  EXPECT_THAT(gres, HasSubstr("Links="));
+  EXPECT_THAT(topo, HasSubstr("SwitchName="));
   Result g = RunCli("export slurm data/clusters/gb200-nvl72.yaml");
   ASSERT_EQ(g.code, 0) << g.err;
-  EXPECT_NE(g.out.find("BlockName="), std::string::npos);
+  EXPECT_THAT(g.out, HasSubstr("BlockName="));
   Result bad = RunCli("cluster check " + WriteTemp("bad.yaml", "name: x\nprofiles: 3\n"));
   EXPECT_EQ(bad.code, 1);
-  EXPECT_NE(bad.err.find("bad.yaml:2"), std::string::npos) << bad.err;
+  EXPECT_THAT(bad.err, HasSubstr("bad.yaml:2")) << bad.err;
 }
 
 TEST(Cli, DemoRunsOnTheExamples) {
   Result r = RunCli("demo");
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("== cluster"), std::string::npos);
-  EXPECT_NE(r.out.find("NVLink islands"), std::string::npos);
+  EXPECT_THAT(r.out, HasSubstr("== cluster"));
+  EXPECT_THAT(r.out, HasSubstr("NVLink islands"));
 }
 
 }  // namespace
 
 namespace {
+
+using ::testing::Not;
+using ::toposched::testing::HasSubstr;
 
 const char* kSample09 = "data/samples/nvidia-smi/09-8gpu-pcie-all-sys-2numa-mlsys-tutorial.txt";
 
@@ -217,7 +224,7 @@ TEST(CliPlaceNode, JsonContractAndEnvironment) {
     EXPECT_EQ(rk["cpus"], "48-95,144-191");
   }
   EXPECT_EQ(j["env"]["CUDA_VISIBLE_DEVICES"], "4,5,6,7");
-  EXPECT_NE(std::string(j["env"]["NCCL_IB_HCA"]).find("mlx5_4"), std::string::npos);
+  EXPECT_THAT(std::string(j["env"]["NCCL_IB_HCA"]), HasSubstr("mlx5_4"));
   EXPECT_GT(double(j["predicted_ms"]), 0.0);
   EXPECT_TRUE(j["warnings"].empty());
 }
@@ -239,6 +246,9 @@ TEST(CliPlaceNode, WarnsAboutSlowPathsAndRefusesWhatCannotFit) {
 }  // namespace
 
 namespace {
+
+using ::testing::Not;
+using ::toposched::testing::HasSubstr;
 
 TEST(CliPlace, OnePassOverTheExampleJobs) {
   Result r = RunCli(
@@ -291,12 +301,10 @@ TEST(CliPlace, RanksAreSummarisedByNodeUnlessAskedFor) {
   Result sum = RunCli(args);
   ASSERT_EQ(sum.code, 0) << sum.err;
   const std::string first = sum.out.substr(0, sum.out.find("\njob ", 1));
-  EXPECT_NE(first.find("(--ranks: every rank)"), std::string::npos) << first;
-  EXPECT_NE(first.find("\n  gpu001       0-7              0-7"), std::string::npos) << first;
-  EXPECT_NE(first.find("mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7"),
-            std::string::npos)
-      << first;
-  EXPECT_EQ(first.find("\n  rank "), std::string::npos) << first;
+  EXPECT_THAT(first, HasSubstr("(--ranks: every rank)")) << first;
+  EXPECT_THAT(first, HasSubstr("\n  gpu001       0-7              0-7")) << first;
+  EXPECT_THAT(first, HasSubstr("mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7")) << first;
+  EXPECT_THAT(first, Not(HasSubstr("\n  rank "))) << first;
   Result all = RunCli(args + " --ranks");
   ASSERT_EQ(all.code, 0) << all.err;
   const std::string big = all.out.substr(0, all.out.find("\njob ", 1));
@@ -338,12 +346,12 @@ TEST(CliPlace, PendingJobsAreExplainedAndBadInputExitsOne) {
   ASSERT_EQ(j["jobs"].size(), 1u);
   EXPECT_EQ(j["jobs"][0]["state"], "PENDING");
   std::string why = j["jobs"][0]["explanation"];
-  EXPECT_NE(why.find("leaf"), std::string::npos) << why;
-  EXPECT_NE(why.find("128"), std::string::npos) << why;  // the most one leaf can hold
+  EXPECT_THAT(why, HasSubstr("leaf")) << why;
+  EXPECT_THAT(why, HasSubstr("128")) << why;  // the most one leaf can hold
   Result bad = RunCli("place --cluster data/clusters/h100-2rack.yaml --jobs " +
                       WriteTemp("bad-jobs.yaml", "jobs:\n  - name: x\n    replicas: -1\n"));
   EXPECT_EQ(bad.code, 1);
-  EXPECT_NE(bad.err.find("bad-jobs.yaml:3"), std::string::npos) << bad.err;
+  EXPECT_THAT(bad.err, HasSubstr("bad-jobs.yaml:3")) << bad.err;
 }
 
 // Reads are bounded by the bytes actually read, not by the size a file claims: a device or a
@@ -357,8 +365,8 @@ TEST(Cli, EndlessInputsAreRefusedAtTheLimit) {
     SCOPED_TRACE(args);
     Result r = RunCli(args);
     EXPECT_EQ(r.code, 1) << r.err;
-    EXPECT_NE(r.err.find("/dev/zero: more than"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("bytes"), std::string::npos) << r.err;
+    EXPECT_THAT(r.err, HasSubstr("/dev/zero: more than")) << r.err;
+    EXPECT_THAT(r.err, HasSubstr("bytes")) << r.err;
   }
 }
 

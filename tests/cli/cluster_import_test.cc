@@ -10,9 +10,12 @@
 #include <string>
 
 #include "cli/cli_util.h"
+#include "testing/status_matchers.h"
 
 namespace toposched::cli_testing {
 namespace {
+
+using ::toposched::testing::HasSubstr;
 
 namespace fs = std::filesystem;
 
@@ -40,17 +43,16 @@ TEST(ClusterImportCliTest, ExportedTopologyConfImportsChecksAndSimulates) {
   Result r = RunCli("cluster import --slurm-topology " + dir + "/topology.conf --topo " + kH100 +
                     " --level-names spine,leaf --oversubscription leaf=2 --out " + spec);
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("32 nodes, 256 GPUs, 1 profiles; domains per level: spine 1, leaf 2"),
-            std::string::npos)
+  EXPECT_THAT(r.out,
+              HasSubstr("32 nodes, 256 GPUs, 1 profiles; domains per level: spine 1, leaf 2"))
       << r.out;
 
   Result check = RunCli("cluster check " + spec);
   ASSERT_EQ(check.code, 0) << check.err;
-  EXPECT_NE(check.out.find("cluster h100: 32 nodes, 256 GPUs"), std::string::npos) << check.out;
-  EXPECT_NE(check.out.find("leaf: 2 domains, uplink 51200 Gb/s, oversubscription 2:1"),
-            std::string::npos)
+  EXPECT_THAT(check.out, HasSubstr("cluster h100: 32 nodes, 256 GPUs")) << check.out;
+  EXPECT_THAT(check.out, HasSubstr("leaf: 2 domains, uplink 51200 Gb/s, oversubscription 2:1"))
       << check.out;
-  EXPECT_NE(check.out.find("leaf leaf1 (16 nodes: gpu[017-032])"), std::string::npos) << check.out;
+  EXPECT_THAT(check.out, HasSubstr("leaf leaf1 (16 nodes: gpu[017-032])")) << check.out;
 
   Result sim = RunCli("simulate --cluster " + spec + " --trace " + kSrc +
                       "/data/traces/example-generic.csv --policy toposched --out " + dir + "/sim");
@@ -71,15 +73,13 @@ TEST(ClusterImportCliTest, HandWrittenThreeTierTopologyConf) {
   ASSERT_EQ(r.code, 0) << r.err;
   Result check = RunCli("cluster check " + spec);
   ASSERT_EQ(check.code, 0) << check.err;
-  EXPECT_NE(check.out.find("cluster fabric: 372 nodes, 2976 GPUs"), std::string::npos) << check.out;
-  EXPECT_NE(check.out.find("profile p0: 4 nodes x 8 GPUs"), std::string::npos) << check.out;
-  EXPECT_NE(check.out.find("profile p1: 368 nodes x 8 GPUs"), std::string::npos) << check.out;
-  EXPECT_NE(check.out.find("core: 1 domains (top)"), std::string::npos) << check.out;
-  EXPECT_NE(check.out.find("agg: 16 domains, uplink 12800 Gb/s, oversubscription 4:1"),
-            std::string::npos)
+  EXPECT_THAT(check.out, HasSubstr("cluster fabric: 372 nodes, 2976 GPUs")) << check.out;
+  EXPECT_THAT(check.out, HasSubstr("profile p0: 4 nodes x 8 GPUs")) << check.out;
+  EXPECT_THAT(check.out, HasSubstr("profile p1: 368 nodes x 8 GPUs")) << check.out;
+  EXPECT_THAT(check.out, HasSubstr("core: 1 domains (top)")) << check.out;
+  EXPECT_THAT(check.out, HasSubstr("agg: 16 domains, uplink 12800 Gb/s, oversubscription 4:1"))
       << check.out;
-  EXPECT_NE(check.out.find("leaf: 96 domains, uplink 3200 Gb/s, oversubscription 2:1"),
-            std::string::npos)
+  EXPECT_THAT(check.out, HasSubstr("leaf: 96 domains, uplink 3200 Gb/s, oversubscription 2:1"))
       << check.out;
 }
 
@@ -107,7 +107,7 @@ TEST(ClusterImportCliTest, BrokenLineExitsOneWithFileLineColumnAndWritesNothing)
     Result r =
         RunCli("cluster import --slurm-topology " + conf + " --topo " + kH100 + " --out " + out);
     EXPECT_EQ(r.code, 1) << k.name;
-    EXPECT_NE(r.err.find("toposched: " + conf + ":" + k.expect), std::string::npos)
+    EXPECT_THAT(r.err, HasSubstr("toposched: " + conf + ":" + k.expect))
         << k.name << "\nwant: " << k.expect << "\ngot:  " << r.err;
     EXPECT_FALSE(fs::exists(out)) << k.name;
     EXPECT_EQ(StrayFiles(dir, "topology.conf"), 0) << k.name;
@@ -124,8 +124,7 @@ TEST(ClusterImportCliTest, FailedImportLeavesAnExistingOutAsItWas) {
   Result r = RunCli("cluster import --slurm-topology " + conf + " --topo " + kH100 +
                     " --oversubscription leaf=2 --out " + out);
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("oversubscription for unknown level \"leaf\" (levels: switch-0)"),
-            std::string::npos)
+  EXPECT_THAT(r.err, HasSubstr("oversubscription for unknown level \"leaf\" (levels: switch-0)"))
       << r.err;
   EXPECT_EQ(Slurp(out), "keep me\n");
   EXPECT_EQ(StrayFiles(dir, "topology.conf"), 1);  // cluster.yaml only
@@ -137,14 +136,14 @@ TEST(ClusterImportCliTest, BadFlagsAreBadInputOrUsage) {
   Result no_eq = RunCli("cluster import --slurm-topology " + conf + " --topo " + kH100 +
                         " --oversubscription leaf --out " + out);
   EXPECT_EQ(no_eq.code, 1);
-  EXPECT_NE(no_eq.err.find("--oversubscription \"leaf\": expected LEVEL=RATIO"), std::string::npos)
+  EXPECT_THAT(no_eq.err, HasSubstr("--oversubscription \"leaf\": expected LEVEL=RATIO"))
       << no_eq.err;
   Result not_number = RunCli("cluster import --slurm-topology " + conf + " --topo " + kH100 +
                              " --oversubscription switch-2=fast --out " + out);
   EXPECT_EQ(not_number.code, 1);
   Result no_topo = RunCli("cluster import --slurm-topology " + conf + " --out " + out);
   EXPECT_EQ(no_topo.code, 1);
-  EXPECT_NE(no_topo.err.find("no node topology file"), std::string::npos) << no_topo.err;
+  EXPECT_THAT(no_topo.err, HasSubstr("no node topology file")) << no_topo.err;
   Result no_out = RunCli("cluster import --slurm-topology " + conf + " --topo " + kH100);
   EXPECT_EQ(no_out.code, 2);
   EXPECT_FALSE(fs::exists(out));
@@ -171,12 +170,11 @@ TEST(ClusterImportCliTest, KubernetesNodeListImportsChecksAndSimulates) {
   Result r = RunCli("cluster import --kube-nodes " + dir + "/nodes.json --product-topo " +
                     "NVIDIA-H100-80GB-HBM3=" + kH100 + " --oversubscription block=2 --out " + spec);
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("8 nodes, 64 GPUs, 1 profiles; domains per level: spine 1, block 2"),
-            std::string::npos)
+  EXPECT_THAT(r.out, HasSubstr("8 nodes, 64 GPUs, 1 profiles; domains per level: spine 1, block 2"))
       << r.out;
   Result check = RunCli("cluster check " + spec);
   ASSERT_EQ(check.code, 0) << check.err;
-  EXPECT_NE(check.out.find("block block-b1 (4 nodes: gpu[4-7])"), std::string::npos) << check.out;
+  EXPECT_THAT(check.out, HasSubstr("block block-b1 (4 nodes: gpu[4-7])")) << check.out;
   Result sim = RunCli("simulate --cluster " + spec + " --trace " + kSrc +
                       "/data/traces/example-generic.csv --policy toposched --out " + dir + "/sim");
   EXPECT_EQ(sim.code, 0) << sim.err;
@@ -185,15 +183,13 @@ TEST(ClusterImportCliTest, KubernetesNodeListImportsChecksAndSimulates) {
                            "/tests/api/testdata/kube/nodes-gfd.json --topo " + kH100 + " --out " +
                            dir + "/recorded.yaml");
   EXPECT_EQ(recorded.code, 1);
-  EXPECT_NE(recorded.err.find("(nori): Kubernetes reports 1 GPUs, its topology file"),
-            std::string::npos)
+  EXPECT_THAT(recorded.err, HasSubstr("(nori): Kubernetes reports 1 GPUs, its topology file"))
       << recorded.err;
   EXPECT_FALSE(fs::exists(dir + "/recorded.yaml"));
   Result both = RunCli("cluster import --kube-nodes " + dir + "/nodes.json --slurm-topology x " +
                        "--out " + dir + "/x.yaml");
   EXPECT_NE(both.code, 0);
-  EXPECT_NE(both.err.find("exactly one of --slurm-topology and --kube-nodes"), std::string::npos)
-      << both.err;
+  EXPECT_THAT(both.err, HasSubstr("exactly one of --slurm-topology and --kube-nodes")) << both.err;
 }
 
 }  // namespace

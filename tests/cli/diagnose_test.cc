@@ -6,8 +6,11 @@
 #include <string>
 
 #include "cli/cli_util.h"
+#include "testing/status_matchers.h"
 
 namespace {
+
+using ::toposched::testing::HasSubstr;
 
 using namespace toposched::cli_testing;  // NOLINT: RunCli, WriteTemp
 
@@ -27,8 +30,8 @@ TEST(CliDiagnose, JsonReportTiesASocketFallbackToTheNode) {
   ASSERT_FALSE(top["evidence"].empty());
   EXPECT_TRUE(top["evidence"][0].contains("file"));
   EXPECT_GT(top["evidence"][0]["line"].get<int>(), 1);
-  EXPECT_NE(top["topology"].get<std::string>().find("mlx5_0"), std::string::npos);
-  EXPECT_NE(top["fix"].get<std::string>().find("NCCL_IB_HCA="), std::string::npos);
+  EXPECT_THAT(top["topology"].get<std::string>(), HasSubstr("mlx5_0"));
+  EXPECT_THAT(top["fix"].get<std::string>(), HasSubstr("NCCL_IB_HCA="));
 }
 
 // Offline placement: the job's allocation in a saved cluster state gives the node.
@@ -44,12 +47,12 @@ TEST(CliDiagnose, StateGivesTheJobsNodeOffline) {
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   ASSERT_FALSE(j["causes"].empty());
-  EXPECT_NE(j["causes"][0]["topology"].get<std::string>().find("node gpu021's"), std::string::npos)
+  EXPECT_THAT(j["causes"][0]["topology"].get<std::string>(), HasSubstr("node gpu021's"))
       << j["causes"][0]["topology"];
   // No such allocation: exit 1, named; --state without --cluster: usage.
   Result missing = RunCli("diagnose job-8" + args);
   EXPECT_EQ(missing.code, 1);
-  EXPECT_NE(missing.err.find("no allocation 8"), std::string::npos) << missing.err;
+  EXPECT_THAT(missing.err, HasSubstr("no allocation 8")) << missing.err;
   EXPECT_EQ(RunCli("diagnose job-7 --log " + kLogs +
                    "1-socket-fallback-libibverbs-missing-detectron2-4730.log --state " + state)
                 .code,
@@ -60,9 +63,9 @@ TEST(CliDiagnose, TextReportListsCausesWithEvidence) {
   Result r = RunCli("diagnose --log " + kLogs +
                     "2-connection-closed-by-remote-peer-masking-gpu-oom-narval-nccl-1235.log");
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("1. gpu_oom"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("peer_failure"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("Cuda failure 'out of memory'"), std::string::npos) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("1. gpu_oom")) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("peer_failure")) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("Cuda failure 'out of memory'")) << r.out;
 }
 
 TEST(CliDiagnose, NoJobLogGivesNoKnownCause) {
@@ -72,7 +75,7 @@ TEST(CliDiagnose, NoJobLogGivesNoKnownCause) {
     const std::string path = WriteTemp("nolog.txt", text);
     Result r = RunCli("diagnose --log " + path);
     EXPECT_EQ(r.code, 0) << r.err;
-    EXPECT_NE(r.out.find("no known cause"), std::string::npos) << r.out;
+    EXPECT_THAT(r.out, HasSubstr("no known cause")) << r.out;
     Result j = RunCli("diagnose --json --log " + path);
     ASSERT_EQ(j.code, 0) << j.err;
     EXPECT_TRUE(nlohmann::json::parse(j.out)["causes"].empty());
@@ -82,13 +85,13 @@ TEST(CliDiagnose, NoJobLogGivesNoKnownCause) {
 TEST(CliDiagnose, UnreadableFileAndBadUsage) {
   Result missing = RunCli("diagnose --log /nonexistent/job.log");
   EXPECT_EQ(missing.code, 1);
-  EXPECT_NE(missing.err.find("/nonexistent/job.log"), std::string::npos) << missing.err;
+  EXPECT_THAT(missing.err, HasSubstr("/nonexistent/job.log")) << missing.err;
   EXPECT_EQ(RunCli("diagnose").code, 2);
   EXPECT_EQ(RunCli("diagnose --log " + kLogs + "EXPECTED.tsv --node gpu017").code, 2);
   Result bad_node = RunCli("diagnose --log " + kLogs + "EXPECTED.tsv --cluster " + TS_SOURCE_DIR +
                            "/data/clusters/h100-2rack.yaml --node nope");
   EXPECT_EQ(bad_node.code, 1);
-  EXPECT_NE(bad_node.err.find("nope"), std::string::npos);
+  EXPECT_THAT(bad_node.err, HasSubstr("nope"));
 }
 
 }  // namespace

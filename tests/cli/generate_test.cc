@@ -7,8 +7,12 @@
 #include <string>
 
 #include "cli/cli_util.h"
+#include "testing/status_matchers.h"
 
 namespace {
+
+using ::testing::Not;
+using ::toposched::testing::HasSubstr;
 
 using namespace toposched::cli_testing;  // NOLINT: RunCli, WriteTemp, TempDir, Slurp
 
@@ -28,9 +32,9 @@ TEST(Generate, ClusterAndStateLoadBackAndFillTheTarget) {
   ASSERT_EQ(c.code, 0) << c.err;
   EXPECT_EQ(nlohmann::json::parse(c.out)["nodes"].size(), 64u);
   std::string text = Slurp(spec);
-  EXPECT_NE(text.find("node[0001-0064]"), std::string::npos) << text;
-  EXPECT_NE(text.find("name: zone"), std::string::npos) << text;  // 8 leaves / 4 = 2 spines
-  EXPECT_NE(text.find("rails: {count: 8"), std::string::npos) << text;
+  EXPECT_THAT(text, HasSubstr("node[0001-0064]")) << text;
+  EXPECT_THAT(text, HasSubstr("name: zone")) << text;  // 8 leaves / 4 = 2 spines
+  EXPECT_THAT(text, HasSubstr("rails: {count: 8")) << text;
 
   const std::string state_text = Slurp(dir + "/state.json");
   auto state = nlohmann::json::parse(state_text);
@@ -97,7 +101,7 @@ TEST(Generate, EveryProfileAndOneSpineLoadBack) {
     }
   }
   // One spine: no zone level.
-  EXPECT_EQ(Slurp(TempDir() + "/gen-p1/cluster.yaml").find("name: zone"), std::string::npos);
+  EXPECT_THAT(Slurp(TempDir() + "/gen-p1/cluster.yaml"), Not(HasSubstr("name: zone")));
 }
 
 TEST(Generate, BadArgumentsExitOneOrTwo) {
@@ -123,7 +127,7 @@ TEST(Generate, BadArgumentsExitOneOrTwo) {
   for (const Case& c : cases) {
     Result r = RunCli(std::string("cluster generate ") + c.args + out);
     EXPECT_EQ(r.code, c.code) << c.args << "\n" << r.err;
-    EXPECT_NE(r.err.find(c.want), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.want)) << c.args << "\n" << r.err;
   }
   EXPECT_EQ(RunCli("cluster generate --nodes 4 --nodes-per-leaf 1 --leaves-per-spine 1").code, 2);
 }

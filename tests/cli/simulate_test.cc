@@ -8,9 +8,12 @@
 #include <string>
 
 #include "cli/cli_util.h"
+#include "testing/status_matchers.h"
 
 namespace toposched::cli_testing {
 namespace {
+
+using ::toposched::testing::HasSubstr;
 
 TEST(SimulateCliTest, WritesTheReportContract) {
   const std::string out = TempDir() + "/sim1";
@@ -18,7 +21,7 @@ TEST(SimulateCliTest, WritesTheReportContract) {
       RunCli("simulate --cluster " + kSrc + "/data/clusters/h100-2rack.yaml --trace " + kSrc +
              "/data/traces/tiresias-60_job.csv --policy toposched,first-fit --out " + out);
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("| toposched |"), std::string::npos) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("| toposched |")) << r.out;
   auto j = nlohmann::json::parse(Slurp(out + "/report.json"));
   ASSERT_TRUE(j["policies"].contains("toposched"));
   ASSERT_TRUE(j["policies"].contains("first-fit"));
@@ -39,7 +42,7 @@ TEST(SimulateCliTest, WritesTheReportContract) {
     ASSERT_FALSE(text.empty()) << f;
     if (std::string(f).find(".svg") != std::string::npos) {
       EXPECT_EQ(text.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u) << f;
-      EXPECT_NE(text.find("</svg>"), std::string::npos) << f;
+      EXPECT_THAT(text, HasSubstr("</svg>")) << f;
     }
   }
 
@@ -69,8 +72,7 @@ TEST(SimulateCliTest, AFailedWriteLeavesTheEarlierReportWhole) {
   std::filesystem::create_directory(out + "/jobs.csv.tmp");
   Result second = RunCli(run + "spread");
   EXPECT_EQ(second.code, 1);
-  EXPECT_NE(second.err.find("jobs.csv.tmp: cannot open for writing"), std::string::npos)
-      << second.err;
+  EXPECT_THAT(second.err, HasSubstr("jobs.csv.tmp: cannot open for writing")) << second.err;
   EXPECT_EQ(Slurp(out + "/report.json"), json);
   EXPECT_EQ(Slurp(out + "/report.md"), md);
   EXPECT_FALSE(std::filesystem::exists(out + "/report.json.tmp"));
@@ -80,7 +82,7 @@ TEST(SimulateCliTest, AFailedWriteLeavesTheEarlierReportWhole) {
   Result third = RunCli(run + "spread");
   ASSERT_EQ(third.code, 0) << third.err;
   EXPECT_TRUE(nlohmann::json::parse(Slurp(out + "/report.json"))["policies"].contains("spread"));
-  EXPECT_NE(Slurp(out + "/jobs.csv").find("\nspread,"), std::string::npos);
+  EXPECT_THAT(Slurp(out + "/jobs.csv"), HasSubstr("\nspread,"));
 }
 
 TEST(SimulateCliTest, OpenbNodeListAndMaxJobs) {
@@ -95,8 +97,7 @@ TEST(SimulateCliTest, OpenbNodeListAndMaxJobs) {
   // Fractional pods share GPUs; none is rounded up any more.
   EXPECT_EQ(j["trace"]["fractional_rounded_up"].get<int>(), 0);
   EXPECT_GT(j["trace"]["fractional_shared"].get<int>(), 0);
-  EXPECT_NE(Slurp(out + "/report.md").find("requests for a fraction of a GPU share GPUs"),
-            std::string::npos);
+  EXPECT_THAT(Slurp(out + "/report.md"), HasSubstr("requests for a fraction of a GPU share GPUs"));
 }
 
 TEST(SimulateCliTest, BadTraceNamesTheLine) {
@@ -104,8 +105,8 @@ TEST(SimulateCliTest, BadTraceNamesTheLine) {
   Result r = RunCli("simulate --cluster " + kSrc + "/data/clusters/h100-2rack.yaml --trace " + bad +
                     " --trace-format csv --policy toposched --out " + TempDir() + "/x");
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("bad-trace.csv:3: column \"duration_s\": expected a number, got \"ten\""),
-            std::string::npos)
+  EXPECT_THAT(r.err,
+              HasSubstr("bad-trace.csv:3: column \"duration_s\": expected a number, got \"ten\""))
       << r.err;
 }
 
@@ -121,8 +122,8 @@ TEST(SimulateCliTest, EstimatedBackfillIsReportedAndCheckedWhenParsed) {
   }
   Result bad = RunCli(base + "/eb-bad --estimated-backfill kueue-tas");
   EXPECT_EQ(bad.code, 1);
-  EXPECT_NE(bad.err.find("--estimated-backfill: expected toposched or all, got \"kueue-tas\""),
-            std::string::npos)
+  EXPECT_THAT(bad.err,
+              HasSubstr("--estimated-backfill: expected toposched or all, got \"kueue-tas\""))
       << bad.err;
 }
 
@@ -146,7 +147,7 @@ TEST(SimulateCliTest, UnknownPolicyIsBadInput) {
   Result r = RunCli("simulate --cluster " + kSrc + "/data/clusters/h100-2rack.yaml --trace " +
                     kSrc + "/data/traces/tiresias-60_job.csv --policy fastest");
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("unknown policy \"fastest\""), std::string::npos) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("unknown policy \"fastest\"")) << r.err;
 }
 
 }  // namespace

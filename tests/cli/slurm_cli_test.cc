@@ -4,9 +4,12 @@
 #include <cstdlib>
 
 #include "cli/cli_util.h"
+#include "testing/status_matchers.h"
 
 namespace toposched::cli_testing {
 namespace {
+
+using ::toposched::testing::HasSubstr;
 
 // Sets variables for the duration of a test (children inherit them).
 class ScopedEnv {
@@ -33,15 +36,15 @@ TEST(ExecCli, SetsTheRingAndExecsTheCommand) {
                     " -- printenv CUDA_VISIBLE_DEVICES NCCL_IB_HCA TOPOSCHED_RANK_GPUS");
   ASSERT_EQ(r.code, 0) << r.err;
   // The plan line, then what the command saw: the NVLink ring, the NIC, local rank 1's GPU.
-  EXPECT_NE(r.out.find("toposched exec: rank 9 (local 1/8)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("\n0,3,2,1,5,6,7,4\n=mlx5_0\n3\n"), std::string::npos) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("toposched exec: rank 9 (local 1/8)")) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("\n0,3,2,1,5,6,7,4\n=mlx5_0\n3\n")) << r.out;
 }
 
 TEST(ExecCli, NoGpusIsAClearError) {
   unsetenv("CUDA_VISIBLE_DEVICES");
   Result r = RunCli("exec --topo " + kV100 + " -- true");
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("no GPUs visible"), std::string::npos) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("no GPUs visible")) << r.err;
 }
 
 TEST(ExportSlurmCli, WritesNodeLines) {
@@ -50,13 +53,12 @@ TEST(ExportSlurmCli, WritesNodeLines) {
                     "/data/clusters/slurm-8node.yaml --dir " + dir);
   ASSERT_EQ(r.code, 0) << r.err;
   std::string nodes = Slurp(dir + "/nodes.conf");
-  EXPECT_NE(nodes.find("NodeName=gpu08 CPUs=48 Sockets=2 CoresPerSocket=12 ThreadsPerCore=2 "
-                       "Gres=gpu:v100:8\n"),
-            std::string::npos)
+  EXPECT_THAT(nodes,
+              HasSubstr("NodeName=gpu08 CPUs=48 Sockets=2 CoresPerSocket=12 ThreadsPerCore=2 "
+                        "Gres=gpu:v100:8\n"))
       << nodes;
   std::string gres = Slurp(dir + "/gres.conf");
-  EXPECT_NE(gres.find("File=/dev/nvidia4 Cores=12-23 Links=2,0,0,0,-1,1,1,2\n"), std::string::npos)
-      << gres;
+  EXPECT_THAT(gres, HasSubstr("File=/dev/nvidia4 Cores=12-23 Links=2,0,0,0,-1,1,1,2\n")) << gres;
 }
 
 }  // namespace

@@ -6,8 +6,11 @@
 #include <string>
 
 #include "cli/cli_util.h"
+#include "testing/status_matchers.h"
 
 namespace {
+
+using ::toposched::testing::HasSubstr;
 
 using namespace toposched::cli_testing;  // NOLINT: RunCli, WriteTemp, TempDir, Slurp
 
@@ -16,8 +19,8 @@ TEST(TraceGenerateCliTest, SameSeedSameFileAndItSimulates) {
   const std::string b = TempDir() + "/llm-b.csv";
   Result ra = RunCli("trace generate --mix llm --jobs 400 --seed 9 --out " + a);
   ASSERT_EQ(ra.code, 0) << ra.err;
-  EXPECT_NE(ra.out.find("wrote " + a + ": 400 jobs of mix llm"), std::string::npos) << ra.out;
-  EXPECT_NE(ra.out.find("pretrain"), std::string::npos) << ra.out;
+  EXPECT_THAT(ra.out, HasSubstr("wrote " + a + ": 400 jobs of mix llm")) << ra.out;
+  EXPECT_THAT(ra.out, HasSubstr("pretrain")) << ra.out;
   Result rb = RunCli("trace generate --mix llm --jobs 400 --seed 9 --out " + b);
   ASSERT_EQ(rb.code, 0) << rb.err;
   const std::string text = Slurp(a);
@@ -38,7 +41,7 @@ TEST(TraceGenerateCliTest, KalosMixAndDefaults) {
   const std::string out = TempDir() + "/kalos.csv";
   Result r = RunCli("trace generate --mix kalos --jobs 50 --out " + out);
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(Slurp(out).find("--seed 1\n"), std::string::npos);
+  EXPECT_THAT(Slurp(out), HasSubstr("--seed 1\n"));
 }
 
 TEST(TraceGenerateCliTest, BadFlagsFailAndWriteNothing) {
@@ -59,7 +62,7 @@ TEST(TraceGenerateCliTest, BadFlagsFailAndWriteNothing) {
     const std::string out = TempDir() + "/bad-" + std::to_string(n++) + ".csv";
     Result r = RunCli("trace generate " + c.args + " --out " + out);
     EXPECT_EQ(r.code, c.code) << c.args << "\n" << r.err;
-    EXPECT_NE(r.err.find(c.error), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.error)) << c.args << "\n" << r.err;
     EXPECT_FALSE(std::filesystem::exists(out)) << c.args;
     EXPECT_FALSE(std::filesystem::exists(out + ".tmp")) << c.args;
   }
@@ -72,15 +75,14 @@ TEST(TraceGenerateCliTest, BrokenMixFileNamesTheLine) {
   const std::string out = TempDir() + "/broken.csv";
   Result r = RunCli("trace generate --mix-file " + mix + " --jobs 5 --out " + out);
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find(mix + ":3: model \"m\": missing field \"source\""), std::string::npos)
-      << r.err;
+  EXPECT_THAT(r.err, HasSubstr(mix + ":3: model \"m\": missing field \"source\"")) << r.err;
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 TEST(TraceGenerateCliTest, UnwritableOutIsBadInput) {
   Result r = RunCli("trace generate --jobs 5 --out " + TempDir() + "/no-such-dir/t.csv");
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("cannot open for writing"), std::string::npos) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("cannot open for writing")) << r.err;
 }
 
 }  // namespace

@@ -11,9 +11,13 @@
 #include <set>
 
 #include "testing/samples.h"
+#include "testing/status_matchers.h"
 
 namespace toposched::cost {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 std::string Manifest() { return std::string(TS_SOURCE_DIR) + "/data/calibration/cases.json"; }
 
@@ -81,8 +85,7 @@ TEST(CalibrationTest, DocsTableIsCurrent) {
 
 TEST(CalibrationTest, ManifestErrorsNameThePath) {
   auto bad = LoadCalibrationManifest("/nonexistent/cases.json");
-  EXPECT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("/nonexistent/cases.json"), std::string::npos);
+  EXPECT_THAT(bad, StatusIs(StatusCode::kNotFound, HasSubstr("/nonexistent/cases.json")));
 }
 
 }  // namespace

@@ -6,10 +6,14 @@
 #include <random>
 
 #include "cost/test_cluster.h"
+#include "testing/status_matchers.h"
 #include "topo/synthetic.h"
 
 namespace toposched::cost {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 using testing::MakeCluster;
 
@@ -87,8 +91,11 @@ TEST(CostModelTest, NamesRoundTrip) {
   EXPECT_EQ(*ParseCollective("all_reduce"), Collective::kAllReduce);
   EXPECT_EQ(*ParseCollective("All-Gather"), Collective::kAllGather);
   EXPECT_EQ(*ParseCollective("p2p"), Collective::kSendRecv);
-  EXPECT_FALSE(ParseCollective("broadcast").ok());
-  EXPECT_FALSE(ParseAlgorithm("collnet").ok());
+  EXPECT_THAT(
+      ParseCollective("broadcast"),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("unknown collective \"broadcast\"")));
+  EXPECT_THAT(ParseAlgorithm("collnet"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("unknown algorithm \"collnet\"")));
   EXPECT_STREQ(TransportName(Transport::kNetIB), "NET/IB");
   EXPECT_STREQ(TransportName(Transport::kPcieP2P), "PCIe P2P");
 }
@@ -114,21 +121,40 @@ TEST(CostModelTest, BadInput) {
   topo::Cluster cl = MakeCluster("gpu:8 nvswitch:18 model:H100", 2);
   CostModel m(cl);
   std::vector<GpuRef> empty;
-  EXPECT_FALSE(m.Evaluate(Collective::kAllReduce, empty, kGiB).ok());
+  EXPECT_THAT(m.Evaluate(Collective::kAllReduce, empty, kGiB),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("cost: empty GPU set")));
   std::vector<GpuRef> dup = {{0, 1}, {0, 1}};
-  EXPECT_FALSE(m.Evaluate(Collective::kAllReduce, dup, kGiB).ok());
+  EXPECT_THAT(
+      m.Evaluate(Collective::kAllReduce, dup, kGiB),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("cost: GPU gpu001/GPU1 listed twice")));
   std::vector<GpuRef> bad_node = {{0, 1}, {5, 1}};
-  EXPECT_FALSE(m.Evaluate(Collective::kAllReduce, bad_node, kGiB).ok());
+  EXPECT_THAT(m.Evaluate(Collective::kAllReduce, bad_node, kGiB),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("cost: node id 5 out of range")));
   std::vector<GpuRef> bad_gpu = {{0, 1}, {0, 8}};
-  EXPECT_FALSE(m.Evaluate(Collective::kAllReduce, bad_gpu, kGiB).ok());
+  EXPECT_THAT(m.Evaluate(Collective::kAllReduce, bad_gpu, kGiB),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("cost: node \"gpu001\" has no GPU position 8")));
   std::vector<GpuRef> ok = Gpus(1, 8);
-  EXPECT_FALSE(m.Evaluate(Collective::kAllReduce, ok, -1).ok());
-  EXPECT_FALSE(m.Evaluate(Collective::kAllGather, ok, kGiB, Algorithm::kTree).ok());
-  EXPECT_FALSE(m.Evaluate(Collective::kAllToAll, ok, kGiB, Algorithm::kRing).ok());
-  EXPECT_FALSE(m.Evaluate(Collective::kAllReduce, ok, kGiB, Algorithm::kDirect).ok());
-  EXPECT_FALSE(m.Evaluate(Collective::kAllReduce, ok, kGiB, Algorithm::kHierarchical).ok());
+  EXPECT_THAT(m.Evaluate(Collective::kAllReduce, ok, -1),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("cost: bytes must be a finite number >= 0")));
+  EXPECT_THAT(
+      m.Evaluate(Collective::kAllGather, ok, kGiB, Algorithm::kTree),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("cost: tree applies to allreduce only")));
+  EXPECT_THAT(m.Evaluate(Collective::kAllToAll, ok, kGiB, Algorithm::kRing),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("cost: alltoall has only the direct algorithm")));
+  EXPECT_THAT(
+      m.Evaluate(Collective::kAllReduce, ok, kGiB, Algorithm::kDirect),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("cost: allreduce has no direct algorithm")));
+  EXPECT_THAT(m.Evaluate(Collective::kAllReduce, ok, kGiB, Algorithm::kHierarchical),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("cost: hierarchical needs GPUs on 2+ nodes")));
   topo::Cluster a100 = MakeCluster("gpu:8 nvswitch:12 model:A100", 1);
-  EXPECT_FALSE(CostModel(a100).Evaluate(Collective::kAllReduce, ok, kGiB, Algorithm::kNvls).ok());
+  EXPECT_THAT(
+      CostModel(a100).Evaluate(Collective::kAllReduce, ok, kGiB, Algorithm::kNvls),
+      StatusIs(StatusCode::kInvalidArgument,
+               HasSubstr("cost: nvls needs every GPU on one NVSwitch fabric with NVLink SHARP")));
 }
 
 // A bad set is refused naming its first bad GPU in the order given, whatever comes after it,
@@ -146,10 +172,8 @@ TEST(CostModelTest, ABadSetNamesItsFirstBadGpu) {
   for (const auto& [set, message] : cases) {
     auto e = m.Evaluate(Collective::kAllReduce, set, kGiB);
     auto t = m.TimeMs(Collective::kAllReduce, set, kGiB);
-    ASSERT_FALSE(e.ok()) << message;
-    ASSERT_FALSE(t.ok()) << message;
-    EXPECT_EQ(e.status().message(), message);
-    EXPECT_EQ(t.status().message(), message);
+    ASSERT_THAT(e, StatusIs(StatusCode::kInvalidArgument, message)) << message;
+    ASSERT_THAT(t, StatusIs(StatusCode::kInvalidArgument, message)) << message;
   }
 }
 
@@ -313,7 +337,9 @@ TEST(CostModelTest, HierarchicalOnRequest) {
   EXPECT_GT(h->busbw_gbps, 50);
   // Uneven GPU counts per node: no hierarchical algorithm.
   std::vector<GpuRef> uneven = {{0, 0}, {0, 1}, {1, 0}};
-  EXPECT_FALSE(m.Evaluate(Collective::kAllReduce, uneven, kGiB, Algorithm::kHierarchical).ok());
+  EXPECT_THAT(m.Evaluate(Collective::kAllReduce, uneven, kGiB, Algorithm::kHierarchical),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("cost: hierarchical needs GPUs on 2+ nodes")));
   auto any = m.Evaluate(Collective::kAllReduce, uneven, kGiB);
   EXPECT_TRUE(any.ok());
 }
@@ -443,7 +469,9 @@ TEST(CostModelTest, TimeMsIsEvaluatesTimeWithoutTheNames) {
   CostModel m(clusters[0]);
   EXPECT_EQ(m.Evaluate(Collective::kAllReduce, twice, kGiB).status().ToString(),
             m.TimeMs(Collective::kAllReduce, twice, kGiB).status().ToString());
-  EXPECT_FALSE(m.TimeMs(Collective::kAllReduce, Gpus(2, 8), -1).ok());
+  EXPECT_THAT(m.TimeMs(Collective::kAllReduce, Gpus(2, 8), -1),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("cost: bytes must be a finite number >= 0")));
 }
 
 }  // namespace

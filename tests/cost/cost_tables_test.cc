@@ -4,10 +4,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "testing/status_matchers.h"
 #include "topo/io/import.h"
 
 namespace toposched::cost {
 namespace {
+
+using ::testing::AllOf;
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 std::string CostJsonFile() {
   auto t = topo::io::ReadFileToString(std::string(TS_SOURCE_DIR) + "/data/hardware/cost.json");
@@ -66,18 +71,23 @@ TEST(CostTablesTest, NicRates) {
 }
 
 TEST(CostTablesTest, BadJsonIsRejectedWithTheKey) {
-  EXPECT_FALSE(CostTables::FromJson("{").ok());
+  EXPECT_THAT(CostTables::FromJson("{"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("cost tables: "), HasSubstr("parse error"))));
   auto j = nlohmann::json::parse(CostJsonFile());
   j["efficiency"].erase("shm");
   auto missing = CostTables::FromJson(j.dump());
-  ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.status().message().find("efficiency"), std::string::npos);
+  ASSERT_THAT(missing, StatusIs(StatusCode::kInvalidArgument, HasSubstr("efficiency")));
   j = nlohmann::json::parse(CostJsonFile());
   j["efficiency"]["nvlink"]["value"] = 0;
-  EXPECT_FALSE(CostTables::FromJson(j.dump()).ok());
+  EXPECT_THAT(CostTables::FromJson(j.dump()),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("cost tables: efficiency.nvlink must be in (0, 1.5]")));
   j = nlohmann::json::parse(CostJsonFile());
   j["gdr_off_factor"]["value"] = 2;
-  EXPECT_FALSE(CostTables::FromJson(j.dump()).ok());
+  EXPECT_THAT(CostTables::FromJson(j.dump()),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("cost tables: gdr_off_factor must be in (0, 1]")));
 }
 
 }  // namespace

@@ -3,10 +3,15 @@
 #include <gtest/gtest.h>
 
 #include "cost/test_cluster.h"
+#include "testing/status_matchers.h"
 #include "topo/synthetic.h"
 
 namespace toposched::cost {
 namespace {
+
+using ::testing::AllOf;
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 TEST(GpuSpecTest, ByteSizes) {
   struct B {
@@ -28,7 +33,10 @@ TEST(GpuSpecTest, ByteSizes) {
     EXPECT_DOUBLE_EQ(*v, b.bytes) << b.text;
   }
   for (const char* bad : {"", "GiB", "1XB", "-5", "1e3", "1 GiBs", "3PiB"}) {
-    EXPECT_FALSE(ParseByteSize(bad).ok()) << bad;
+    EXPECT_THAT(ParseByteSize(bad),
+                StatusIs(StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr("size"), HasSubstr("\"" + std::string(bad) + "\""))))
+        << bad;
   }
   EXPECT_EQ(FormatBytes(1073741824.0), "1 GiB");
   EXPECT_EQ(FormatBytes(512), "512 B");
@@ -51,8 +59,18 @@ TEST(GpuSpecTest, NodeLists) {
     ASSERT_TRUE(v.ok()) << c.spec << ": " << v.status().ToString();
     EXPECT_EQ(*v, c.want) << c.spec;
   }
-  for (const char* bad : {"", "8", "0,0", "0-9", "x", "1,,2"}) {
-    EXPECT_FALSE(ParseNodeGpuSpec(*t, bad).ok()) << bad;
+  struct Bad {
+    const char* spec;
+    const char* why;
+  };
+  for (const Bad& b :
+       {Bad{"", "empty GPU list"}, Bad{"8", "the topology has no GPU8"},
+        Bad{"0,0", "GPU0 listed twice in \"0,0\""}, Bad{"0-9", "the topology has no GPU8"},
+        Bad{"x", "expected an integer, got \"x\""},
+        Bad{"1,,2", "empty item in GPU list \"1,,2\""}}) {
+    EXPECT_THAT(ParseNodeGpuSpec(*t, b.spec),
+                StatusIs(StatusCode::kInvalidArgument, HasSubstr(b.why)))
+        << b.spec;
   }
 }
 
@@ -79,8 +97,18 @@ TEST(GpuSpecTest, ClusterLists) {
   auto all = ParseClusterGpuSpec(c, "all");
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->size(), 32u);
-  for (const char* bad : {"", "gpu009:0", "gpu001:8", "3", "gpu001:0,gpu001:0", "gpu001:"}) {
-    EXPECT_FALSE(ParseClusterGpuSpec(c, bad).ok()) << bad;
+  struct Bad {
+    const char* spec;
+    const char* why;
+  };
+  for (const Bad& b :
+       {Bad{"", "empty GPU list"}, Bad{"gpu009:0", "unknown node \"gpu009\""},
+        Bad{"gpu001:8", "gpu001 has no GPU8"}, Bad{"3", "GPU index \"3\" without a host before it"},
+        Bad{"gpu001:0,gpu001:0", "gpu001/GPU0 listed twice"},
+        Bad{"gpu001:", "no GPU after \"gpu001:\""}}) {
+    EXPECT_THAT(ParseClusterGpuSpec(c, b.spec),
+                StatusIs(StatusCode::kInvalidArgument, HasSubstr(b.why)))
+        << b.spec;
   }
 }
 

@@ -2,10 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/status_matchers.h"
 #include "topo/io/import.h"
 
 namespace toposched::cost {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 std::string Sample(const std::string& name) {
   auto text =
@@ -109,10 +113,16 @@ TEST(NcclTestsReaderTest, RowFieldsOfTheCurrentLayout) {
 }
 
 TEST(NcclTestsReaderTest, RejectsTextWithoutRows) {
-  EXPECT_FALSE(ParseNcclTestsOutput("").ok());
-  EXPECT_FALSE(ParseNcclTestsOutput("# nThread 1 nGpus 8\n# Avg bus bandwidth : 3\n").ok());
+  EXPECT_THAT(
+      ParseNcclTestsOutput(""),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("nccl-tests output: no result rows found")));
+  EXPECT_THAT(
+      ParseNcclTestsOutput("# nThread 1 nGpus 8\n# Avg bus bandwidth : 3\n"),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("nccl-tests output: no result rows found")));
   // A row cut short is skipped, not misread.
-  EXPECT_FALSE(ParseNcclTestsOutput("  67108864  16777216  float  sum  -1  1049.3  63.95\n").ok());
+  EXPECT_THAT(
+      ParseNcclTestsOutput("  67108864  16777216  float  sum  -1  1049.3  63.95\n"),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("nccl-tests output: no result rows found")));
 }
 
 TEST(NcclTestsReaderTest, MarkdownSummaries) {
@@ -134,7 +144,9 @@ TEST(NcclTestsReaderTest, MarkdownSummaries) {
   EXPECT_EQ((*stas)[1].name, "4 nodes");
   EXPECT_EQ((*stas)[1].points.back().first, 17179869184);
   EXPECT_DOUBLE_EQ((*stas)[1].points.back().second, 381.80);
-  EXPECT_FALSE(ParseBusBwSummary("no table here\n").ok());
+  EXPECT_THAT(ParseBusBwSummary("no table here\n"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("busbw summary: no markdown table with sizes found")));
 }
 
 TEST(NcclTestsReaderTest, SummarySizes) {
@@ -156,8 +168,11 @@ TEST(NcclTestsReaderTest, SummarySizes) {
     ASSERT_TRUE(b.ok()) << s.label;
     EXPECT_EQ(*b, s.bytes) << s.label;
   }
-  EXPECT_FALSE(ParseSummarySize("Message").ok());
-  EXPECT_FALSE(ParseSummarySize("12Q").ok());
+  EXPECT_THAT(
+      ParseSummarySize("Message"),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("size label \"Message\": no number")));
+  EXPECT_THAT(ParseSummarySize("12Q"), StatusIs(StatusCode::kInvalidArgument,
+                                                HasSubstr("size label \"12Q\": unknown unit")));
 }
 
 TEST(NcclTestsReaderTest, RanksFromBusFactor) {

@@ -6,8 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "testing/status_matchers.h"
+
 namespace toposched::job {
 namespace {
+
+using ::testing::AllOf;
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 JobSpec Spec(int tp, int pp, int dp, int replicas, int gpr, int total = 0) {
   JobSpec s;
@@ -67,7 +73,7 @@ TEST(LayoutDerivation, Inconsistent) {
     auto e = NormalizeSpec(s);
     ASSERT_TRUE(e.has_value()) << c.what;
     EXPECT_EQ(e->field, c.field) << c.what << ": " << e->message;
-    EXPECT_NE(s.Normalize().message().find(std::string(c.field) + ":"), std::string::npos);
+    EXPECT_THAT(s.Normalize().message(), HasSubstr(std::string(c.field) + ":"));
   }
 }
 
@@ -211,7 +217,10 @@ TEST(Duration, Table) {
   for (const Case& c : cases) {
     auto d = ParseDuration(c.text);
     if (c.seconds < 0) {
-      EXPECT_FALSE(d.ok()) << c.text;
+      EXPECT_THAT(d, StatusIs(StatusCode::kInvalidArgument,
+                              AllOf(HasSubstr("expected a duration such as"),
+                                    HasSubstr("got \"" + std::string(c.text) + "\""))))
+          << c.text;
     } else {
       ASSERT_TRUE(d.ok()) << c.text << ": " << d.status().ToString();
       EXPECT_EQ(*d, c.seconds) << c.text;
@@ -229,7 +238,11 @@ TEST(ParamCount, Table) {
   EXPECT_DOUBLE_EQ(*ParseParamCount("125K"), 125e3);
   EXPECT_DOUBLE_EQ(*ParseParamCount("1000"), 1000);
   for (const char* bad : {"", "B", "-7B", "seventy", "1e30", "nanB", "infT"}) {
-    EXPECT_FALSE(ParseParamCount(bad).ok()) << bad;
+    EXPECT_THAT(ParseParamCount(bad),
+                StatusIs(StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr("expected a parameter count such as"),
+                               HasSubstr("got \"" + std::string(bad) + "\""))))
+        << bad;
   }
 }
 
@@ -244,15 +257,13 @@ TEST(Levels, ValidateAgainstCluster) {
   EXPECT_TRUE(s.ValidateAgainstLevels(levels).ok());
   s.constraints.job.level = "rack";
   Status st = s.ValidateAgainstLevels(levels);
-  ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("constraints.job.preferred"), std::string::npos) << st.message();
-  EXPECT_NE(st.message().find("\"rack\""), std::string::npos);
-  EXPECT_NE(st.message().find("spine, leaf"), std::string::npos);
+  ASSERT_THAT(st, StatusIs(StatusCode::kInvalidArgument,
+                           AllOf(HasSubstr("constraints.job.preferred"), HasSubstr("\"rack\""),
+                                 HasSubstr("spine, leaf"))));
   s.constraints.job.level = "leaf";
   s.constraints.tp.level = "block";
   st = s.ValidateAgainstLevels(levels);
-  ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("constraints.tp.required"), std::string::npos) << st.message();
+  ASSERT_THAT(st, StatusIs(StatusCode::kInvalidArgument, HasSubstr("constraints.tp.required")));
   EXPECT_TRUE(s.ValidateAgainstLevels({"leaf", "block"}).ok());
 }
 

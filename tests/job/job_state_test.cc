@@ -7,8 +7,13 @@
 #include <utility>
 #include <vector>
 
+#include "testing/status_matchers.h"
+
 namespace toposched::job {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 using S = JobState;
 
@@ -34,8 +39,7 @@ TEST(JobState, NamesRoundTrip) {
   EXPECT_EQ(*ParseJobState("CG"), S::kCompleting);
   EXPECT_EQ(*ParseJobState(" pd "), S::kPending);
   auto bad = ParseJobState("DONE");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("\"DONE\""), std::string::npos);
+  ASSERT_THAT(bad, StatusIs(StatusCode::kInvalidArgument, HasSubstr("\"DONE\"")));
 }
 
 // The whole table: exactly these pairs are legal.
@@ -100,10 +104,9 @@ TEST(JobRecord, Paths) {
       Status s = r.Transition(t += 10, to, "test");
       if (!s.ok()) {
         all_ok = false;
-        EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << c.what;
-        EXPECT_NE(s.message().find(std::string(ToString(before)) + " -> " + ToString(to)),
-                  std::string::npos)
-            << c.what << ": " << s.message();
+        EXPECT_THAT(s, StatusIs(StatusCode::kFailedPrecondition,
+                                HasSubstr(std::string(ToString(before)) + " -> " + ToString(to))))
+            << c.what;
         EXPECT_EQ(r.state(), before) << c.what;
         EXPECT_EQ(r.events().size(), events) << c.what;
         break;

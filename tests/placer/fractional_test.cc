@@ -16,9 +16,15 @@
 #include "state/cluster_state.h"
 #include "testing/clusters.h"
 #include "testing/samples.h"
+#include "testing/status_matchers.h"
 
 namespace toposched::sched {
 namespace {
+
+using ::testing::AllOf;
+using ::testing::Not;
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 using topo::Health;
 
@@ -73,16 +79,15 @@ TEST(FractionalSpec, ValidationNamesTheField) {
   two.total_gpus = 2;
   two.gpu_milli = 500;
   Status st = two.Normalize();
-  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(st.message().find("gpu_milli: a fraction of a GPU (gpu_milli 500) needs a world size "
-                              "of 1 GPU, got 2"),
-            std::string::npos)
-      << st.message();
+  EXPECT_THAT(
+      st, StatusIs(StatusCode::kInvalidArgument,
+                   HasSubstr("gpu_milli: a fraction of a GPU (gpu_milli 500) needs a world size "
+                             "of 1 GPU, got 2")));
   job::JobSpec zero = Frac(1000);
   zero.gpu_milli = 0;
   st = zero.Validate();
-  EXPECT_NE(st.message().find("gpu_milli: expected an integer from 1 to 1000"), std::string::npos)
-      << st.message();
+  EXPECT_THAT(st, StatusIs(StatusCode::kInvalidArgument,
+                           HasSubstr("gpu_milli: expected an integer from 1 to 1000")));
 }
 
 TEST(FractionalSpec, YamlAndJson) {
@@ -96,16 +101,16 @@ TEST(FractionalSpec, YamlAndJson) {
   auto w = job::ParseJobYaml("name: w\ntotal_gpus: 1\n", "w.yaml");
   ASSERT_TRUE(w.ok());
   EXPECT_EQ(w->gpu_milli, 1000);
-  EXPECT_EQ(job::JobSpecToJson(*w).find("gpu_milli"), std::string::npos);
+  EXPECT_THAT(job::JobSpecToJson(*w), Not(HasSubstr("gpu_milli")));
   auto big = job::ParseJobYaml("name: p\ntotal_gpus: 1\ngpu_milli: 1500\n", "p.yaml");
-  EXPECT_EQ(big.status().message(), "p.yaml:3: gpu_milli: must be at most 1000, got 1500");
+  EXPECT_THAT(big, StatusIs(StatusCode::kInvalidArgument,
+                            "p.yaml:3: gpu_milli: must be at most 1000, got 1500"));
   auto neg = job::ParseJobYaml("name: p\ntotal_gpus: 1\ngpu_milli: 0\n", "p.yaml");
-  EXPECT_NE(neg.status().message().find("gpu_milli: expected an integer from 1 to 1000"),
-            std::string::npos)
-      << neg.status().message();
+  EXPECT_THAT(neg, StatusIs(StatusCode::kInvalidArgument,
+                            HasSubstr("gpu_milli: expected an integer from 1 to 1000")));
   auto multi = job::ParseJobYaml("name: p\ntotal_gpus: 4\ngpu_milli: 500\n", "p.yaml");
-  EXPECT_NE(multi.status().message().find("gpu_milli: a fraction of a GPU"), std::string::npos)
-      << multi.status().message();
+  EXPECT_THAT(multi,
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("gpu_milli: a fraction of a GPU")));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -130,20 +135,19 @@ TEST(FractionalState, SharedGpuAllocateAndReleaseExactly) {
   EXPECT_EQ(s.HeldGpus(), 1);
   // No room for 300 more; nothing changes.
   Status st = s.AllocateShared(3, 0, 3, 300);
-  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(st.message().find("800/1000 milli used, 300 asked"), std::string::npos) << st.message();
+  EXPECT_THAT(st,
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("800/1000 milli used, 300 asked")));
   EXPECT_FALSE(s.HasAllocation(3));
   // A whole-GPU allocation never takes a shared GPU.
   st = s.Allocate(4, {NodeGpus{0, GpuMask::FirstN(4)}});
-  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(st.message().find("GPU 3 of node \"" + testing::H100Cluster().nodes[0].name +
-                              "\" is shared by fractional allocations 1, 2 (800/1000 milli used)"),
-            std::string::npos)
-      << st.message();
+  EXPECT_THAT(
+      st, StatusIs(StatusCode::kInvalidArgument,
+                   HasSubstr("GPU 3 of node \"" + testing::H100Cluster().nodes[0].name +
+                             "\" is shared by fractional allocations 1, 2 (800/1000 milli used)")));
   // Nor a fraction a whole-held GPU.
   ASSERT_TRUE(s.Allocate(5, {NodeGpus{0, GpuMask::FirstN(1)}}).ok());
   st = s.AllocateShared(6, 0, 0, 100);
-  EXPECT_NE(st.message().find("is held by allocation 5"), std::string::npos) << st.message();
+  EXPECT_THAT(st, StatusIs(StatusCode::kInvalidArgument, HasSubstr("is held by allocation 5")));
   EXPECT_EQ(s.AllocatedMilli(), 1800);
   EXPECT_EQ(s.Resize(1, {NodeGpus{0, GpuMask::FirstN(1)}}).code(), StatusCode::kInvalidArgument);
   ASSERT_TRUE(s.Release(1).ok());
@@ -171,13 +175,13 @@ TEST(FractionalState, ErrorsAndHealth) {
   ASSERT_TRUE(s.AllocateShared(2, 2, 5, 100).ok());
   // A drained node's shared GPU takes no new fraction; its sharers stay.
   ASSERT_TRUE(s.SetNodeDrained(2, true).ok());
-  EXPECT_NE(s.AllocateShared(3, 2, 5, 100).message().find("drained"), std::string::npos);
+  EXPECT_THAT(s.AllocateShared(3, 2, 5, 100).message(), HasSubstr("drained"));
   ASSERT_TRUE(s.SetNodeDrained(2, false).ok());
   // The GPU going bad reports every sharer; so does its node.
   auto aff = s.SetGpuHealth(2, 5, Health::kUnhealthy);
   ASSERT_TRUE(aff.ok());
   EXPECT_EQ(*aff, (std::vector<int64_t>{1, 2}));
-  EXPECT_NE(s.AllocateShared(3, 2, 5, 100).message().find("unhealthy"), std::string::npos);
+  EXPECT_THAT(s.AllocateShared(3, 2, 5, 100).message(), HasSubstr("unhealthy"));
   ASSERT_TRUE(s.SetGpuHealth(2, 5, Health::kHealthy).ok());
   ASSERT_TRUE(s.Allocate(7, {NodeGpus{2, GpuMask::FirstN(2)}}).ok());
   aff = s.SetNodeHealth(2, Health::kUnhealthy);
@@ -192,7 +196,7 @@ TEST(FractionalState, JsonRoundTripAndOldFiles) {
   ASSERT_TRUE(s.AllocateShared(9, 1, 2, 500).ok());
   ASSERT_TRUE(s.Allocate(10, {NodeGpus{1, GpuMask::FirstN(2)}}).ok());
   const std::string text = WriteClusterStateJson(s);
-  EXPECT_NE(text.find("\"milli\": 460"), std::string::npos) << text;
+  EXPECT_THAT(text, HasSubstr("\"milli\": 460")) << text;
   auto back = ReadClusterStateJson(text, testing::H100Cluster(), "t.json");
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_INVARIANTS(*back);
@@ -212,24 +216,22 @@ TEST(FractionalState, JsonRoundTripAndOldFiles) {
           R"(", "gpus": [0]}]}, {"id": 2, "milli": 500, "nodes": [{"node": ")" + n1 +
           R"(", "gpus": [0]}]}]})",
       testing::H100Cluster(), "t.json");
-  EXPECT_NE(over.status().message().find("t.json: $.allocations[1]: allocation 2: GPU 0 of node"),
-            std::string::npos)
-      << over.status().message();
-  EXPECT_NE(over.status().message().find("600/1000 milli used, 500 asked"), std::string::npos);
+  EXPECT_THAT(over,
+              StatusIs(StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("t.json: $.allocations[1]: allocation 2: GPU 0 of node"),
+                             HasSubstr("600/1000 milli used, 500 asked"))));
   auto multi = ReadClusterStateJson(
       R"({"version": 1, "allocations": [{"id": 1, "milli": 600, "nodes": [{"node": ")" + n1 +
           R"(", "gpus": [0, 1]}]}]})",
       testing::H100Cluster(), "t.json");
-  EXPECT_NE(multi.status().message().find("$.allocations[0].nodes: a fractional allocation"),
-            std::string::npos)
-      << multi.status().message();
+  EXPECT_THAT(multi, StatusIs(StatusCode::kInvalidArgument,
+                              HasSubstr("$.allocations[0].nodes: a fractional allocation")));
   auto bad = ReadClusterStateJson(
       R"({"version": 1, "allocations": [{"id": 1, "milli": 0, "nodes": [{"node": ")" + n1 +
           R"(", "gpus": [0]}]}]})",
       testing::H100Cluster(), "t.json");
-  EXPECT_NE(bad.status().message().find("$.allocations[0].milli: expected an integer"),
-            std::string::npos)
-      << bad.status().message();
+  EXPECT_THAT(bad, StatusIs(StatusCode::kInvalidArgument,
+                            HasSubstr("$.allocations[0].milli: expected an integer")));
 }
 
 // Random sequences of whole and fractional allocations, releases, health and drain changes,
@@ -338,19 +340,17 @@ TEST(FractionalPlacer, TwoHalvesShareOneGpu) {
   Verdict a = Placer().Place(s, Frac(500, "a"));
   ASSERT_TRUE(a.fit()) << a.Explain();
   EXPECT_EQ(a.placement->gpu_milli, 500);
-  EXPECT_NE(a.placement->explanation.find("becomes shared: 500/1000 milli used after"),
-            std::string::npos)
+  EXPECT_THAT(a.placement->explanation, HasSubstr("becomes shared: 500/1000 milli used after"))
       << a.placement->explanation;
   ASSERT_TRUE(Take(s, 1, *a.placement).ok());
   Verdict b = Placer().Place(s, Frac(500, "b"));
   ASSERT_TRUE(b.fit()) << b.Explain();
   EXPECT_EQ(b.placement->parts, a.placement->parts);
   const NodeGpus& p = a.placement->parts[0];
-  EXPECT_NE(b.placement->explanation.find("500 milli of one GPU: shared GPU " +
-                                          std::to_string(p.gpus.lowest()) + " on node " +
-                                          testing::H100Cluster().nodes[p.node].name +
-                                          ": 1000/1000 milli used after"),
-            std::string::npos)
+  EXPECT_THAT(b.placement->explanation,
+              HasSubstr("500 milli of one GPU: shared GPU " + std::to_string(p.gpus.lowest()) +
+                        " on node " + testing::H100Cluster().nodes[p.node].name +
+                        ": 1000/1000 milli used after"))
       << b.placement->explanation;
   ASSERT_TRUE(Take(s, 2, *b.placement).ok());
   EXPECT_EQ(s.UsedMilli(p.node, p.gpus.lowest()), 1000);
@@ -409,8 +409,7 @@ TEST(FractionalPlacer, SharesFollowThePolicy) {
     ASSERT_TRUE(placer.ok());
     Verdict v = (*placer)->Place(full, Frac(300));
     EXPECT_FALSE(v.fit()) << name;
-    EXPECT_NE(v.Explain().find("no free GPU fits"), std::string::npos)
-        << name << ": " << v.Explain();
+    EXPECT_THAT(v.Explain(), HasSubstr("no free GPU fits")) << name << ": " << v.Explain();
   }
 }
 
@@ -418,8 +417,9 @@ TEST(FractionalPlacer, UnknownSharesRuleIsRejected) {
   GangPlacerOptions o;
   o.plugins.shares = "worst-fit";
   auto p = GangPlacer::Create(testing::H100Cluster(), o);
-  ASSERT_FALSE(p.ok());
-  EXPECT_NE(p.status().ToString().find("shares"), std::string::npos) << p.status().ToString();
+  ASSERT_THAT(
+      p, StatusIs(StatusCode::kInvalidArgument, HasSubstr("unknown shares plugin \"worst-fit\"")));
+  EXPECT_THAT(p.status().ToString(), HasSubstr("shares")) << p.status().ToString();
 }
 
 TEST(FractionalPlacer, SixHundredAndFiveHundredDoNotShare) {
@@ -430,8 +430,8 @@ TEST(FractionalPlacer, SixHundredAndFiveHundredDoNotShare) {
   Verdict b = Placer().Place(s, Frac(500));
   ASSERT_TRUE(b.fit());
   EXPECT_NE(b.placement->parts, a.placement->parts);
-  EXPECT_NE(b.placement->explanation.find("no shared GPU has room (1 shared, most room 400 milli)"),
-            std::string::npos)
+  EXPECT_THAT(b.placement->explanation,
+              HasSubstr("no shared GPU has room (1 shared, most room 400 milli)"))
       << b.placement->explanation;
   ASSERT_TRUE(Take(s, 2, *b.placement).ok());
   EXPECT_EQ(s.SharedGpuCount(), 2);
@@ -507,9 +507,9 @@ TEST(FractionalPlacer, FullClusterIsUnschedulableWithReason) {
   for (int g = 0; g < s.GpuCount(0); ++g) ASSERT_TRUE(s.AllocateShared(id++, 0, g, 800).ok());
   Verdict v = Placer().Place(s, Frac(300));
   EXPECT_EQ(v.kind, VerdictKind::kUnschedulable);
-  EXPECT_NE(v.Explain().find("needs 300 milli of one GPU; no shared GPU has room (8 shared, most "
-                             "room 200 milli) and no free GPU fits"),
-            std::string::npos)
+  EXPECT_THAT(v.Explain(),
+              HasSubstr("needs 300 milli of one GPU; no shared GPU has room (8 shared, most "
+                        "room 200 milli) and no free GPU fits"))
       << v.Explain();
   EXPECT_TRUE(Placer().Place(s, Frac(200)).fit());
 }

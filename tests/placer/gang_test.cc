@@ -21,10 +21,14 @@
 #include "plugins/share_plugins.h"
 #include "state/link_model.h"
 #include "testing/clusters.h"
+#include "testing/status_matchers.h"
 #include "topo/io/cluster_yaml.h"
 
 namespace toposched::sched {
 namespace {
+
+using ::testing::Not;
+using ::toposched::testing::HasSubstr;
 
 using job::ConstraintMode;
 
@@ -278,7 +282,7 @@ TEST(Gang, DpPeersOnDifferentNodesShareARail) {
   const Placement& p = *v.placement;
   ASSERT_EQ(p.parts.size(), 2u) << v.Explain();
   EXPECT_EQ(CrossedDpNeighbours(j, p), 0) << v.Explain();
-  EXPECT_NE(p.explanation.find("DP neighbours across nodes on one rail: 2/2"), std::string::npos)
+  EXPECT_THAT(p.explanation, HasSubstr("DP neighbours across nodes on one rail: 2/2"))
       << p.explanation;
   // Peers on two rails would climb the 2:1 leaf uplink: twice the time.
   auto crossed = cost::CostModel(c).Evaluate(cost::Collective::kAllReduce,
@@ -341,7 +345,7 @@ TEST(Gang, RailsNoneLeavesTheNodeSelectorsOrderAndPaysForIt) {
   ASSERT_TRUE(aligned.fit() && plain.fit()) << plain.Explain();
   EXPECT_EQ(CrossedDpNeighbours(dp, *aligned.placement), 0);
   EXPECT_EQ(CrossedDpNeighbours(dp, *plain.placement), 2) << plain.Explain();
-  EXPECT_NE(plain.placement->explanation.find("on one rail: 0/2"), std::string::npos)
+  EXPECT_THAT(plain.placement->explanation, HasSubstr("on one rail: 0/2"))
       << plain.placement->explanation;
   EXPECT_NEAR(plain.placement->dp_ms, 2 * aligned.placement->dp_ms, 0.05 * plain.placement->dp_ms);
   CheckPlacement(dp_state, dp, *plain.placement);
@@ -377,7 +381,7 @@ TEST(Gang, CrossedDpGroupsArePricedNotOnlyRankZeros) {
   ASSERT_TRUE(v.fit()) << v.Explain();
   const Placement& p = *v.placement;
   EXPECT_EQ(CrossedDpNeighbours(j, p), 2) << v.Explain();
-  EXPECT_NE(p.explanation.find("on one rail: 2/4"), std::string::npos) << p.explanation;
+  EXPECT_THAT(p.explanation, HasSubstr("on one rail: 2/4")) << p.explanation;
   auto cost = cost::CostModel(c);
   double rank0 = 0, crossed = 0;
   for (int t = 0; t < 4; ++t) {
@@ -477,7 +481,7 @@ TEST(Gang, VerdictTable) {
     job::JobSpec j = tc.job();
     Verdict v = Placer(*tc.cluster).Place(s, j);
     EXPECT_EQ(VerdictKindName(v.kind), std::string(VerdictKindName(tc.kind))) << v.Explain();
-    EXPECT_NE(v.Explain().find(tc.explanation), std::string::npos) << v.Explain();
+    EXPECT_THAT(v.Explain(), HasSubstr(tc.explanation)) << v.Explain();
     EXPECT_EQ(v.placement.has_value(), tc.kind == VerdictKind::kFit);
     if (v.fit()) {
       std::set<int> leaves;
@@ -618,13 +622,13 @@ TEST(GangContention, QuietLinksWinOverBestFitWhenTheRunningJobsLoadsArePassed) {
   const Verdict blind = placer.Place(s, x);
   ASSERT_TRUE(blind.fit()) << blind.Explain();
   EXPECT_EQ(spine_of(blind), std::set<std::string>{"spine0"});
-  EXPECT_EQ(blind.placement->explanation.find("contention"), std::string::npos);
+  EXPECT_THAT(blind.placement->explanation, Not(HasSubstr("contention")));
 
   const Verdict seen = placer.Place(s, x, &links);
   ASSERT_TRUE(seen.fit()) << seen.Explain();
   EXPECT_EQ(spine_of(seen), std::set<std::string>{"spine1"}) << seen.Explain();
   EXPECT_DOUBLE_EQ(seen.placement->predicted_ms, blind.placement->predicted_ms);
-  EXPECT_NE(seen.placement->explanation.find("on quieter links than spine0"), std::string::npos)
+  EXPECT_THAT(seen.placement->explanation, HasSubstr("on quieter links than spine0"))
       << seen.Explain();
   // On spine0, x's own slowdown and bg's: both links at 5/4 of their capacity.
   const LinkModel::Contention there =
@@ -646,7 +650,7 @@ TEST(GangContention, QuietLinksWinOverBestFitWhenTheRunningJobsLoadsArePassed) {
   const Verdict h = placer.Place(s, x, &hidden, /*dp_hide_factor=*/1.5);
   ASSERT_TRUE(h.fit()) << h.Explain();
   EXPECT_EQ(spine_of(h), std::set<std::string>{"spine0"}) << h.Explain();
-  EXPECT_EQ(h.placement->explanation.find("contention"), std::string::npos) << h.Explain();
+  EXPECT_THAT(h.placement->explanation, Not(HasSubstr("contention"))) << h.Explain();
   // Hiding less than its all-reduce takes (5 of 40 ms), bg's slowdown on spine0 is exposed as
   // before.
   LinkModel short_hide(c);

@@ -11,9 +11,12 @@
 #include "job/job_spec.h"
 #include "sched/scheduler.h"
 #include "testing/declared_scheduler.h"
+#include "testing/status_matchers.h"
 
 namespace toposched::sched {
 namespace {
+
+using ::toposched::testing::HasSubstr;
 
 using testing::WholeNodeJob;
 
@@ -49,10 +52,10 @@ TEST(BackfillByEstimatesTest, AJobExpectedToEndBeforeTheReservationTakesItsGpus)
   const int64_t head = b.Submit(WholeNodeJob("head", 24), 1000, 10);
   const int64_t quick = b.Submit(WholeNodeJob("quick", 8), 300, 10);
   EXPECT_EQ(b.Schedule(10), std::vector<int64_t>{quick});
-  EXPECT_NE(b.Why(head).find("reserved to start at 600.000000s (by the running jobs' estimated"),
-            std::string::npos)
+  EXPECT_THAT(b.Why(head),
+              HasSubstr("reserved to start at 600.000000s (by the running jobs' estimated"))
       << b.Why(head);
-  EXPECT_NE(b.Why(quick).find("RUNNING"), std::string::npos) << b.Why(quick);
+  EXPECT_THAT(b.Why(quick), HasSubstr("RUNNING")) << b.Why(quick);
 }
 
 TEST(BackfillByEstimatesTest, AJobExpectedToRunPastTheReservationWaits) {
@@ -60,7 +63,7 @@ TEST(BackfillByEstimatesTest, AJobExpectedToRunPastTheReservationWaits) {
   b.Submit(WholeNodeJob("head", 24), 1000, 10);
   const int64_t slow = b.Submit(WholeNodeJob("slow", 8), 5000, 10);
   EXPECT_TRUE(b.Schedule(10).empty());
-  EXPECT_NE(b.Why(slow).find("its estimated run ends at 5010.000000s, after it"), std::string::npos)
+  EXPECT_THAT(b.Why(slow), HasSubstr("its estimated run ends at 5010.000000s, after it"))
       << b.Why(slow);
 }
 
@@ -77,9 +80,8 @@ TEST(BackfillByEstimatesTest, WithoutEstimatesTheHeadIsPassedOverWithThemItStart
     const std::vector<int64_t> started = b.Schedule(10);
     EXPECT_EQ(b.Running(slow), !on);
     EXPECT_EQ(started.size(), on ? 0u : 1u);
-    EXPECT_NE(
-        b.Why(head).find(on ? "reserved to start at 600.000000s" : "reserved to start at never"),
-        std::string::npos)
+    EXPECT_THAT(b.Why(head),
+                HasSubstr(on ? "reserved to start at 600.000000s" : "reserved to start at never"))
         << b.Why(head);
     b.Complete(2, 600);
     b.Schedule(600);
@@ -95,9 +97,8 @@ TEST(BackfillByEstimatesTest, ADeclaredTimeLimitWinsOverTheEstimate) {
   const int64_t head = b.Submit(WholeNodeJob("head", 24), 1000, 10);
   const int64_t mid = b.Submit(WholeNodeJob("mid", 8), 1000, 10);
   EXPECT_TRUE(b.Schedule(10).empty());
-  EXPECT_NE(b.Why(head).find("reserved to start at 2000.000000s: "), std::string::npos)
-      << b.Why(head);
-  EXPECT_NE(b.Why(mid).find("its limit (none) ends after it"), std::string::npos) << b.Why(mid);
+  EXPECT_THAT(b.Why(head), HasSubstr("reserved to start at 2000.000000s: ")) << b.Why(head);
+  EXPECT_THAT(b.Why(mid), HasSubstr("its limit (none) ends after it")) << b.Why(mid);
   const int64_t mid2 = b.Submit(WholeNodeJob("mid2", 8, 1000), 1000, 20);
   EXPECT_EQ(b.Schedule(20), std::vector<int64_t>{mid2});
 }
@@ -108,7 +109,7 @@ TEST(BackfillByEstimatesTest, AJobsOwnTimeLimitDecidesItsBackfill) {
   b.Submit(WholeNodeJob("head", 24), 1000, 10);
   const int64_t quick = b.Submit(WholeNodeJob("quick", 8, 1000), 300, 10);
   EXPECT_TRUE(b.Schedule(10).empty());
-  EXPECT_NE(b.Why(quick).find("its limit 16m40s ends after it"), std::string::npos) << b.Why(quick);
+  EXPECT_THAT(b.Why(quick), HasSubstr("its limit 16m40s ends after it")) << b.Why(quick);
 }
 
 }  // namespace

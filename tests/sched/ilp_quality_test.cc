@@ -17,9 +17,13 @@
 #include "placer/policy.h"
 #include "sched/ilp_cases.h"
 #include "sched/ilp_oracle.h"
+#include "testing/status_matchers.h"
 
 namespace toposched::sched::ilp {
 namespace {
+
+using ::testing::Not;
+using ::toposched::testing::HasSubstr;
 
 Shape& GetShape(const std::string& name) {
   auto s = LoadShapeTools(name);
@@ -250,7 +254,7 @@ TEST(IlpQualityTest, OnRailsTheRailsScopeCompetesWithTheLowestDomain) {
       "h01:0-3,5-6 h02:0-1,4-7 h03:0-1,3,5-7 h04: h05:0-7 h06:0-2,4,6-7 h07:2-7 h08:0-7 h09: "
       "h10:0-1,4-7 h11:0,6 h12:0,2,6-7 h13:0,3-4,7 h14:0,2-3,7 h15:1-2,4-7 h16:4,6");
   const job::JobSpec j = RailsScopeJob();
-  ASSERT_NE(DescribeJob(j).find("dp_bytes=3500000000"), std::string::npos) << DescribeJob(j);
+  ASSERT_THAT(DescribeJob(j), HasSubstr("dp_bytes=3500000000")) << DescribeJob(j);
   OracleOptions opt;
   opt.search_time_limit_s = 20;
   OracleResult r = s.oracle->SolveByBranchAndBound(state, j, opt);
@@ -259,8 +263,7 @@ TEST(IlpQualityTest, OnRailsTheRailsScopeCompetesWithTheLowestDomain) {
   ASSERT_TRUE(v.fit());
   EXPECT_LE(v.placement->predicted_ms, r.placement->predicted_ms * 1.05)
       << v.placement->explanation << " against the optimum " << r.placement->predicted_ms;
-  EXPECT_NE(v.placement->explanation.find("spine of the rails, faster than in one leaf"),
-            std::string::npos)
+  EXPECT_THAT(v.placement->explanation, HasSubstr("spine of the rails, faster than in one leaf"))
       << v.placement->explanation;
 }
 
@@ -304,12 +307,10 @@ TEST(IlpQualityTest, OnRailsKueueTasKeepsToTheLowestDomain) {
   const Outcome none = place(*tas);
   const Outcome align = place(aligned);
   EXPECT_EQ(none.leaves, 1u) << none.why;
-  EXPECT_NE(none.why.find("in leaf0 (lowest leaf with room, best fit"), std::string::npos)
-      << none.why;
-  EXPECT_EQ(none.why.find("of the rails"), std::string::npos) << none.why;
+  EXPECT_THAT(none.why, HasSubstr("in leaf0 (lowest leaf with room, best fit")) << none.why;
+  EXPECT_THAT(none.why, Not(HasSubstr("of the rails"))) << none.why;
   EXPECT_EQ(align.leaves, 2u) << align.why;
-  EXPECT_NE(align.why.find("spine of the rails, faster than in one leaf"), std::string::npos)
-      << align.why;
+  EXPECT_THAT(align.why, HasSubstr("spine of the rails, faster than in one leaf")) << align.why;
   EXPECT_LT(align.ms * 5, none.ms) << align.why << " against " << none.why;
 }
 
@@ -525,8 +526,7 @@ TEST(IlpQualityTest, OnRailsStagesArePlacedOnNodesThatShareRails) {
   Verdict v = PlaceOn("h100-16-rails", kCase595, &optimum);
   ASSERT_TRUE(v.fit()) << v.Explain();
   EXPECT_LE(v.placement->predicted_ms, optimum * 1.05) << v.placement->explanation;
-  EXPECT_NE(v.placement->explanation.find("stages placed on nodes that share rails"),
-            std::string::npos)
+  EXPECT_THAT(v.placement->explanation, HasSubstr("stages placed on nodes that share rails"))
       << v.placement->explanation;
   ExpectNearOptimum("h100-16-rails",
                     {"h01:0,2-3,5-7 h02:0-7 h03:0-4,6 h04:0-1,4-7 h05: h06:3,5-7 h07: h08: "
@@ -551,7 +551,7 @@ TEST(IlpQualityTest, RanksInNodeBlocksKeepEachNodesRanksTogether) {
   for (size_t i = 1; i < r.size(); ++i) {
     EXPECT_GE(r[i].node, r[i - 1].node) << "rank " << i << ": " << v.placement->explanation;
   }
-  EXPECT_EQ(v.placement->explanation.find("stages placed"), std::string::npos)
+  EXPECT_THAT(v.placement->explanation, Not(HasSubstr("stages placed")))
       << v.placement->explanation;
 }
 

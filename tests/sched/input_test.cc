@@ -13,10 +13,14 @@
 #include "sched/scheduler.h"
 #include "testing/placers.h"
 #include "testing/samples.h"
+#include "testing/status_matchers.h"
 #include "topo/io/import.h"
 
 namespace toposched::sched {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 const GangPlacer& SlurmPlacer() { return testing::ExamplePlacer("slurm-8node.yaml"); }
 
@@ -72,7 +76,9 @@ TEST(SchedulerApply, AFailedCompletionEndsTheJobFailedAndFreesItsGpus) {
   EXPECT_EQ(sc.Events().back().from, job::JobState::kRunning);
   EXPECT_EQ(sc.cluster_state().ClusterCapacity().free_gpus, all);
   // Once ended, it cannot complete again.
-  EXPECT_FALSE(sc.Apply(CompleteJob{{1}, why}, 3 * kUsPerS).ok());
+  EXPECT_THAT(sc.Apply(CompleteJob{{1}, why}, 3 * kUsPerS),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       HasSubstr("job-1: cannot complete a job in state FAILED")));
   EXPECT_TRUE(sc.CheckInvariants().ok());
 }
 
@@ -106,8 +112,7 @@ TEST(SchedulerApply, PodGroupQueuesInTheOneOrderAndKnowsItsPlace) {
   EXPECT_EQ(sc.QueuePosition(1), std::nullopt);  // running
   EXPECT_EQ(sc.StartedUs(1), std::optional<int64_t>(0));
   EXPECT_EQ(sc.StartedUs(2), std::nullopt);
-  EXPECT_NE(sc.Events()[2].reason.find("pod group ml/g"), std::string::npos)
-      << sc.Events()[2].reason;
+  EXPECT_THAT(sc.Events()[2].reason, HasSubstr("pod group ml/g")) << sc.Events()[2].reason;
   ASSERT_TRUE(sc.Apply(CompleteJob{{1}, {}}, 4 * kUsPerS).ok());
   auto pass = sc.Apply(Pass{}, 4 * kUsPerS);
   ASSERT_TRUE(pass.ok());
@@ -238,9 +243,8 @@ TEST(NodeTopologyReport, ReplacesTheProfilesTopologyForRunningJobsAndPlacement) 
   auto refused = sc.Apply(
       NodeTopologyReport{node + 2, Sample("07a-2gpu-nv2-workstation-stas00.txt"), "agent test"},
       2 * kUsPerS);
-  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(refused.status().message().find("2 GPUs, the cluster model has 8"), std::string::npos)
-      << refused.status().ToString();
+  EXPECT_THAT(refused,
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("2 GPUs, the cluster model has 8")));
   EXPECT_EQ(sc.ReportedTopology(node + 2), nullptr);
   EXPECT_EQ(sc.Events().size(), events);
   EXPECT_TRUE(sc.CheckInvariants().ok());
@@ -336,19 +340,15 @@ TEST(NodeNetworkReport, MovesTheNodeInTheModelAndRescoresItsJobs) {
   auto wrong_level = sc.Apply(
       NodeNetworkReport{node, {moved[0], c0.domains[leaf].name, "x"}, std::nullopt, 0, "t"},
       kUsPerS);
-  EXPECT_EQ(wrong_level.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(wrong_level.status().message().find("is at level \"leaf\" in the model"),
-            std::string::npos)
-      << wrong_level.status().ToString();
+  EXPECT_THAT(wrong_level, StatusIs(StatusCode::kInvalidArgument,
+                                    HasSubstr("is at level \"leaf\" in the model")));
   auto not_tree = sc.Apply(
       NodeNetworkReport{node, {moved[0], moved[1], c0.domains[leaf].name}, std::nullopt, 0, "t"},
       kUsPerS);
-  EXPECT_EQ(not_tree.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(not_tree.status().message().find("the tiers are not a tree"), std::string::npos)
-      << not_tree.status().ToString();
+  EXPECT_THAT(not_tree,
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("the tiers are not a tree")));
   auto no_gbps = sc.Apply(NodeNetworkReport{node, {}, "clique-7", 0, "t"}, kUsPerS);
-  EXPECT_EQ(no_gbps.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(no_gbps.status().message().find("nvlink_gbps"), std::string::npos);
+  EXPECT_THAT(no_gbps, StatusIs(StatusCode::kInvalidArgument, HasSubstr("nvlink_gbps")));
   EXPECT_EQ(sc.Events().size(), events);
   EXPECT_EQ(sc.placer().cluster().domains[sc.placer().cluster().nodes[node].domain].name,
             "block-b9");
@@ -412,8 +412,7 @@ TEST(SchedulerApply, KindsAndTargetsHaveTheirNames) {
     EXPECT_STREQ(HealthTargetName(*parsed), t);
   }
   auto bad = ParseHealthTarget("psu");
-  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(bad.status().message().find("\"psu\""), std::string::npos);
+  EXPECT_THAT(bad, StatusIs(StatusCode::kInvalidArgument, HasSubstr("\"psu\"")));
 }
 
 }  // namespace

@@ -8,10 +8,14 @@
 
 #include "core/time_units.h"
 #include "job/job_spec.h"
+#include "testing/status_matchers.h"
 #include "topo/io/cluster_yaml.h"
 
 namespace toposched::sched {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 using job::JobState;
 
@@ -160,8 +164,7 @@ TEST(SchedulerTest, FairShareFavoursUserWithLessUsage) {
   const int64_t b1 = h.Submit(MakeJob("b1", "bob", 1, 128, 1000), 2);
   EXPECT_EQ(h.Schedule(3), std::vector<int64_t>{b1});
   EXPECT_EQ(h.State(a2), JobState::kPending);
-  EXPECT_NE(h.Explain(a2).find("head of queue, reserved to start at 1000.000000s"),
-            std::string::npos)
+  EXPECT_THAT(h.Explain(a2), HasSubstr("head of queue, reserved to start at 1000.000000s"))
       << h.Explain(a2);
 
   // Within one pass usage counts as jobs start: on an empty cluster (room for two of the three),
@@ -230,9 +233,8 @@ TEST(SchedulerTest, BackfillShortJobStartsLongJobRefused) {
   EXPECT_EQ(h.Schedule(20), std::vector<int64_t>{shrt});
   EXPECT_EQ(h.State(head), JobState::kPending);
   EXPECT_EQ(h.State(lng), JobState::kPending);
-  EXPECT_NE(h.Explain(head).find("reserved to start at 1000.000000s"), std::string::npos);
-  EXPECT_NE(h.Explain(lng).find("would delay the reservation of job-3 at 1000.000000s"),
-            std::string::npos)
+  EXPECT_THAT(h.Explain(head), HasSubstr("reserved to start at 1000.000000s"));
+  EXPECT_THAT(h.Explain(lng), HasSubstr("would delay the reservation of job-3 at 1000.000000s"))
       << h.Explain(lng);
   EXPECT_EQ(h.EventsOf(shrt).back(),
             "PENDING -> RUNNING: backfilled (8 GPUs, ends by 520.000000s before the reservation "
@@ -259,7 +261,7 @@ TEST(SchedulerTest, EpochClockPrintsUtcDateTimes) {
   const int64_t head = h.Submit(MakeJob("head", "v", 1, 192, 1000), t0 + 10);
   const int64_t shrt = h.Submit(MakeJob("short", "w", 1, 8, 500), t0 + 11);
   EXPECT_EQ(h.Schedule(t0 + 20), std::vector<int64_t>{shrt});
-  EXPECT_NE(h.Explain(head).find("reserved to start at 2026-12-04T16:16:40Z"), std::string::npos)
+  EXPECT_THAT(h.Explain(head), HasSubstr("reserved to start at 2026-12-04T16:16:40Z"))
       << h.Explain(head);
   EXPECT_EQ(h.EventsOf(shrt).back(),
             "PENDING -> RUNNING: backfilled (8 GPUs, ends by 2026-12-04T16:08:40Z before the "
@@ -274,7 +276,7 @@ TEST(SchedulerTest, BackfillClearOfReservedGpus) {
   const int64_t head = h.Submit(MakeJob("head", "v", 1, 128, 1000), 10);
   const int64_t lng = h.Submit(MakeJob("long", "w", 1, 8, 5000), 11);
   EXPECT_EQ(h.Schedule(20), std::vector<int64_t>{lng});
-  EXPECT_NE(h.EventsOf(lng).back().find("clear of the GPUs reserved for job-3"), std::string::npos)
+  EXPECT_THAT(h.EventsOf(lng).back(), HasSubstr("clear of the GPUs reserved for job-3"))
       << h.EventsOf(lng).back();
   h.Complete(r1, 1000);
   EXPECT_EQ(h.Schedule(1000), std::vector<int64_t>{head});
@@ -436,9 +438,13 @@ TEST(SchedulerTest, CancelPendingAndRunning) {
   EXPECT_EQ(h.EventsOf(run).back(),
             "COMPLETING -> CANCELLED: cancelled by user: SIGKILL after grace period");
   EXPECT_EQ(h.s().cluster_state().ClusterCapacity().free_gpus, 256);
-  EXPECT_FALSE(h.s().Cancel(run, 7).ok());
-  EXPECT_FALSE(h.s().Complete(pend, 7).ok());
-  EXPECT_FALSE(h.s().Cancel(99, 7).ok());
+  EXPECT_THAT(h.s().Cancel(run, 7),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       HasSubstr("job-1: cannot cancel a job in state CANCELLED")));
+  EXPECT_THAT(h.s().Complete(pend, 7),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       HasSubstr("job-2: cannot complete a job in state CANCELLED")));
+  EXPECT_THAT(h.s().Cancel(99, 7), StatusIs(StatusCode::kNotFound, HasSubstr("no job job-99")));
   h.Check();
 }
 
@@ -450,8 +456,8 @@ TEST(SchedulerTest, ExplainPendingAndRunning) {
   EXPECT_EQ(h.Explain(big).rfind("job-1 PENDING: unresolvable: ", 0), 0u) << h.Explain(big);
   const std::string e = h.Explain(ok);
   EXPECT_EQ(e.rfind("job-2 RUNNING on ", 0), 0u) << e;
-  EXPECT_NE(e.find("predicted"), std::string::npos);
-  EXPECT_NE(e.find("best possible"), std::string::npos);
+  EXPECT_THAT(e, HasSubstr("predicted"));
+  EXPECT_THAT(e, HasSubstr("best possible"));
 }
 
 // Waiting for locality: every node has 3 free GPUs, so a 4-GPU data-parallel job fits only
@@ -476,8 +482,8 @@ TEST(SchedulerTest, LocalityWaitHoldsAJobToOneNodeUntilItsTimeout) {
     }
     EXPECT_TRUE(h.Schedule(1).empty());
     EXPECT_EQ(h.State(id), JobState::kPending);
-    EXPECT_NE(h.Explain(id).find("held to one node while it waits for locality (up to 100 s"),
-              std::string::npos)
+    EXPECT_THAT(h.Explain(id),
+                HasSubstr("held to one node while it waits for locality (up to 100 s"))
         << h.Explain(id);
     EXPECT_TRUE(h.Schedule(100).empty());  // 99 s waited
     EXPECT_EQ(h.Schedule(101), std::vector<int64_t>{id});
@@ -496,7 +502,8 @@ TEST(SchedulerTest, LocalityWaitStartsAJobThatFitsOneNodeAtOnce) {
   EXPECT_EQ(h.s().PlacementOf(id)->parts.size(), 1u);
   SchedulerOptions bad;
   bad.locality_wait_us = -2;
-  EXPECT_FALSE(bad.Validate().ok());
+  EXPECT_THAT(bad.Validate(), StatusIs(StatusCode::kInvalidArgument,
+                                       HasSubstr("locality_wait_us must be >= 0, or -1 (off)")));
 }
 
 // The backfill shadow (the head job's reserved GPUs blocked in a copy of the state) must not
@@ -526,10 +533,12 @@ TEST(SchedulerTest, BackfillShadowBlocksTheReservationWhileHoldOneLives) {
   EXPECT_EQ(sc.State(*small).value(), JobState::kPending);
   auto why = sc.Explain(*small);
   ASSERT_TRUE(why.ok());
-  EXPECT_NE(why->find("would delay the reservation of job-2"), std::string::npos) << *why;
+  EXPECT_THAT(*why, HasSubstr("would delay the reservation of job-2")) << *why;
   EXPECT_TRUE(sc.CheckInvariants().ok());
-  EXPECT_FALSE(sc.Hold(int64_t{1} << 62, {NodeGpus{1, GpuMask::FirstN(1)}}).ok());
-  EXPECT_FALSE(sc.Hold(int64_t{1} << 60, {NodeGpus{1, GpuMask::FirstN(1)}}).ok());
+  EXPECT_THAT(sc.Hold(int64_t{1} << 62, {NodeGpus{1, GpuMask::FirstN(1)}}),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("hold id must be in [1, 2^60)")));
+  EXPECT_THAT(sc.Hold(int64_t{1} << 60, {NodeGpus{1, GpuMask::FirstN(1)}}),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("hold id must be in [1, 2^60)")));
 }
 
 }  // namespace

@@ -12,10 +12,14 @@
 #include "placer/policy.h"
 #include "sched/script.h"
 #include "testing/golden.h"
+#include "testing/status_matchers.h"
 #include "topo/io/cluster_yaml.h"
 
 namespace toposched::sched {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 const std::string kDir = std::string(TS_SOURCE_DIR) + "/tests/sched/testdata/golden/";
 
@@ -103,20 +107,16 @@ TEST(ScriptTest, MalformedLinesNameTheLine) {
   };
   for (const Case& k : cases) {
     auto r = RunScript(c, k.text, "s");
-    ASSERT_FALSE(r.ok()) << k.text;
-    EXPECT_NE(r.status().message().find(k.error), std::string::npos)
-        << k.text << " -> " << r.status().message();
+    ASSERT_THAT(r, StatusIs(StatusCode::kInvalidArgument, HasSubstr(k.error))) << k.text;
   }
   // A command the scheduler refuses is part of the transcript, not an error.
   auto r = RunScript(c, "0 submit a gpus=8\n0 schedule\n1 complete a\n2 complete a\n", "s");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_NE(r->find("  error: job-1: cannot complete a job in state COMPLETED"), std::string::npos)
-      << *r;
+  EXPECT_THAT(*r, HasSubstr("  error: job-1: cannot complete a job in state COMPLETED")) << *r;
   // Out-of-range positions are refused by the scheduler.
   r = RunScript(c, "0 nic-health gpu001 99 unhealthy\n", "s");
   ASSERT_TRUE(r.ok());
-  EXPECT_NE(r->find("error: node \"gpu001\" has no NIC position 99 (8 NICs)"), std::string::npos)
-      << *r;
+  EXPECT_THAT(*r, HasSubstr("error: node \"gpu001\" has no NIC position 99 (8 NICs)")) << *r;
 }
 
 }  // namespace

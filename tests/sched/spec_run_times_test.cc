@@ -15,9 +15,12 @@
 #include "sched/scheduler.h"
 #include "testing/declared_scheduler.h"
 #include "testing/placers.h"
+#include "testing/status_matchers.h"
 
 namespace toposched::sched {
 namespace {
+
+using ::toposched::testing::HasSubstr;
 
 job::JobSpec TimedJob(const std::string& name, int gpus, int64_t run_s, double share,
                       int64_t limit_s = 0) {
@@ -83,7 +86,7 @@ TEST_F(SpecRunTimesTest, WithItsEstimateTheLongJobWaitsWithoutItStartsAcross) {
   auto waits = s_->Submit(TimedJob("long", 16, 36000, 0.5), 10 * kUsPerS);
   ASSERT_TRUE(waits.ok());
   EXPECT_TRUE(s_->Schedule(10 * kUsPerS).value().empty());
-  EXPECT_NE(s_->Explain(*waits).value().find("waiting for leaf0"), std::string::npos)
+  EXPECT_THAT(s_->Explain(*waits).value(), HasSubstr("waiting for leaf0"))
       << s_->Explain(*waits).value();
   ASSERT_TRUE(s_->Cancel(*waits, 20 * kUsPerS).ok());
   auto plain = s_->Submit(TimedJob("plain", 16, 0, 0), 20 * kUsPerS);

@@ -15,9 +15,13 @@
 #include "testing/clusters.h"
 #include "testing/declared_scheduler.h"
 #include "testing/placers.h"
+#include "testing/status_matchers.h"
 
 namespace toposched::sched {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 const topo::Cluster& Eight() { return testing::LoadExampleCluster("slurm-8node.yaml"); }
 
@@ -64,9 +68,8 @@ TEST(WaitOrSpreadTest, ALongJobWaitsForOneLeafOnlyWhileWaitingCanStillPayOff) {
   EXPECT_TRUE(h.Schedule(10).empty());
   EXPECT_EQ(h.s().NextPlannedStartUs(), std::optional<int64_t>(600 * kUsPerS));
   const std::string why = h.s().Explain(id).value();
-  EXPECT_NE(why.find("waiting for leaf0 (free in ~10 min, at 600.000000s): finishes ~4.8 h "
-                     "earlier than starting now across spine0"),
-            std::string::npos)
+  EXPECT_THAT(why, HasSubstr("waiting for leaf0 (free in ~10 min, at 600.000000s): finishes ~4.8 h "
+                             "earlier than starting now across spine0"))
       << why;
   // Still waiting at 300 s (the plan holds).
   EXPECT_TRUE(h.Schedule(300).empty());
@@ -102,7 +105,7 @@ TEST(WaitOrSpreadTest, AShortJobSpreadsAndSaysWhy) {
   EXPECT_EQ(h.Schedule(10), std::vector<int64_t>{id});
   EXPECT_EQ(h.Nodes(id), "gpu04,gpu05");
   const std::string& why = h.s().Events().back().reason;
-  EXPECT_NE(why.find("across spine0 now it finishes at ~"), std::string::npos) << why;
+  EXPECT_THAT(why, HasSubstr("across spine0 now it finishes at ~")) << why;
 }
 
 TEST(WaitOrSpreadTest, AMiddleJobComparesTheWaitAndStartsWhenItLoses) {
@@ -112,10 +115,8 @@ TEST(WaitOrSpreadTest, AMiddleJobComparesTheWaitAndStartsWhenItLoses) {
   const int64_t id = h.Submit(SpreadJob("mid", 16), 3000, 0.1, 10);
   EXPECT_EQ(h.Schedule(10), std::vector<int64_t>{id});
   const std::string& why = h.s().Events().back().reason;
-  EXPECT_NE(why.find("across spine0 now it finishes at ~3307.7"), std::string::npos) << why;
-  EXPECT_NE(why.find("~5 min before waiting for leaf0 (free at 600.000000s) would"),
-            std::string::npos)
-      << why;
+  EXPECT_THAT(why, HasSubstr("across spine0 now it finishes at ~3307.7")) << why;
+  EXPECT_THAT(why, HasSubstr("~5 min before waiting for leaf0 (free at 600.000000s) would")) << why;
 }
 
 TEST(WaitOrSpreadTest, WithoutAnEstimateNobodyWaits) {
@@ -128,10 +129,14 @@ TEST(WaitOrSpreadTest, WithoutAnEstimateNobodyWaits) {
 TEST(WaitOrSpreadTest, OptionsAndDeclarationsAreChecked) {
   SchedulerOptions o;
   o.wait_plan_attempts = 0;
-  EXPECT_FALSE(o.Validate().ok());
+  EXPECT_THAT(o.Validate(), StatusIs(StatusCode::kInvalidArgument,
+                                     HasSubstr("wait_plan_attempts must be in [1, 1024]")));
   DeclaredRunTimes d;
-  EXPECT_FALSE(d.Declare(1, 0, 0.5).ok());
-  EXPECT_FALSE(d.Declare(1, 10, 1.5).ok());
+  EXPECT_THAT(d.Declare(1, 0, 0.5), StatusIs(StatusCode::kInvalidArgument,
+                                             HasSubstr("run time of job 1 must be in (0, 1e9] s")));
+  EXPECT_THAT(d.Declare(1, 10, 1.5),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("communication share of job 1 must be in [0, 1]")));
   EXPECT_TRUE(d.Declare(1, 10, 0.5).ok());
   Placement p;
   p.predicted_ms = 3;

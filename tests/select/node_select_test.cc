@@ -8,10 +8,14 @@
 #include <random>
 #include <thread>
 
+#include "testing/status_matchers.h"
 #include "topo/synthetic.h"
 
 namespace toposched::sched {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 topo::NodeTopology Synth(const std::string& d) {
   auto t = topo::MakeSyntheticTopology(d);
@@ -37,12 +41,16 @@ GpuMask Mask(std::initializer_list<int> p) { return GpuMask::FromPositions(std::
 
 TEST(NodeRequestTest, Validate) {
   EXPECT_TRUE(Req(8, 4).Validate().ok());
-  EXPECT_FALSE(Req(0).Validate().ok());
-  EXPECT_FALSE(Req(8, 3).Validate().ok());
-  EXPECT_FALSE(Req(8, 0).Validate().ok());
+  EXPECT_THAT(Req(0).Validate(), StatusIs(StatusCode::kInvalidArgument,
+                                          HasSubstr("request: gpus must be at least 1")));
+  EXPECT_THAT(Req(8, 3).Validate(), StatusIs(StatusCode::kInvalidArgument,
+                                             HasSubstr("request: tp 3 does not divide gpus 8")));
+  EXPECT_THAT(Req(8, 0).Validate(),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("request: tp must be at least 1")));
   NodeRequest r = Req(2);
   r.dp_bytes = -1;
-  EXPECT_FALSE(r.Validate().ok());
+  EXPECT_THAT(r.Validate(), StatusIs(StatusCode::kInvalidArgument,
+                                     HasSubstr("request: bytes must be finite and non-negative")));
 }
 
 TEST(NodeSelectTest, NvSwitchTiesGoToLowestPositions) {
@@ -127,7 +135,9 @@ TEST(NodeSelectTest, NotEnoughGpusIsAVerdictNotAnError) {
   c = s->SelectUncached(GpuMask::FirstN(4), Req(5));
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->fit, Fit::kUnresolvable);
-  EXPECT_FALSE(s->SelectUncached(GpuMask::FirstN(4), Req(4, 3)).ok());
+  EXPECT_THAT(
+      s->SelectUncached(GpuMask::FirstN(4), Req(4, 3)),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("request: tp 3 does not divide gpus 4")));
 }
 
 TEST(NodeSelectTest, UnhealthyGpusAreNeverChosen) {

@@ -4,10 +4,13 @@
 
 #include <map>
 
+#include "testing/status_matchers.h"
 #include "topo/synthetic.h"
 
 namespace toposched::sched {
 namespace {
+
+using ::toposched::testing::HasSubstr;
 
 std::map<std::string, std::string> Env(const RankLayout& l) { return {l.env.begin(), l.env.end()}; }
 
@@ -58,23 +61,22 @@ TEST(RankOrderTest, WarnsAboutSlowPaths) {
   // sockets.
   RankLayout l = LayOutRanks(*t, std::vector<int>{0, 4}, 2);
   ASSERT_EQ(l.warnings.size(), 2u);
-  EXPECT_NE(l.warnings[0].find("no GPUDirect RDMA"), std::string::npos) << l.warnings[0];
-  EXPECT_NE(l.warnings[0].find("rank 1 GPU4->mlx5_0 SYS"), std::string::npos) << l.warnings[0];
-  EXPECT_NE(l.warnings[1].find("TP group 0 (GPUs 0,4) crosses sockets"), std::string::npos)
-      << l.warnings[1];
+  EXPECT_THAT(l.warnings[0], HasSubstr("no GPUDirect RDMA")) << l.warnings[0];
+  EXPECT_THAT(l.warnings[0], HasSubstr("rank 1 GPU4->mlx5_0 SYS")) << l.warnings[0];
+  EXPECT_THAT(l.warnings[1], HasSubstr("TP group 0 (GPUs 0,4) crosses sockets")) << l.warnings[1];
 
   auto eth = topo::MakeSyntheticTopology("gpu:2 pcie nics:1 linklayer:ethernet");
   ASSERT_TRUE(eth.ok());
   l = LayOutRanks(*eth, std::vector<int>{0, 1}, 1);
   ASSERT_EQ(l.warnings.size(), 1u);
-  EXPECT_NE(l.warnings[0].find("TCP"), std::string::npos);
+  EXPECT_THAT(l.warnings[0], HasSubstr("TCP"));
   EXPECT_EQ(Env(l).count("NCCL_IB_HCA"), 0u);
 
   auto none = topo::MakeSyntheticTopology("gpu:2 nvlink:2");
   ASSERT_TRUE(none.ok());
   l = LayOutRanks(*none, std::vector<int>{1, 0}, 1);
   ASSERT_EQ(l.warnings.size(), 1u);
-  EXPECT_NE(l.warnings[0].find("no NIC"), std::string::npos);
+  EXPECT_THAT(l.warnings[0], HasSubstr("no NIC"));
   EXPECT_EQ(l.ranks[0].nic, -1);
 }
 

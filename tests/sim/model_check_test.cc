@@ -6,10 +6,14 @@
 #include <sstream>
 #include <string>
 
+#include "testing/status_matchers.h"
 #include "topo/io/cluster_yaml.h"
 
 namespace toposched::sim {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 std::string Read(const std::string& rel) {
   std::ifstream in(std::string(TS_SOURCE_DIR) + "/" + rel, std::ios::binary);
@@ -29,13 +33,19 @@ TEST(ModelCheck, PlacementsCsvErrorsNameLineColumnAndField) {
   const std::string h = "placement,local_bsz,step_time,sync_time\n";
   EXPECT_TRUE(ParsePlacementsCsv(h + "22,8,0.5,0.1\n", "p.csv").ok());
   auto bad = ParsePlacementsCsv(h + "22,8,0.5,0.1\n2x,8,0.5,0.1\n", "p.csv");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.status().message().rfind("p.csv:3:1: placement:", 0), 0u) << bad.status().message();
+  ASSERT_THAT(
+      bad, StatusIs(StatusCode::kInvalidArgument, ::testing::StartsWith("p.csv:3:1: placement:")));
   bad = ParsePlacementsCsv(h + "22,8,-1,0.1\n", "p.csv");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.status().message().rfind("p.csv:2:6: step_time:", 0), 0u) << bad.status().message();
-  EXPECT_FALSE(ParsePlacementsCsv("placement,bsz\n", "p.csv").ok());
-  EXPECT_FALSE(ParsePlacementsCsv(h + "22,8,0.5\n", "p.csv").ok());
+  ASSERT_THAT(
+      bad, StatusIs(StatusCode::kInvalidArgument, ::testing::StartsWith("p.csv:2:6: step_time:")));
+  EXPECT_THAT(
+      ParsePlacementsCsv("placement,bsz\n", "p.csv"),
+      StatusIs(
+          StatusCode::kInvalidArgument,
+          HasSubstr("p.csv:1:1: header: expected \"placement,local_bsz,step_time,sync_time\"")));
+  EXPECT_THAT(
+      ParsePlacementsCsv(h + "22,8,0.5\n", "p.csv"),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("p.csv:2:1: expected 4 fields, got 3")));
 }
 
 // On the measured ImageNet profile: every multi-node shape is compared with the packed shape of
@@ -64,13 +74,21 @@ TEST(ModelCheck, PolluxImagenetShapesBesideTheModel) {
   const std::string wide =
       "placement,local_bsz,step_time,sync_time\n1,8,0.5,0\n4,8,0.5,0.01\n"
       "11111111111111111,8,0.9,0.5\n";
-  EXPECT_FALSE(ParsePlacementsCsv(wide, "w.csv").ok());  // 17 digits: refused by the parser
+  // 17 digits: refused by the parser
+  EXPECT_THAT(
+      ParsePlacementsCsv(wide, "w.csv"),
+      StatusIs(StatusCode::kInvalidArgument,
+               HasSubstr("w.csv:4:1: placement: expected 1-16 digits 1-9 (GPUs per node), got "
+                         "\"11111111111111111\"")));
   auto wider = ParsePlacementsCsv(
       "placement,local_bsz,step_time,sync_time\n1,8,0.5,0\n4,8,0.5,0.01\n5,8,0.6,0.01\n"
       "2111,8,0.9,0.5\n",
       "w.csv");
   ASSERT_TRUE(wider.ok());
-  EXPECT_FALSE(CheckPlacementProfile(*wider, cost, 1e8, 1.0).ok());  // "5": 5 GPUs on a T4 node
+  // "5": 5 GPUs on a T4 node
+  EXPECT_THAT(CheckPlacementProfile(*wider, cost, 1e8, 1.0),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("shape \"5\" puts 5 GPUs on a node of n01")));
 }
 
 // The Crux scenario: on a non-blocking fabric the GPT job and the BERT job together load each
@@ -91,7 +109,10 @@ TEST(ModelCheck, CruxScenarioLinkFactors) {
   EXPECT_NEAR(r2->IterationRatio(0.5), 1.125, 1e-9);
   std::printf("crux_1to1_iteration_ratio=%.4f\n", r1->IterationRatio(0.5));
   std::printf("crux_2to1_iteration_ratio_at_share_0.5=%.4f\n", r2->IterationRatio(0.5));
-  EXPECT_FALSE(CheckCruxScenario(two, 6, 1).ok());  // 7 hosts under a ToR of 6
+  // 7 hosts under a ToR of 6
+  EXPECT_THAT(CheckCruxScenario(two, 6, 1),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("ToR tor0 has 6 hosts; the scenario needs 7")));
 }
 
 }  // namespace

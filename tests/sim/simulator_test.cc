@@ -21,10 +21,14 @@
 #include "testing/clusters.h"
 #include "testing/golden.h"
 #include "testing/samples.h"
+#include "testing/status_matchers.h"
 #include "topo/io/cluster_yaml.h"
 
 namespace toposched::sim {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 using testing::TracePath;
 
@@ -556,13 +560,10 @@ TEST(OpenbFillTest, FractionsFollowThePolicy) {
 TEST(OpenbClusterTest, BadNodeListNamesTheLine) {
   auto y = OpenbNodesToClusterYaml("sn,cpu_milli,memory_mib,gpu,model\nn1,1,1,8,T4\nn1,1,1,2,T4\n",
                                    "nodes.csv");
-  ASSERT_FALSE(y.ok());
-  EXPECT_NE(y.status().message().find("nodes.csv:3: column \"sn\": node \"n1\" listed twice"),
-            std::string::npos)
-      << y.status().message();
+  ASSERT_THAT(y, StatusIs(StatusCode::kInvalidArgument,
+                          HasSubstr("nodes.csv:3: column \"sn\": node \"n1\" listed twice")));
   y = OpenbNodesToClusterYaml("sn,gpu,model\nn1,x,T4\n", "nodes.csv");
-  ASSERT_FALSE(y.ok());
-  EXPECT_NE(y.status().message().find("nodes.csv:2: column \"gpu\""), std::string::npos);
+  ASSERT_THAT(y, StatusIs(StatusCode::kInvalidArgument, HasSubstr("nodes.csv:2: column \"gpu\"")));
 }
 
 TEST(SimulatorTest, FailuresRequeueJobsThatThenComplete) {
@@ -765,8 +766,10 @@ TEST(PolicyTest, ListParsing) {
   auto two = ParsePolicyList("toposched, first-fit");
   ASSERT_TRUE(two.ok());
   EXPECT_EQ(*two, (std::vector<std::string>{"toposched", "first-fit"}));
-  EXPECT_FALSE(ParsePolicyList("toposched,nope").ok());
-  EXPECT_FALSE(ParsePolicyList("best-fit,best-fit").ok());
+  EXPECT_THAT(ParsePolicyList("toposched,nope"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("unknown policy \"nope\"")));
+  EXPECT_THAT(ParsePolicyList("best-fit,best-fit"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("policy \"best-fit\" given twice")));
 }
 
 }  // namespace

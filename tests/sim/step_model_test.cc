@@ -16,9 +16,13 @@
 #include "state/cluster_state.h"
 #include "state/link_model.h"
 #include "testing/clusters.h"
+#include "testing/status_matchers.h"
 
 namespace toposched::sim {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 TraceJob Job(int gpus, const std::string& model = "", double params = 0, int tp = 0, int pp = 0) {
   TraceJob j;
@@ -64,11 +68,10 @@ TEST(StepCatalogTest, BadCatalogNamesTheField) {
   auto c = StepCatalog::Parse(R"({"gpus": [{"match": "", "peak_tflops": 1,
       "sustained_fraction": 0.5}], "models": [{"name": "x", "train_flops_per_sample": 1}]})",
                               "cat.json");
-  ASSERT_FALSE(c.ok());
-  EXPECT_NE(c.status().message().find("cat.json: $.models[0].params: expected a number"),
-            std::string::npos)
-      << c.status().message();
-  EXPECT_FALSE(StepCatalog::Parse("[1,", "cat.json").ok());
+  ASSERT_THAT(c, StatusIs(StatusCode::kInvalidArgument,
+                          HasSubstr("cat.json: $.models[0].params: expected a number")));
+  EXPECT_THAT(StepCatalog::Parse("[1,", "cat.json"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("cat.json: not a JSON object")));
 }
 
 TEST(WorkloadTest, DataParallelModelsAndTransformers) {
@@ -95,9 +98,10 @@ TEST(WorkloadTest, TraceWithoutModelIsResnet50DataParallel) {
 
 TEST(WorkloadTest, UnknownModelNamesTheLine) {
   auto spec = MakeJobSpec(Job(4, "resnet9000"), "t.csv", 8);
-  ASSERT_FALSE(spec.ok());
-  EXPECT_EQ(spec.status().message(),
-            "t.csv:2: job \"j\": model \"resnet9000\" is not in the catalog");
+  ASSERT_THAT(
+      spec,
+      StatusIs(StatusCode::kInvalidArgument,
+               ::testing::StrEq("t.csv:2: job \"j\": model \"resnet9000\" is not in the catalog")));
 }
 
 TEST(WorkloadTest, TransformerMicrobatchesAndLayers) {
@@ -291,14 +295,19 @@ TEST(LoadTest, ScalingTheArrivalsSetsTheOfferedLoad) {
   EXPECT_NEAR(*scale, 0.25 / 0.35, 1e-6);
   EXPECT_NEAR(static_cast<double>(t->jobs[2].submit_us), 200e6 * 0.25 / 0.35, 1);
   EXPECT_NEAR(OfferedLoad(*t, 16), 0.6, 1e-6);
-  EXPECT_FALSE(ScaleToLoad(*t, 16, 0).ok());
+  EXPECT_THAT(ScaleToLoad(*t, 16, 0),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("load must be in (0, 100], got 0")));
   // Arriving all at once the first two hold 8 + 8/2 GPUs on average: 0.75 is the ceiling.
   auto over = ScaleToLoad(*t, 16, 0.8);
-  ASSERT_FALSE(over.ok());
-  EXPECT_NE(over.status().message().find("cannot be offered"), std::string::npos);
+  ASSERT_THAT(over, StatusIs(StatusCode::kInvalidArgument, HasSubstr("cannot be offered")));
   auto one = ParseTrace("submit_s,duration_s,gpus\n0,100,8\n", "o.csv", TraceFormat::kCsv);
   ASSERT_TRUE(one.ok());
-  EXPECT_FALSE(ScaleToLoad(*one, 16, 0.5).ok());
+  EXPECT_THAT(
+      ScaleToLoad(*one, 16, 0.5),
+      StatusIs(
+          StatusCode::kInvalidArgument,
+          HasSubstr(
+              "o.csv: the offered load is undefined (fewer than two distinct submission times)")));
 }
 
 // A run that outlasts the trace offers only the part inside the arrival window: counted whole

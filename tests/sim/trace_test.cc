@@ -9,9 +9,13 @@
 
 #include "sim/trace_spec.h"
 #include "testing/samples.h"
+#include "testing/status_matchers.h"
 
 namespace toposched::sim {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 using testing::TracePath;
 
@@ -98,8 +102,7 @@ class TraceErrorTest : public ::testing::TestWithParam<BadCase> {};
 TEST_P(TraceErrorTest, NamesFileLineAndColumn) {
   const BadCase& c = GetParam();
   auto t = ParseTrace(c.text, "t.csv", c.format);
-  ASSERT_FALSE(t.ok());
-  EXPECT_NE(t.status().message().find(c.message), std::string::npos) << t.status().message();
+  ASSERT_THAT(t, StatusIs(StatusCode::kInvalidArgument, HasSubstr(c.message)));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -135,15 +138,15 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<BadCase>& i) { return std::string(i.param.name); });
 
 TEST(TraceTest, UnknownFormatIsAnError) {
-  EXPECT_FALSE(ParseTraceFormat("yarn").ok());
+  EXPECT_THAT(ParseTraceFormat("yarn"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("unknown trace format \"yarn\"")));
   ASSERT_TRUE(ParseTraceFormat("openb").ok());
   EXPECT_EQ(*ParseTraceFormat("openb"), TraceFormat::kOpenb);
 }
 
 TEST(TraceTest, MissingFileIsNotFound) {
   auto t = ReadTraceFile("/nonexistent/trace.csv", TraceFormat::kCsv);
-  ASSERT_FALSE(t.ok());
-  EXPECT_EQ(t.status().code(), StatusCode::kNotFound);
+  ASSERT_THAT(t, StatusIs(StatusCode::kNotFound, HasSubstr("/nonexistent/trace.csv: cannot read")));
 }
 
 struct LayoutCase {
@@ -180,9 +183,7 @@ TEST(LayoutRuleTest, ALayoutThatDoesNotMultiplyOutNamesTheLine) {
   j.tp = 4;
   j.duration_us = 1;
   auto s = MakeJobSpec(j, "t.csv", 8);
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("t.csv:9: job \"bad\""), std::string::npos)
-      << s.status().message();
+  ASSERT_THAT(s, StatusIs(StatusCode::kInvalidArgument, HasSubstr("t.csv:9: job \"bad\"")));
 }
 
 }  // namespace

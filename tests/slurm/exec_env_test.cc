@@ -8,10 +8,14 @@
 #include "core/strings.h"
 #include "select/ring.h"
 #include "testing/samples.h"
+#include "testing/status_matchers.h"
 #include "topo/io/import.h"
 
 namespace toposched::slurm {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 // 8x V100 SXM2 in the hybrid cube-mesh, GPU0-3 on socket 0 (CPUs 0-11,24-35), GPU4-7 on
 // socket 1, one InfiniBand NIC (mlx5_0) at PIX to GPU2 and GPU3.
@@ -99,26 +103,24 @@ TEST(PlanExec, UnevenSplitGivesEveryRankTheRingWithANote) {
   ASSERT_TRUE(p.ok()) << p.status().message();
   EXPECT_EQ(p->rank_gpus, p->ring);
   ASSERT_FALSE(p->notes.empty());
-  EXPECT_NE(p->notes[0].find("do not divide"), std::string::npos);
+  EXPECT_THAT(p->notes[0], HasSubstr("do not divide"));
 }
 
 TEST(PlanExec, Errors) {
   topo::NodeTopology t = V100();
   auto no_gpus = PlanExec({{"SLURM_LOCALID", "0"}}, t);
-  ASSERT_FALSE(no_gpus.ok());
-  EXPECT_NE(no_gpus.status().message().find("no GPUs visible"), std::string::npos);
+  ASSERT_THAT(no_gpus, StatusIs(StatusCode::kInvalidArgument, HasSubstr("no GPUs visible")));
   auto bad_gpu = PlanExec({{"SLURM_JOB_GPUS", "0,9"}}, t);
-  ASSERT_FALSE(bad_gpu.ok());
-  EXPECT_NE(bad_gpu.status().message().find("GPU 9"), std::string::npos);
+  ASSERT_THAT(bad_gpu, StatusIs(StatusCode::kInvalidArgument, HasSubstr("GPU 9")));
   auto mismatch = PlanExec({{"SLURM_JOB_GPUS", "0,1"}, {"CUDA_VISIBLE_DEVICES", "0"}}, t);
-  ASSERT_FALSE(mismatch.ok());
-  EXPECT_NE(mismatch.status().message().find("different GPU counts"), std::string::npos);
+  ASSERT_THAT(mismatch, StatusIs(StatusCode::kInvalidArgument, HasSubstr("different GPU counts")));
   auto bad_local = PlanExec(
       {{"SLURM_LOCALID", "4"}, {"SLURM_TASKS_PER_NODE", "4"}, {"SLURM_JOB_GPUS", "0,1,2,3"}}, t);
-  ASSERT_FALSE(bad_local.ok());
-  EXPECT_NE(bad_local.status().message().find("SLURM_LOCALID=4"), std::string::npos);
+  ASSERT_THAT(bad_local, StatusIs(StatusCode::kInvalidArgument, HasSubstr("SLURM_LOCALID=4")));
   auto bad_tasks = PlanExec({{"SLURM_TASKS_PER_NODE", "4(y2)"}, {"SLURM_JOB_GPUS", "0"}}, t);
-  EXPECT_FALSE(bad_tasks.ok());
+  EXPECT_THAT(bad_tasks,
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("SLURM_TASKS_PER_NODE=\"4(y2)\": expected counts like 4(x2),3")));
 }
 
 TEST(FormatExecPlan, NamesWhatWasSet) {
@@ -129,10 +131,10 @@ TEST(FormatExecPlan, NamesWhatWasSet) {
                     V100());
   ASSERT_TRUE(p.ok()) << p.status().message();
   std::string s = FormatExecPlan(*p);
-  EXPECT_NE(s.find("on gpu01"), std::string::npos) << s;
-  EXPECT_NE(s.find("CUDA_VISIBLE_DEVICES=2,3"), std::string::npos) << s;
-  EXPECT_NE(s.find("NCCL_IB_HCA==mlx5_0"), std::string::npos) << s;
-  EXPECT_NE(s.find("CPUs 0-11,24-35"), std::string::npos) << s;
+  EXPECT_THAT(s, HasSubstr("on gpu01")) << s;
+  EXPECT_THAT(s, HasSubstr("CUDA_VISIBLE_DEVICES=2,3")) << s;
+  EXPECT_THAT(s, HasSubstr("NCCL_IB_HCA==mlx5_0")) << s;
+  EXPECT_THAT(s, HasSubstr("CPUs 0-11,24-35")) << s;
 }
 
 }  // namespace

@@ -3,9 +3,13 @@
 #include <gtest/gtest.h>
 
 #include "slurm/fake_runner.h"
+#include "testing/status_matchers.h"
 
 namespace toposched::slurm {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 using testing_util::Data;
 using testing_util::FakeRunner;
@@ -56,10 +60,12 @@ TEST(ImportCluster, PerNodeFilesMakeProfilesAndMismatchesAreErrors) {
       testing::SourceDir() +
       "/data/samples/nvidia-smi/17-h100-4gpu-nv6-4nic-pix-scattered-cpu-affinity-nccl1617.txt";
   auto bad = ImportCluster(r, o);
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("node \"gpu04\": Slurm has 8 GPUs"), std::string::npos)
-      << bad.status().message();
-  EXPECT_FALSE(ImportCluster(r, ImportOptions{}).ok());  // no topology file at all
+  ASSERT_THAT(
+      bad, StatusIs(StatusCode::kInvalidArgument, HasSubstr("node \"gpu04\": Slurm has 8 GPUs")));
+  // no topology file at all
+  EXPECT_THAT(ImportCluster(r, ImportOptions{}),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("give a topology file for the nodes (--topo or --node-topo)")));
 }
 
 TEST(ImportCluster, NoTopologyPluginMeansNoNetwork) {

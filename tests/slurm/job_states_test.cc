@@ -2,8 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include "testing/status_matchers.h"
+
 namespace toposched::slurm {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 using job::JobState;
 
@@ -62,9 +67,9 @@ TEST(MapSlurmJobState, CaseAndFlags) {
 
 TEST(MapSlurmJobState, UnknownIsAnErrorNamingIt) {
   auto s = MapSlurmJobState("SLEEPY");
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("\"SLEEPY\""), std::string::npos);
-  EXPECT_FALSE(MapSlurmJobState("").ok());
+  ASSERT_THAT(s, StatusIs(StatusCode::kInvalidArgument, HasSubstr("\"SLEEPY\"")));
+  EXPECT_THAT(MapSlurmJobState(""),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("unknown Slurm job state \"\"")));
 }
 
 }  // namespace

@@ -6,10 +6,15 @@
 
 #include "slurm/fake_runner.h"
 #include "testing/samples.h"
+#include "testing/status_matchers.h"
 #include "topo/io/cluster_yaml.h"
 
 namespace toposched::slurm {
 namespace {
+
+using ::testing::Not;
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 using testing_util::Data;
 using testing_util::FakeRunner;
@@ -76,7 +81,7 @@ TEST(PlaceOnce, PlacesTheCommentJobInOneLeafAndLeavesOthersHeld) {
   EXPECT_FALSE(r.Called("scontrol release 6"));
   // The unmarked job is never touched.
   for (const std::string& call : r.calls) {
-    EXPECT_EQ(call.find("JobId=5"), std::string::npos) << call;
+    EXPECT_THAT(call, Not(HasSubstr("JobId=5"))) << call;
     EXPECT_NE(call, "scontrol release 5");
   }
 }
@@ -89,7 +94,7 @@ TEST(PlaceOnce, DirectiveWinsAndABadLayoutIsRejectedNotReleased) {
   const PlaceDecision& d4 = rep->decisions[0];
   EXPECT_EQ(d4.marked_by, "directive");
   EXPECT_EQ(d4.action, PlaceDecision::Action::kRejected);
-  EXPECT_NE(d4.detail.find("job 4"), std::string::npos) << d4.detail;
+  EXPECT_THAT(d4.detail, HasSubstr("job 4")) << d4.detail;
   EXPECT_FALSE(r.Called("scontrol release 4"));
 }
 
@@ -102,8 +107,8 @@ TEST(PlaceOnce, DryRunChangesNothing) {
   ASSERT_TRUE(rep.ok()) << rep.status().message();
   EXPECT_EQ(rep->decisions[0].action, PlaceDecision::Action::kPlaced);
   for (const std::string& call : r.calls) {
-    EXPECT_EQ(call.find("update"), std::string::npos) << call;
-    EXPECT_EQ(call.find("release"), std::string::npos) << call;
+    EXPECT_THAT(call, Not(HasSubstr("update"))) << call;
+    EXPECT_THAT(call, Not(HasSubstr("release"))) << call;
   }
 }
 
@@ -112,9 +117,7 @@ TEST(PlaceOnce, ACommandFailureIsAnError) {
   FakeRunner r;
   r.answers["scontrol -d -o show node"] = {1, "", "slurm_load_node error: Unable to contact"};
   auto rep = PlaceOnce(c, r, PlaceOptions{});
-  ASSERT_FALSE(rep.ok());
-  EXPECT_EQ(rep.status().code(), StatusCode::kUnavailable);
-  EXPECT_NE(rep.status().message().find("Unable to contact"), std::string::npos);
+  ASSERT_THAT(rep, StatusIs(StatusCode::kUnavailable, HasSubstr("Unable to contact")));
 }
 
 TEST(PredictCommTime, RingOrderBeatsIndexOrderOnTheCubeMesh) {
@@ -136,7 +139,9 @@ TEST(PredictCommTime, RingOrderBeatsIndexOrderOnTheCubeMesh) {
   ASSERT_TRUE(t_plain.ok() && t_ring.ok()) << t_plain.status().message();
   EXPECT_GT(t_plain->tp_ms, 0);
   EXPECT_LE(t_ring->tp_ms, t_plain->tp_ms);
-  EXPECT_FALSE(PredictCommTime(model, s.layout, {{0, 0}}).ok());
+  EXPECT_THAT(PredictCommTime(model, s.layout, {{0, 0}}),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("layout tp=8 pp=1 dp=1 needs 8 ranks, got 1")));
 }
 
 TEST(MarkOf, Precedence) {
@@ -157,7 +162,10 @@ TEST(MarkOf, Precedence) {
   j.partition = "gpu";
   EXPECT_FALSE(MarkOf(j, "", o)->has_value());
   j.comment = "toposched tp=x";
-  EXPECT_FALSE(MarkOf(j, "", o).ok());
+  EXPECT_THAT(
+      MarkOf(j, "", o),
+      StatusIs(StatusCode::kInvalidArgument,
+               HasSubstr("job 9: comment: layout: tp=: expected a positive integer, got \"x\"")));
 }
 
 }  // namespace
@@ -165,6 +173,10 @@ TEST(MarkOf, Precedence) {
 
 namespace toposched::slurm {
 namespace {
+
+using ::testing::Not;
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 sched::GpuMask Mask(std::initializer_list<int> positions) {
   sched::GpuMask m;

@@ -4,10 +4,14 @@
 
 #include "slurm/fake_runner.h"
 #include "testing/samples.h"
+#include "testing/status_matchers.h"
 #include "topo/io/slurm.h"
 
 namespace toposched::slurm {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 using testing_util::Data;
 
@@ -22,8 +26,7 @@ TEST(ParseRecords, KeepsBlanksInsideValuesAndRepeatedKeys) {
   for (const auto& [k, v] : (*r)[0]) nodes += k == "Nodes";
   EXPECT_EQ(nodes, 2);
   auto bad = ParseRecords("hello world\n", "out.txt");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("out.txt:1:"), std::string::npos);
+  ASSERT_THAT(bad, StatusIs(StatusCode::kInvalidArgument, HasSubstr("out.txt:1:")));
 }
 
 TEST(ParseGres, CountsTypesAndIndices) {
@@ -39,8 +42,11 @@ TEST(ParseGres, CountsTypesAndIndices) {
   auto none = ParseGres("gpu:v100:0(IDX:N/A)");
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE((*none)[0].indices.empty());
-  EXPECT_FALSE(ParseGres("gpu:a:b:c:d").ok());
-  EXPECT_FALSE(ParseGres("gpu:v100:x").ok());
+  EXPECT_THAT(
+      ParseGres("gpu:a:b:c:d"),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("too many ':' in GRES \"gpu:a:b:c:d\"")));
+  EXPECT_THAT(ParseGres("gpu:v100:x"), StatusIs(StatusCode::kInvalidArgument,
+                                                HasSubstr("bad GRES count in \"gpu:v100:x\"")));
 }
 
 TEST(ParseNodes, CapturedMixedCluster) {
@@ -66,8 +72,10 @@ TEST(ParseNodes, StatesAndErrors) {
       "NodeName=a State=DOWN* Gres=gpu:2\nNodeName=b State=IDLE+DRAIN Gres=gpu:2\n"
       "NodeName=c State=MIXED Gres=gpu:4 GresUsed=gpu:2\n",
       "s");
-  ASSERT_FALSE(n.ok());  // GresUsed without IDX
-  EXPECT_NE(n.status().message().find("node \"c\""), std::string::npos);
+  // GresUsed without IDX
+  ASSERT_THAT(n, StatusIs(StatusCode::kInvalidArgument,
+                          HasSubstr("s:3: node \"c\": GresUsed=: GPUs in use without (IDX:...)")));
+  EXPECT_THAT(n.status().message(), HasSubstr("node \"c\""));
   auto ok = ParseNodes("NodeName=a State=DOWN* Gres=gpu:2\nNodeName=b State=IDLE+DRAIN\n", "s");
   ASSERT_TRUE(ok.ok());
   EXPECT_FALSE((*ok)[0].usable);
@@ -107,28 +115,28 @@ TEST(ParseJobs, EmptyQueueAndErrors) {
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->empty());
   auto bad = ParseJobs("JobId=7 JobState=NAPPING\n", "q.txt");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("q.txt:1: job 7: JobState="), std::string::npos);
+  ASSERT_THAT(bad, StatusIs(StatusCode::kInvalidArgument, HasSubstr("q.txt:1: job 7: JobState=")));
   auto per_job = ParseJobs("JobId=8 JobState=PENDING NumNodes=3 TresPerJob=gres:gpu:12\n", "s");
   ASSERT_TRUE(per_job.ok()) << per_job.status().message();
   EXPECT_EQ((*per_job)[0].gpus_per_node, 4);
-  EXPECT_FALSE(ParseJobs("JobId=9 JobState=PENDING NumNodes=3 TresPerJob=gres:gpu:4\n", "s").ok());
+  EXPECT_THAT(
+      ParseJobs("JobId=9 JobState=PENDING NumNodes=3 TresPerJob=gres:gpu:4\n", "s"),
+      StatusIs(StatusCode::kInvalidArgument,
+               HasSubstr("s:1: job 9: TresPerJob=: GPUs per job 4 not divisible by NumNodes 3")));
 }
 
 TEST(TopologyConfFromShowTopology, CapturedTreeRoundTrips) {
   auto conf = TopologyConfFromShowTopology(Data("show-topology-4node-tree.txt"), "t");
   ASSERT_TRUE(conf.ok()) << conf.status().message();
   // The spine lists every node below it; only its switches are kept.
-  EXPECT_NE(conf->find("SwitchName=spine0 Switches=leaf[0-1] LinkSpeed=1\n"), std::string::npos)
-      << *conf;
-  EXPECT_NE(conf->find("SwitchName=leaf0 Nodes=gpu[01-02] LinkSpeed=200\n"), std::string::npos);
+  EXPECT_THAT(*conf, HasSubstr("SwitchName=spine0 Switches=leaf[0-1] LinkSpeed=1\n")) << *conf;
+  EXPECT_THAT(*conf, HasSubstr("SwitchName=leaf0 Nodes=gpu[01-02] LinkSpeed=200\n"));
   auto topo = topo::io::ParseTopologyConf(*conf, "t");
   ASSERT_TRUE(topo.ok()) << topo.status().message();
   EXPECT_EQ(topo->domains.size(), 3u);
   EXPECT_EQ(topo->node_names.size(), 4u);
   auto bad = TopologyConfFromShowTopology("SwitchName=s Switches=nope\n", "t");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("unknown child switch"), std::string::npos);
+  ASSERT_THAT(bad, StatusIs(StatusCode::kInvalidArgument, HasSubstr("unknown child switch")));
 }
 
 TEST(LayoutRequest, ParsesAndRejects) {
@@ -140,10 +148,13 @@ TEST(LayoutRequest, ParsesAndRejects) {
   EXPECT_DOUBLE_EQ(l->model_params, 70e9);
   EXPECT_TRUE(ParseLayoutRequest("").ok());
   auto bad = ParseLayoutRequest("tp=8,xp=2");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("\"xp\""), std::string::npos);
-  EXPECT_FALSE(ParseLayoutRequest("tp=0").ok());
-  EXPECT_FALSE(ParseLayoutRequest("tp").ok());
+  ASSERT_THAT(bad, StatusIs(StatusCode::kInvalidArgument, HasSubstr("\"xp\"")));
+  EXPECT_THAT(ParseLayoutRequest("tp=0"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("layout: tp=: expected a positive integer, got \"0\"")));
+  EXPECT_THAT(
+      ParseLayoutRequest("tp"),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("layout: expected key=value, got \"tp\"")));
 }
 
 TEST(FindDirective, CapturedScript) {

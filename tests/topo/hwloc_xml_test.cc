@@ -11,9 +11,13 @@
 
 #include "core/strings.h"
 #include "testing/samples.h"
+#include "testing/status_matchers.h"
 
 namespace toposched::topo::io {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 const std::string kSampleDir = std::string(TS_SOURCE_DIR) + "/data/samples/hwloc-xml/";
 const std::string kTestData = std::string(TS_SOURCE_DIR) + "/tests/topo/testdata/";
@@ -265,17 +269,15 @@ TEST(HwlocXmlMalformed, InvalidArgumentWithoutCrash) {
   };
   for (const BadInput& c : cases) {
     auto r = ParseHwlocXml(c.text, c.name + ".xml");
-    ASSERT_FALSE(r.ok()) << c.name;
-    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << c.name;
-    EXPECT_TRUE(StartsWith(r.status().message(), c.name + ".xml")) << r.status().message();
+    ASSERT_THAT(r, StatusIs(StatusCode::kInvalidArgument, ::testing::StartsWith(c.name + ".xml")))
+        << c.name;
   }
 }
 
 TEST(HwlocXmlMalformed, SyntaxErrorsCarryTheLine) {
   auto r = ParseHwlocXml("<?xml version=\"1.0\"?>\n<topology version=\"2.0\">\n<object </topology>",
                          "x.xml");
-  ASSERT_FALSE(r.ok());
-  EXPECT_TRUE(StartsWith(r.status().message(), "x.xml:3: ")) << r.status().message();
+  ASSERT_THAT(r, StatusIs(StatusCode::kInvalidArgument, ::testing::StartsWith("x.xml:3: ")));
 }
 
 // Found by fuzzing (fuzz/regressions/hwloc_xml): an <info> whose `value` attribute was mangled
@@ -285,17 +287,15 @@ TEST(HwlocXmlMalformed, InfoWithAnUnknownAttributeIsRefusedAtItsLine) {
   const std::string file =
       testing::SourceDir() + "/fuzz/regressions/hwloc_xml/leak-info-attribute-e8fe6603";
   auto t = ParseHwlocXml(testing::ReadFileText(file), "dgx2");
-  ASSERT_FALSE(t.ok());
-  EXPECT_NE(t.status().message().find("dgx2:144: <info>: attribute \"ue\""), std::string::npos)
-      << t.status().message();
+  ASSERT_THAT(
+      t, StatusIs(StatusCode::kInvalidArgument, HasSubstr("dgx2:144: <info>: attribute \"ue\"")));
   auto nameless = ParseHwlocXml(
       "<topology version=\"2.0\"><object type=\"Machine\" cpuset=\"0x1\" "
       "complete_cpuset=\"0x1\" nodeset=\"0x1\" complete_nodeset=\"0x1\">\n"
       "<info value=\"x\"/></object></topology>",
       "m");
-  ASSERT_FALSE(nameless.ok());
-  EXPECT_NE(nameless.status().message().find("m:2: <info>: info without name"), std::string::npos)
-      << nameless.status().message();
+  ASSERT_THAT(nameless,
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("m:2: <info>: info without name")));
 }
 
 // Found by fuzzing (fuzz/regressions/hwloc_xml/segv-v1-*): libhwloc's importer of the 1.x layout
@@ -308,22 +308,24 @@ TEST(HwlocXmlMalformed, HwlocOneXmlIsRefusedNamingTheVersion) {
                               "os_index=\"0\"" + sets + "/><object type=\"PU\" os_index=\"0\"" +
                               sets + "/></object></topology>";
   auto none = ParseHwlocXml("<?xml version=\"1.0\"?>\n<topology>" + machine, "old.xml");
-  ASSERT_FALSE(none.ok());
-  EXPECT_EQ(none.status().code(), StatusCode::kInvalidArgument);
+  ASSERT_THAT(
+      none,
+      StatusIs(
+          StatusCode::kInvalidArgument,
+          HasSubstr("old.xml:2: <topology> version=\"\": only hwloc XML 2.x and 3.x are read")));
   EXPECT_EQ(none.status().message(),
             "old.xml:2: <topology> version=\"\": only hwloc XML 2.x and 3.x are read (hwloc 1.x "
             "files are not: export again with lstopo from hwloc 2.0 or later)");
   auto one = ParseHwlocXml("<topology version=\"1.0\">" + machine, "one.xml");
-  ASSERT_FALSE(one.ok());
-  EXPECT_TRUE(StartsWith(one.status().message(), "one.xml:1: <topology> version=\"1.0\": "))
-      << one.status().message();
+  ASSERT_THAT(one, StatusIs(StatusCode::kInvalidArgument,
+                            ::testing::StartsWith("one.xml:1: <topology> version=\"1.0\": ")));
   for (const char* file :
        {"segv-v1-machine-without-sets", "segv-v1-numanode-without-complete-cpuset"}) {
     auto r = ParseHwlocXml(
         testing::ReadFileText(testing::SourceDir() + "/fuzz/regressions/hwloc_xml/" + file), file);
-    ASSERT_FALSE(r.ok()) << file;
-    EXPECT_NE(r.status().message().find("only hwloc XML 2.x and 3.x are read"), std::string::npos)
-        << r.status().message();
+    ASSERT_THAT(
+        r, StatusIs(StatusCode::kInvalidArgument, HasSubstr("only hwloc XML 2.x and 3.x are read")))
+        << file;
   }
   EXPECT_TRUE(ParseHwlocXml("<topology version=\"2.0\">" + machine, "two.xml").ok());
 }
@@ -343,9 +345,7 @@ TEST(HwlocXmlMalformed, InfiniteSetIsABitmap) {
 
 TEST(HwlocXmlFile, MissingFileNamesThePath) {
   auto r = ReadHwlocXmlFile(kTestData + "no-such-hwloc.xml");
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("no-such-hwloc.xml"), std::string::npos)
-      << r.status().message();
+  ASSERT_THAT(r, StatusIs(StatusCode::kNotFound, HasSubstr("no-such-hwloc.xml")));
 }
 
 TEST(HwlocXmlSniff, LooksLikeHwlocXml) {

@@ -12,11 +12,17 @@
 
 #include "core/strings.h"
 #include "testing/samples.h"
+#include "testing/status_matchers.h"
 #include "topo/io/json_io.h"
 #include "topo/summary.h"
 
 namespace toposched::topo::io {
 namespace {
+
+using ::testing::AllOf;
+using ::testing::Not;
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 const std::string kNcclSampleDir = std::string(TS_SOURCE_DIR) + "/data/samples/nccl-xml/";
 
@@ -211,10 +217,8 @@ TEST(NcclXmlSamples, FactsReadByHand) {
     SCOPED_TRACE(s.file);
     auto r = ParseSample(s.file);
     if (!s.error.empty()) {
-      ASSERT_FALSE(r.ok());
-      EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-      EXPECT_NE(r.status().message().find(s.error), std::string::npos) << r.status().message();
-      EXPECT_NE(r.status().message().find(s.file), std::string::npos) << r.status().message();
+      ASSERT_THAT(
+          r, StatusIs(StatusCode::kInvalidArgument, AllOf(HasSubstr(s.error), HasSubstr(s.file))));
       continue;
     }
     ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -383,9 +387,8 @@ TEST(NcclXmlMalformed, InvalidArgumentWithLine) {
   };
   for (const BadDoc& c : cases) {
     auto r = ParseNcclXml(c.text, c.name);
-    ASSERT_FALSE(r.ok()) << c.name;
-    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << c.name;
-    EXPECT_TRUE(StartsWith(r.status().message(), c.where)) << r.status().message();
+    ASSERT_THAT(r, StatusIs(StatusCode::kInvalidArgument, ::testing::StartsWith(c.where)))
+        << c.name;
   }
 }
 
@@ -402,6 +405,11 @@ TEST(NcclXmlSniff, LooksLikeNcclXml) {
 
 namespace toposched::topo::io {
 namespace {
+
+using ::testing::AllOf;
+using ::testing::Not;
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 // Our own capture on the lent H200 VM (data/samples/measured): NCCL writes numaid="-1" when it
 // cannot read the NUMA node, and link_width="0"; the file must read, with the NUMA node unknown.
@@ -425,8 +433,7 @@ TEST(NcclXmlMeasured, SingleH200VmWithUnknownNumaReads) {
   std::string bad = testing::ReadFileText(file);
   bad.replace(bad.find("numaid=\"-1\""), 11, "numaid=\"-2\"");
   auto refused = ParseNcclXml(bad, "bad.xml");
-  ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("bad numaid"), std::string::npos);
+  ASSERT_THAT(refused, StatusIs(StatusCode::kInvalidArgument, HasSubstr("bad numaid")));
 }
 
 }  // namespace
@@ -435,15 +442,20 @@ TEST(NcclXmlMeasured, SingleH200VmWithUnknownNumaReads) {
 namespace toposched::topo::io {
 namespace {
 
+using ::testing::AllOf;
+using ::testing::Not;
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
+
 // An NCCL_TOPO_FILE template lists GPUs without their links: whether they have NVLink is
 // unknown (issue: "NVLink unknown", never "none"), in the model, its JSON and the summary.
 TEST(NcclXmlTemplates, GpusWithoutAnyLinkMeanNvlinkUnknown) {
   auto ndv4 = ParseSample("azhpc-ndv4-topo.xml");  // 8 A100 as bare <pci>, NVSwitch in reality
   ASSERT_TRUE(ndv4.ok()) << ndv4.status().ToString();
   EXPECT_TRUE(ndv4->nvlink_unknown);
-  EXPECT_NE(FormatTopologySummary(*ndv4).find("NVLink: unknown"), std::string::npos)
+  EXPECT_THAT(FormatTopologySummary(*ndv4), HasSubstr("NVLink: unknown"))
       << FormatTopologySummary(*ndv4);
-  EXPECT_EQ(FormatTopologySummary(*ndv4).find("NVLink: none"), std::string::npos);
+  EXPECT_THAT(FormatTopologySummary(*ndv4), Not(HasSubstr("NVLink: none")));
   // The JSON model keeps it.
   auto back = TopologyFromJson(TopologyToJson(*ndv4), "ndv4.json");
   ASSERT_TRUE(back.ok()) << back.status().ToString();
@@ -452,8 +464,7 @@ TEST(NcclXmlTemplates, GpusWithoutAnyLinkMeanNvlinkUnknown) {
   auto p4d = ParseSample("aws-ofi-nccl-p4d-24xl-topo.xml");
   ASSERT_TRUE(p4d.ok());
   EXPECT_TRUE(p4d->nvlink_unknown);
-  EXPECT_NE(FormatTopologySummary(*p4d).find("; the GPU model has NVLink generation 3"),
-            std::string::npos);
+  EXPECT_THAT(FormatTopologySummary(*p4d), HasSubstr("; the GPU model has NVLink generation 3"));
   // A file with links (RCCL's xGMI), and a one-GPU dump, know.
   auto mi300 = ParseSample("rccl-topo_8p_940.xml");
   ASSERT_TRUE(mi300.ok());

@@ -10,10 +10,14 @@
 
 #include "core/strings.h"
 #include "testing/samples.h"
+#include "testing/status_matchers.h"
 #include "topo/io/nvidia_smi.h"
 
 namespace toposched::topo::io {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 // A well-formed base that the cases break one way each.
 const char kGood[] =
@@ -144,14 +148,13 @@ class NvidiaSmiMalformed : public ::testing::TestWithParam<MalformedCase> {};
 TEST_P(NvidiaSmiMalformed, ReturnsInvalidArgumentWithLineAndExpectation) {
   const MalformedCase& c = GetParam();
   auto t = ParseNvidiaSmiTopo(c.text, "t.txt");
-  ASSERT_FALSE(t.ok());
-  EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument) << t.status().ToString();
+  ASSERT_THAT(t, StatusIs(StatusCode::kInvalidArgument, ::testing::StartsWith("t.txt:")));
   const std::string m = t.status().message();
   EXPECT_TRUE(HasLocation(m, "t.txt")) << m;
   if (c.line > 0) {
     EXPECT_TRUE(StartsWith(m, "t.txt:" + std::to_string(c.line) + ":")) << m;
   }
-  EXPECT_NE(m.find(c.expected), std::string::npos) << m;
+  EXPECT_THAT(m, HasSubstr(c.expected)) << m;
   EXPECT_LT(m.size(), 1000u) << "messages quote input, they do not dump it";
 }
 
@@ -181,9 +184,8 @@ TEST(NvidiaSmiMalformedP2p, BrokenMatricesAreInvalidArgument) {
   };
   for (const Case& c : cases) {
     auto m = ParseNvidiaSmiP2p(c.text, "t.txt");
-    ASSERT_FALSE(m.ok()) << c.text;
-    EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
-    EXPECT_TRUE(StartsWith(m.status().message(), c.expected)) << m.status().message();
+    ASSERT_THAT(m, StatusIs(StatusCode::kInvalidArgument, ::testing::StartsWith(c.expected)))
+        << c.text;
   }
 }
 
@@ -204,9 +206,8 @@ TEST(NvidiaSmiMalformedNvlink, BrokenStatusIsInvalidArgument) {
   };
   for (const Case& c : cases) {
     auto s = ParseNvidiaSmiNvlinkStatus(c.text, "t.txt");
-    ASSERT_FALSE(s.ok()) << c.text;
-    EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
-    EXPECT_TRUE(StartsWith(s.status().message(), c.expected)) << s.status().message();
+    ASSERT_THAT(s, StatusIs(StatusCode::kInvalidArgument, ::testing::StartsWith(c.expected)))
+        << c.text;
   }
 }
 

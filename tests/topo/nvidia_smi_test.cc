@@ -14,9 +14,14 @@
 
 #include "core/strings.h"
 #include "testing/samples.h"
+#include "testing/status_matchers.h"
 
 namespace toposched::topo::io {
 namespace {
+
+using ::testing::AllOf;
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 const std::string kSmiSampleDir = std::string(TS_SOURCE_DIR) + "/data/samples/nvidia-smi/";
 
@@ -342,10 +347,8 @@ TEST(NvidiaSmiP2p, ReadsEverySample) {
 TEST(NvidiaSmiP2p, TopoReaderRejectsPureP2pOutput) {
   auto t = ParseNvidiaSmiTopo(
       testing::ReadFileText(kSmiSampleDir + "05-h100-8gpu-topo-p2p-r-stas00.txt"), "p2p.txt");
-  ASSERT_FALSE(t.ok());
-  EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(t.status().message().find("p2p.txt:4:"), std::string::npos) << t.status().message();
-  EXPECT_NE(t.status().message().find("topo -p2p"), std::string::npos);
+  ASSERT_THAT(t, StatusIs(StatusCode::kInvalidArgument,
+                          AllOf(HasSubstr("p2p.txt:4:"), HasSubstr("topo -p2p"))));
 }
 
 TEST(NvidiaSmiNvlink, ReadsEverySample) {
@@ -478,10 +481,9 @@ TEST(NvidiaSmiTopo, TruncatedInputFillsFromSymmetryAndUnknownPairsAreSys) {
       "GPU0\t X \tNV4\tNV2\tPIX\n"
       "GPU1\tNV4\t X \tNV1\tNODE\n";
   auto strict = Parse(body);
-  ASSERT_FALSE(strict.ok());
-  EXPECT_NE(strict.status().message().find("t.txt:4:1: expected a row for GPU2"), std::string::npos)
-      << strict.status().message();
-  EXPECT_NE(strict.status().message().find("# TRUNCATED"), std::string::npos);
+  ASSERT_THAT(strict, StatusIs(StatusCode::kInvalidArgument,
+                               AllOf(HasSubstr("t.txt:4:1: expected a row for GPU2"),
+                                     HasSubstr("# TRUNCATED"))));
 
   auto t = Parse("# TRUNCATED: cut off\n" + body);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
@@ -523,13 +525,17 @@ TEST(NvidiaSmiTopo, ProseMentioningGpusBeforeTheMatrixIsSkipped) {
 namespace toposched::topo::io {
 namespace {
 
+using ::testing::AllOf;
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
+
 // Our own capture on the lent H200 VM (data/samples/measured): one GPU, a header underlined by
 // ANSI escapes as nvidia-smi writes it to a terminal, GPU NUMA ID N/A.
 TEST(NvidiaSmiMeasured, SingleH200VmWithAnsiHeaderReads) {
   const std::string file =
       std::string(TS_SOURCE_DIR) + "/data/samples/measured/h200-1gpu-vm-topo-m.txt";
   const std::string text = testing::ReadFileText(file);
-  ASSERT_NE(text.find("\x1b[4m"), std::string::npos);  // the escapes are really there
+  ASSERT_THAT(text, HasSubstr("\x1b[4m"));  // the escapes are really there
   auto t = ParseNvidiaSmiTopo(text, "h200-1gpu-vm-topo-m.txt");
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   ASSERT_EQ(t->gpus.size(), 1u);

@@ -16,12 +16,16 @@
 
 #include "core/strings.h"
 #include "testing/samples.h"
+#include "testing/status_matchers.h"
 #include "topo/io/cluster_yaml.h"
 #include "topo/io/json_io.h"
 #include "topo/io/slurm.h"
 
 namespace toposched::topo::io {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 namespace fs = std::filesystem;
 
@@ -237,8 +241,7 @@ TEST_F(ThreeTier, LinkSpeedGivesEachTierItsUplink) {
 TEST_F(ThreeTier, SpecWithTheMergedCoreReadsBack) {
   auto yaml = FormatClusterYaml(cluster_);
   ASSERT_TRUE(yaml.ok()) << yaml.status().ToString();
-  EXPECT_NE(yaml->find("{name: \"agg00\", level: \"switch-1\", parent: \"core[1-4]\"}"),
-            std::string::npos);
+  EXPECT_THAT(*yaml, HasSubstr("{name: \"agg00\", level: \"switch-1\", parent: \"core[1-4]\"}"));
   auto again = ParseClusterYaml(*yaml, "fabric.yaml", "/");
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   ExpectSameNetwork(cluster_, *again, "three-tier spec");
@@ -276,6 +279,7 @@ TEST(SlurmClusterImport, BadOptionsNameWhatIsWrong) {
     const char* what;
     SlurmClusterOptions options;
     const char* expect;
+    StatusCode code = StatusCode::kInvalidArgument;
   };
   auto with = [](auto edit) {
     SlurmClusterOptions o;
@@ -310,13 +314,11 @@ TEST(SlurmClusterImport, BadOptionsNameWhatIsWrong) {
        }),
        "node \"gpu0005\" has no topology file"},
       {"missing file", with([](auto& o) { o.default_topology = "/nonexistent/node.txt"; }),
-       "/nonexistent/node.txt"},
+       "/nonexistent/node.txt", StatusCode::kNotFound},
   };
   for (const Case& k : cases) {
     auto c = ReadSlurmTopologyCluster(kThreeTier, k.options);
-    ASSERT_FALSE(c.ok()) << k.what;
-    EXPECT_NE(c.status().message().find(k.expect), std::string::npos)
-        << k.what << "\nwant: " << k.expect << "\ngot:  " << c.status().message();
+    ASSERT_THAT(c, StatusIs(k.code, HasSubstr(k.expect))) << k.what;
   }
 }
 
@@ -326,9 +328,7 @@ TEST(SlurmClusterImport, BrokenTopologyConfNamesFileLineAndColumn) {
   SlurmClusterOptions o;
   o.default_topology = kH100;
   auto c = ReadSlurmTopologyCluster(path, o);
-  ASSERT_FALSE(c.ok());
-  EXPECT_NE(c.status().message().find(path + ":3:21: Nodes=: "), std::string::npos)
-      << c.status().message();
+  ASSERT_THAT(c, StatusIs(StatusCode::kInvalidArgument, HasSubstr(path + ":3:21: Nodes=: ")));
 }
 
 TEST(SlurmClusterImport, RefusesOversizedTopologyConf) {
@@ -338,9 +338,8 @@ TEST(SlurmClusterImport, RefusesOversizedTopologyConf) {
   SlurmClusterOptions o;
   o.default_topology = kH100;
   auto c = ReadSlurmTopologyCluster(path, o);
-  ASSERT_FALSE(c.ok());
-  EXPECT_NE(c.status().message().find("more than the limit of 16777216"), std::string::npos)
-      << c.status().message();
+  ASSERT_THAT(c,
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("more than the limit of 16777216")));
 }
 
 TEST(SlurmClusterImport, EmptyTopologyConfHasNothingToImport) {
@@ -349,8 +348,8 @@ TEST(SlurmClusterImport, EmptyTopologyConfHasNothingToImport) {
   auto parsed = ParseTopologyConf("# nothing here\n", "empty.conf");
   ASSERT_TRUE(parsed.ok());
   auto c = ClusterFromSlurmTopology(*parsed, o);
-  ASSERT_FALSE(c.ok());
-  EXPECT_NE(c.status().message().find("no SwitchName= or BlockName= lines"), std::string::npos);
+  ASSERT_THAT(
+      c, StatusIs(StatusCode::kInvalidArgument, HasSubstr("no SwitchName= or BlockName= lines")));
 }
 
 }  // namespace
