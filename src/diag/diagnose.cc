@@ -89,6 +89,13 @@ StatusOr<Diagnosis> DiagnoseInputs(const std::vector<std::string>& paths,
   for (const TextInput& t : texts) StreamText(t.text, t.name, options.stream, fn, &d.stats);
   d.evidence_lines = evidence.total();
   d.causes = RankCauses(evidence, node);
+  if (d.causes.empty()) {
+    d.no_cause = ExplainNoCause(evidence, d.stats.lines, [&](const LineFn& fn) {
+      // Read once already: a file that cannot be read again now adds no candidates.
+      for (const std::string& path : files) (void)StreamFile(path, options.stream, fn);
+      for (const TextInput& t : texts) StreamText(t.text, t.name, options.stream, fn);
+    });
+  }
   if (!d.logs.empty()) {
     AssignLogRoles(d.logs);
     LeadWithFirstFailure(d.logs, d.causes);
@@ -105,6 +112,11 @@ Diagnosis DiagnoseText(std::string_view text, const std::string& name, const Nod
       &d.stats);
   d.evidence_lines = evidence.total();
   d.causes = RankCauses(evidence, node);
+  if (d.causes.empty()) {
+    d.no_cause = ExplainNoCause(evidence, d.stats.lines, [&](const LineFn& fn) {
+      StreamText(text, name, options.stream, fn);
+    });
+  }
   return d;
 }
 

@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "diag/cause.h"
 #include "diag/line_stream.h"
+#include "diag/no_cause.h"
 #include "diag/topology.h"
 
 namespace toposched::diag {
@@ -55,6 +56,8 @@ struct Diagnosis {
   // Two or more files: one entry per file, in input order. The first failure's cause is then
   // the first of `causes`.
   std::vector<LogPart> logs;
+  // Set when `causes` is empty: what was read and why none decided.
+  std::optional<NoCauseReport> no_cause;
 };
 
 // Streams every file through the readers (memory O(chunk + max line + kinds × examples), any

@@ -10,6 +10,7 @@
 
 #include "core/enum_names.h"
 #include "diag/diagnose.h"
+#include "diag/rules_internal.h"
 
 namespace toposched::diag {
 
@@ -80,7 +81,7 @@ constexpr EnumName<LogRole> kLogRoleNames[] = {{LogRole::kFirstFailure, "first_f
 
 bool IsEcho(const Cause& c) {
   return c.category == Category::kPeerFailure || c.category == Category::kNcclTimeout ||
-         (c.category == Category::kNetworkError && c.confidence < 0.9);
+         (c.category == Category::kNetworkError && !internal::CitesFabric(c));
 }
 
 }  // namespace
