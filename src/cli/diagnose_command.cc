@@ -153,6 +153,12 @@ void PrintText(const DiagnoseArgs& a, const diag::Diagnosis& d) {
     }
     std::printf("\n");
   }
+  if (!d.timeline.empty()) std::printf("timeline, the logs' cited lines merged:\n");
+  for (const diag::TimelineEntry& t : d.timeline) {
+    std::printf("   %s %s:%lld (%s%s): %s\n", t.time ? t.time->key.c_str() : "-",
+                t.line.file.c_str(), static_cast<long long>(t.line.line), diag::LogRoleName(t.role),
+                t.first_seen ? ", seen first" : "", t.line.text.c_str());
+  }
 }
 
 nlohmann::json LogsJson(const diag::Diagnosis& d) {
@@ -162,9 +168,26 @@ nlohmann::json LogsJson(const diag::Diagnosis& d) {
     l["category"] = p.top ? nlohmann::json(diag::CategoryName(p.top->category)) : nlohmann::json();
     l["confidence"] = p.top ? nlohmann::json(p.top->confidence) : nlohmann::json();
     l["time"] = p.time ? nlohmann::json(p.time->key) : nlohmann::json();
+    l["first_seen"] =
+        p.first_seen ? nlohmann::json({{"line", p.first_seen->line}, {"text", p.first_seen->text}})
+                     : nlohmann::json();
     logs.push_back(std::move(l));
   }
   return logs;
+}
+
+nlohmann::json TimelineJson(const diag::Diagnosis& d) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const diag::TimelineEntry& t : d.timeline) {
+    out.push_back({{"file", t.line.file},
+                   {"line", t.line.line},
+                   {"text", t.line.text},
+                   {"kind", diag::KindName(t.line.kind)},
+                   {"time", t.time ? nlohmann::json(t.time->key) : nlohmann::json()},
+                   {"role", diag::LogRoleName(t.role)},
+                   {"first_seen", t.first_seen}});
+  }
+  return out;
 }
 
 // What the daemon knows of the job: its events (as job::FormatEvent prints them) and, when it is
@@ -263,6 +286,7 @@ int RunDiagnose(DiagnoseArgs a) {
   if (d->causes.empty()) j["summary"] = "no known cause";
   if (d->no_cause) j["no_cause"] = NoCauseJson(*d->no_cause);
   if (!d->logs.empty()) j["logs"] = LogsJson(*d);
+  if (!d->timeline.empty()) j["timeline"] = TimelineJson(*d);
   // Log text may hold bytes that are not UTF-8: replace them rather than fail.
   std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   return 0;

@@ -145,6 +145,7 @@ Evidence* EvidenceSet::Add(Kind kind, const LineRef& line) {
     e.text.push_back(u < 0x20 && c != '\t' ? '?' : c);
   }
   e.kind = kind;
+  if (!line_time_.empty()) e.fields.emplace_back("line_time", line_time_);
   examples_[k].push_back(std::move(e));
   return &examples_[k].back();
 }

@@ -174,8 +174,13 @@ class EvidenceSet {
   // examples fill up to kMaxExamples in order.
   void Merge(const EvidenceSet& later);
   int64_t total() const;
+  // The time of the lines now being read ("" for none), kept on each example stored as its
+  // "line_time" field: several logs of one job are put on one timeline by it (first_failure.cc
+  // writes and reads it).
+  void SetLineTime(std::string_view time) { line_time_.assign(time); }
 
  private:
+  std::string line_time_;
   std::array<int64_t, kKindCount> counts_{};
   std::array<std::vector<Evidence>, kKindCount> examples_;
 };
