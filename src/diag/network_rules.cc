@@ -157,7 +157,13 @@ void FabricRules(const EvidenceSet& ev, std::vector<Cause>& out) {
         "avoiding the node that logged the first error; for status 4 check GPUDirect RDMA",
         ev, {Kind::kNcclIbCompletionError, Kind::kNcclConnectionClosed}));
   }
-  if (CountOf(ev, {Kind::kIbAsyncEvent, Kind::kIbVerbsFailed, Kind::kNicLinkDown}) > 0) {
+  // A verbs call that failed while NCCL looked for its devices (ibv_open_device in a container
+  // without /dev/infiniband) is why it fell back to sockets, not a fabric that broke under the
+  // job: with a socket data path it is the fallback's reason alone.
+  const bool verbs_only_at_start =
+      SocketDataPath(ev) && !ev.has(Kind::kIbAsyncEvent) && !ev.has(Kind::kNicLinkDown);
+  if (CountOf(ev, {Kind::kIbAsyncEvent, Kind::kIbVerbsFailed, Kind::kNicLinkDown}) > 0 &&
+      !verbs_only_at_start) {
     out.push_back(MakeCause(
         Category::kNetworkError, 0.85,
         "the fabric failed under the job: an HCA reported an error event, a verbs call on it "

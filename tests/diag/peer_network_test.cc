@@ -64,6 +64,16 @@ INSTANTIATE_TEST_SUITE_P(DevCorpus, PeerOrNetworkLog, ::testing::ValuesIn(kPeerC
                            return name + "_" + std::to_string(info.index);
                          });
 
+// A verbs call that failed while NCCL looked for its devices, then sockets (NVIDIA/nccl#451):
+// the fallback's reason, not a broken fabric.
+TEST(PeerOrNetwork, AVerbsCallThatFailedAtTheStartIsNoNetworkError) {
+  auto d = DiagnoseFiles(
+      {kPeerDev + "docker-ibv-open-device-failed-unable-open-mlx5-bond-socket-slow-nccl-451.log"},
+      nullptr);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  for (const Cause& c : d->causes) EXPECT_NE(c.category, Category::kNetworkError) << c.summary;
+}
+
 TEST(PeerOrNetwork, TheRankC10dNamesAsCrashedIsKept) {
   auto d = DiagnoseFiles(
       {kPeerDev +
