@@ -7,11 +7,13 @@ column) is also diagnosed as one (`--log A --log B ...`) and scored against the 
 Prints one fact per line, per set (`dev`: the logs the rules may be written against; `measure`:
 the logs they may only be measured on):
   <set> logs N / top-right K (P%) / healthy-called-healthy / confident(>=0.8)-right / per category.
---set restricts to one set; --misses lists every wrong answer. --check runs no diagnosis: it checks
+--set restricts to one set; --misses lists every wrong answer; --rules (dev only) prints each
+rule's record as the top cause, the table src/diag/calibration.cc fits confidence on. --check runs no diagnosis: it checks
 the corpus itself (every row's file exists in its set's folder and no file lacks a row, line 1 is
 a provenance line, the split follows the thread hash, labels are in the vocabulary, every job
 has one first member) and prints one line per problem; exit 1 on any.
 Usage: scripts/diagnose-corpus.py [--binary build/toposched] [--set dev|measure] [--misses]
+       scripts/diagnose-corpus.py --set dev --rules
        scripts/diagnose-corpus.py --check [--corpus DIR]
 """
 import argparse
@@ -33,12 +35,12 @@ def diagnose(binary, files):
         args += ["--log", f]
     p = subprocess.run(args, capture_output=True, text=True, timeout=120)
     if p.returncode != 0:
-        return "error", 0.0, p.stderr.strip().splitlines()[-1:] or [""]
+        return "error", 0.0, p.stderr.strip().splitlines()[-1:] or [""], ""
     doc = json.loads(p.stdout)
     causes = doc.get("causes", [])
     if not causes:
-        return "unknown", 0.0, []
-    return causes[0]["category"], float(causes[0].get("confidence", 0)), []
+        return "unknown", 0.0, [], ""
+    return causes[0]["category"], float(causes[0].get("confidence", 0)), [], causes[0].get("rule", "")
 
 
 VOCABULARY = {
@@ -101,7 +103,12 @@ def main():
     ap.add_argument("--misses", action="store_true")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--corpus", default=CORPUS)
+    ap.add_argument("--rules", action="store_true",
+                    help="with --set dev only: each rule's record as the top cause (led, right), "
+                         "as src/diag/calibration.cc's table")
     a = ap.parse_args()
+    if a.rules and a.set != "dev":
+        ap.error("--rules fits the calibration: it reads the dev set only (--set dev)")
     with open(os.path.join(a.corpus, "INDEX.tsv"), newline="") as f:
         rows = list(csv.DictReader(f, delimiter="\t"))
     if a.check:
@@ -113,9 +120,13 @@ def main():
         per_cat = defaultdict(Counter)
         healthy = Counter()
         confident = Counter()
+        led = defaultdict(Counter)
         for r in mine:
             path = os.path.join(a.corpus, s, r["file"])
-            got, conf, err = diagnose(a.binary, [path])
+            got, conf, err, rule = diagnose(a.binary, [path])
+            if rule:
+                led[rule]["led"] += 1
+                led[rule]["right"] += got == r["expected"]
             ok = got == r["expected"]
             right += ok
             per_cat[r["expected"]]["n"] += 1
@@ -141,13 +152,17 @@ def main():
         for j, members in sorted(jobs.items()):
             first = [m for m in members if m.get("job_first") == "yes"]
             want = first[0]["expected"] if first else members[0]["expected"]
-            got, _, _ = diagnose(a.binary, [os.path.join(a.corpus, s, m["file"]) for m in members])
+            got, _, _, _ = diagnose(a.binary, [os.path.join(a.corpus, s, m["file"]) for m in members])
             jr += got == want
             if a.misses and got != want:
                 print(f"{s} miss job {j}: expected {want}, got {got}")
         print(f"{s} multi-log jobs right {pct(jr, len(jobs))}")
         for c in sorted(per_cat):
             print(f"{s} category {c} {pct(per_cat[c]['right'], per_cat[c]['n'])}")
+        if a.rules:
+            # The calibration table of src/diag/calibration.cc, one row per rule that led.
+            for rule in sorted(led):
+                print(f'    {{"{rule}", {led[rule]["led"]}, {led[rule]["right"]}}},')
     return 0
 
 

@@ -88,13 +88,50 @@ nlohmann::json CauseJson(const diag::Cause& c) {
           {"summary", c.summary},
           {"evidence", ev},
           {"topology", c.topology},
-          {"fix", c.fix}};
+          {"fix", c.fix},
+          {"rule", c.rule}};
+}
+
+std::string Counts(const std::vector<diag::NoCauseReport::Count>& counts) {
+  std::string out;
+  for (const auto& c : counts) {
+    out += (out.empty() ? "" : ", ") + c.name + " " + std::to_string(c.lines);
+  }
+  return out.empty() ? "none" : out;
+}
+
+// After "no known cause": what was read and why none decided.
+void PrintNoCause(const diag::NoCauseReport& r) {
+  std::printf("   read by family: %s\n", Counts(r.families).c_str());
+  if (!r.kinds.empty()) std::printf("   read by kind: %s\n", Counts(r.kinds).c_str());
+  std::printf("   why none decided: %s\n", r.why.c_str());
+  for (const auto& c : r.candidates) {
+    std::printf("   nearest (%s): %s:%lld: %s\n", c.kind.c_str(), c.file.c_str(),
+                static_cast<long long>(c.line), c.text.c_str());
+  }
+}
+
+nlohmann::json NoCauseJson(const diag::NoCauseReport& r) {
+  nlohmann::json families = nlohmann::json::object();
+  for (const auto& c : r.families) families[c.name] = c.lines;
+  nlohmann::json kinds = nlohmann::json::object();
+  for (const auto& c : r.kinds) kinds[c.name] = c.lines;
+  nlohmann::json candidates = nlohmann::json::array();
+  for (const auto& c : r.candidates) {
+    candidates.push_back({{"file", c.file}, {"line", c.line}, {"text", c.text}, {"kind", c.kind}});
+  }
+  return {{"families", families},
+          {"kinds", kinds},
+          {"unrecognised_faults", r.unrecognised_faults},
+          {"candidates", candidates},
+          {"why", r.why}};
 }
 
 void PrintText(const DiagnoseArgs& a, const diag::Diagnosis& d) {
   if (!a.job.empty()) std::printf("job %s\n", a.job.c_str());
   if (d.causes.empty()) {
     std::printf("no known cause (%lld lines read)\n", static_cast<long long>(d.stats.lines));
+    if (d.no_cause) PrintNoCause(*d.no_cause);
     return;
   }
   int i = 0;
@@ -116,6 +153,12 @@ void PrintText(const DiagnoseArgs& a, const diag::Diagnosis& d) {
     }
     std::printf("\n");
   }
+  if (!d.timeline.empty()) std::printf("timeline, the logs' cited lines merged:\n");
+  for (const diag::TimelineEntry& t : d.timeline) {
+    std::printf("   %s %s:%lld (%s%s): %s\n", t.time ? t.time->key.c_str() : "-",
+                t.line.file.c_str(), static_cast<long long>(t.line.line), diag::LogRoleName(t.role),
+                t.first_seen ? ", seen first" : "", t.line.text.c_str());
+  }
 }
 
 nlohmann::json LogsJson(const diag::Diagnosis& d) {
@@ -125,9 +168,26 @@ nlohmann::json LogsJson(const diag::Diagnosis& d) {
     l["category"] = p.top ? nlohmann::json(diag::CategoryName(p.top->category)) : nlohmann::json();
     l["confidence"] = p.top ? nlohmann::json(p.top->confidence) : nlohmann::json();
     l["time"] = p.time ? nlohmann::json(p.time->key) : nlohmann::json();
+    l["first_seen"] =
+        p.first_seen ? nlohmann::json({{"line", p.first_seen->line}, {"text", p.first_seen->text}})
+                     : nlohmann::json();
     logs.push_back(std::move(l));
   }
   return logs;
+}
+
+nlohmann::json TimelineJson(const diag::Diagnosis& d) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const diag::TimelineEntry& t : d.timeline) {
+    out.push_back({{"file", t.line.file},
+                   {"line", t.line.line},
+                   {"text", t.line.text},
+                   {"kind", diag::KindName(t.line.kind)},
+                   {"time", t.time ? nlohmann::json(t.time->key) : nlohmann::json()},
+                   {"role", diag::LogRoleName(t.role)},
+                   {"first_seen", t.first_seen}});
+  }
+  return out;
 }
 
 // What the daemon knows of the job: its events (as job::FormatEvent prints them) and, when it is
@@ -224,7 +284,9 @@ int RunDiagnose(DiagnoseArgs a) {
                       {"causes", causes},
                       {"lines_read", d->stats.lines}};
   if (d->causes.empty()) j["summary"] = "no known cause";
+  if (d->no_cause) j["no_cause"] = NoCauseJson(*d->no_cause);
   if (!d->logs.empty()) j["logs"] = LogsJson(*d);
+  if (!d->timeline.empty()) j["timeline"] = TimelineJson(*d);
   // Log text may hold bytes that are not UTF-8: replace them rather than fail.
   std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   return 0;

@@ -36,9 +36,11 @@ constexpr int kCategoryCount = static_cast<int>(Category::kCancelled) + 1;
 const char* CategoryName(Category c);  // "timeout", "node_failure", ..., "unknown"
 std::optional<Category> ParseCategory(std::string_view name);
 
-// One candidate cause. confidence in [0, 1]; evidence: the lines that support it, strongest
-// first; topology: what it means on the node's hardware ("" without a topology); fix: what to
-// do, with concrete values where the topology gives them.
+// One candidate cause. confidence in [0, 1], calibrated: the share of logs of the development
+// corpus its rule was right on when it led, shrunk toward the rule's own strength (calibration.cc);
+// evidence: the lines that support it, strongest first; topology: what it means on the node's
+// hardware ("" without a topology); fix: what to do, with concrete values where the topology gives
+// them.
 struct Cause {
   Category category = Category::kUnknown;
   double confidence = 0;
@@ -46,6 +48,9 @@ struct Cause {
   std::vector<Evidence> evidence;
   std::string topology;
   std::string fix;
+  // The rule that named it: "<category>:<its first evidence kind>" ("network_error:
+  // ib_async_event"); the key of its calibration (calibration.cc).
+  std::string rule;
 };
 
 }  // namespace toposched::diag

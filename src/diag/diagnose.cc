@@ -43,7 +43,15 @@ LogPart PartOf(const std::string& file, const EvidenceSet& evidence, const NodeC
   if (causes.empty()) return p;
   p.top = std::move(causes.front());
   for (const Evidence& e : p.top->evidence) {
-    if ((p.time = TimeOfLine(e.text))) break;
+    if (!p.first_seen || e.line < p.first_seen->line) p.first_seen = e;
+  }
+  // Its time: the first seen line's, else the earliest cited line's that has one.
+  std::vector<const Evidence*> cited;
+  for (const Evidence& e : p.top->evidence) cited.push_back(&e);
+  std::stable_sort(cited.begin(), cited.end(),
+                   [](const Evidence* a, const Evidence* b) { return a->line < b->line; });
+  for (const Evidence* e : cited) {
+    if ((p.time = DecodeLineTime(e->Field("line_time")))) break;
   }
   return p;
 }
@@ -80,8 +88,18 @@ StatusOr<Diagnosis> DiagnoseInputs(const std::vector<std::string>& paths,
   Diagnosis d;
   for (const std::string& path : files) {
     EvidenceSet own;
+    // With several logs, each line's evidence keeps the time of the line (or of the nearest
+    // line above it that carries one), for the job's timeline.
+    const bool timed = files.size() >= 2;
     RETURN_IF_ERROR(StreamFile(
-        path, options.stream, [&own](const LineRef& line) { ReadLine(line, own); }, &d.stats));
+        path, options.stream,
+        [&own, timed](const LineRef& line) {
+          if (timed) {
+            if (auto t = TimeOfLine(line.text)) own.SetLineTime(EncodeLineTime(*t));
+          }
+          ReadLine(line, own);
+        },
+        &d.stats));
     if (files.size() >= 2) d.logs.push_back(PartOf(path, own, node));
     evidence.Merge(own);
   }
@@ -89,9 +107,17 @@ StatusOr<Diagnosis> DiagnoseInputs(const std::vector<std::string>& paths,
   for (const TextInput& t : texts) StreamText(t.text, t.name, options.stream, fn, &d.stats);
   d.evidence_lines = evidence.total();
   d.causes = RankCauses(evidence, node);
+  if (d.causes.empty()) {
+    d.no_cause = ExplainNoCause(evidence, d.stats.lines, [&](const LineFn& fn) {
+      // Read once already: a file that cannot be read again now adds no candidates.
+      for (const std::string& path : files) (void)StreamFile(path, options.stream, fn);
+      for (const TextInput& t : texts) StreamText(t.text, t.name, options.stream, fn);
+    });
+  }
   if (!d.logs.empty()) {
     AssignLogRoles(d.logs);
     LeadWithFirstFailure(d.logs, d.causes);
+    d.timeline = MergeTimeline(d.logs);
   }
   return d;
 }
@@ -105,6 +131,11 @@ Diagnosis DiagnoseText(std::string_view text, const std::string& name, const Nod
       &d.stats);
   d.evidence_lines = evidence.total();
   d.causes = RankCauses(evidence, node);
+  if (d.causes.empty()) {
+    d.no_cause = ExplainNoCause(evidence, d.stats.lines, [&](const LineFn& fn) {
+      StreamText(text, name, options.stream, fn);
+    });
+  }
   return d;
 }
 

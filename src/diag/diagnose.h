@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "diag/cause.h"
 #include "diag/line_stream.h"
+#include "diag/no_cause.h"
 #include "diag/topology.h"
 
 namespace toposched::diag {
@@ -41,12 +42,30 @@ struct LineTime {
 };
 std::optional<LineTime> TimeOfLine(std::string_view line);
 
+// A line's time as an evidence field ("line_time": "<family>:<key>"), and back.
+std::string EncodeLineTime(const LineTime& t);
+std::optional<LineTime> DecodeLineTime(std::string_view field);
+
 struct LogPart {
   std::string file;
   LogRole role = LogRole::kNoCause;
-  std::optional<Cause> top;      // the log's own top cause, read alone
-  std::optional<LineTime> time;  // of its top cause's first cited line that carries one
+  std::optional<Cause> top;  // the log's own top cause, read alone
+  // What the log saw first of its top cause: the earliest of the lines it cites (by line), and
+  // its time (its own, else that of the nearest line above it that carries one).
+  std::optional<Evidence> first_seen;
+  std::optional<LineTime> time;
 };
+
+// One line of the job's timeline: a cited line of a log's own top cause, with its log's role.
+struct TimelineEntry {
+  Evidence line;
+  std::optional<LineTime> time;
+  LogRole role = LogRole::kNoCause;
+  bool first_seen = false;  // what its log saw first
+};
+// The logs' cited lines merged into one timeline: each log's lines in their order; between logs,
+// by time where both carry one of the same format, else in the order the logs were given.
+std::vector<TimelineEntry> MergeTimeline(const std::vector<LogPart>& parts);
 
 struct Diagnosis {
   std::vector<Cause> causes;  // strongest first; empty = no known cause
@@ -55,6 +74,9 @@ struct Diagnosis {
   // Two or more files: one entry per file, in input order. The first failure's cause is then
   // the first of `causes`.
   std::vector<LogPart> logs;
+  std::vector<TimelineEntry> timeline;  // two or more files: MergeTimeline(logs)
+  // Set when `causes` is empty: what was read and why none decided.
+  std::optional<NoCauseReport> no_cause;
 };
 
 // Streams every file through the readers (memory O(chunk + max line + kinds × examples), any

@@ -87,6 +87,14 @@ void ReadDriverLine(const LineRef& line, EvidenceSet& out) {
       e->fields.emplace_back("severity", std::string(TokenAfter(t, "severity=")));
     }
   }
+  // A NIC's link went down, as the kernel's NIC drivers word it: mlx5_core "Link down", e1000e/
+  // ixgbe/ice "NIC Link is Down", IPoIB "ib0: ... link is down".
+  const bool link_down = Has(t, "ink ") && (Has(t, "Link down") || Has(t, "link down") ||
+                                            Has(t, "Link is Down") || Has(t, "link is down"));
+  if (link_down && (Has(t, "mlx") || Has(t, "NIC") || Has(t, "ib") || Has(t, "eth") ||
+                    Has(t, "ens") || Has(t, "enp") || Has(t, "bond"))) {
+    out.Add(Kind::kNicLinkDown, line);
+  }
   if (Has(t, "Link ") &&
       (Has(t, "Replay Errors:") || Has(t, "Recovery Errors:") || Has(t, "CRC Errors:"))) {
     ReadNvlinkCounter(line, out);

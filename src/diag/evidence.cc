@@ -90,6 +90,10 @@ constexpr KindInfo kKinds[] = {
     {"nccl_feature_ignored", Source::kNccl},
     {"c10d_socket_error", Source::kPyTorch},
     {"run_completed", Source::kProcess},
+    {"ib_async_event", Source::kNccl},
+    {"ib_verbs_failed", Source::kNccl},
+    {"nic_link_down", Source::kDriver},
+    {"peer_gone", Source::kPyTorch},
 };
 static_assert(sizeof(kKinds) / sizeof(kKinds[0]) == kKindCount, "kKinds out of step with Kind");
 
@@ -141,6 +145,7 @@ Evidence* EvidenceSet::Add(Kind kind, const LineRef& line) {
     e.text.push_back(u < 0x20 && c != '\t' ? '?' : c);
   }
   e.kind = kind;
+  if (!line_time_.empty()) e.fields.emplace_back("line_time", line_time_);
   examples_[k].push_back(std::move(e));
   return &examples_[k].back();
 }

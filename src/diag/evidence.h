@@ -119,6 +119,15 @@ enum class Kind {
                         // failed to connect to ...", "has timed out after 1800s", DistNetworkError
   kRunCompleted,        // a run that ended well: sacct COMPLETED, a pod Completed/Succeeded, "Test
                         // PASSED", dcgmi diag "Pass"
+  // The fabric itself (network_rules.cc: evidence that a link or an HCA failed, not a peer):
+  kIbAsyncEvent,   // NCCL WARN "NET/IB : Got async event : local catastrophic error" (fields:
+                   // event); benign events (port active, GID change) are not kept
+  kIbVerbsFailed,  // NCCL WARN "Call to ibv_modify_qp failed with error No such device" (fields:
+                   // verb)
+  kNicLinkDown,    // the kernel's NIC driver: "mlx5_core 0000:...: Link down", "NIC Link is Down"
+  // A peer that ended, named by the survivor: "Broken pipe" on a send, c10d's "possible
+  // application crash on rank 0", TCPStore's "Connection was likely closed" (fields: rank)
+  kPeerGone,
   kCount,
 };
 constexpr int kKindCount = static_cast<int>(Kind::kCount);
@@ -165,8 +174,13 @@ class EvidenceSet {
   // examples fill up to kMaxExamples in order.
   void Merge(const EvidenceSet& later);
   int64_t total() const;
+  // The time of the lines now being read ("" for none), kept on each example stored as its
+  // "line_time" field: several logs of one job are put on one timeline by it (first_failure.cc
+  // writes and reads it).
+  void SetLineTime(std::string_view time) { line_time_.assign(time); }
 
  private:
+  std::string line_time_;
   std::array<int64_t, kKindCount> counts_{};
   std::array<std::vector<Evidence>, kKindCount> examples_;
 };

@@ -3,6 +3,7 @@
 // collective's watchdog timeout) is a consequence; of the others with a fault, the one whose
 // first cited line carries the earliest time failed first (log order when times cannot be
 // compared).
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -10,6 +11,7 @@
 
 #include "core/enum_names.h"
 #include "diag/diagnose.h"
+#include "diag/rules_internal.h"
 
 namespace toposched::diag {
 
@@ -80,7 +82,7 @@ constexpr EnumName<LogRole> kLogRoleNames[] = {{LogRole::kFirstFailure, "first_f
 
 bool IsEcho(const Cause& c) {
   return c.category == Category::kPeerFailure || c.category == Category::kNcclTimeout ||
-         (c.category == Category::kNetworkError && c.confidence < 0.9);
+         (c.category == Category::kNetworkError && !internal::CitesFabric(c));
 }
 
 }  // namespace
@@ -90,6 +92,57 @@ const char* LogRoleName(LogRole r) { return NameOf(kLogRoleNames, r, "?"); }
 std::optional<LineTime> TimeOfLine(std::string_view line) {
   if (auto t = GlogTime(line)) return t;
   return IsoTime(line);
+}
+
+std::string EncodeLineTime(const LineTime& t) { return std::to_string(t.family) + ":" + t.key; }
+
+std::optional<LineTime> DecodeLineTime(std::string_view field) {
+  const size_t colon = field.find(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 >= field.size()) {
+    return std::nullopt;
+  }
+  const std::string_view family = field.substr(0, colon);
+  if (family != "1" && family != "2") return std::nullopt;
+  return LineTime{family[0] - '0', std::string(field.substr(colon + 1))};
+}
+
+std::vector<TimelineEntry> MergeTimeline(const std::vector<LogPart>& parts) {
+  // Each log's cited lines, in line order.
+  std::vector<std::vector<TimelineEntry>> queues(parts.size());
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (!parts[i].top) continue;
+    for (const Evidence& e : parts[i].top->evidence) {
+      TimelineEntry t{e, DecodeLineTime(e.Field("line_time")), parts[i].role, false};
+      t.first_seen = parts[i].first_seen && parts[i].first_seen->line == e.line;
+      queues[i].push_back(std::move(t));
+    }
+    std::stable_sort(
+        queues[i].begin(), queues[i].end(),
+        [](const TimelineEntry& a, const TimelineEntry& b) { return a.line.line < b.line.line; });
+  }
+  // Repeatedly take the head that comes first: a head with no time as soon as it is a head (its
+  // log's order is all that places it), else the earliest time of one format (the earlier log
+  // on a tie or between formats).
+  std::vector<size_t> next(parts.size(), 0);
+  std::vector<TimelineEntry> out;
+  for (;;) {
+    std::optional<size_t> best;
+    for (size_t i = 0; i < queues.size(); ++i) {
+      if (next[i] >= queues[i].size()) continue;
+      const TimelineEntry& head = queues[i][next[i]];
+      if (!head.time) {
+        best = i;
+        break;
+      }
+      const TimelineEntry* b = best ? &queues[*best][next[*best]] : nullptr;
+      if (b == nullptr || (b->time->family == head.time->family && head.time->key < b->time->key)) {
+        best = i;
+      }
+    }
+    if (!best) break;
+    out.push_back(queues[*best][next[*best]++]);
+  }
+  return out;
 }
 
 void AssignLogRoles(std::vector<LogPart>& parts) {

@@ -124,6 +124,31 @@ void ReadErrors(const LineRef& line, EvidenceSet& out) {
   }
 }
 
+// The fabric's own reports through NCCL's IB transport: an asynchronous event of the HCA
+// ("NET/IB : Got async event : local catastrophic error"; port active, LID/GID changes and
+// client reregistration are routine and not kept) and a verbs call that failed ("Call to
+// ibv_modify_qp failed with error Network is unreachable"; ibv_fork_init's warning is routine).
+void ReadFabric(const LineRef& line, EvidenceSet& out) {
+  const std::string_view t = line.text;
+  if (auto ev = After(t, "Got async event")) {
+    const size_t at = ev->find_first_not_of(" :");
+    const std::string_view event = at == std::string_view::npos ? "" : ev->substr(at);
+    if (Has(event, "rror") || Has(event, "atal") || Has(event, "atastrophic") ||
+        Has(event, "DOWN") || Has(event, "down")) {
+      if (Evidence* e = out.Add(Kind::kIbAsyncEvent, line)) {
+        e->fields.emplace_back("event", std::string(event.substr(0, 64)));
+      }
+    }
+  }
+  if (auto verb = After(t, "Call to ibv_")) {
+    if (Has(*verb, "failed") && !verb->starts_with("fork_init")) {
+      if (Evidence* e = out.Add(Kind::kIbVerbsFailed, line)) {
+        e->fields.emplace_back("verb", "ibv_" + std::string(verb->substr(0, verb->find(' '))));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void ReadNcclLine(const LineRef& line, EvidenceSet& out) {
@@ -145,6 +170,11 @@ void ReadNcclLine(const LineRef& line, EvidenceSet& out) {
   if (Has(t, "onnect") || Has(t, "rror") || Has(t, "atchdog") || Has(t, "ailure") ||
       Has(t, "ailed") || Has(t, "completion")) {
     ReadErrors(line, out);
+    // Read on the same error lines only (an HCA's error event says "error", a failed call
+    // "failed"), so that the lines of a healthy run cost no more searches.
+    if (Has(t, "async event") || Has(t, "Call to ibv_")) ReadFabric(line, out);
+    // EPIPE: a write to a socket whose other end has closed (the peer process ended).
+    if (Has(t, "Broken pipe")) out.Add(Kind::kPeerGone, line);
   }
 }
 

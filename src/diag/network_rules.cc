@@ -136,7 +136,15 @@ void DegradedRule(const EvidenceSet& ev, const NodeContext* node, std::vector<Ca
   }
 }
 
-void ErrorRules(const EvidenceSet& ev, std::vector<Cause>& out) {
+// Evidence from the fabric itself: a failed IB/RoCE work completion, an HCA's asynchronous
+// error event, a verbs call that failed, a NIC whose link went down. Without any of it, a closed
+// or reset connection is a peer that ended, not the network.
+bool FabricEvidence(const EvidenceSet& ev) {
+  return ev.has(Kind::kNcclIbCompletionError) || ev.has(Kind::kIbAsyncEvent) ||
+         ev.has(Kind::kIbVerbsFailed) || ev.has(Kind::kNicLinkDown);
+}
+
+void FabricRules(const EvidenceSet& ev, std::vector<Cause>& out) {
   if (ev.has(Kind::kNcclIbCompletionError)) {
     const Evidence* e = ev.first(Kind::kNcclIbCompletionError);
     out.push_back(MakeCause(
@@ -149,13 +157,37 @@ void ErrorRules(const EvidenceSet& ev, std::vector<Cause>& out) {
         "avoiding the node that logged the first error; for status 4 check GPUDirect RDMA",
         ev, {Kind::kNcclIbCompletionError, Kind::kNcclConnectionClosed}));
   }
+  // A verbs call that failed while NCCL looked for its devices (ibv_open_device in a container
+  // without /dev/infiniband) is why it fell back to sockets, not a fabric that broke under the
+  // job: with a socket data path it is the fallback's reason alone.
+  const bool verbs_only_at_start =
+      SocketDataPath(ev) && !ev.has(Kind::kIbAsyncEvent) && !ev.has(Kind::kNicLinkDown);
+  if (CountOf(ev, {Kind::kIbAsyncEvent, Kind::kIbVerbsFailed, Kind::kNicLinkDown}) > 0 &&
+      !verbs_only_at_start) {
+    out.push_back(MakeCause(
+        Category::kNetworkError, 0.85,
+        "the fabric failed under the job: an HCA reported an error event, a verbs call on it "
+        "failed or a NIC's link went down",
+        "check the HCA and its port on this node (ibstat, ibv_devinfo, dmesg for mlx5_core), "
+        "its cable and switch port; requeue the job avoiding the node",
+        ev,
+        {Kind::kIbAsyncEvent, Kind::kIbVerbsFailed, Kind::kNicLinkDown,
+         Kind::kNcclConnectionClosed}));
+  }
+}
+
+// A peer's connection that closed, reset or broke, with no fabric evidence: the peer process
+// ended. NCCL's own verdict "remote process exited or there was a network error" with nothing
+// but a reset under it does not decide between the two: it stays a network error, weakly.
+void PeerRules(const EvidenceSet& ev, std::vector<Cause>& out) {
+  if (FabricEvidence(ev)) return;
   // "[Service thread] Connection closed by localRank 2": a process on this node ended (its
   // proxy connection closed), not the network.
   const auto& closed = ev.examples(Kind::kNcclConnectionClosed);
   const bool local = std::any_of(closed.begin(), closed.end(), [](const Evidence& e) {
     return e.text.find("by localRank") != std::string::npos;
   });
-  if (local && !ev.has(Kind::kNcclIbCompletionError)) {
+  if (local) {
     out.push_back(MakeCause(
         Category::kPeerFailure, 0.72,
         "a process of the job on this node ended first (NCCL's service thread saw local ranks' "
@@ -163,17 +195,34 @@ void ErrorRules(const EvidenceSet& ev, std::vector<Cause>& out) {
         "find the rank that ended first and read its own log for the cause", ev,
         {Kind::kNcclConnectionClosed, Kind::kNcclRemoteError}));
   }
-  const int64_t resets = CountOf(
-      ev, {Kind::kNcclConnectionReset, Kind::kNcclConnectionClosed, Kind::kNcclRemoteError});
-  if (resets > 0 && !ev.has(Kind::kNcclIbCompletionError)) {
+  const bool peer_named = ev.has(Kind::kPeerGone) || ev.has(Kind::kNcclConnectionClosed);
+  if (ev.has(Kind::kNcclRemoteError) && !peer_named) {
     out.push_back(MakeCause(
-        Category::kNetworkError, 0.7,
-        "a peer's connection was reset or closed (ncclRemoteError): a remote process died or its "
-        "node's network failed",
-        "find the first rank that failed (its own log shows the cause); check the network of the "
-        "node it ran on and requeue avoiding it",
-        ev, {Kind::kNcclRemoteError, Kind::kNcclConnectionReset, Kind::kNcclConnectionClosed}));
+        Category::kNetworkError, 0.55,
+        "NCCL reports a remote error (a remote process exited or the network failed) and no "
+        "line says which: no peer is named as ended and the fabric shows no error",
+        "find the first rank that failed (its own log shows the cause); if none did, check the "
+        "network of the node the reset came from and requeue avoiding it",
+        ev, {Kind::kNcclRemoteError, Kind::kNcclConnectionReset}));
+    return;
   }
+  if (CountOf(ev, {Kind::kNcclConnectionReset, Kind::kNcclConnectionClosed, Kind::kPeerGone,
+                   Kind::kNcclRemoteError}) > 0) {
+    out.push_back(MakeCause(
+        Category::kPeerFailure, 0.7,
+        "a peer closed or reset its connection (or was named as crashed) and the fabric shows no "
+        "error: a remote process of the job ended first",
+        "find the rank that ended first (its own log shows the cause) and fix that failure; "
+        "these errors follow from it",
+        ev,
+        {Kind::kPeerGone, Kind::kNcclConnectionClosed, Kind::kNcclConnectionReset,
+         Kind::kNcclRemoteError}));
+  }
+}
+
+void ErrorRules(const EvidenceSet& ev, std::vector<Cause>& out) {
+  FabricRules(ev, out);
+  PeerRules(ev, out);
   if (ev.has(Kind::kNcclWatchdogTimeout)) {
     const Evidence* e = ev.first(Kind::kNcclWatchdogTimeout);
     std::string op(e->Field("op"));
@@ -206,6 +255,13 @@ void ErrorRules(const EvidenceSet& ev, std::vector<Cause>& out) {
 }
 
 }  // namespace
+
+bool CitesFabric(const Cause& c) {
+  return std::any_of(c.evidence.begin(), c.evidence.end(), [](const Evidence& e) {
+    return e.kind == Kind::kNcclIbCompletionError || e.kind == Kind::kIbAsyncEvent ||
+           e.kind == Kind::kIbVerbsFailed || e.kind == Kind::kNicLinkDown;
+  });
+}
 
 void NetworkRules(const EvidenceSet& ev, const NodeContext* node, std::vector<Cause>& out) {
   FallbackRule(ev, node, out);

@@ -50,6 +50,21 @@ void ReadPyTorchLine(const LineRef& line, EvidenceSet& out) {
       Has(t, "in store based barrier") || Has(t, "DistStoreError")) {
     out.Add(Kind::kStoreTimeout, line);
   }
+  // c10d names the peer it lost: "This may indicate a possible application crash on rank 0 or a
+  // network set up issue", and the TCPStore client "Connection was likely closed. Did the remote
+  // TCPStore server shutdown or crash?".
+  // Two searches on every line ("rash", "likely closed"), the rest only on those lines.
+  const bool crash = Has(t, "rash");
+  if (crash || Has(t, "likely closed")) {
+    if (auto rank = IntAfter(t, "application crash on rank ")) {
+      if (Evidence* e = out.Add(Kind::kPeerGone, line)) {
+        e->fields.emplace_back("rank", std::to_string(*rank));
+      }
+    } else if ((crash && Has(t, "TCPStore server shutdown or crash")) ||
+               Has(t, "Connection was likely closed")) {
+      out.Add(Kind::kPeerGone, line);
+    }
+  }
   if (Has(t, "Address already in use") || Has(t, "EADDRINUSE")) {
     out.Add(Kind::kAddressInUse, line);
   }

@@ -20,6 +20,7 @@ Cause MakeCause(Category category, double confidence, std::string summary, std::
   c.confidence = confidence;
   c.summary = std::move(summary);
   c.fix = std::move(fix);
+  c.rule = std::string(CategoryName(category)) + ":" + KindName(*kinds.begin());
   for (Kind k : kinds) {
     const auto& ex = ev.examples(k);
     for (size_t i = 0; i < ex.size() && i < 2 && c.evidence.size() < 6; ++i) {
@@ -302,11 +303,12 @@ void EchoPass(std::vector<Cause>& causes) {
   }
   if (!died) return;
   for (Cause& c : causes) {
-    if (c.category == Category::kNetworkError && c.confidence < 0.9) {
+    if (c.category == Category::kNetworkError && !internal::CitesFabric(c)) {
       c.category = Category::kPeerFailure;
       c.confidence = 0.5;
       c.summary = "peers saw closed or reset connections: the echo of the rank that died first";
       c.fix = "fix the first failure; these errors follow from it";
+      c.rule = "peer_failure:echo";
     }
   }
 }
@@ -336,6 +338,7 @@ std::vector<Cause> RankCauses(const EvidenceSet& evidence, const NodeContext* no
                                   [&](const Cause& u) { return u.category == c.category; });
     if (!seen) unique.push_back(std::move(c));
   }
+  internal::Calibrate(unique);
   return unique;
 }
 

@@ -82,6 +82,71 @@ TEST(CliDiagnose, NoJobLogGivesNoKnownCause) {
   }
 }
 
+// What an unknown read, in both outputs (a torchrun summary that says only "exitcode: 1",
+// pytorch/torchtitan#620, from data/diagnosis-corpus/dev).
+const std::string kExitOne = std::string(TS_SOURCE_DIR) +
+                             "/data/diagnosis-corpus/dev/"
+                             "childfailederror-rank1-exitcode1-error-file-llama3-8b-optimizer-oom-"
+                             "torchtitan-620.log";
+
+TEST(CliDiagnose, NoKnownCauseSaysWhyInText) {
+  Result r = RunCli("diagnose --log " + kExitOne);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("why none decided: "), std::string::npos) << r.out;
+}
+
+TEST(CliDiagnose, NoKnownCauseCountsItsKindsInJson) {
+  Result r = RunCli("diagnose --json --log " + kExitOne);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["no_cause"]["kinds"]["child_failed"].get<int>(), 1);
+}
+
+TEST(CliDiagnose, NoKnownCauseNamesItsCandidatesInJson) {
+  Result r = RunCli("diagnose --json --log " + kExitOne);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["no_cause"]["candidates"][0]["kind"].get<std::string>(), "child_failed");
+}
+
+TEST(CliDiagnose, EachCauseNamesItsRuleInJson) {
+  Result r = RunCli("diagnose --json --log " + kLogs +
+                    "2-connection-closed-by-remote-peer-masking-gpu-oom-narval-nccl-1235.log");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["causes"][0]["rule"].get<std::string>(), "gpu_oom:cuda_oom");
+}
+
+// Two logs of one job (pytorch/pytorch#150916): the JSON merges their cited lines into one
+// timeline and says what each log saw first.
+const std::string kNodeA = std::string(TS_SOURCE_DIR) +
+                           "/data/diagnosis-corpus/dev/"
+                           "elastic-agent-killed-sigterm-15-death-signal-2node-g4dn-pytorch-150916."
+                           "nodeA.log";
+const std::string kNodeB = kNodeA.substr(0, kNodeA.size() - 9) + "nodeB.log";
+
+TEST(CliDiagnose, SeveralLogsGiveOneTimelineInJson) {
+  Result r = RunCli("diagnose --json --log " + kNodeA + " --log " + kNodeB);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["timeline"][0]["role"].get<std::string>(), "consequence");
+}
+
+TEST(CliDiagnose, SeveralLogsSayWhatEachSawFirstInJson) {
+  Result r = RunCli("diagnose --json --log " + kNodeA + " --log " + kNodeB);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_NE(j["logs"][1]["first_seen"]["text"].get<std::string>().find("Received 15"),
+            std::string::npos);
+}
+
+TEST(CliDiagnose, SeveralLogsPrintTheTimeline) {
+  Result r = RunCli("diagnose --log " + kNodeA + " --log " + kNodeB);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("(first_failure, seen first): W0409 07:28:49.530000"), std::string::npos)
+      << r.out;
+}
+
 TEST(CliDiagnose, UnreadableFileAndBadUsage) {
   Result missing = RunCli("diagnose --log /nonexistent/job.log");
   EXPECT_EQ(missing.code, 1);

@@ -147,7 +147,7 @@ TEST(FamilyTraps, RaysHostOutOfMemoryIsNotAGpuOom) {
 }
 
 TEST(FamilyTraps, AnExceptionThatNamesAPlatformCauseIsNotTheProgramsFault) {
-  EXPECT_EQ(TopOf("RuntimeError: Connection reset by peer\n"), "network_error");
+  EXPECT_EQ(TopOf("RuntimeError: Connection reset by peer\n"), "peer_failure");
   EXPECT_EQ(TopOf("torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"), "none");
   EXPECT_EQ(TopOf("KeyError: 'input_ids'\n"), "application_error");
 }

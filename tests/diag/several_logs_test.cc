@@ -126,5 +126,77 @@ TEST(SeveralLogs, TheEarlierFaultIsFirstAndUnorderedFaultsKeepTheirOrder) {
   EXPECT_EQ(mixed[1].role, LogRole::kFailedToo);
 }
 
+// What a log saw first, and the job's timeline (docs/diagnose.md, "Several logs of one job").
+// Node B of pytorch/pytorch#150916 was stopped first: what it saw first is the death signal.
+TEST(SeveralLogs, TheFirstFailureSaysWhatItSawFirst) {
+  const std::string a =
+      kDev + "elastic-agent-killed-sigterm-15-death-signal-2node-g4dn-pytorch-150916.nodeA.log";
+  const std::string b =
+      kDev + "elastic-agent-killed-sigterm-15-death-signal-2node-g4dn-pytorch-150916.nodeB.log";
+  auto d = DiagnoseFiles({a, b}, nullptr);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_EQ(d->logs.size(), 2u);
+  ASSERT_TRUE(d->logs[1].first_seen.has_value());
+  EXPECT_NE(d->logs[1].first_seen->text.find("Received 15 death signal"), std::string::npos);
+}
+
+TEST(SeveralLogs, ALineWithoutATimeTakesTheTimeOfTheLineAboveIt) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("ts-diag-time-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "rank0.log")
+      << "[2024-05-01 10:00:07,000] step 3 begins\n"
+         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n";
+  std::ofstream(dir / "rank1.log") << "[2024-05-01 10:00:09,000] step 3 begins\n"
+                                      "RuntimeError: CUDA error: unknown error\n";
+  auto d = DiagnoseFiles({(dir / "rank1.log").string(), (dir / "rank0.log").string()}, nullptr);
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_EQ(d->logs.size(), 2u);
+  ASSERT_TRUE(d->logs[1].time.has_value());
+  EXPECT_EQ(d->logs[1].time->key, "20240501100007.000000");
+  EXPECT_EQ(d->logs[1].role, LogRole::kFirstFailure);
+}
+
+LogPart TimedPart(const char* file, std::vector<std::pair<int64_t, std::string>> lines) {
+  LogPart p;
+  p.file = file;
+  p.top = Cause{};
+  p.top->category = Category::kGpuFault;
+  for (const auto& [line, time] : lines) {
+    Evidence e;
+    e.file = file;
+    e.line = line;
+    if (!time.empty()) e.fields.emplace_back("line_time", time);
+    p.top->evidence.push_back(e);
+  }
+  return p;
+}
+
+TEST(SeveralLogs, TheTimelineInterleavesLogsByTime) {
+  const std::vector<TimelineEntry> t =
+      MergeTimeline({TimedPart("a", {{1, "1:20250101000010.000000"}, {2, "1:20250101000030.0"}}),
+                     TimedPart("b", {{5, "1:20250101000020.000000"}})});
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_EQ(t[0].line.file, "a");
+  EXPECT_EQ(t[1].line.file, "b");
+  EXPECT_EQ(t[2].line.file, "a");
+}
+
+TEST(SeveralLogs, ALineWithNoTimeKeepsItsLogsOrder) {
+  const std::vector<TimelineEntry> t =
+      MergeTimeline({TimedPart("a", {{1, "1:20250101000010.000000"}}), TimedPart("b", {{5, ""}})});
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[0].line.file, "b");
+}
+
+TEST(SeveralLogs, ALineTimeRoundTripsThroughItsField) {
+  const auto t = DecodeLineTime(EncodeLineTime(LineTime{2, "0409072849.530000"}));
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->key, "0409072849.530000");
+  EXPECT_FALSE(DecodeLineTime("7:x").has_value());
+}
+
 }  // namespace
 }  // namespace toposched::diag
