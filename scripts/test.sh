@@ -23,12 +23,15 @@ stage() { echo "== $* [$((SECONDS - START)) s]"; }
 stage "include direction"
 python3 scripts/check-includes.py
 
+stage "unity names (a file's helpers cannot change meaning in a unity batch)"
+python3 scripts/check-unity-names.py
+
 stage "format (clang-format, .clang-format)"
 find src tests bench fuzz \( -name '*.cc' -o -name '*.h' \) -not -path '*/testdata/*' -print0 |
   xargs -0 clang-format --dry-run -Werror
 
 # Links with lld (Debian's lld): some 45 executables under ASan, where GNU ld spends seconds on
-# each. Third-party headers are precompiled (TOPOSCHED_PCH, CMakeLists.txt).
+# each. The unity build (not precompiled headers) keeps shared headers from being parsed per file.
 LLD="-fuse-ld=lld"
 stage "build (clang, ASan+UBSan, -O1, every target; build-san/)"
 CC=clang CXX=clang++ cmake -S . -B build-san -G Ninja -DCMAKE_BUILD_TYPE=Debug \

@@ -15,7 +15,7 @@
 namespace toposched::api::scan {
 namespace {
 
-std::string ReadFile(const std::string& name) {
+std::string ReadExtenderSample(const std::string& name) {
   std::ifstream in(std::string(TS_SOURCE_DIR) + "/tests/api/testdata/extender/" + name);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -23,8 +23,8 @@ std::string ReadFile(const std::string& name) {
 }
 
 TEST(ExtenderScan, AgreesWithAStrictParserOnRequestsAndTheirCorruptions) {
-  const std::vector<std::string> docs = {ReadFile("filter_lone_nodes.request.json"),
-                                         ReadFile("filter_pair0_names.request.json"),
+  const std::vector<std::string> docs = {ReadExtenderSample("filter_lone_nodes.request.json"),
+                                         ReadExtenderSample("filter_pair0_names.request.json"),
                                          R"({"a": [1, -2.5e+3, 0.0, true, false, null, "\u00e9\n"],
                                              "b": {"c": {}, "d": []}})"};
   const std::string replacements[] = {"\"",   "}",    "]", ",", ":", "x", "\\",

@@ -32,7 +32,7 @@ using testing_api::Pod;
 
 const std::string kData = std::string(TS_SOURCE_DIR) + "/tests/api/testdata/extender/";
 
-std::string ReadFile(const std::string& path) {
+std::string ReadExistingFile(const std::string& path) {
   std::ifstream in(path);
   EXPECT_TRUE(in.good()) << path;
   std::stringstream ss;
@@ -50,7 +50,7 @@ class ExtenderTest : public ::testing::Test {
   }
 
   sched::ClusterState Occupied() const {
-    auto s = sched::ReadClusterStateJson(ReadFile(kData + "occupancy.json"), *cluster_,
+    auto s = sched::ReadClusterStateJson(ReadExistingFile(kData + "occupancy.json"), *cluster_,
                                          "occupancy.json");
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     return std::move(s).value();
@@ -105,7 +105,7 @@ std::string BindArgs(const std::string& name, const std::string& uid, const std:
 
 TEST_F(ExtenderTest, CapturedRequestsGetGoldenResponses) {
   auto ext = Make(Occupied());
-  std::istringstream cases(ReadFile(kData + "cases.txt"));
+  std::istringstream cases(ReadExistingFile(kData + "cases.txt"));
   std::string line;
   int n = 0;
   while (std::getline(cases, line)) {
@@ -114,13 +114,13 @@ TEST_F(ExtenderTest, CapturedRequestsGetGoldenResponses) {
     std::string verb, request, expected;
     f >> verb >> request >> expected;
     SCOPED_TRACE(line);
-    const std::string body = ReadFile(kData + request);
+    const std::string body = ReadExistingFile(kData + request);
     StatusOr<std::string> got = verb == "filter"       ? ext->Filter(body)
                                 : verb == "prioritize" ? ext->Prioritize(body)
                                 : verb == "bind"       ? ext->Bind(body)
                                                        : ext->Preempt(body);
     ASSERT_TRUE(got.ok()) << got.status().ToString();
-    EXPECT_EQ(json::parse(*got), json::parse(ReadFile(kData + expected))) << *got;
+    EXPECT_EQ(json::parse(*got), json::parse(ReadExistingFile(kData + expected))) << *got;
     ++n;
   }
   EXPECT_EQ(n, 11);

@@ -628,11 +628,6 @@ TEST_F(ServerTest, NodesGiveEachGpusStateAndAJobGivesItsRanks) {
   }
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
 std::string MetricLine(const std::string& text, const std::string& prefix) {
   const size_t at = text.find(prefix);
   if (at == std::string::npos) return "";

@@ -18,8 +18,8 @@ namespace {
 using nlohmann::json;
 
 // A TP-only job of `gpus` GPUs (8B model); with `run` ("10h") also its estimate.
-std::string Spec(const std::string& name, int gpus, const std::string& run = "",
-                 double comm_share = 0.5) {
+std::string EstimateSpec(const std::string& name, int gpus, const std::string& run = "",
+                         double comm_share = 0.5) {
   std::string s = "{\"name\": \"" + name + "\", \"user\": \"tester\", \"replicas\": 1, " +
                   "\"gpus_per_replica\": " + std::to_string(gpus) +
                   ", \"layout\": {\"tp\": " + std::to_string(gpus) + "}, \"model_params\": \"8B\"";
@@ -43,11 +43,12 @@ class ServiceEstimateTest : public testing_api::ClockedServiceTest {
   // 4 free GPUs on each of those two nodes.
   void Fill(Service& s) {
     for (int i = 1; i <= 30; ++i) {
-      auto r = s.Submit(Spec("fill-" + std::to_string(i), 8, i == 1 ? "600s" : "10h", 0.2), "");
+      auto r =
+          s.Submit(EstimateSpec("fill-" + std::to_string(i), 8, i == 1 ? "600s" : "10h", 0.2), "");
       ASSERT_TRUE(r.ok()) << r.status().ToString();
     }
     for (int i = 31; i <= 34; ++i) {
-      auto r = s.Submit(Spec("half-" + std::to_string(i), 4, "10h", 0.2), "");
+      auto r = s.Submit(EstimateSpec("half-" + std::to_string(i), 4, "10h", 0.2), "");
       ASSERT_TRUE(r.ok()) << r.status().ToString();
     }
     auto started = s.RunPass();
@@ -75,7 +76,7 @@ TEST_F(ServiceEstimateTest, AJobWithAnEstimateWaitsForTheNodeExpectedToFreeAndSt
     EXPECT_EQ(j1["estimate"]["run_s"], 600);
     EXPECT_EQ(j1["placement"]["expected_end_us"],
               j1["placement"]["decision_us"].get<int64_t>() + 600'000'000);
-    auto r = s->Submit(Spec("long", 8, "10h", 0.5), "");
+    auto r = s->Submit(EstimateSpec("long", 8, "10h", 0.5), "");
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(r->id, 35);
     auto started = s->RunPass();
@@ -109,7 +110,7 @@ TEST_F(ServiceEstimateTest, AJobWithoutAnEstimateStartsAtOnceSplit) {
   auto s = Open();
   ASSERT_NE(s, nullptr);
   Fill(*s);
-  auto r = s->Submit(Spec("plain", 8), "");
+  auto r = s->Submit(EstimateSpec("plain", 8), "");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   auto started = s->RunPass();
   ASSERT_TRUE(started.ok());

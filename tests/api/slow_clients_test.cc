@@ -78,7 +78,7 @@ bool ClosedByServer(int fd, int wait_ms) {
   return n == 0 || (n < 0 && errno == ECONNRESET);
 }
 
-std::string FilterBody() {
+std::string SlowFilterBody() {
   json names = json::array();
   for (const auto& n : toposched::testing::H100Cluster().nodes) names.push_back(n.name);
   json pod = {{"kind", "Pod"},
@@ -171,7 +171,7 @@ TEST_F(SlowClientsTest, HealthAndTheExtenderAnswerBehindIdleAndSlowlorisConnecti
   ext.enable_server_certificate_verification(true);
   ext.set_read_timeout(std::chrono::seconds(5));
   auto t0 = Clock::now();
-  auto f = ext.Post("/extender/filter", FilterBody(), "application/json");
+  auto f = ext.Post("/extender/filter", SlowFilterBody(), "application/json");
   ASSERT_TRUE(f) << httplib::to_string(f.error());
   EXPECT_EQ(f->status, 200) << f->body;
   EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 1.0);

@@ -35,7 +35,7 @@ using job::ConstraintMode;
 const topo::Cluster& H100() { return testing::H100Cluster(); }
 const topo::Cluster& Gb200() { return testing::Gb200Cluster(); }
 
-const GangPlacer& Placer(const topo::Cluster& c) {
+const GangPlacer& GangPlacerOf(const topo::Cluster& c) {
   static auto* cache = new std::map<const topo::Cluster*, std::unique_ptr<GangPlacer>>();
   auto it = cache->find(&c);
   if (it != cache->end()) return *it->second;
@@ -44,7 +44,7 @@ const GangPlacer& Placer(const topo::Cluster& c) {
   return *cache->emplace(&c, std::move(p).value()).first->second;
 }
 
-ClusterState NewState(const topo::Cluster& c) {
+ClusterState EmptyStateOf(const topo::Cluster& c) {
   StatusOr<ClusterState> s = ClusterState::Create(c);
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   return std::move(s).value();
@@ -200,15 +200,15 @@ TEST(GangOptions, PluginNamesResolveToTypedPlugins) {
   auto bad = ResolvePlugins(p);
   EXPECT_EQ(bad.status().message(),
             "gang: unknown refine plugin \"anneal\" (known: local-search, none)");
-  EXPECT_EQ(Placer(H100()).plugins().weight(ScoreTerm::kContention),
+  EXPECT_EQ(GangPlacerOf(H100()).plugins().weight(ScoreTerm::kContention),
             GangPlacerOptions().plugins.Weight("contention"));
 }
 
 TEST(Gang, Tp8Pp2Dp2LandsOnWholeNodesInOneLeafInMegatronOrder) {
   const topo::Cluster& c = H100();
-  ClusterState s = NewState(c);
+  ClusterState s = EmptyStateOf(c);
   job::JobSpec j = MakeJob(8, 2, 2);
-  Verdict v = Placer(c).Place(s, j);
+  Verdict v = GangPlacerOf(c).Place(s, j);
   ASSERT_TRUE(v.fit()) << v.Explain();
   const Placement& p = *v.placement;
   ASSERT_EQ(p.parts.size(), 4u);
@@ -272,12 +272,12 @@ TEST(Gang, DpPeersOnDifferentNodesShareARail) {
   // both (one TP pair each); any two GPUs of a node are as fast inside it, and the node selector
   // alone takes GPUs 1, 2 on gpu001 and 0, 1 on gpu002: DP peers on rails 1-0 and 2-1.
   const topo::Cluster& c = TaperedH100();
-  ClusterState s = NewState(c);
+  ClusterState s = EmptyStateOf(c);
   for (int n = 2; n < static_cast<int>(c.nodes.size()); ++n) HoldAllBut(s, n, {});
   HoldAllBut(s, 0, {1, 2, 3});
   HoldAllBut(s, 1, {0, 1, 2});
   job::JobSpec j = MakeJob(2, 1, 2);
-  Verdict v = Placer(c).Place(s, j);
+  Verdict v = GangPlacerOf(c).Place(s, j);
   ASSERT_TRUE(v.fit()) << v.Explain();
   const Placement& p = *v.placement;
   ASSERT_EQ(p.parts.size(), 2u) << v.Explain();
@@ -299,10 +299,10 @@ TEST(Gang, PipelinePeersOnDifferentNodesShareARail) {
   // transfer between them would leave on one rail and arrive on another, through the 2:1 leaf
   // uplink. Aligned, every pipeline neighbour across the nodes keeps its rail.
   const topo::Cluster& c = TaperedH100();
-  ClusterState s = NewState(c);
+  ClusterState s = EmptyStateOf(c);
   for (int n = 2; n < static_cast<int>(c.nodes.size()); ++n) HoldAllBut(s, n, {});
   job::JobSpec j = MakeJob(4, 4, 1);
-  Verdict v = Placer(c).Place(s, j);
+  Verdict v = GangPlacerOf(c).Place(s, j);
   ASSERT_TRUE(v.fit()) << v.Explain();
   const Placement& p = *v.placement;
   ASSERT_EQ(p.parts.size(), 2u) << v.Explain();
@@ -334,13 +334,13 @@ TEST(Gang, RailsNoneLeavesTheNodeSelectorsOrderAndPaysForIt) {
   EXPECT_EQ((*none)->plugins().rails->name(), "none");
   EXPECT_FALSE((*none)->plugins().rails->aligns());
 
-  ClusterState s = NewState(c);
+  ClusterState s = EmptyStateOf(c);
   for (int n = 2; n < static_cast<int>(c.nodes.size()); ++n) HoldAllBut(s, n, {});
   ClusterState dp_state = s;
   HoldAllBut(dp_state, 0, {1, 2, 3});
   HoldAllBut(dp_state, 1, {0, 1, 2});
   const job::JobSpec dp = MakeJob(2, 1, 2);
-  Verdict aligned = Placer(c).Place(dp_state, dp);
+  Verdict aligned = GangPlacerOf(c).Place(dp_state, dp);
   Verdict plain = (*none)->Place(dp_state, dp);
   ASSERT_TRUE(aligned.fit() && plain.fit()) << plain.Explain();
   EXPECT_EQ(CrossedDpNeighbours(dp, *aligned.placement), 0);
@@ -351,7 +351,7 @@ TEST(Gang, RailsNoneLeavesTheNodeSelectorsOrderAndPaysForIt) {
   CheckPlacement(dp_state, dp, *plain.placement);
 
   const job::JobSpec pp = MakeJob(4, 4, 1);
-  aligned = Placer(c).Place(s, pp);
+  aligned = GangPlacerOf(c).Place(s, pp);
   plain = (*none)->Place(s, pp);
   ASSERT_TRUE(aligned.fit() && plain.fit()) << plain.Explain();
   const cost::CostModel cost(c);
@@ -372,12 +372,12 @@ TEST(Gang, CrossedDpGroupsArePricedNotOnlyRankZeros) {
   // one rail and TP index 2 and 3 on two (nothing else is free on gpu002). The step waits for
   // the crossed DP groups, so dp_ms is theirs, whatever rank 0's group costs.
   const topo::Cluster& c = TaperedH100();
-  ClusterState s = NewState(c);
+  ClusterState s = EmptyStateOf(c);
   for (int n = 2; n < static_cast<int>(c.nodes.size()); ++n) HoldAllBut(s, n, {});
   HoldAllBut(s, 0, {0, 1, 2, 3});
   HoldAllBut(s, 1, {0, 1, 6, 7});
   job::JobSpec j = MakeJob(4, 1, 2);
-  Verdict v = Placer(c).Place(s, j);
+  Verdict v = GangPlacerOf(c).Place(s, j);
   ASSERT_TRUE(v.fit()) << v.Explain();
   const Placement& p = *v.placement;
   EXPECT_EQ(CrossedDpNeighbours(j, p), 2) << v.Explain();
@@ -398,11 +398,11 @@ TEST(Gang, CrossedDpGroupsArePricedNotOnlyRankZeros) {
 
 TEST(Gang, SingleNodeJobGoesToTheBestFittingNode) {
   const topo::Cluster& c = H100();
-  ClusterState s = NewState(c);
+  ClusterState s = EmptyStateOf(c);
   // Node i has 8 - i % 8 free GPUs: nodes 4, 12, 20, 28 have exactly 4 free, node 5 has 3.
   for (int n = 0; n < static_cast<int>(c.nodes.size()); ++n) Hold(s, n, n % 8);
   job::JobSpec j = MakeJob(1, 1, 4);
-  Verdict v = Placer(c).Place(s, j);
+  Verdict v = GangPlacerOf(c).Place(s, j);
   ASSERT_TRUE(v.fit()) << v.Explain();
   ASSERT_EQ(v.placement->parts.size(), 1u);
   EXPECT_EQ(v.placement->parts[0].node, 4);
@@ -476,10 +476,10 @@ TEST(Gang, VerdictTable) {
   };
   for (const Case& tc : cases) {
     SCOPED_TRACE(tc.name);
-    ClusterState s = NewState(*tc.cluster);
+    ClusterState s = EmptyStateOf(*tc.cluster);
     tc.setup(*tc.cluster, s);
     job::JobSpec j = tc.job();
-    Verdict v = Placer(*tc.cluster).Place(s, j);
+    Verdict v = GangPlacerOf(*tc.cluster).Place(s, j);
     EXPECT_EQ(VerdictKindName(v.kind), std::string(VerdictKindName(tc.kind))) << v.Explain();
     EXPECT_THAT(v.Explain(), HasSubstr(tc.explanation)) << v.Explain();
     EXPECT_EQ(v.placement.has_value(), tc.kind == VerdictKind::kFit);
@@ -496,12 +496,12 @@ TEST(Gang, VerdictTable) {
 
 TEST(Gang, ExampleJobsInOnePassAreAllOrNothing) {
   const topo::Cluster& c = H100();
-  ClusterState s = NewState(c);
+  ClusterState s = EmptyStateOf(c);
   int held = 0;
   int placed = 0;
   for (const job::JobSpec& j : ExampleJobs()) {
     SCOPED_TRACE(j.name);
-    Verdict v = Placer(c).Place(s, j);
+    Verdict v = GangPlacerOf(c).Place(s, j);
     if (!v.fit()) {
       EXPECT_FALSE(v.reasons.empty());
       continue;
@@ -515,7 +515,7 @@ TEST(Gang, ExampleJobsInOnePassAreAllOrNothing) {
   // The pass leaves 256 - 128 - 8 - 1 - 2 - 4 - 64 - 32 = 17 GPUs: another 128-GPU job pends,
   // and nothing changes.
   ClusterState before = s;
-  Verdict v = Placer(c).Place(s, ExampleJob("llama70b-pretrain"));
+  Verdict v = GangPlacerOf(c).Place(s, ExampleJob("llama70b-pretrain"));
   EXPECT_EQ(v.kind, VerdictKind::kUnschedulable) << v.Explain();
   EXPECT_TRUE(s.CheckInvariants().ok());
   EXPECT_EQ(s.ClusterCapacity(), before.ClusterCapacity());
@@ -523,15 +523,15 @@ TEST(Gang, ExampleJobsInOnePassAreAllOrNothing) {
 
 TEST(Gang, SmallJobsPackNodesAndRequiredNodeKeepsOneNode) {
   const topo::Cluster& c = H100();
-  ClusterState s = NewState(c);
+  ClusterState s = EmptyStateOf(c);
   job::JobSpec bert = ExampleJob("bert-large-dp2");
-  Verdict v = Placer(c).Place(s, bert);
+  Verdict v = GangPlacerOf(c).Place(s, bert);
   ASSERT_TRUE(v.fit()) << v.Explain();
   EXPECT_EQ(v.placement->parts.size(), 1u);
   CheckPlacement(s, bert, *v.placement);
   // The next small job goes to the partly used node (best fit), not a fresh one.
   job::JobSpec vit = ExampleJob("vit-h-dp4");
-  Verdict w = Placer(c).Place(s, vit);
+  Verdict w = GangPlacerOf(c).Place(s, vit);
   ASSERT_TRUE(w.fit()) << w.Explain();
   EXPECT_EQ(w.placement->parts[0].node, v.placement->parts[0].node);
   CheckPlacement(s, vit, *w.placement);
@@ -539,10 +539,10 @@ TEST(Gang, SmallJobsPackNodesAndRequiredNodeKeepsOneNode) {
 
 TEST(Gang, Gb200Tp8RequiredNvlinkDomainUsesTwoTraysOfOneDomain) {
   const topo::Cluster& c = Gb200();
-  ClusterState s = NewState(c);
+  ClusterState s = EmptyStateOf(c);
   job::JobSpec j = MakeJob(8, 1, 1);
   Constrain(j.constraints.tp, ConstraintMode::kRequired, job::kLevelNvlinkDomain);
-  Verdict v = Placer(c).Place(s, j);
+  Verdict v = GangPlacerOf(c).Place(s, j);
   ASSERT_TRUE(v.fit()) << v.Explain();
   const Placement& p = *v.placement;
   ASSERT_EQ(p.parts.size(), 2u);
@@ -557,7 +557,7 @@ TEST(Gang, Gb200Tp8RequiredNvlinkDomainUsesTwoTraysOfOneDomain) {
   // Two TP=8 groups with DP: every group stays inside one NVLink domain.
   job::JobSpec big = MakeJob(8, 1, 10);  // 80 GPUs: more than one 72-GPU domain holds
   Constrain(big.constraints.tp, ConstraintMode::kRequired, job::kLevelNvlinkDomain);
-  Verdict w = Placer(c).Place(s, big);
+  Verdict w = GangPlacerOf(c).Place(s, big);
   ASSERT_TRUE(w.fit()) << w.Explain();
   for (int r = 0; r < 80; r += 8) {
     int d = c.nodes[w.placement->ranks[r].node].nvlink_domain;
@@ -570,11 +570,11 @@ TEST(Gang, Gb200Tp8RequiredNvlinkDomainUsesTwoTraysOfOneDomain) {
 
 TEST(Gang, BestPossibleIsTheEmptyClusterTime) {
   const topo::Cluster& c = H100();
-  ClusterState s = NewState(c);
+  ClusterState s = EmptyStateOf(c);
   // Leave 4 free GPUs on each node: an 8-GPU TP=1 job must span two nodes now.
   for (int n = 0; n < static_cast<int>(c.nodes.size()); ++n) Hold(s, n, 4);
   job::JobSpec j = MakeJob(1, 1, 8);
-  Verdict v = Placer(c).Place(s, j);
+  Verdict v = GangPlacerOf(c).Place(s, j);
   ASSERT_TRUE(v.fit()) << v.Explain();
   EXPECT_EQ(v.placement->parts.size(), 2u);
   EXPECT_GT(v.placement->predicted_ms, v.placement->best_possible_ms);
@@ -589,8 +589,8 @@ TEST(Gang, BestPossibleIsTheEmptyClusterTime) {
 // running job's link loads toposched takes spine1 and names what spine0 would have cost.
 TEST(GangContention, QuietLinksWinOverBestFitWhenTheRunningJobsLoadsArePassed) {
   const topo::Cluster& c = testing::LoadExampleCluster("eval-h100-3tier-2to1-512.yaml");
-  const GangPlacer& placer = Placer(c);
-  ClusterState s = NewState(c);
+  const GangPlacer& placer = GangPlacerOf(c);
+  ClusterState s = EmptyStateOf(c);
   const std::set<std::string> bg_nodes = {"gpu001", "gpu002", "gpu003",
                                           "gpu009", "gpu010", "gpu011"};
   const std::set<std::string> open = {"gpu004", "gpu005", "gpu012", "gpu013",

@@ -30,7 +30,7 @@ const topo::Cluster& V100() {
   return *c;
 }
 
-const GangPlacer& Placer(const topo::Cluster& c, const std::string& policy) {
+const GangPlacer& PolicyPlacerOf(const topo::Cluster& c, const std::string& policy) {
   static auto* cache =
       new std::map<std::pair<const topo::Cluster*, std::string>, std::unique_ptr<GangPlacer>>();
   auto key = std::make_pair(&c, policy);
@@ -101,7 +101,7 @@ TEST(PolicyTest, CostModelGpuChoiceBeatsFirstFreeAndPairScoreOnCubeMesh) {
   ASSERT_TRUE(st.ok());
   std::map<std::string, double> ms;
   for (const std::string& n : PolicyNames()) {
-    Verdict v = Placer(c, n).Place(*st, Job(1, 5));
+    Verdict v = PolicyPlacerOf(c, n).Place(*st, Job(1, 5));
     ASSERT_TRUE(v.fit()) << n << ": " << v.Explain();
     ms[n] = v.placement->predicted_ms;
   }
@@ -109,7 +109,7 @@ TEST(PolicyTest, CostModelGpuChoiceBeatsFirstFreeAndPairScoreOnCubeMesh) {
   EXPECT_LT(ms["toposched"] * 2, ms["first-fit"]);
   EXPECT_LT(ms["toposched"] * 2, ms["pair-score"]);
   // first-free hands out 0-4.
-  Verdict ff = Placer(c, "first-fit").Place(*st, Job(1, 5));
+  Verdict ff = PolicyPlacerOf(c, "first-fit").Place(*st, Job(1, 5));
   EXPECT_EQ(GpusOn(*ff.placement, ff.placement->parts[0].node), (std::vector<int>{0, 1, 2, 3, 4}));
 }
 
@@ -120,16 +120,16 @@ TEST(PolicyTest, SpreadAndRandomIgnoreTheTopology) {
   const topo::Cluster& c = V100();
   auto st = ClusterState::Create(c);
   ASSERT_TRUE(st.ok());
-  Verdict s = Placer(c, "spread").Place(*st, Job(1, 4));
+  Verdict s = PolicyPlacerOf(c, "spread").Place(*st, Job(1, 4));
   ASSERT_TRUE(s.fit()) << s.Explain();
   EXPECT_EQ(s.placement->parts.size(), 4u);
   for (const NodeGpus& p : s.placement->parts) EXPECT_EQ(p.gpus.count(), 1);
-  Verdict packed = Placer(c, "toposched").Place(*st, Job(1, 4));
+  Verdict packed = PolicyPlacerOf(c, "toposched").Place(*st, Job(1, 4));
   ASSERT_TRUE(packed.fit());
   EXPECT_GT(s.placement->predicted_ms, packed.placement->predicted_ms);
 
-  Verdict r1 = Placer(c, "random").Place(*st, Job(1, 8));
-  Verdict r2 = Placer(c, "random").Place(*st, Job(1, 8));
+  Verdict r1 = PolicyPlacerOf(c, "random").Place(*st, Job(1, 8));
+  Verdict r2 = PolicyPlacerOf(c, "random").Place(*st, Job(1, 8));
   ASSERT_TRUE(r1.fit() && r2.fit());
   EXPECT_EQ(r1.placement->ranks, r2.placement->ranks);
   int gpus = 0;
@@ -163,7 +163,7 @@ TEST(PolicyTest, SpreadVersusPackNodeChoice) {
   for (int g = 0; g < 6; ++g) six.set(g);
   ASSERT_TRUE(st->Allocate(1, {NodeGpus{1, six}}).ok());  // dgx2: 2 free
   auto node_of = [&](const std::string& policy) {
-    Verdict v = Placer(c, policy).Place(*st, Job(1, 2));
+    Verdict v = PolicyPlacerOf(c, policy).Place(*st, Job(1, 2));
     EXPECT_TRUE(v.fit()) << policy;
     return v.fit() ? c.nodes[v.placement->parts[0].node].name : "";
   };
@@ -188,7 +188,7 @@ TEST(PolicyTest, LevelAwarePoliciesStayInOneLeaf) {
   for (int n = 0; n < 16; ++n)
     ASSERT_TRUE(st->Allocate(id++, {NodeGpus{n, n < 2 ? low4 : all8}}).ok());
   auto leaves = [&](const std::string& policy) {
-    Verdict v = Placer(c, policy).Place(*st, Job(4, 3));
+    Verdict v = PolicyPlacerOf(c, policy).Place(*st, Job(4, 3));
     EXPECT_TRUE(v.fit()) << policy << ": " << v.Explain();
     std::set<int> ls;
     if (v.fit()) {

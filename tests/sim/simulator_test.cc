@@ -264,7 +264,7 @@ TEST(SimulatorTest, SameTraceAndSeedGiveByteIdenticalReports) {
 
 // Golden reports: the exact report.json of small traces. After an intended change of the
 // scheduler or the simulator, regenerate with TS_UPDATE_GOLDEN=1 and review the diff.
-void ExpectGolden(const std::string& golden, const std::string& got) {
+void ExpectReportGolden(const std::string& golden, const std::string& got) {
   testing::ExpectGolden(std::string(TS_SOURCE_DIR) + "/tests/sim/golden/" + golden, got);
 }
 
@@ -293,7 +293,7 @@ TEST(SimulatorGoldenTest, TiresiasSampleOnFourV100Nodes) {
     EXPECT_TRUE(rs.back().all_free_at_end) << p;
     EXPECT_EQ(rs.back().unfinished, 0) << p;
   }
-  ExpectGolden("tiresias-60_job.v100-4node.report.json", ReportJson(info, rs));
+  ExpectReportGolden("tiresias-60_job.v100-4node.report.json", ReportJson(info, rs));
 }
 
 TEST(SimulatorGoldenTest, GenericExampleOnH100) {
@@ -311,7 +311,7 @@ TEST(SimulatorGoldenTest, GenericExampleOnH100) {
   info.policies_distinct = PoliciesDistinct();
   std::vector<SimResult> rs;
   for (const std::string& p : PolicyNames()) rs.push_back(RunPolicy(c, *t, p));
-  ExpectGolden("example-generic.h100-2rack.report.json", ReportJson(info, rs));
+  ExpectReportGolden("example-generic.h100-2rack.report.json", ReportJson(info, rs));
 }
 
 // jobs.csv: a row per job per run, its figures the ones report.json averages.

@@ -26,7 +26,7 @@ topo::Cluster Cluster4() {
   return *c;
 }
 
-FakeRunner Captured(const std::string& script_of_job4) {
+FakeRunner CapturedExec(const std::string& script_of_job4) {
   FakeRunner r;
   r.answers["scontrol -d -o show node"] = {0, Data("show-node-4node-mixed.txt"), ""};
   r.answers["scontrol -d -o show job"] = {0, Data("show-job-4node.txt"), ""};
@@ -55,7 +55,7 @@ TEST(StateFromNodes, CapturedOccupancy) {
 TEST(PlaceOnce, PlacesTheCommentJobInOneLeafAndLeavesOthersHeld) {
   topo::Cluster c = Cluster4();
   // Job 4's script without a directive: its comment "toposched tp=4" gives the layout.
-  FakeRunner r = Captured("#!/bin/bash\nsrun hostname\n");
+  FakeRunner r = CapturedExec("#!/bin/bash\nsrun hostname\n");
   auto rep = PlaceOnce(c, r, PlaceOptions{});
   ASSERT_TRUE(rep.ok()) << rep.status().message();
   ASSERT_EQ(rep->decisions.size(), 2u);  // jobs 4 and 6; job 5 is not marked
@@ -88,7 +88,7 @@ TEST(PlaceOnce, PlacesTheCommentJobInOneLeafAndLeavesOthersHeld) {
 
 TEST(PlaceOnce, DirectiveWinsAndABadLayoutIsRejectedNotReleased) {
   topo::Cluster c = Cluster4();
-  FakeRunner r = Captured(Data("batch-script-directive.sh"));  // tp=8,pp=2 on 8 GPUs
+  FakeRunner r = CapturedExec(Data("batch-script-directive.sh"));  // tp=8,pp=2 on 8 GPUs
   auto rep = PlaceOnce(c, r, PlaceOptions{});
   ASSERT_TRUE(rep.ok()) << rep.status().message();
   const PlaceDecision& d4 = rep->decisions[0];
@@ -100,7 +100,7 @@ TEST(PlaceOnce, DirectiveWinsAndABadLayoutIsRejectedNotReleased) {
 
 TEST(PlaceOnce, DryRunChangesNothing) {
   topo::Cluster c = Cluster4();
-  FakeRunner r = Captured("#!/bin/bash\n");
+  FakeRunner r = CapturedExec("#!/bin/bash\n");
   PlaceOptions o;
   o.dry_run = true;
   auto rep = PlaceOnce(c, r, o);

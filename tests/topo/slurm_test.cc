@@ -32,7 +32,7 @@ std::string Sample(const std::string& name) {
 // '.nf'/'.fi' are markup), 03 is HTML with prose between <pre> blocks, 04/05 are Tcl strings
 // with a ${dev} variable, 06 is HTML mixing slurm.conf and gres.conf. The parsers stay strict
 // (a real config with such lines is wrong), so the tests pull out the config lines themselves.
-std::vector<std::string> Lines(const std::string& text) { return Split(text, '\n'); }
+std::vector<std::string> ConfLines(const std::string& text) { return Split(text, '\n'); }
 
 std::string Join(const std::vector<std::string>& lines) {
   std::string out;
@@ -48,7 +48,7 @@ std::string Ungroff(std::string s) {
 // Lines starting with one of the prefixes (case-sensitive), in order.
 std::string Keep(const std::string& text, std::initializer_list<const char*> prefixes) {
   std::vector<std::string> out;
-  for (const std::string& l : Lines(text)) {
+  for (const std::string& l : ConfLines(text)) {
     for (const char* p : prefixes) {
       if (StartsWith(l, p)) {
         out.push_back(l);
@@ -62,7 +62,7 @@ std::string Keep(const std::string& text, std::initializer_list<const char*> pre
 // The text of the n-th <pre> ... </pre> block of sample 03 (the first opens before the excerpt).
 std::string PreBlock(const std::string& text, int n) {
   std::vector<std::string> blocks(1);
-  for (const std::string& l : Lines(text)) {
+  for (const std::string& l : ConfLines(text)) {
     if (StartsWith(l, "</pre>")) {
       blocks.emplace_back();
     } else if (!StartsWith(l, "# PROVENANCE")) {
