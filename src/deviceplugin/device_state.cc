@@ -4,19 +4,33 @@
 
 namespace toposched::deviceplugin {
 
+namespace {
+
+// Preferred sets cached per node: a node of 8 GPUs has at most 2^8 available sets x 8 sizes =
+// 2,048 distinct questions, and a kubelet asks few of them; 4,096 entries of about 1 KiB each
+// keep the plugin within a few MiB (its DaemonSet's limit is 256 MiB).
+constexpr size_t kPreferredCacheEntries = 4096;
+
+}  // namespace
+
 StatusOr<std::shared_ptr<DeviceState>> DeviceState::Create(const topo::NodeTopology& t,
                                                            DeviceTable devices,
                                                            PluginOptions options) {
   RETURN_IF_ERROR(options.Validate());
+  auto cache = std::make_unique<sched::SelectionCache>(kPreferredCacheEntries);
   ASSIGN_OR_RETURN(std::unique_ptr<sched::NodeSelector> selector,
-                   sched::NodeSelector::Create(t, sched::CostModelObjective(t)));
-  return std::shared_ptr<DeviceState>(
-      new DeviceState(std::move(selector), std::move(devices), std::move(options)));
+                   sched::NodeSelector::Create(t, sched::CostModelObjective(t), {}, cache.get()));
+  return std::shared_ptr<DeviceState>(new DeviceState(std::move(cache), std::move(selector),
+                                                      std::move(devices), std::move(options)));
 }
 
-DeviceState::DeviceState(std::unique_ptr<sched::NodeSelector> selector, DeviceTable devices,
+DeviceState::DeviceState(std::unique_ptr<sched::SelectionCache> cache,
+                         std::unique_ptr<sched::NodeSelector> selector, DeviceTable devices,
                          PluginOptions options)
-    : selector_(std::move(selector)), options_(std::move(options)), devices_(std::move(devices)) {}
+    : cache_(std::move(cache)),
+      selector_(std::move(selector)),
+      options_(std::move(options)),
+      devices_(std::move(devices)) {}
 
 std::vector<GpuDevice> DeviceState::Snapshot(uint64_t* version) const {
   std::lock_guard<std::mutex> lock(mu_);

@@ -18,13 +18,15 @@
 #include "deviceplugin/devices.h"
 #include "deviceplugin/options.h"
 #include "select/node_select.h"
+#include "select/selection_cache.h"
 
 namespace toposched::deviceplugin {
 
 // Thread-safe: every method may be called from any thread.
 class DeviceState {
  public:
-  // Builds the node selector (the cost model's objective, as `place-node`). InvalidArgument
+  // Builds the node selector (the cost model's objective, as `place-node`) with a result cache
+  // of kPreferredCacheEntries entries. InvalidArgument
   // for bad options or a topology the selector refuses.
   static StatusOr<std::shared_ptr<DeviceState>> Create(const topo::NodeTopology& t,
                                                        DeviceTable devices, PluginOptions options);
@@ -46,9 +48,13 @@ class DeviceState {
   StatusOr<ContainerAllocation> Allocate(std::span<const std::string> ids) const;
 
  private:
-  DeviceState(std::unique_ptr<sched::NodeSelector> selector, DeviceTable devices,
+  DeviceState(std::unique_ptr<sched::SelectionCache> cache,
+              std::unique_ptr<sched::NodeSelector> selector, DeviceTable devices,
               PluginOptions options);
 
+  // Preferred sets per (available set, size): the kubelet asks the same few questions again and
+  // again. Declared before the selector, which must not outlive it.
+  std::unique_ptr<sched::SelectionCache> cache_;
   std::unique_ptr<sched::NodeSelector> selector_;
   PluginOptions options_;
   mutable std::mutex mu_;
