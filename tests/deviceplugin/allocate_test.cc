@@ -1,6 +1,7 @@
 // Allocate over gRPC: the container's GPUs in NVLink ring order (local rank i <-> GPU i), the
 // NICs nearest them, the NCCL topology file, device nodes, CDI names; bad requests refused.
 #include <gmock/gmock.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -164,6 +165,32 @@ TEST_F(AllocateTest, AnUnknownDeviceIsRefusedAndTheNextRequestServed) {
   EXPECT_EQ(bad.status.error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_THAT(bad.status.error_message(),
               HasSubstr("container_requests[0]: devicesIDs[1]: unknown device id \"GPU-unknown\""));
+  const Allocated good = AskAllocate(*stub_, {"0"});
+  EXPECT_TRUE(good.status.ok()) << good.status.error_message();
+}
+
+// Bytes that are no protobuf message (a field with number 0, then a varint cut short) sent as
+// an Allocate request: gRPC refuses them before the plugin sees them, and the plugin serves on.
+TEST_F(AllocateTest, AMalformedMessageIsRefusedAndTheNextRequestServed) {
+  Start(testing::kDgxH100Sample, testing::TestPluginOptions(dir_.path()));
+  auto channel =
+      grpc::CreateChannel("unix://" + testing::TestPluginOptions(dir_.path()).socket_path(),
+                          grpc::InsecureChannelCredentials());
+  grpc::GenericStub generic(channel);
+  const char garbage[] = {'\x00', '\xff', '\xff', '\xff'};
+  grpc::Slice slice(garbage, sizeof garbage);
+  grpc::ByteBuffer request(&slice, 1);
+  grpc::ByteBuffer reply;
+  grpc::ClientContext ctx;
+  grpc::CompletionQueue cq;
+  auto call = generic.PrepareUnaryCall(&ctx, "/v1beta1.DevicePlugin/Allocate", request, &cq);
+  call->StartCall();
+  grpc::Status status;
+  call->Finish(&reply, &status, reinterpret_cast<void*>(1));
+  void* tag = nullptr;
+  bool ok = false;
+  ASSERT_TRUE(cq.Next(&tag, &ok));
+  EXPECT_FALSE(status.ok());
   const Allocated good = AskAllocate(*stub_, {"0"});
   EXPECT_TRUE(good.status.ok()) << good.status.error_message();
 }
