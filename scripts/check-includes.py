@@ -31,10 +31,14 @@ ALLOWED = {
     # logs) sits beside the scheduler; api includes it to classify a job's exit report.
     "slurm": {"core", "topo", "cost", "job", *SCHED_FAMILY},
     "diag": {"core", "topo", "cost", "job"},
+    # deviceplugin (the kubelet device plugin: devices, preferred set, what a container gets,
+    # the gRPC service and its registration) sits on the node-level choice; only cli includes it.
+    "deviceplugin": {"core", "topo", "cost", "state", "select"},
     "store": {"core", "job"},
     "api": {"core", "topo", "cost", "job", *SCHED_FAMILY, "store", "diag"},
     "sim": {"core", "topo", "cost", "job", *SCHED_FAMILY, "store"},
-    "cli": {"core", "topo", "cost", "job", *SCHED_FAMILY, "store", "api", "sim", "slurm", "diag"},
+    "cli": {"core", "topo", "cost", "job", *SCHED_FAMILY, "store", "api", "sim", "slurm", "diag",
+            "deviceplugin"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 

@@ -9,6 +9,8 @@ PACKAGES=(
   libsqlite3-dev sqlite3 libhwloc-dev libhwloc-plugins hwloc libtinyxml2-dev
   # The daemon's HTTP listeners: Boost.Beast (header-only), OpenSSL, zlib.
   libboost-dev libssl-dev zlib1g-dev
+  # The kubelet device plugin (src/deviceplugin): gRPC and protobuf, the .proto compiled at build.
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   googletest libgtest-dev libgmock-dev libbenchmark-dev libglpk-dev
   python3 clang-format
   # The sanitizer and fuzzing build (scripts/test.sh, scripts/fuzz.sh): clang with its

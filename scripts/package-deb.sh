@@ -88,6 +88,14 @@ shlibdeps() {
 }
 step "runtime dependencies (dpkg-shlibdeps)" shlibdeps
 DEPENDS="adduser, $(sed -n 's/^shlibs:Depends=//p' "$WORK/shlibs")"
+# The device plugin's gRPC and protobuf runtimes (Debian 12: libgrpc++1.51, libprotobuf32) come
+# from the binary's links; a package without them would install a binary that cannot start.
+for lib in 'libgrpc++' 'libprotobuf'; do
+  case "$DEPENDS" in
+    *"$lib"*) ;;
+    *) echo "package-deb: FAILED: Depends lacks $lib: $DEPENDS" >&2; exit 1 ;;
+  esac
+done
 
 control() {
   mkdir -p "$STAGE/DEBIAN"

@@ -27,6 +27,8 @@ void RegisterSlurmCommands(CLI::App& app, int& rc);    // slurm import|place|wat
 void RegisterServeCommand(CLI::App& app, int& rc);     // serve (the daemon)
 void RegisterDiagnoseCommand(CLI::App& app, int& rc);  // diagnose (logs -> causes)
 void RegisterAgentCommand(CLI::App& app, int& rc);     // agent (a node's topology -> daemon)
+// device-plugin (the kubelet's Device Plugin API on a GPU node)
+void RegisterDevicePluginCommand(CLI::App& app, int& rc);
 // submit, queue, show, cancel, complete, explain, nodes, drain, resume, events
 void RegisterClientCommands(CLI::App& app, int& rc);
 // completion bash|zsh, man (hidden): generated from the commands registered before it.

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   toposched::cli::RegisterSlurmCommands(app, rc);
   toposched::cli::RegisterDiagnoseCommand(app, rc);
   toposched::cli::RegisterAgentCommand(app, rc);
+  toposched::cli::RegisterDevicePluginCommand(app, rc);
   // Last: it documents the commands registered above.
   toposched::cli::RegisterDocsCommands(app, rc, TS_VERSION);
   // An unknown first word is named as such (CLI11 would answer "A subcommand is required", or
