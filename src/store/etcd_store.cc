@@ -113,11 +113,17 @@ StatusOr<std::unique_ptr<EtcdStore>> EtcdStore::Open(std::shared_ptr<EtcdClient>
   if (schema.kvs.empty()) {
     ASSIGN_OR_RETURN(EtcdRange any,
                      s->client_->Range(p + "/", EtcdClient::PrefixEnd(p + "/"), 1, true));
+    // Another daemon may have written the version since the first read: the count saw it.
     if (any.count > 0) {
+      ASSIGN_OR_RETURN(schema, s->client_->Range(schema_key, "", 1));
+    }
+    if (any.count > 0 && schema.kvs.empty()) {
       return FailedPreconditionError("etcd prefix " + p + "/ holds " + std::to_string(any.count) +
                                      " keys but no " + schema_key +
                                      ": it is not a toposched store; give another --store-prefix");
     }
+  }
+  if (schema.kvs.empty()) {
     // Two daemons starting on an empty prefix: one writes the version, both read it below.
     RETURN_IF_ERROR(
         s->client_->Txn({{schema_key, EtcdCompare::Target::kCreate, 0, ""}},

@@ -82,10 +82,11 @@ class ServeProcess {
                                      "serve",
                                      "--cluster",
                                      cluster_,
-                                     "--db",
+                                     // An etcd URL is a --store; a path the SQLite --db.
+                                     db_.rfind("etcd://", 0) == 0 ? "--store" : "--db",
                                      db_,
                                      "--listen",
-                                     "127.0.0.1:0",
+                                     listen_,
                                      "--port-file",
                                      port_file,
                                      "--token-file",
@@ -135,6 +136,13 @@ class ServeProcess {
 
   // Appended to the serve command line on the next Start.
   void set_extra_args(std::vector<std::string> args) { extra_args_ = std::move(args); }
+  // HOST:PORT for --listen on the next Start (default 127.0.0.1:0, any free port).
+  void set_listen(std::string listen) { listen_ = std::move(listen); }
+  // Sends `sig` (SIGSTOP, SIGCONT) without waiting for the child.
+  void Signal(int sig) {
+    if (pid_ > 0) kill(pid_, sig);
+  }
+  bool running() const { return pid_ > 0; }
   int port() const { return port_; }
   std::string log(int start) const {
     return ReadFile(dir_ + "/serve." + std::to_string(start) + ".log");
@@ -143,6 +151,7 @@ class ServeProcess {
  private:
   std::string cli_, cluster_, db_, token_file_, dir_;
   std::vector<std::string> extra_args_;
+  std::string listen_ = "127.0.0.1:0";
   pid_t pid_ = -1;
   int port_ = 0;
   int starts_ = 0;
