@@ -29,8 +29,8 @@ StatusOr<std::unique_ptr<Replica>> Replica::Start(Service& service, store::EtcdS
                                                   std::function<void(const Status&)> on_step_down) {
   RETURN_IF_ERROR(options.Validate());
   if (!service.standby()) return FailedPreconditionError("replica: the service is not a standby");
-  std::unique_ptr<Replica> r(new Replica(service, store, std::move(election), options,
-                                         std::move(on_step_down)));
+  std::unique_ptr<Replica> r(
+      new Replica(service, store, std::move(election), options, std::move(on_step_down)));
   r->thread_ = std::thread([p = r.get()] { p->Loop(); });
   return r;
 }
@@ -45,8 +45,9 @@ Replica::~Replica() {
   if (leader_) {
     store_.SetFence(0);
     if (Status st = election_->Resign(); !st.ok()) {
-      spdlog::warn("msg=\"could not resign the leadership (it expires with its lease)\" error=\"{}\"",
-                   st.message());
+      spdlog::warn(
+          "msg=\"could not resign the leadership (it expires with its lease)\" error=\"{}\"",
+          st.message());
     }
   }
 }
@@ -126,11 +127,11 @@ void Replica::FollowTick() {
     std::lock_guard<std::mutex> lk(mu_);
     leader_url_ = election_->leader_identity();
   }
-  spdlog::info("msg=\"elected leader\" applied_seq={} lease={} catch_up_ms={}",
-               service_.applied_seq(), election_->lease(),
-               std::chrono::duration_cast<std::chrono::milliseconds>(
-                   std::chrono::steady_clock::now() - t0)
-                   .count());
+  spdlog::info(
+      "msg=\"elected leader\" applied_seq={} lease={} catch_up_ms={}", service_.applied_seq(),
+      election_->lease(),
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count());
 }
 
 bool Replica::LeadTick(Status& why) {

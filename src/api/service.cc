@@ -133,19 +133,18 @@ StatusOr<std::unique_ptr<Service>> Service::Open(const topo::Cluster& cluster, O
 Status Service::StartExtender() {
   if (options_.extender) {
     ledger_ = std::make_unique<Ledger>(*this);
-    ASSIGN_OR_RETURN(extender_, Extender::CreateShared(*cluster_, *ledger_,
-                                                       options_.extender_options, options_.binder,
-                                                       options_.evictor));
+    ASSIGN_OR_RETURN(extender_,
+                     Extender::CreateShared(*cluster_, *ledger_, options_.extender_options,
+                                            options_.binder, options_.evictor));
     RETURN_IF_ERROR(
         extender_->Restore(k8s_records_, options_.clock_us()).WithPrefix(options_.db_path));
     std::vector<int64_t> held;
     for (const auto& [id, parts] : sched_->Holds()) held.push_back(id);
     if (extender_->HoldIds() != held) {
-      return Status(StatusCode::kDataLoss,
-                    options_.db_path + ": the replayed pod reservations (" +
-                        std::to_string(extender_->HoldIds().size()) +
-                        ") differ from the scheduler's holds (" + std::to_string(held.size()) +
-                        ")");
+      return Status(StatusCode::kDataLoss, options_.db_path + ": the replayed pod reservations (" +
+                                               std::to_string(extender_->HoldIds().size()) +
+                                               ") differ from the scheduler's holds (" +
+                                               std::to_string(held.size()) + ")");
     }
   } else if (!sched_->Holds().empty()) {
     spdlog::warn(
@@ -347,14 +346,13 @@ Status Service::ReplayOneLocked(const store::InputRecord& in) {
     ASSIGN_OR_RETURN(sched::Input input, DecodeInput(in, *cluster_));
     if (auto* submit = std::get_if<sched::SubmitJob>(&input)) {
       int64_t id = 0;
-      st = ApplySubmit(std::move(submit->spec), in.payload, in.idem_key, in.time_us, in.job_id,
-                       &id);
+      st =
+          ApplySubmit(std::move(submit->spec), in.payload, in.idem_key, in.time_us, in.job_id, &id);
       if (!st.ok()) return Status(StatusCode::kDataLoss, where + ": " + st.message());
     } else if (auto* group = std::get_if<sched::SubmitPodGroup>(&input)) {
       int64_t id = 0;
       const std::string canon = job::JobSpecToJson(group->spec, -1);
-      st = ApplySubmit(std::move(group->spec), canon, "", in.time_us, in.job_id, &id,
-                       group->group);
+      st = ApplySubmit(std::move(group->spec), canon, "", in.time_us, in.job_id, &id, group->group);
       if (!st.ok()) return Status(StatusCode::kDataLoss, where + ": " + st.message());
     } else {
       st = ApplyLocked(input, in.time_us).status();

@@ -428,8 +428,10 @@ Status ResolveStore(ServeArgs& a) {
     a.etcd.url = a.store;
     return a.etcd.Validate();
   }
-  return InvalidArgumentError("--store: expected sqlite:PATH or etcd://HOST:PORT[,HOST:PORT...], "
-                              "got \"" + a.store + "\"");
+  return InvalidArgumentError(
+      "--store: expected sqlite:PATH or etcd://HOST:PORT[,HOST:PORT...], "
+      "got \"" +
+      a.store + "\"");
 }
 
 int RunServe(ServeArgs a) {

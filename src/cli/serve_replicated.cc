@@ -34,8 +34,8 @@ constexpr int kReopenPauseMs = 1000;
 // One generation: the store opened as a standby, its replica and its listeners, until `end`.
 // Returns the status that ended it (OK for a stop signal); `opened` tells whether it got as
 // far as serving.
-Status RunGeneration(const EtcdServeOptions& e, const topo::Cluster& cluster,
-                     api::ServiceOptions o, api::ServerOptions& so, const std::string& port_file,
+Status RunGeneration(const EtcdServeOptions& e, const topo::Cluster& cluster, api::ServiceOptions o,
+                     api::ServerOptions& so, const std::string& port_file,
                      const GenerationHooks& hooks, GenerationEnd& end, bool& opened) {
   store::EtcdOptions eo;
   StatusOr<std::vector<std::string>> endpoints =
@@ -64,8 +64,7 @@ Status RunGeneration(const EtcdServeOptions& e, const topo::Cluster& cluster,
   Status step_down_why;
   ASSIGN_OR_RETURN(
       std::unique_ptr<api::Replica> replica,
-      api::Replica::Start(*svc, *store,
-                          std::make_unique<store::LeaderElection>(client, el), {},
+      api::Replica::Start(*svc, *store, std::make_unique<store::LeaderElection>(client, el), {},
                           [&end, &step_down_why](const Status& why) {
                             std::lock_guard<std::mutex> lk(end.mu);
                             step_down_why = why;
@@ -165,8 +164,8 @@ int RunEtcdServe(const EtcdServeOptions& e, const topo::Cluster& cluster,
   bool ever_opened = false;
   while (true) {
     bool opened = false;
-    Status st = RunGeneration(e, cluster, service_options, server_options, port_file, hooks, end,
-                              opened);
+    Status st =
+        RunGeneration(e, cluster, service_options, server_options, port_file, hooks, end, opened);
     ever_opened = ever_opened || opened;
     {
       std::lock_guard<std::mutex> lk(end.mu);
@@ -178,8 +177,7 @@ int RunEtcdServe(const EtcdServeOptions& e, const topo::Cluster& cluster,
     if (!ever_opened) return Fail(st);
     spdlog::warn("msg=\"rebuilding as a standby from the log\" why=\"{}\"", st.message());
     std::unique_lock<std::mutex> lk(end.mu);
-    end.cv.wait_for(lk, std::chrono::milliseconds(kReopenPauseMs),
-                    [&] { return end.signal != 0; });
+    end.cv.wait_for(lk, std::chrono::milliseconds(kReopenPauseMs), [&] { return end.signal != 0; });
   }
 }
 

@@ -12,8 +12,7 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr char kB64Alphabet[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+constexpr char kB64Alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 std::string B64Encode(const std::string& in) {
   std::string out;
@@ -90,7 +89,8 @@ Status EtcdOptions::Validate() const {
     }
   }
   if (cert_file.empty() != key_file.empty()) {
-    return InvalidArgumentError("etcd: a client certificate needs its key, and a key its certificate");
+    return InvalidArgumentError(
+        "etcd: a client certificate needs its key, and a key its certificate");
   }
   if (timeout_ms < 1 || timeout_ms > 60000) {
     return InvalidArgumentError("etcd: timeout_ms must be in [1, 60000]");
@@ -117,7 +117,8 @@ StatusOr<std::vector<std::string>> ParseEtcdUrl(const std::string& url, bool tls
     for (size_t i = colon + 1; port_ok && i < hp.size(); ++i) {
       port_ok = hp[i] >= '0' && hp[i] <= '9';
     }
-    if (!port_ok || std::stoi(hp.substr(colon + 1)) < 1 || std::stoi(hp.substr(colon + 1)) > 65535) {
+    if (!port_ok || std::stoi(hp.substr(colon + 1)) < 1 ||
+        std::stoi(hp.substr(colon + 1)) > 65535) {
       return InvalidArgumentError("--store: member \"" + hp + "\" of \"" + url +
                                   "\": expected HOST:PORT with a port in 1..65535");
     }

@@ -7,8 +7,9 @@ namespace toposched::store {
 Status ElectionOptions::Validate() const {
   if (key.empty()) return InvalidArgumentError("election: the leadership key is empty");
   if (identity.empty()) {
-    return InvalidArgumentError("--advertise-url: needed with an etcd store (where the other "
-                                "daemons send writes)");
+    return InvalidArgumentError(
+        "--advertise-url: needed with an etcd store (where the other "
+        "daemons send writes)");
   }
   // etcd's minimum TTL is its election timeout ×1.5 (about 1.5 s by default, it raises shorter
   // ones); an hour bounds a takeover that nobody would wait for.
@@ -37,9 +38,7 @@ std::string LeaderElection::leader_identity() const {
   return leader_identity_;
 }
 
-StatusOr<LeaderElection::Event> LeaderElection::Step() {
-  return leader() ? Renew() : Campaign();
-}
+StatusOr<LeaderElection::Event> LeaderElection::Step() { return leader() ? Renew() : Campaign(); }
 
 StatusOr<LeaderElection::Event> LeaderElection::Campaign() {
   ASSIGN_OR_RETURN(EtcdRange held, client_->Range(options_.key, "", 1));

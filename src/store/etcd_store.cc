@@ -38,10 +38,10 @@ json EncodeChange(const Change& c) {
                           {"to", std::string(job::JobStateName(e.to))},
                           {"reason", e.reason}});
   }
-  return json{{"seq", c.input.seq},         {"kind", c.input.kind},
-              {"time_us", c.input.time_us}, {"job_id", c.input.job_id},
+  return json{{"seq", c.input.seq},           {"kind", c.input.kind},
+              {"time_us", c.input.time_us},   {"job_id", c.input.job_id},
               {"idem_key", c.input.idem_key}, {"payload", c.input.payload},
-              {"jobs", std::move(jobs)},    {"events", std::move(events)}};
+              {"jobs", std::move(jobs)},      {"events", std::move(events)}};
 }
 
 StatusOr<Change> DecodeChange(const std::string& key, const std::string& text) {
@@ -88,8 +88,10 @@ StatusOr<Change> DecodeChange(const std::string& key, const std::string& text) {
 
 Status EtcdStoreOptions::Validate() const {
   if (prefix.empty() || prefix[0] != '/' || prefix.back() == '/') {
-    return InvalidArgumentError("--store-prefix: expected /NAME (starting with '/', not ending "
-                                "with one), got \"" + prefix + "\"");
+    return InvalidArgumentError(
+        "--store-prefix: expected /NAME (starting with '/', not ending "
+        "with one), got \"" +
+        prefix + "\"");
   }
   if (max_ops_per_txn < 1 || max_ops_per_txn > 128) {
     return InvalidArgumentError("max_ops_per_txn must be in [1, 128] (etcd's --max-txn-ops)");
@@ -125,10 +127,10 @@ StatusOr<std::unique_ptr<EtcdStore>> EtcdStore::Open(std::shared_ptr<EtcdClient>
   }
   if (schema.kvs.empty()) {
     // Two daemons starting on an empty prefix: one writes the version, both read it below.
-    RETURN_IF_ERROR(
-        s->client_->Txn({{schema_key, EtcdCompare::Target::kCreate, 0, ""}},
-                        {{EtcdOp::Kind::kPut, schema_key, mine, "", 0}})
-            .status());
+    RETURN_IF_ERROR(s->client_
+                        ->Txn({{schema_key, EtcdCompare::Target::kCreate, 0, ""}},
+                              {{EtcdOp::Kind::kPut, schema_key, mine, "", 0}})
+                        .status());
     ASSIGN_OR_RETURN(schema, s->client_->Range(schema_key, "", 1));
   }
   if (schema.kvs.empty() || schema.kvs[0].value != mine) {
@@ -202,8 +204,8 @@ Status EtcdStore::AppendChunk(const std::vector<Change>& changes, size_t begin, 
   if (lease == 0) return FailedPreconditionError(std::string(kFencedMessage) + " (no lease held)");
   std::vector<EtcdOp> ops;
   for (size_t i = begin; i < end; ++i) {
-    ops.push_back({EtcdOp::Kind::kPut, LogKey(changes[i].input.seq),
-                   EncodeChange(changes[i]).dump(), "", 0});
+    ops.push_back(
+        {EtcdOp::Kind::kPut, LogKey(changes[i].input.seq), EncodeChange(changes[i]).dump(), "", 0});
   }
   const std::string first = ops.front().key;
   // The fence: the leadership key is still ours, and nobody wrote this sequence number.
@@ -255,9 +257,8 @@ StatusOr<std::vector<Change>> EtcdStore::ReadChanges(int64_t after, int limit) c
       ASSIGN_OR_RETURN(Change c, DecodeChange(kv.key, kv.value));
       const int64_t expect = after + 1 + static_cast<int64_t>(out.size());
       if (c.input.seq != expect || kv.key != LogKey(expect)) {
-        return Status(StatusCode::kDataLoss, options_.prefix + ": input " +
-                                                 std::to_string(expect) + " is missing (found " +
-                                                 kv.key + ")");
+        return Status(StatusCode::kDataLoss, options_.prefix + ": input " + std::to_string(expect) +
+                                                 " is missing (found " + kv.key + ")");
       }
       out.push_back(std::move(c));
     }

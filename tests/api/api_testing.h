@@ -78,22 +78,11 @@ class ServeProcess {
     const std::string log = dir_ + "/serve." + std::to_string(starts_++) + ".log";
     std::error_code ec;
     std::filesystem::remove(port_file, ec);
-    std::vector<std::string> args = {cli_,
-                                     "serve",
-                                     "--cluster",
-                                     cluster_,
+    std::vector<std::string> args = {cli_, "serve", "--cluster", cluster_,
                                      // An etcd URL is a --store; a path the SQLite --db.
-                                     db_.rfind("etcd://", 0) == 0 ? "--store" : "--db",
-                                     db_,
-                                     "--listen",
-                                     listen_,
-                                     "--port-file",
-                                     port_file,
-                                     "--token-file",
-                                     token_file_,
-                                     "--pass-interval-ms",
-                                     "50",
-                                     "--quiet"};
+                                     db_.rfind("etcd://", 0) == 0 ? "--store" : "--db", db_,
+                                     "--listen", listen_, "--port-file", port_file, "--token-file",
+                                     token_file_, "--pass-interval-ms", "50", "--quiet"};
     args.insert(args.end(), extra_args_.begin(), extra_args_.end());
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());

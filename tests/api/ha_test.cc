@@ -67,8 +67,8 @@ class HaTest : public ::testing::Test {
       auto p = std::make_unique<testing_api::ServeProcess>(TS_CLI, ClusterFile(), etcd_.Url(),
                                                            dir_ + "/token", d);
       p->set_listen("127.0.0.1:" + std::to_string(port));
-      p->set_extra_args({"--advertise-url", Url(port), "--lease-ttl-s",
-                         std::to_string(kLeaseTtlS)});
+      p->set_extra_args(
+          {"--advertise-url", Url(port), "--lease-ttl-s", std::to_string(kLeaseTtlS)});
       ASSERT_TRUE(p->Start()) << p->log(0);
       ports_.push_back(port);
       daemons_.push_back(std::move(p));
@@ -274,8 +274,8 @@ TEST_F(HaTest, APausedLeaderResumedAfterItsLeaseCannotAppendAndStepsDown) {
   // A write queued at the paused leader: answered once it runs again.
   std::atomic<int> status{0};
   std::thread queued([&] {
-    httplib::Result r = Post(ports_[old_leader], "/api/v1/jobs", testing_api::JobJson("late", 1),
-                             "late-key");
+    httplib::Result r =
+        Post(ports_[old_leader], "/api/v1/jobs", testing_api::JobJson("late", 1), "late-key");
     status = r ? r->status : -1;
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));

@@ -1,6 +1,8 @@
 // The etcd store against a real three-member etcd cluster on loopback (tests/testing/
 // etcd_cluster.h): appends, the fence, group commit's transactions, the layout check, the
 // leader election, and a member's loss.
+#include "store/etcd_store.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,7 +13,6 @@
 
 #include "store/etcd_client.h"
 #include "store/etcd_election.h"
-#include "store/etcd_store.h"
 #include "testing/etcd_cluster.h"
 #include "testing/status_matchers.h"
 
@@ -24,7 +25,11 @@ using toposched::testing::StatusIs;
 
 Change Submit(int64_t seq, int64_t id) {
   Change c;
-  c.input = {seq, "submit", 1000 * seq, id, "key-" + std::to_string(id),
+  c.input = {seq,
+             "submit",
+             1000 * seq,
+             id,
+             "key-" + std::to_string(id),
              "{\"name\":\"j" + std::to_string(id) + "\"}"};
   c.jobs.push_back({id, "j" + std::to_string(id), "alice", "default", 0, "PENDING", 8, 1000 * seq,
                     c.input.idem_key, c.input.payload});
@@ -225,7 +230,7 @@ TEST_F(EtcdStoreTest, ALeaderWhoseLeaseWasRevokedLearnsItLost) {
   eo.lease_ttl_s = 3;
   LeaderElection e(client_, eo);
   ASSERT_EQ(StepEvent(e), LeaderElection::Event::kElected);
-  ASSERT_THAT(client_->LeaseRevoke(e.lease()), IsOk());  // as if it had expired
+  ASSERT_THAT(client_->LeaseRevoke(e.lease()), IsOk());          // as if it had expired
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // a third of the TTL: renewal due
   EXPECT_EQ(StepEvent(e), LeaderElection::Event::kLost);
   EXPECT_FALSE(e.leader());

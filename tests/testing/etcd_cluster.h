@@ -4,6 +4,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
@@ -17,8 +18,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <httplib.h>
 
 extern char** environ;
 
@@ -120,11 +119,11 @@ class EtcdCluster {
     const std::string client = "http://127.0.0.1:" + std::to_string(client_ports_[i]);
     const std::string peer = "http://127.0.0.1:" + std::to_string(peer_ports_[i]);
     std::vector<std::string> args = {
-        kEtcdBinary, "--name", Name(i), "--data-dir", dir_ + "/" + Name(i),
-        "--listen-client-urls", client, "--advertise-client-urls", client,
-        "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-        "--initial-cluster", initial_, "--initial-cluster-state", state,
-        "--initial-cluster-token", "toposched-test", "--log-level", "error",
+        kEtcdBinary, "--name", Name(i), "--data-dir", dir_ + "/" + Name(i), "--listen-client-urls",
+        client, "--advertise-client-urls", client, "--listen-peer-urls", peer,
+        "--initial-advertise-peer-urls", peer, "--initial-cluster", initial_,
+        "--initial-cluster-state", state, "--initial-cluster-token", "toposched-test",
+        "--log-level", "error",
         // Raft's heartbeat and election timeout a third of etcd's defaults (100 ms, 1 s): on
         // loopback a round trip is microseconds, and the cluster elects its first raft leader,
         // and replaces a killed one, within the tests' second rather than seconds.
