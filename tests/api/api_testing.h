@@ -79,10 +79,10 @@ class ServeProcess {
     std::error_code ec;
     std::filesystem::remove(port_file, ec);
     std::vector<std::string> args = {cli_, "serve", "--cluster", cluster_,
-                                     // An etcd URL is a --store; a path the SQLite --db.
-                                     db_.rfind("etcd://", 0) == 0 ? "--store" : "--db", db_,
-                                     "--listen", listen_, "--port-file", port_file, "--token-file",
-                                     token_file_, "--pass-interval-ms", "50", "--quiet"};
+                                     // A URL (etcd://, sqlite:) is a --store; a path the --db.
+                                     IsStoreUrl(db_) ? "--store" : "--db", db_, "--listen", listen_,
+                                     "--port-file", port_file, "--token-file", token_file_,
+                                     "--pass-interval-ms", "50", "--quiet"};
     args.insert(args.end(), extra_args_.begin(), extra_args_.end());
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
@@ -123,6 +123,9 @@ class ServeProcess {
     pid_ = -1;
   }
 
+  static bool IsStoreUrl(const std::string& s) {
+    return s.rfind("sqlite:", 0) == 0 || s.find("://") != std::string::npos;
+  }
   // Appended to the serve command line on the next Start.
   void set_extra_args(std::vector<std::string> args) { extra_args_ = std::move(args); }
   // HOST:PORT for --listen on the next Start (default 127.0.0.1:0, any free port).

@@ -334,5 +334,48 @@ TEST_F(HaTest, ABurstOfSubmitsIsCommittedInFewerTransactionsThanSubmits) {
   EXPECT_LT(txns, kBurst);
 }
 
+// `serve --store`: the flags' errors are one line and exit 1, before anything is written;
+// `sqlite:PATH` is `--db PATH`.
+class ServeStoreFlagsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing_api::MakeTempDir("toposched-store-flags");
+    testing_api::WriteFile(dir_ + "/token", std::string(kHaToken) + "\n");
+  }
+  void TearDown() override { testing_api::RemoveDir(dir_); }
+  // Starts serve on `store` with `extra` flags; its log once it exited ("" when it serves).
+  std::string Refusal(const std::string& store, std::vector<std::string> extra) {
+    testing_api::ServeProcess p(TS_CLI,
+                                std::string(TS_SOURCE_DIR) + "/data/clusters/h100-2rack.yaml",
+                                store, dir_ + "/token", dir_);
+    p.set_extra_args(std::move(extra));
+    if (p.Start(std::chrono::seconds(30))) return "";
+    return p.log(0);
+  }
+  std::string dir_;
+};
+
+TEST_F(ServeStoreFlagsTest, EtcdUnreachableAtStartIsOneLineNamingTheMember) {
+  const std::string member = "127.0.0.1:" + std::to_string(testing::FreeLoopbackPort());
+  const std::string log = Refusal("etcd://" + member, {"--advertise-url", "http://127.0.0.1:1"});
+  EXPECT_THAT(log, ::testing::HasSubstr("toposched: etcd unreachable"));
+  EXPECT_THAT(log, ::testing::HasSubstr("http://" + member));
+}
+
+TEST_F(ServeStoreFlagsTest, AnUnknownStoreSchemeIsRefused) {
+  EXPECT_THAT(Refusal("mysql://db", {}),
+              ::testing::HasSubstr("--store: expected sqlite:PATH or etcd://"));
+}
+
+TEST_F(ServeStoreFlagsTest, EtcdWithoutAnAdvertisedUrlIsRefused) {
+  EXPECT_THAT(Refusal("etcd://127.0.0.1:2379", {}),
+              ::testing::HasSubstr("--advertise-url: needed with an etcd store"));
+}
+
+TEST_F(ServeStoreFlagsTest, SqliteColonPathIsTheDbFile) {
+  EXPECT_EQ(Refusal("sqlite:" + dir_ + "/state.db", {}), "");
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/state.db"));
+}
+
 }  // namespace
 }  // namespace toposched::api
