@@ -8,6 +8,16 @@
 
 namespace toposched::api {
 
+namespace {
+
+int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
 Status ReplicaOptions::Validate() const {
   if (tick_ms < 1 || tick_ms > 10000) return InvalidArgumentError("tick_ms must be in [1, 10000]");
   if (batch < 1 || batch > 100000) return InvalidArgumentError("batch must be in [1, 100000]");
@@ -31,6 +41,7 @@ StatusOr<std::unique_ptr<Replica>> Replica::Start(Service& service, store::EtcdS
   if (!service.standby()) return FailedPreconditionError("replica: the service is not a standby");
   std::unique_ptr<Replica> r(
       new Replica(service, store, std::move(election), options, std::move(on_step_down)));
+  r->last_read_ms_ = SteadyMs();  // Open read the whole log
   r->thread_ = std::thread([p = r.get()] { p->Loop(); });
   return r;
 }
@@ -57,6 +68,7 @@ Replica::View Replica::view() const {
   v.leader = leader_.load();
   v.applied_seq = service_.applied_seq();
   v.leader_changes = leader_changes_.load();
+  v.unread_ms = v.leader ? 0 : SteadyMs() - last_read_ms_.load();
   std::lock_guard<std::mutex> lk(mu_);
   v.leader_url = leader_url_;
   return v;
@@ -97,6 +109,7 @@ void Replica::FollowTick() {
     spdlog::error("msg=\"standby: cannot apply the log\" error=\"{}\"", st.message());
     return;
   }
+  last_read_ms_ = SteadyMs();
   StatusOr<store::LeaderElection::Event> ev = election_->Step();
   if (!ev.ok()) {
     spdlog::warn("msg=\"standby: election round failed\" error=\"{}\"", ev.status().message());

@@ -47,6 +47,8 @@ class Replica {
     std::string leader_url;  // "" when no leader is known
     int64_t applied_seq = 0;
     int64_t leader_changes = 0;  // leaderships this daemon won
+    // A standby: milliseconds since it last read the log's tail (etcd answering); 0 on the leader.
+    int64_t unread_ms = 0;
   };
   View view() const;
   // toposched_leader, toposched_leader_changes_total, toposched_store_txns_total.
@@ -71,6 +73,8 @@ class Replica {
   std::function<void(const Status&)> on_step_down_;
   std::atomic<bool> leader_{false};
   std::atomic<int64_t> leader_changes_{0};
+  // steady_clock, in ms: when a standby's read of the tail last succeeded.
+  std::atomic<int64_t> last_read_ms_{0};
   mutable std::mutex mu_;  // guards leader_url_, stop_
   std::condition_variable cv_;
   std::string leader_url_;

@@ -579,6 +579,7 @@ void Server::Handle(http::Request& req, http::Response& res) const {
     if (options_.replica) {
       // Set before the answer is built: what it shows includes at least this input.
       res.set_header("X-Toposched-Applied-Seq", std::to_string(service_->applied_seq()));
+      if (options_.replica().stale) res.set_header("X-Toposched-Stale", "true");
     }
     if (const std::string refused = Refusal(req); !refused.empty()) {
       SetErrorRefused(res, refused);

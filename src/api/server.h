@@ -22,7 +22,13 @@ namespace toposched::api {
 struct ReplicaStatus {
   bool leader = true;
   std::string leader_url;  // the leader's advertised URL; "" when none is known
+  // A standby that has not read the log for longer than kStaleAfterMs: its reads may miss
+  // inputs the leader committed since.
+  bool stale = false;
 };
+// 10 of a standby's 100 ms ticks without a successful read of the log (etcd without quorum, or
+// cut off from it).
+inline constexpr int64_t kStaleAfterMs = 1000;
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -63,7 +69,8 @@ struct ServerOptions {
   };
   ExtenderTls extender_tls;
   // Replication (docs/ha.md): when set, every answer carries the applied sequence number
-  // (X-Toposched-Applied-Seq), and a standby answers a change with 307 to the leader's URL, or
+  // (X-Toposched-Applied-Seq) and, from a stale standby, X-Toposched-Stale: true; a standby
+  // answers a change with 307 to the leader's URL, or
   // 503 with Retry-After while none is known. Unset: this daemon is alone and leads.
   std::function<ReplicaStatus()> replica;
   // More Prometheus text for GET /metrics (the replica's gauges).

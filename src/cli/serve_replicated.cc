@@ -74,7 +74,7 @@ Status RunGeneration(const EtcdServeOptions& e, const topo::Cluster& cluster, ap
   api::Replica* r = replica.get();
   so.replica = [r] {
     const api::Replica::View v = r->view();
-    return api::ReplicaStatus{v.leader, v.leader_url};
+    return api::ReplicaStatus{v.leader, v.leader_url, v.unread_ms > api::kStaleAfterMs};
   };
   so.extra_metrics = [r] { return r->MetricsText(); };
   if (o.extender) {

@@ -200,6 +200,7 @@ TEST_F(HaTest, AStandbyServesReadsWithItsSeqAndRedirectsWrites) {
   ASSERT_TRUE(read);
   EXPECT_EQ(read->status, 200);
   EXPECT_GE(std::atoll(read->get_header_value("X-Toposched-Applied-Seq").c_str()), 1);
+  EXPECT_FALSE(read->has_header("X-Toposched-Stale"));
   httplib::Result write = Post(ports_[standby], "/api/v1/jobs", testing_api::JobJson("b", 1), "k2");
   ASSERT_TRUE(write);
   EXPECT_EQ(write->status, 307);

@@ -2,6 +2,8 @@
 // etcd's): one leads, the other follows the log into its own scheduler and refuses writes; when
 // the leader resigns the standby takes over from where it applied, and ids go on. In one process
 // so that ThreadSanitizer (tsan_tests) sees the replica's thread against the service's.
+#include "api/replica.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,7 +13,7 @@
 #include <thread>
 
 #include "api/api_testing.h"
-#include "api/replica.h"
+#include "api/server.h"
 #include "api/service.h"
 #include "store/etcd_election.h"
 #include "store/etcd_store.h"
@@ -40,8 +42,8 @@ class ReplicaTest : public ::testing::Test {
                    << " is absent: install etcd-server (scripts/install-deps.sh)";
     }
     ASSERT_TRUE(etcd_.Start());
-    StatusOr<topo::Cluster> c = topo::io::ReadClusterYamlFile(
-        std::string(TS_SOURCE_DIR) + "/data/clusters/h100-2rack.yaml");
+    StatusOr<topo::Cluster> c = topo::io::ReadClusterYamlFile(std::string(TS_SOURCE_DIR) +
+                                                              "/data/clusters/h100-2rack.yaml");
     ASSERT_THAT(c, IsOk());
     cluster_ = std::move(c).value();
     cluster_.Finalize();
@@ -127,6 +129,20 @@ TEST_F(ReplicaTest, TheStandbyFollowsRefusesWritesAndTakesOverWhereItApplied) {
   EXPECT_EQ(b.replica->view().leader_changes, 1);
   EXPECT_EQ(step_downs_.load(), 0);
   EXPECT_THAT(b.service->CheckInvariants(), IsOk());
+}
+
+TEST_F(ReplicaTest, CutOffFromEtcdTheStandbyIsStaleAndTheLeaderStepsDownWithinItsLease) {
+  Node a = Start("http://a");
+  ASSERT_NE(a.replica, nullptr);
+  ASSERT_TRUE(Eventually([&] { return a.replica->view().leader; }));
+  Node b = Start("http://b");
+  ASSERT_NE(b.replica, nullptr);
+  EXPECT_LT(b.replica->view().unread_ms, kStaleAfterMs);
+  etcd_.Kill(0);  // the only member: no quorum
+  EXPECT_TRUE(Eventually([&] { return b.replica->view().unread_ms > kStaleAfterMs; }));
+  // No renewal for a whole TTL (2 s): it stops leading.
+  EXPECT_TRUE(Eventually([&] { return step_downs_.load() == 1; }));
+  EXPECT_FALSE(a.replica->view().leader);
 }
 
 }  // namespace
