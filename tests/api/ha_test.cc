@@ -205,6 +205,13 @@ TEST_F(HaTest, AStandbyServesReadsWithItsSeqAndRedirectsWrites) {
   ASSERT_TRUE(write);
   EXPECT_EQ(write->status, 307);
   EXPECT_EQ(write->get_header_value("Location"), Url(ports_[leader]) + "/api/v1/jobs");
+  // The CLI, given the standby, follows its redirect to the leader.
+  testing_api::WriteFile(dir_ + "/job.json", testing_api::JobJson("via-standby", 1));
+  const std::string cmd = std::string(TS_CLI) + " submit " + dir_ + "/job.json --server " +
+                          Url(ports_[standby]) + " --token-file " + dir_ + "/token >" + dir_ +
+                          "/cli.out 2>&1";
+  EXPECT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 0) << testing_api::ReadFile(dir_ + "/cli.out");
+  EXPECT_EQ(testing_api::ReadFile(dir_ + "/cli.out"), "2\n");
   httplib::Result ready = Get(ports_[standby], "/readyz");
   ASSERT_TRUE(ready);
   EXPECT_EQ(ready->status, 503);
