@@ -17,6 +17,8 @@ PACKAGES=(
   # sanitizer and libFuzzer runtimes (a Recommends of clang, so named here), linked with lld.
   clang libclang-rt-14-dev lld
   prometheus
+  # The replicated store's tests run a real three-member etcd cluster on loopback (docs/ha.md).
+  etcd-server etcd-client
   slurmctld slurmd slurm-client munge
   # Packaging (scripts/package-deb.sh, build-image.sh, test-package.sh).
   dpkg-dev lintian systemd buildah debootstrap python3-yaml psmisc

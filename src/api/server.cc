@@ -1,6 +1,7 @@
 #include "api/server.h"
 
 #include <arpa/inet.h>
+#include <httplib.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -549,11 +550,40 @@ std::string Server::Refusal(const http::Request& req) const {
 // Every request of the main listener, its head and body complete and within their limits (the
 // listener answers 413, 431 and 503 itself): authentication, the route, one log line. The body
 // of a refused request was read whole, so nothing of it can be taken for another request.
+bool Server::RedirectToLeader(const http::Request& req, http::Response& res) const {
+  if (!options_.replica || req.method == "GET" || req.method == "HEAD") return false;
+  const ReplicaStatus rs = options_.replica();
+  if (rs.leader) return false;
+  if (rs.leader_url.empty()) {
+    SetError(res, 503, "no_leader",
+             "this daemon is a standby and no leader is elected yet: retry shortly");
+    // A takeover completes within one lease TTL; a client polls at 1 s meanwhile.
+    res.set_header("Retry-After", "1");
+    return true;
+  }
+  std::string query;
+  for (const auto& [k, v] : req.params) {
+    query += (query.empty() ? "?" : "&") + httplib::detail::encode_query_param(k) + "=" +
+             httplib::detail::encode_query_param(v);
+  }
+  const std::string location = rs.leader_url + req.path + query;
+  SetError(res, 307, "not_leader",
+           "this daemon is a standby: send changes to the leader at " + rs.leader_url);
+  res.set_header("Location", location);
+  return true;
+}
+
 void Server::Handle(http::Request& req, http::Response& res) const {
   const auto t0 = std::chrono::steady_clock::now();
   try {
+    if (options_.replica) {
+      // Set before the answer is built: what it shows includes at least this input.
+      res.set_header("X-Toposched-Applied-Seq", std::to_string(service_->applied_seq()));
+      if (options_.replica().stale) res.set_header("X-Toposched-Stale", "true");
+    }
     if (const std::string refused = Refusal(req); !refused.empty()) {
       SetErrorRefused(res, refused);
+    } else if (RedirectToLeader(req, res)) {
     } else if (!routes_.Dispatch(req, res)) {
       SetError(res, 404, "not_found", "no route " + req.method + " " + req.path);
     }
@@ -671,9 +701,23 @@ void Server::Routes() {
                 .dump());
   });
 
+  // Ready to take changes: the leader (a daemon alone always is) with no failed commit.
+  h.Get("/readyz", [this, &svc](const http::Request&, http::Response& res) {
+    const ReplicaStatus rs = options_.replica ? options_.replica() : ReplicaStatus{};
+    const Status st = svc.health();
+    json body{{"status", st.ok() && rs.leader ? "ready" : "not_ready"},
+              {"leader", rs.leader},
+              {"leader_url", rs.leader_url},
+              {"applied_seq", svc.applied_seq()}};
+    if (!st.ok()) body["error"] = st.message();
+    SetJson(res, st.ok() && rs.leader ? 200 : 503, body.dump());
+  });
+
   h.Get("/metrics", [this, &svc](const http::Request&, http::Response& res) {
     res.status = 200;
-    res.set_content(svc.MetricsText() + ListenerMetrics(), "text/plain; version=0.0.4");
+    res.set_content(svc.MetricsText() + ListenerMetrics() +
+                        (options_.extra_metrics ? options_.extra_metrics() : std::string()),
+                    "text/plain; version=0.0.4");
   });
 
   AddJobListRoutes(h, svc);

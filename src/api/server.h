@@ -18,6 +18,18 @@
 
 namespace toposched::api {
 
+// Who leads, when several daemons share a store (api::Replica).
+struct ReplicaStatus {
+  bool leader = true;
+  std::string leader_url;  // the leader's advertised URL; "" when none is known
+  // A standby that has not read the log for longer than kStaleAfterMs: its reads may miss
+  // inputs the leader committed since.
+  bool stale = false;
+};
+// 10 of a standby's 100 ms ticks without a successful read of the log (etcd without quorum, or
+// cut off from it).
+inline constexpr int64_t kStaleAfterMs = 1000;
+
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 0;  // 0: any free port (see Server::port)
@@ -56,6 +68,13 @@ struct ServerOptions {
     bool enabled() const { return !cert_file.empty(); }
   };
   ExtenderTls extender_tls;
+  // Replication (docs/ha.md): when set, every answer carries the applied sequence number
+  // (X-Toposched-Applied-Seq) and, from a stale standby, X-Toposched-Stale: true; a standby
+  // answers a change with 307 to the leader's URL, or
+  // 503 with Retry-After while none is known. Unset: this daemon is alone and leads.
+  std::function<ReplicaStatus()> replica;
+  // More Prometheus text for GET /metrics (the replica's gauges).
+  std::function<std::string()> extra_metrics;
   Status Validate() const;
 };
 
@@ -106,6 +125,8 @@ class Server {
   http::ListenerOptions ListenerOptionsFor(const std::string& name) const;
   std::string Refusal(const http::Request& req) const;
   void Handle(http::Request& req, http::Response& res) const;
+  // On a standby: a change answered with where the leader is (true), else false.
+  bool RedirectToLeader(const http::Request& req, http::Response& res) const;
   std::string ListenerMetrics() const;
   // Starts the extender's HTTPS listener (ServerOptions::extender_tls).
   Status StartExtenderTls();

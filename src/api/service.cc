@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -90,10 +91,19 @@ Service::Service(const topo::Cluster& cluster, Options options)
   metrics_.latency_bounds_s = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
                                0.01,   0.025,   0.05,   0.1,   0.25,   1.0};
   metrics_.latency_buckets.assign(metrics_.latency_bounds_s.size() + 1, 0);
+  commit_buckets_.assign(std::size(kCommitBoundsS) + 1, 0);
   for (const topo::NetworkLevel& l : cluster.levels) level_names_.push_back(l.name);
 }
 
 StatusOr<std::unique_ptr<Service>> Service::Open(const topo::Cluster& cluster, Options options) {
+  RETURN_IF_ERROR(options.Validate());
+  ASSIGN_OR_RETURN(std::unique_ptr<store::JobStore> st,
+                   store::OpenSqliteStore(options.db_path, options.store));
+  return Open(cluster, std::move(options), std::move(st));
+}
+
+StatusOr<std::unique_ptr<Service>> Service::Open(const topo::Cluster& cluster, Options options,
+                                                 std::unique_ptr<store::JobStore> store) {
   RETURN_IF_ERROR(options.Validate());
   if (!options.clock_us) {
     options.clock_us = RealClockUs;
@@ -104,40 +114,87 @@ StatusOr<std::unique_ptr<Service>> Service::Open(const topo::Cluster& cluster, O
   ASSIGN_OR_RETURN(s->sched_, sched::Scheduler::Create(*s->placer_, s->options_.scheduler));
   s->run_times_ = std::make_unique<sched::SpecRunTimes>(*s->sched_);
   s->sched_->SetRunTimeEstimator(s->run_times_.get());
-  ASSIGN_OR_RETURN(s->store_, store::OpenSqliteStore(s->options_.db_path, s->options_.store));
+  s->store_ = std::move(store);
   RETURN_IF_ERROR(s->CheckCluster(/*write_if_absent=*/false));
   ASSIGN_OR_RETURN(std::vector<store::InputRecord> inputs, s->store_->ReadInputs());
   RETURN_IF_ERROR(s->Replay(inputs));
   // A database without the fact (new, or written by an earlier build) gets it once its replay
   // matched.
   RETURN_IF_ERROR(s->CheckCluster(/*write_if_absent=*/true));
-  if (s->options_.extender) {
-    s->ledger_ = std::make_unique<Ledger>(*s);
-    ASSIGN_OR_RETURN(s->extender_,
-                     Extender::CreateShared(cluster, *s->ledger_, s->options_.extender_options,
-                                            s->options_.binder, s->options_.evictor));
-    RETURN_IF_ERROR(s->extender_->Restore(s->k8s_records_, s->options_.clock_us())
-                        .WithPrefix(s->options_.db_path));
-    std::vector<int64_t> held;
-    for (const auto& [id, parts] : s->sched_->Holds()) held.push_back(id);
-    if (s->extender_->HoldIds() != held) {
-      return Status(StatusCode::kDataLoss, s->options_.db_path +
-                                               ": the replayed pod reservations (" +
-                                               std::to_string(s->extender_->HoldIds().size()) +
-                                               ") differ from the scheduler's holds (" +
-                                               std::to_string(held.size()) + ")");
-    }
-  } else if (!s->sched_->Holds().empty()) {
-    spdlog::warn(
-        "msg=\"extender off: {} pod reservations/bindings keep their GPUs until it is on again\"",
-        s->sched_->Holds().size());
-  }
-  s->k8s_records_.clear();
-  s->k8s_records_.shrink_to_fit();
+  s->standby_ = s->options_.standby;
   s->committer_ = std::thread([p = s.get()] { p->CommitLoop(); });
+  if (s->options_.standby) return s;  // Promote does the rest
+  RETURN_IF_ERROR(s->StartExtender());
   if (s->extender_) RETURN_IF_ERROR(s->CancelOrphanPodGroups());
   if (s->options_.background_passes) s->passer_ = std::thread([p = s.get()] { p->PassLoop(); });
   return s;
+}
+
+Status Service::StartExtender() {
+  if (options_.extender) {
+    ledger_ = std::make_unique<Ledger>(*this);
+    ASSIGN_OR_RETURN(extender_,
+                     Extender::CreateShared(*cluster_, *ledger_, options_.extender_options,
+                                            options_.binder, options_.evictor));
+    RETURN_IF_ERROR(
+        extender_->Restore(k8s_records_, options_.clock_us()).WithPrefix(options_.db_path));
+    std::vector<int64_t> held;
+    for (const auto& [id, parts] : sched_->Holds()) held.push_back(id);
+    if (extender_->HoldIds() != held) {
+      return Status(StatusCode::kDataLoss, options_.db_path + ": the replayed pod reservations (" +
+                                               std::to_string(extender_->HoldIds().size()) +
+                                               ") differ from the scheduler's holds (" +
+                                               std::to_string(held.size()) + ")");
+    }
+  } else if (!sched_->Holds().empty()) {
+    spdlog::warn(
+        "msg=\"extender off: {} pod reservations/bindings keep their GPUs until it is on again\"",
+        sched_->Holds().size());
+  }
+  k8s_records_.clear();
+  k8s_records_.shrink_to_fit();
+  return OkStatus();
+}
+
+Status Service::ApplyReplicated(const std::vector<store::InputRecord>& inputs) {
+  if (!standby_) return FailedPreconditionError("not a standby: the leader applies its own inputs");
+  int64_t applied = 0;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (const store::InputRecord& in : inputs) {
+      if (in.seq <= applied_seq_) continue;
+      if (in.seq != applied_seq_ + 1) {
+        return Status(StatusCode::kDataLoss,
+                      options_.db_path + ": input " + std::to_string(applied_seq_ + 1) +
+                          " is missing (the next one read is " + std::to_string(in.seq) + ")");
+      }
+      RETURN_IF_ERROR(ReplayOneLocked(in));
+    }
+    applied = applied_seq_;
+  }
+  std::lock_guard<std::mutex> lk(qmu_);
+  durable_seq_ = std::max(durable_seq_, applied);
+  return OkStatus();
+}
+
+Status Service::Promote() {
+  if (!standby_) return FailedPreconditionError("already the leader");
+  {
+    // Reads run meanwhile; the extender is made before anything can call it.
+    std::lock_guard<std::mutex> lk(mu_);
+    RETURN_IF_ERROR(StartExtender());
+  }
+  standby_ = false;
+  if (extender_) RETURN_IF_ERROR(CancelOrphanPodGroups());
+  if (options_.background_passes) passer_ = std::thread([this] { PassLoop(); });
+  return OkStatus();
+}
+
+Status Service::Writable() const {
+  if (standby_) {
+    return Status(StatusCode::kUnavailable, "this daemon is a standby: writes go to the leader");
+  }
+  return health();
 }
 
 Service::~Service() {
@@ -280,36 +337,38 @@ Status Service::CheckCluster(bool write_if_absent) {
       "database was written with, or give another --db");
 }
 
+Status Service::ReplayOneLocked(const store::InputRecord& in) {
+  const std::string where = "input " + std::to_string(in.seq) + " (" + in.kind + ")";
+  Status st = OkStatus();
+  if (in.kind.rfind("k8s_", 0) == 0) {
+    RETURN_IF_ERROR(ReplayK8sLocked(in));
+  } else {
+    ASSIGN_OR_RETURN(sched::Input input, DecodeInput(in, *cluster_));
+    if (auto* submit = std::get_if<sched::SubmitJob>(&input)) {
+      int64_t id = 0;
+      st =
+          ApplySubmit(std::move(submit->spec), in.payload, in.idem_key, in.time_us, in.job_id, &id);
+      if (!st.ok()) return Status(StatusCode::kDataLoss, where + ": " + st.message());
+    } else if (auto* group = std::get_if<sched::SubmitPodGroup>(&input)) {
+      int64_t id = 0;
+      const std::string canon = job::JobSpecToJson(group->spec, -1);
+      st = ApplySubmit(std::move(group->spec), canon, "", in.time_us, in.job_id, &id, group->group);
+      if (!st.ok()) return Status(StatusCode::kDataLoss, where + ": " + st.message());
+    } else {
+      st = ApplyLocked(input, in.time_us).status();
+    }
+  }
+  // A refused input is never stored; one that changed something and still reported an error
+  // is replayed the same way, and the event comparison of Replay is the judge.
+  if (!st.ok()) spdlog::warn("replay {}: {}", where, st.message());
+  last_now_us_ = std::max(last_now_us_, in.time_us);
+  applied_seq_ = in.seq;
+  return OkStatus();
+}
+
 Status Service::Replay(const std::vector<store::InputRecord>& inputs) {
   std::lock_guard<std::mutex> lk(mu_);
-  for (const store::InputRecord& in : inputs) {
-    const std::string where = "input " + std::to_string(in.seq) + " (" + in.kind + ")";
-    Status st = OkStatus();
-    if (in.kind.rfind("k8s_", 0) == 0) {
-      RETURN_IF_ERROR(ReplayK8sLocked(in));
-    } else {
-      ASSIGN_OR_RETURN(sched::Input input, DecodeInput(in, *cluster_));
-      if (auto* submit = std::get_if<sched::SubmitJob>(&input)) {
-        int64_t id = 0;
-        st = ApplySubmit(std::move(submit->spec), in.payload, in.idem_key, in.time_us, in.job_id,
-                         &id);
-        if (!st.ok()) return Status(StatusCode::kDataLoss, where + ": " + st.message());
-      } else if (auto* group = std::get_if<sched::SubmitPodGroup>(&input)) {
-        int64_t id = 0;
-        const std::string canon = job::JobSpecToJson(group->spec, -1);
-        st = ApplySubmit(std::move(group->spec), canon, "", in.time_us, in.job_id, &id,
-                         group->group);
-        if (!st.ok()) return Status(StatusCode::kDataLoss, where + ": " + st.message());
-      } else {
-        st = ApplyLocked(input, in.time_us).status();
-      }
-    }
-    // A refused input is never stored; one that changed something and still reported an error
-    // is replayed the same way, and the event comparison below is the judge.
-    if (!st.ok()) spdlog::warn("replay {}: {}", where, st.message());
-    last_now_us_ = std::max(last_now_us_, in.time_us);
-    applied_seq_ = in.seq;
-  }
+  for (const store::InputRecord& in : inputs) RETURN_IF_ERROR(ReplayOneLocked(in));
   durable_seq_ = applied_seq_;
   replayed_ = inputs.size();
   ASSIGN_OR_RETURN(std::vector<job::JobEvent> stored,
@@ -348,9 +407,17 @@ void Service::CommitLoop() {
     batch.clear();
     batch.swap(queue_);
     lk.unlock();
+    const auto t0 = std::chrono::steady_clock::now();
     Status st = commit_error_.ok() ? store_->Append(batch) : commit_error_;
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     lk.lock();
     if (st.ok()) {
+      size_t b = 0;
+      while (b < std::size(kCommitBoundsS) && secs > kCommitBoundsS[b]) ++b;
+      ++commit_buckets_[b];
+      commit_sum_s_ += secs;
+      ++commit_count_;
       durable_seq_ = batch.back().input.seq;
     } else if (commit_error_.ok()) {
       commit_error_ = st;
@@ -423,7 +490,7 @@ StatusOr<Service::SubmitResult> Service::Submit(const std::string& spec_json,
   // live run and a replay see the very same spec.
   const std::string canon = job::JobSpecToJson(parsed, -1);
   ASSIGN_OR_RETURN(job::JobSpec spec, job::ParseJobJson(canon, "canonical spec"));
-  RETURN_IF_ERROR(health());
+  RETURN_IF_ERROR(Writable());
   SubmitResult r;
   int64_t seq = 0;
   {
@@ -493,7 +560,7 @@ Status Service::CommitK8sLocked(const std::string& kind, const HoldChange& chang
 }
 
 Status Service::RunLedger(const std::function<void()>& fn) {
-  RETURN_IF_ERROR(health());
+  RETURN_IF_ERROR(Writable());
   int64_t before = 0, seq = 0;
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -549,7 +616,7 @@ StatusOr<int64_t> Service::ApplyRecordLocked(const sched::Input& in) {
 }
 
 Status Service::Mutate(sched::Input in) {
-  RETURN_IF_ERROR(health());
+  RETURN_IF_ERROR(Writable());
   int64_t seq = 0;
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -746,7 +813,7 @@ std::optional<std::pair<topo::Health, bool>> Service::NodeCondition(const std::s
 }
 
 StatusOr<std::vector<int64_t>> Service::RunPass() {
-  RETURN_IF_ERROR(health());
+  RETURN_IF_ERROR(Writable());
   int64_t seq = 0;
   std::vector<int64_t> started;
   {

@@ -35,6 +35,11 @@
 
 namespace toposched::api {
 
+// The commit latency histogram's bounds (toposched_commit_seconds): an fsync on a local disk
+// takes ~0.1-10 ms, an etcd transaction one raft round (~1 ms on loopback, tens on a WAN).
+inline constexpr double kCommitBoundsS[] = {0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                            0.025,  0.05,  0.1,    0.25,  1.0};
+
 struct ServiceOptions {
   std::string db_path;  // SQLite file, created when absent
   // Where the cluster came from (the --cluster file), for messages; may be empty.
@@ -61,6 +66,10 @@ struct ServiceOptions {
   // Evicts the pods of a gang whose job the queue stopped (not owned; must outlive the service;
   // null: their slots are freed with a warning, see Extender::Reconcile).
   PodEvictor* evictor = nullptr;
+  // A hot standby (a replica of a store other daemons write, docs/ha.md): opened from what the
+  // store holds, it applies the inputs the leader writes (ApplyReplicated), serves reads, and
+  // takes no writes and runs no passes until Promote.
+  bool standby = false;
   // Per-GPU NVLink bandwidth (GB/s) into the fabric of an NVLink domain that a node's labels name
   // and the cluster model lacks (ReportNetwork); 0: such a domain is refused, naming this.
   double nvlink_gbps = 0;
@@ -99,6 +108,10 @@ class Service {
   // options; the store's errors on open; DataLoss when the stored inputs do not replay to the
   // stored event log.
   static StatusOr<std::unique_ptr<Service>> Open(const topo::Cluster& cluster, Options options);
+  // The same on a store opened by the caller (an etcd store shared with other daemons);
+  // `options.db_path` names it in messages.
+  static StatusOr<std::unique_ptr<Service>> Open(const topo::Cluster& cluster, Options options,
+                                                 std::unique_ptr<store::JobStore> store);
   ~Service();  // stops the pass thread, commits what is queued
 
   struct SubmitResult {
@@ -170,8 +183,8 @@ class Service {
   // "pod-deleted", body → answer (Extender's verbs). NotFound when the extender is off or the
   // verb unknown.
   StatusOr<std::string> ExtenderCall(const std::string& verb, const std::string& body);
-  // Null when the extender is off.
-  Extender* extender() const { return extender_.get(); }
+  // Null when the extender is off, or on a standby.
+  Extender* extender() const { return standby_.load() ? nullptr : extender_.get(); }
 
   // Reads, as JSON text (shapes in docs/api.md).
   StatusOr<std::string> JobJson(int64_t id, bool with_events) const;
@@ -186,6 +199,15 @@ class Service {
   std::string EventsJson(int64_t after, int limit, const std::string& job) const;
   // Prometheus text exposition format 0.0.4.
   std::string MetricsText() const;
+
+  // A standby: applies stored inputs that follow applied_seq() (the inputs the leader wrote), as
+  // a restart replays them; an input at or below applied_seq() is skipped. FailedPrecondition
+  // when not a standby; DataLoss when an input does not apply or a seq is missing.
+  Status ApplyReplicated(const std::vector<store::InputRecord>& inputs);
+  // A standby becomes the leader: the extender is rebuilt from the records applied, passes
+  // start, writes are taken. The caller has applied the whole log first.
+  Status Promote();
+  bool standby() const { return standby_.load(); }
 
   // Unavailable after a failed commit (the daemon must restart and replay); OK otherwise.
   Status health() const;
@@ -252,6 +274,12 @@ class Service {
   // jobs they touch (and `extra_job`). Queues it for the committer; returns its seq.
   int64_t RecordLocked(store::InputRecord input, size_t events_before, int64_t extra_job);
   Status Replay(const std::vector<store::InputRecord>& inputs);
+  // One stored input through the scheduler, as replay and a standby apply it.
+  Status ReplayOneLocked(const store::InputRecord& in);
+  // The extender rebuilt from the replayed records (at open, or at Promote).
+  Status StartExtender();
+  // health(), and Unavailable on a standby: the writes of every mutating call.
+  Status Writable() const;
   // The database remembers the cluster it was written with (node names in order, GPUs and NICs
   // per node): another one is refused before any replay, naming both. Written when absent.
   Status CheckCluster(bool write_if_absent);
@@ -330,6 +358,10 @@ class Service {
   std::vector<store::Change> queue_;
   int64_t durable_seq_ = 0;
   Status commit_error_;
+  // Store appends (one per batch of inputs: group commit) and their latency.
+  std::vector<int64_t> commit_buckets_;  // per kCommitBoundsS bound, non-cumulative; last = +Inf
+  double commit_sum_s_ = 0;
+  int64_t commit_count_ = 0;
   bool stop_commit_ = false;
 
   // Pass thread.
@@ -341,6 +373,7 @@ class Service {
   std::atomic<int64_t> last_pass_duration_us_{0};
 
   size_t replayed_ = 0;
+  std::atomic<bool> standby_{false};
   std::thread committer_;
   std::thread passer_;
 };

@@ -200,7 +200,7 @@ StatusOr<int64_t> Service::ApplyStoredFormLocked(const sched::Input& in) {
 }
 
 Status Service::Complete(int64_t id, const ExitReport& r) {
-  RETURN_IF_ERROR(health());
+  RETURN_IF_ERROR(Writable());
   if (r.signal && (*r.signal < 1 || *r.signal > 64)) {
     return InvalidArgumentError("signal: expected 1..64, got " + std::to_string(*r.signal));
   }
@@ -229,7 +229,7 @@ Status Service::Complete(int64_t id, const ExitReport& r) {
 }
 
 StatusOr<std::string> Service::ReportLog(int64_t id, const ExitReport& r) {
-  RETURN_IF_ERROR(health());
+  RETURN_IF_ERROR(Writable());
   if (r.log.empty()) return InvalidArgumentError("log: required, the job's log (its end)");
   int64_t seq = 0;
   nlohmann::ordered_json out;

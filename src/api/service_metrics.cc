@@ -2,6 +2,7 @@
 // GPUs by state, pod-held GPUs, fragmentation, predicted communication time, the store's
 // position. Split from service.cc: reads only, under the service's mutex.
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <string>
 
@@ -155,6 +156,22 @@ std::string Service::MetricsText() const {
   line("# HELP toposched_store_applied_seq Inputs applied to the scheduler.");
   line("# TYPE toposched_store_applied_seq gauge");
   line("toposched_store_applied_seq " + std::to_string(applied_seq_));
+  line("# HELP toposched_applied_seq The last input of the log applied to this scheduler.");
+  line("# TYPE toposched_applied_seq gauge");
+  line("toposched_applied_seq " + std::to_string(applied_seq_));
+  std::lock_guard<std::mutex> qlk(qmu_);  // after mu_, as everywhere
+  line("# HELP toposched_commit_seconds Time of one store append (a group of inputs).");
+  line("# TYPE toposched_commit_seconds histogram");
+  cum = 0;
+  for (size_t b = 0; b < std::size(kCommitBoundsS); ++b) {
+    cum += commit_buckets_[b];
+    line("toposched_commit_seconds_bucket{le=\"" + num(kCommitBoundsS[b]) + "\"} " +
+         std::to_string(cum));
+  }
+  cum += commit_buckets_.back();
+  line("toposched_commit_seconds_bucket{le=\"+Inf\"} " + std::to_string(cum));
+  line("toposched_commit_seconds_sum " + num(commit_sum_s_));
+  line("toposched_commit_seconds_count " + std::to_string(commit_count_));
   return o;
 }
 

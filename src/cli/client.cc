@@ -1,5 +1,6 @@
 #include "cli/client.h"
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <csignal>
@@ -47,20 +48,16 @@ StatusOr<std::string> Token(const ClientArgs& a) {
   return t;
 }
 
-StatusOr<Reply> Call(const ClientArgs& a, const std::string& method, const std::string& path,
-                     const std::string& body, const httplib::Headers& extra) {
-  const std::string url = ServerUrl(a);
-  ASSIGN_OR_RETURN(std::string token, Token(a));
-  // The HTTP client writes without MSG_NOSIGNAL: a server that closes the connection while the
-  // request is still being sent (413) must fail the call, not kill the process.
-  std::signal(SIGPIPE, SIG_IGN);
+namespace {
+
+// One request to `url`; retries connection failures (not HTTP errors) for about 5 s.
+httplib::Result SendRetrying(const std::string& url, const std::string& method,
+                             const std::string& path, const std::string& body,
+                             const httplib::Headers& h) {
   httplib::Client cli(url);
-  if (!cli.is_valid()) return InvalidArgumentError("--server: bad URL \"" + url + "\"");
   cli.set_connection_timeout(std::chrono::seconds(5));
   cli.set_tcp_nodelay(true);
   cli.set_read_timeout(std::chrono::seconds(60));
-  httplib::Headers h = extra;
-  if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
   auto send = [&]() {
     return method == "GET" ? cli.Get(path, h) : cli.Post(path, h, body, "application/json");
   };
@@ -68,6 +65,61 @@ StatusOr<Reply> Call(const ClientArgs& a, const std::string& method, const std::
   for (int attempt = 1; !r && attempt < 50; ++attempt) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     r = send();
+  }
+  return r;
+}
+
+// "http://host:port/a/b?c" → {"http://host:port", "/a/b?c"}; false when it is not such a URL.
+bool SplitLocation(const std::string& location, std::string& base, std::string& path) {
+  const size_t scheme = location.find("://");
+  if (scheme == std::string::npos) return false;
+  const size_t slash = location.find('/', scheme + 3);
+  base = location.substr(0, slash);
+  path = slash == std::string::npos ? "/" : location.substr(slash);
+  return true;
+}
+
+// A standby's redirect to its leader is followed this many times (one hop is the rule; more
+// means the leadership moved meanwhile).
+constexpr int kMaxRedirects = 5;
+// A standby that knows no leader yet says when to come back; a takeover takes about a lease TTL
+// (15 s by default), so the client waits that long in all.
+constexpr int kMaxNoLeaderWaitS = 20;
+
+}  // namespace
+
+StatusOr<Reply> Call(const ClientArgs& a, const std::string& method, const std::string& path,
+                     const std::string& body, const httplib::Headers& extra) {
+  std::string url = ServerUrl(a);
+  ASSIGN_OR_RETURN(std::string token, Token(a));
+  // The HTTP client writes without MSG_NOSIGNAL: a server that closes the connection while the
+  // request is still being sent (413) must fail the call, not kill the process.
+  std::signal(SIGPIPE, SIG_IGN);
+  if (!httplib::Client(url).is_valid()) {
+    return InvalidArgumentError("--server: bad URL \"" + url + "\"");
+  }
+  httplib::Headers h = extra;
+  if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
+  std::string target = path;
+  httplib::Result r = SendRetrying(url, method, target, body, h);
+  int redirects = 0, waited_s = 0;
+  while (r) {
+    if ((r->status == 307 || r->status == 308) && redirects < kMaxRedirects &&
+        SplitLocation(r->get_header_value("Location"), url, target)) {
+      ++redirects;
+    } else if (r->status == 503 && r->body.find("\"no_leader\"") != std::string::npos &&
+               waited_s < kMaxNoLeaderWaitS) {
+      int after = 1;
+      try {
+        after = std::clamp(std::stoi(r->get_header_value("Retry-After")), 1, 5);
+      } catch (...) {
+      }
+      std::this_thread::sleep_for(std::chrono::seconds(after));
+      waited_s += after;
+    } else {
+      break;
+    }
+    r = SendRetrying(url, method, target, body, h);
   }
   if (!r) {
     return Status(StatusCode::kUnavailable,

@@ -25,6 +25,7 @@
 #include "api/service.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
+#include "cli/serve_replicated.h"
 #include "core/file.h"
 #include "core/time_units.h"
 #include "topo/io/cluster_yaml.h"
@@ -36,6 +37,9 @@ namespace {
 struct ServeArgs {
   std::string cluster;
   std::string db;
+  // --store: sqlite:PATH (the same as --db PATH) or etcd://HOST:PORT[,...] (docs/ha.md).
+  std::string store;
+  EtcdServeOptions etcd;
   std::string listen = "127.0.0.1:8470";
   std::string token_file;
   std::string agent_token_file;  // the node agents' token (ServerOptions::agent_token)
@@ -238,6 +242,10 @@ Status ReadTokens(const ServeArgs& a, api::ServerOptions& so) {
   if (a.create_token && a.token_file.empty()) {
     return InvalidArgumentError("--create-token: needs --token-file");
   }
+  if (a.token_file.empty() && a.db.empty()) {
+    return InvalidArgumentError(
+        "--store etcd://: needs --token-file (every daemon of the store takes the same token)");
+  }
   StatusOr<std::string> token = a.token_file.empty()
                                     ? MakeToken(a.db + ".token", /*exclusive=*/false)
                                     : TokenFromFile(a.token_file, a.create_token);
@@ -396,12 +404,43 @@ Status WritePortFile(const std::string& path, int port) {
   return OkStatus();
 }
 
-int RunServe(const ServeArgs& a) {
+// --store and --db into the SQLite path (a.db) or the etcd options (a.etcd.url): one of them.
+Status ResolveStore(ServeArgs& a) {
+  const std::string sqlite = "sqlite:";
+  if (a.store.empty()) {
+    if (a.db.empty()) return InvalidArgumentError("serve: give --db PATH or --store");
+    return OkStatus();
+  }
+  if (a.store.rfind(sqlite, 0) == 0) {
+    const std::string path = a.store.substr(sqlite.size());
+    if (path.empty()) return InvalidArgumentError("--store sqlite:PATH: the path is empty");
+    if (!a.db.empty() && a.db != path) {
+      return InvalidArgumentError("--db " + a.db + " and --store " + a.store +
+                                  " name two stores: give one");
+    }
+    a.db = path;
+    return OkStatus();
+  }
+  if (a.store.rfind("etcd://", 0) == 0) {
+    if (!a.db.empty()) {
+      return InvalidArgumentError("--db " + a.db + " with --store " + a.store + ": give one");
+    }
+    a.etcd.url = a.store;
+    return a.etcd.Validate();
+  }
+  return InvalidArgumentError(
+      "--store: expected sqlite:PATH or etcd://HOST:PORT[,HOST:PORT...], "
+      "got \"" +
+      a.store + "\"");
+}
+
+int RunServe(ServeArgs a) {
   if (a.quiet) spdlog::set_level(spdlog::level::warn);
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%fZ level=%l %v", spdlog::pattern_time_type::utc);
   RaiseOpenFilesLimit();
   // The flags are checked, and the tokens read, before anything is written.
   api::ServerOptions so;
+  if (Status st = ResolveStore(a); !st.ok()) return Fail(st);
   if (Status st = ParseListeners(a, so); !st.ok()) return Fail(st);
   if (a.sync != "full" && a.sync != "normal") {
     return Fail(InvalidArgumentError("--sync: expected full or normal, got \"" + a.sync + "\""));
@@ -420,6 +459,21 @@ int RunServe(const ServeArgs& a) {
   api::ServiceOptions o = ServiceOptionsOf(a, extender_options);
   KubeClients kube;
   if (Status st = ConnectKubeApi(a, o, kube); !st.ok()) return Fail(st);
+  if (!a.etcd.url.empty()) {
+    KubeWatch watch;
+    GenerationHooks hooks;
+    if (kube.binder && a.kube_watch) {
+      hooks.start = [&](api::Service& svc) {
+        return StartKubeWatch(a, kube.api, *level_keys, svc, watch);
+      };
+      hooks.stop = [&watch] {
+        watch.pod_watcher.reset();
+        watch.node_watcher.reset();
+      };
+    }
+    o.db_path = a.etcd.url + a.etcd.prefix;
+    return RunEtcdServe(a.etcd, *cluster, o, so, set, a.port_file, hooks);
+  }
   StatusOr<std::unique_ptr<api::Service>> svc = api::Service::Open(*cluster, o);
   if (!svc.ok()) return Fail(svc.status());
   spdlog::info("msg=opened db={} replayed_inputs={} cluster={} nodes={}", a.db,
@@ -459,7 +513,23 @@ void RegisterServeCommand(CLI::App& app, int& rc) {
   CLI::App* cmd = app.add_subcommand(
       "serve", "Run the scheduler daemon: REST API, metrics, durable SQLite store");
   cmd->add_option("--cluster", args->cluster, "cluster spec (YAML)")->required();
-  cmd->add_option("--db", args->db, "SQLite database file (created when absent)")->required();
+  cmd->add_option("--db", args->db, "SQLite database file (created when absent); or --store");
+  cmd->add_option("--store", args->store,
+                  "sqlite:PATH (as --db PATH) or etcd://HOST:PORT[,HOST:PORT...]: a store on etcd "
+                  "shared by several daemons, one leading, the others hot standbys (docs/ha.md)");
+  cmd->add_option("--store-prefix", args->etcd.prefix, "etcd: the prefix of the store's keys")
+      ->capture_default_str();
+  cmd->add_option("--etcd-cacert", args->etcd.cacert,
+                  "etcd: CA of the members' certificates (PEM; the members are reached over TLS)");
+  cmd->add_option("--etcd-cert", args->etcd.cert, "etcd: this daemon's client certificate (PEM)");
+  cmd->add_option("--etcd-key", args->etcd.key, "etcd: the client certificate's key (PEM)");
+  cmd->add_option("--lease-ttl-s", args->etcd.lease_ttl_s,
+                  "etcd: the leadership lease; a standby takes over within about this long "
+                  "after the leader stops (15: kube-scheduler's default lease)")
+      ->capture_default_str();
+  cmd->add_option("--advertise-url", args->etcd.advertise_url,
+                  "etcd: http(s)://HOST:PORT where clients and the other daemons reach this one "
+                  "(standbys redirect changes to the leader's)");
   cmd->add_option("--listen", args->listen, "HOST:PORT to listen on (port 0: any free port)")
       ->capture_default_str();
   cmd->add_option("--token-file", args->token_file,

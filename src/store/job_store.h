@@ -3,7 +3,8 @@
 // change, a scheduling pass with its clock value, ...) together with the job rows and events it
 // produced, in one transaction, before acknowledging it; on restart it replays the inputs through
 // a fresh scheduler. This module knows jobs and events only; never the scheduler, the cluster,
-// HTTP or a clock.
+// or the daemon's HTTP API (the etcd back end, etcd_store.h, is an HTTP client of etcd). Its one
+// clock is the leader election's lease timing (etcd_election.h).
 #pragma once
 
 #include <cstdint>

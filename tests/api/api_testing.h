@@ -78,21 +78,11 @@ class ServeProcess {
     const std::string log = dir_ + "/serve." + std::to_string(starts_++) + ".log";
     std::error_code ec;
     std::filesystem::remove(port_file, ec);
-    std::vector<std::string> args = {cli_,
-                                     "serve",
-                                     "--cluster",
-                                     cluster_,
-                                     "--db",
-                                     db_,
-                                     "--listen",
-                                     "127.0.0.1:0",
-                                     "--port-file",
-                                     port_file,
-                                     "--token-file",
-                                     token_file_,
-                                     "--pass-interval-ms",
-                                     "50",
-                                     "--quiet"};
+    std::vector<std::string> args = {cli_, "serve", "--cluster", cluster_,
+                                     // A URL (etcd://, sqlite:) is a --store; a path the --db.
+                                     IsStoreUrl(db_) ? "--store" : "--db", db_, "--listen", listen_,
+                                     "--port-file", port_file, "--token-file", token_file_,
+                                     "--pass-interval-ms", "50", "--quiet"};
     args.insert(args.end(), extra_args_.begin(), extra_args_.end());
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
@@ -133,8 +123,18 @@ class ServeProcess {
     pid_ = -1;
   }
 
+  static bool IsStoreUrl(const std::string& s) {
+    return s.rfind("sqlite:", 0) == 0 || s.find("://") != std::string::npos;
+  }
   // Appended to the serve command line on the next Start.
   void set_extra_args(std::vector<std::string> args) { extra_args_ = std::move(args); }
+  // HOST:PORT for --listen on the next Start (default 127.0.0.1:0, any free port).
+  void set_listen(std::string listen) { listen_ = std::move(listen); }
+  // Sends `sig` (SIGSTOP, SIGCONT) without waiting for the child.
+  void Signal(int sig) {
+    if (pid_ > 0) kill(pid_, sig);
+  }
+  bool running() const { return pid_ > 0; }
   int port() const { return port_; }
   std::string log(int start) const {
     return ReadFile(dir_ + "/serve." + std::to_string(start) + ".log");
@@ -143,6 +143,7 @@ class ServeProcess {
  private:
   std::string cli_, cluster_, db_, token_file_, dir_;
   std::vector<std::string> extra_args_;
+  std::string listen_ = "127.0.0.1:0";
   pid_t pid_ = -1;
   int port_ = 0;
   int starts_ = 0;
