@@ -8,17 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "diag/dev_corpus_case.h"
 #include "diag/diagnose.h"
 #include "testing/samples.h"
 
 namespace toposched::diag {
 namespace {
 
-struct Case {
-  std::string file;      // in data/diagnosis-corpus/dev
-  std::string expected;  // its INDEX.tsv `expected`
-  std::string key;       // a substring of a line the top cause must cite
-};
+using Case = DevCorpusCase;
 
 const std::vector<Case> kCases = {
     // killed by a signal, in three launchers' words
@@ -98,26 +95,10 @@ const std::vector<Case> kCases = {
 class FamilyLog : public ::testing::TestWithParam<Case> {};
 
 TEST_P(FamilyLog, TopCauseIsTheThreadsAndCitesTheLineThatSaysSo) {
-  const Case& c = GetParam();
-  const std::string path = testing::SourceDir() + "/data/diagnosis-corpus/dev/" + c.file;
-  auto d = DiagnoseFiles({path}, nullptr);
-  ASSERT_TRUE(d.ok()) << d.status().ToString();
-  ASSERT_FALSE(d->causes.empty()) << c.file << ": no known cause";
-  const Cause& top = d->causes.front();
-  EXPECT_EQ(CategoryName(top.category), c.expected) << c.file << ": " << top.summary;
-  bool cited = false;
-  for (const Evidence& ev : top.evidence) cited |= ev.text.find(c.key) != std::string::npos;
-  EXPECT_TRUE(cited) << c.file << ": the top cause does not cite \"" << c.key << "\"";
+  ExpectTopCauseCites(GetParam());
 }
 
-INSTANTIATE_TEST_SUITE_P(DevCorpus, FamilyLog, ::testing::ValuesIn(kCases),
-                         [](const ::testing::TestParamInfo<Case>& info) {
-                           std::string name = info.param.file.substr(0, 40);
-                           for (char& ch : name) {
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           }
-                           return name + "_" + std::to_string(info.index);
-                         });
+INSTANTIATE_TEST_SUITE_P(DevCorpus, FamilyLog, ::testing::ValuesIn(kCases), DevCorpusCaseName);
 
 // The top cause of a few lines of text, or "none".
 std::string TopOf(const std::string& text) {

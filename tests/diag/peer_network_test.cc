@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "diag/dev_corpus_case.h"
 #include "diag/diagnose.h"
 #include "testing/samples.h"
 
@@ -15,11 +16,7 @@ namespace {
 
 const std::string kPeerDev = testing::SourceDir() + "/data/diagnosis-corpus/dev/";
 
-struct PeerCase {
-  std::string file;      // in data/diagnosis-corpus/dev
-  std::string expected;  // its INDEX.tsv `expected`
-  std::string key;       // a substring of a line the top cause must cite
-};
+using PeerCase = DevCorpusCase;
 
 const std::vector<PeerCase> kPeerCases = {
     // the peer ended: a reset on the data path, on the store, a bootstrap peer that closed, the
@@ -44,25 +41,11 @@ const std::vector<PeerCase> kPeerCases = {
 class PeerOrNetworkLog : public ::testing::TestWithParam<PeerCase> {};
 
 TEST_P(PeerOrNetworkLog, TopCauseIsTheThreadsAndCitesTheLineThatSaysSo) {
-  const PeerCase& c = GetParam();
-  auto d = DiagnoseFiles({kPeerDev + c.file}, nullptr);
-  ASSERT_TRUE(d.ok()) << d.status().ToString();
-  ASSERT_FALSE(d->causes.empty()) << c.file << ": no known cause";
-  const Cause& top = d->causes.front();
-  EXPECT_EQ(CategoryName(top.category), c.expected) << c.file << ": " << top.summary;
-  bool cited = false;
-  for (const Evidence& ev : top.evidence) cited |= ev.text.find(c.key) != std::string::npos;
-  EXPECT_TRUE(cited) << c.file << ": the top cause does not cite \"" << c.key << "\"";
+  ExpectTopCauseCites(GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(DevCorpus, PeerOrNetworkLog, ::testing::ValuesIn(kPeerCases),
-                         [](const ::testing::TestParamInfo<PeerCase>& info) {
-                           std::string name = info.param.file.substr(0, 40);
-                           for (char& ch : name) {
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           }
-                           return name + "_" + std::to_string(info.index);
-                         });
+                         DevCorpusCaseName);
 
 // A verbs call that failed while NCCL looked for its devices, then sockets (NVIDIA/nccl#451):
 // the fallback's reason, not a broken fabric.
