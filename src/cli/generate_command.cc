@@ -45,9 +45,10 @@ struct ProfileDef {
 // 2 Grace CPUs and 4 Blackwell GPUs, joined by 9 NVLink switch trays into one 72-GPU NVLink
 // domain; each tray's cluster network is 4 x ConnectX-7 single-port 400G OSFP NICs (InfiniBand),
 // one per GPU. NVLink 5: 18 links per GPU, 1.8 TB/s bidirectional per GPU (NVIDIA GB200 NVL72
-// product page), so 900 GB/s per direction into the rack fabric (data/hardware/links.json:
-// 18 x 50 GB/s). 186 GB HBM3e per GPU: the GB200-186GB system descriptions submitted to MLPerf
-// (accelerator_memory_capacity "186 GB"), as data/clusters/gb200-nvl72.yaml has it.
+// datasheet, as data/hardware/cost.json cites it), so 900 GB/s per direction into the rack fabric
+// (data/hardware/links.json: 18 x 50 GB/s). 186 GB HBM3e per GPU: the GB200-186GB system
+// descriptions submitted to MLPerf (accelerator_memory_capacity "186 GB"), as
+// data/clusters/gb200-nvl72.yaml has it.
 constexpr int kNvl72TraysPerRack = 18;
 constexpr int kNvl72GpusPerTray = 4;
 constexpr int kNvl72GpuNvlinkGbps = 900;
