@@ -8,7 +8,8 @@
 //                       create_ms), then its first Place() of the job: that call also places
 //                       the job on the empty cluster (best_possible_ms, cached per shape).
 //                       Counters as above.
-// Both report state_bytes (ClusterState::MemoryBytes after the fill), trays_used, racks_used.
+// Both report state_bytes (ClusterState::MemoryBytes after the fill), trays_used, racks_used,
+// tp_groups_across_racks (TP groups not inside one NVLink domain) and predicted_ms.
 // Fill: seeded std::mt19937_64; a random 20% of the trays kept out of the fill (a 16,384-GPU
 // job needs 4,096 whole trays in pairs inside racks; the 15% of gang_bench leaves too few pairs),
 // then single-tray allocations of 1–4 GPUs on random other trays until 70.0% of the GPUs are
@@ -128,7 +129,8 @@ void ReportTimes(benchmark::State& state, const std::vector<double>& ms) {
 
 // Where the job went: trays and racks used, the state's size. False (and the benchmark skipped)
 // when it did not fit.
-bool ReportPlacement(benchmark::State& state, const ClusterState& s, const ts::sched::Verdict& v) {
+bool ReportPlacement(benchmark::State& state, const ClusterState& s, const ts::job::JobSpec& job,
+                     const ts::sched::Verdict& v) {
   if (!v.fit()) {
     state.SkipWithError(("16,384-GPU job does not fit: " + v.Explain()).c_str());
     return false;
@@ -138,6 +140,15 @@ bool ReportPlacement(benchmark::State& state, const ClusterState& s, const ts::s
   for (const NodeGpus& g : v.placement->parts) racks.insert(c.nodes[g.node].nvlink_domain);
   state.counters["trays_used"] = static_cast<double>(v.placement->parts.size());
   state.counters["racks_used"] = static_cast<double>(racks.size());
+  // TP groups whose ranks sit in more than one rack (0: every one inside an NVLink domain).
+  const std::vector<ts::sched::RankSlot>& ranks = v.placement->ranks;
+  int split = 0;
+  for (int r = 0; r < static_cast<int>(ranks.size()); r += job.layout.tp) {
+    std::set<int> in;
+    for (int q : job.layout.TpGroup(r)) in.insert(c.nodes[ranks[q].node].nvlink_domain);
+    split += in.size() > 1 ? 1 : 0;
+  }
+  state.counters["tp_groups_across_racks"] = split;
   state.counters["predicted_ms"] = v.placement->predicted_ms;
   state.counters["state_bytes"] = static_cast<double>(s.MemoryBytes());
   state.counters["occupancy_pct"] = 100.0 * BusyGpus(s) / c.TotalGpus();
@@ -149,7 +160,7 @@ void BM_Nvl72PlaceWarm(benchmark::State& state) {
   std::unique_ptr<GangPlacer> placer = OrDie(GangPlacer::Create(Nvl72Cluster()));
   const ts::job::JobSpec job = FrontierJob();
   const ts::sched::Verdict first = placer->Place(s, job);  // fills the caches: untimed
-  if (!ReportPlacement(state, s, first)) return;
+  if (!ReportPlacement(state, s, job, first)) return;
   std::vector<double> ms;
   for (auto _ : state) {
     const FrontierClock::time_point t0 = FrontierClock::now();
@@ -179,7 +190,7 @@ void BM_Nvl72PlaceCold(benchmark::State& state) {
     ms.push_back(took);
     state.SetIterationTime(took / 1000);
   }
-  if (!ReportPlacement(state, s, last)) return;
+  if (!ReportPlacement(state, s, job, last)) return;
   ReportTimes(state, ms);
   state.counters["create_ms"] = create_ms / static_cast<double>(std::max<size_t>(1, ms.size()));
 }
