@@ -3,6 +3,14 @@
 // BigCluster(): 4,096 nodes × 8 GPUs (synthetic NVSwitch profile "gpu:8 nvswitch:18 nics:8"),
 // 3-tier tree: core > 8 spines > 128 leaves × 32 nodes; rails of 8 up to the core. Built once
 // per process and never freed (benchmarks hold references to it).
+//
+// Nvl72Cluster(): 1,821 GB200 NVL72 racks = 32,778 compute trays x 4 GPUs = 131,112 GPUs (the
+// smallest whole-rack count holding 131,072 GPUs: 131,072 / 72 = 1,820.4), each rack one NVLink
+// domain (900 GB/s per GPU); trays "gpu:4 nvswitch:18 model:GB200 nics:4 nic_gbps:400" (DGX
+// GB200 User Guide, Hardware: 4 GPUs and 4 x ConnectX-7 400G per tray, 18 trays per rack).
+// Network as `cluster generate --profile gb200-nvl72 --nodes 32778 --nodes-per-leaf 36
+// --leaves-per-spine 16` writes it: leaves of 2 racks (1:1), spines of 16 leaves (2:1), one
+// zone; 4 rails per spine. Built once per process and never freed.
 #pragma once
 
 #include <cstdio>
@@ -67,6 +75,61 @@ inline const topo::Cluster& BigCluster() {
       c->domains[leaf].nodes.push_back(n);
     }
     c->rails = {8, "core"};
+    c->Finalize();
+    OkOrDie(c->Validate());
+    return c;
+  }();
+  return *cluster;
+}
+
+inline constexpr int kNvl72Racks = 1821;
+inline constexpr int kNvl72TraysPerRack = 18;
+inline constexpr int kNvl72GpusPerTray = 4;
+inline constexpr int kNvl72RacksPerLeaf = 2;
+inline constexpr int kNvl72LeavesPerSpine = 16;
+
+inline const topo::Cluster& Nvl72Cluster() {
+  static const topo::Cluster* cluster = [] {
+    auto* c = new topo::Cluster();
+    c->name = "gb200-nvl72-131k";
+    topo::HardwareProfile p;
+    p.name = "gb200-nvl72";
+    p.topology =
+        OrDie(topo::MakeSyntheticTopology("gpu:4 nvswitch:18 model:GB200 nics:4 nic_gbps:400"));
+    c->profiles.push_back(std::move(p));
+    const int trays = kNvl72Racks * kNvl72TraysPerRack;
+    const int trays_per_leaf = kNvl72RacksPerLeaf * kNvl72TraysPerRack;
+    const int leaves = (trays + trays_per_leaf - 1) / trays_per_leaf;
+    const int spines = (leaves + kNvl72LeavesPerSpine - 1) / kNvl72LeavesPerSpine;
+    // Leaf non-blocking (its trays' NICs: 36 x 4 x 400 Gb/s up), spine 2:1 (half of its 16
+    // leaves' uplinks), as `cluster generate` writes them.
+    const double leaf_uplink = double{trays_per_leaf} * kNvl72GpusPerTray * 400;
+    c->levels = {{"zone", 0, 1},
+                 {"spine", kNvl72LeavesPerSpine * leaf_uplink / 2, 2},
+                 {"leaf", leaf_uplink, 1}};
+    c->domains.push_back({"zone0", 0, -1, {}, {}});
+    for (int s = 0; s < spines; ++s) {
+      c->domains.push_back({"spine" + std::to_string(s), 1, 0, {}, {}});
+      c->domains[0].children.push_back(static_cast<int>(c->domains.size()) - 1);
+    }
+    for (int l = 0; l < leaves; ++l) {
+      const int parent = 1 + l / kNvl72LeavesPerSpine;
+      c->domains.push_back({"leaf" + std::to_string(l), 2, parent, {}, {}});
+      c->domains[parent].children.push_back(static_cast<int>(c->domains.size()) - 1);
+    }
+    for (int r = 0; r < kNvl72Racks; ++r) {
+      c->nvlink_domains.push_back({"nvl72-rack" + std::to_string(r), {}, 900});
+    }
+    for (int n = 0; n < trays; ++n) {
+      char name[16];
+      std::snprintf(name, sizeof(name), "node%05d", n + 1);
+      const int leaf = 1 + spines + n / trays_per_leaf;
+      const int rack = n / kNvl72TraysPerRack;
+      c->nodes.push_back({name, 0, leaf, rack, topo::Health::kHealthy});
+      c->domains[leaf].nodes.push_back(n);
+      c->nvlink_domains[rack].nodes.push_back(n);
+    }
+    c->rails = {kNvl72GpusPerTray, "spine"};
     c->Finalize();
     OkOrDie(c->Validate());
     return c;

@@ -24,8 +24,9 @@ namespace toposched::cli {
 namespace {
 
 // A named node type. The synthetic description is built for the requested GPU count G, so
-// `--gpus-per-node` shapes every profile: NVSwitch profiles get one NIC per GPU (DGX/HGX style),
-// the PCIe profile one NIC per 4 GPUs.
+// `--gpus-per-node` shapes every profile but a rack-scale one: NVSwitch profiles get one NIC per
+// GPU (DGX/HGX style), the PCIe profile one NIC per 4 GPUs. A rack-scale profile fixes its node
+// (a compute tray) and joins `rack_nodes` trays into one NVLink domain (a rack).
 struct ProfileDef {
   const char* name;
   const char* gpu_model;
@@ -34,7 +35,23 @@ struct ProfileDef {
   const char* synthetic_model;
   int nic_gbps;
   const char* link_layer;
+  int fixed_gpus_per_node = 0;   // 0 = any (--gpus-per-node)
+  int rack_nodes = 0;            // 0 = no NVLink domain beyond the node
+  int rack_gpu_nvlink_gbps = 0;  // per-GPU NVLink bandwidth into the rack fabric, GB/s one way
 };
+
+// GB200 NVL72 (DGX GB200 User Guide, "Hardware", Rack Configuration and Compute Trays table,
+// docs.nvidia.com/dgx/dgxgb200-user-guide/hardware.html): a rack is 18 x 1RU compute trays of
+// 2 Grace CPUs and 4 Blackwell GPUs, joined by 9 NVLink switch trays into one 72-GPU NVLink
+// domain; each tray's cluster network is 4 x ConnectX-7 single-port 400G OSFP NICs (InfiniBand),
+// one per GPU. NVLink 5: 18 links per GPU, 1.8 TB/s bidirectional per GPU (NVIDIA GB200 NVL72
+// datasheet, as data/hardware/cost.json cites it), so 900 GB/s per direction into the rack fabric
+// (data/hardware/links.json: 18 x 50 GB/s). 186 GB HBM3e per GPU: the GB200-186GB system
+// descriptions submitted to MLPerf (accelerator_memory_capacity "186 GB"), as
+// data/clusters/gb200-nvl72.yaml has it.
+constexpr int kNvl72TraysPerRack = 18;
+constexpr int kNvl72GpusPerTray = 4;
+constexpr int kNvl72GpuNvlinkGbps = 900;
 
 constexpr ProfileDef kProfiles[] = {
     {"h100", "H100-SXM5-80GB", 80, 18, "H100", 400, "ib"},
@@ -42,6 +59,8 @@ constexpr ProfileDef kProfiles[] = {
     {"b200", "B200-SXM-180GB", 180, 18, "B200", 400, "ib"},
     {"a100", "A100-SXM4-80GB", 80, 12, "A100", 200, "ib"},
     {"pcie", "L40S-48GB", 48, 0, "L40S", 200, "roce"},
+    {"gb200-nvl72", "GB200", 186, 18, "GB200", 400, "ib", kNvl72GpusPerTray, kNvl72TraysPerRack,
+     kNvl72GpuNvlinkGbps},
 };
 
 const ProfileDef* FindProfile(const std::string& name) {
@@ -121,11 +140,17 @@ struct CliArgs {
   GenerateOptions opts;
   std::string out_dir;
   bool has_occupancy = false;
+  bool has_gpus_per_node = false;
 };
 
 int RunGenerate(const CliArgs& a) {
   GenerateOptions o = a.opts;
   if (!a.has_occupancy) o.occupancy = -1;
+  // A rack-scale profile's node is fixed: its GPU count is the default there.
+  const ProfileDef* prof = FindProfile(o.profile);
+  if (!a.has_gpus_per_node && prof != nullptr && prof->fixed_gpus_per_node > 0) {
+    o.gpus_per_node = prof->fixed_gpus_per_node;
+  }
   if (Status s = o.Validate(); !s.ok()) return Fail(s);
   auto yaml = GenerateClusterYaml(o);
   if (!yaml.ok()) return Fail(yaml.status());
@@ -150,6 +175,10 @@ int RunGenerate(const CliArgs& a) {
   std::printf("wrote %s: %d nodes x %d GPUs (%s), %zu network domains\n",
               (dir / "cluster.yaml").string().c_str(), o.nodes, o.gpus_per_node, o.profile.c_str(),
               cluster.domains.size());
+  if (!cluster.nvlink_domains.empty()) {
+    std::printf("  %zu NVLink domains of %d nodes\n", cluster.nvlink_domains.size(),
+                prof->rack_nodes);
+  }
   if (o.occupancy >= 0) {
     if (Status s = WriteFileAtomically(dir / "state.json", state); !s.ok()) return Fail(s);
     auto st = sched::ReadClusterStateJson(state, cluster, "state.json");
@@ -186,6 +215,24 @@ Status GenerateOptions::Validate() const {
     return InvalidArgumentError("--profile: unknown profile \"" + profile +
                                 "\" (profiles: " + ProfileNames() + ")");
   }
+  const ProfileDef& p = *FindProfile(profile);
+  if (p.fixed_gpus_per_node > 0 && gpus_per_node != p.fixed_gpus_per_node) {
+    return InvalidArgumentError("--gpus-per-node: the " + profile + " profile's node has " +
+                                std::to_string(p.fixed_gpus_per_node) + " GPUs, got " +
+                                std::to_string(gpus_per_node));
+  }
+  if (p.rack_nodes > 0 && nodes % p.rack_nodes != 0) {
+    return InvalidArgumentError("--nodes: the " + profile + " profile has whole racks of " +
+                                std::to_string(p.rack_nodes) + " nodes, got " +
+                                std::to_string(nodes) + " (not a multiple of " +
+                                std::to_string(p.rack_nodes) + ")");
+  }
+  if (p.rack_nodes > 0 && nodes_per_leaf % p.rack_nodes != 0) {
+    return InvalidArgumentError("--nodes-per-leaf: the " + profile +
+                                " profile puts whole racks under a leaf (a multiple of " +
+                                std::to_string(p.rack_nodes) + " nodes), got " +
+                                std::to_string(nodes_per_leaf));
+  }
   if (occupancy >= 1 || std::isnan(occupancy)) {
     return InvalidArgumentError("--occupancy: must be in [0, 1), got " + std::to_string(occupancy));
   }
@@ -218,8 +265,13 @@ StatusOr<std::string> GenerateClusterYaml(const GenerateOptions& o) {
     << ", " << nics << " x " << p.nic_gbps << " Gb/s " << p.link_layer << "),\n# " << leaves
     << " leaf switch" << (leaves == 1 ? "" : "es") << " of " << o.nodes_per_leaf << " nodes, "
     << spines << " spine" << (spines == 1 ? "" : "s") << " of " << o.leaves_per_spine << " leaves"
-    << (zone ? " under one zone" : "") << ".\n"
-    << "version: 1\n"
+    << (zone ? " under one zone" : "") << ".\n";
+  if (p.rack_nodes > 0) {
+    y << "# " << o.nodes / p.rack_nodes << " rack" << (o.nodes / p.rack_nodes == 1 ? "" : "s")
+      << " of " << p.rack_nodes << " nodes, each rack one NVLink domain of " << p.rack_nodes * g
+      << " GPUs (" << p.rack_gpu_nvlink_gbps << " GB/s per GPU per direction).\n";
+  }
+  y << "version: 1\n"
     << "name: gen-" << p.name << "-" << o.nodes << "x" << g << "\n\n"
     << "profiles:\n"
     << "  - name: " << p.name << "\n"
@@ -246,6 +298,16 @@ StatusOr<std::string> GenerateClusterYaml(const GenerateOptions& o) {
     << ", oversubscription: 1, generate: {size: " << o.nodes_per_leaf << ", prefix: leaf}}\n\n"
     << "# NIC i of every node goes to rail switch i of its spine's rail group.\n"
     << "rails: {count: " << nics << ", scope: spine}\n";
+  if (p.rack_nodes > 0) {
+    y << "\n# One NVLink domain per rack: nodes in declaration order, " << p.rack_nodes
+      << " per rack.\n"
+      << "nvlink_domains:\n";
+    for (int r = 0; r < o.nodes / p.rack_nodes; ++r) {
+      y << "  - {name: nvl" << p.rack_nodes * g << "-rack" << r << ", nodes: \"node["
+        << Padded(r * p.rack_nodes + 1, width) << "-" << Padded((r + 1) * p.rack_nodes, width)
+        << "]\", gpu_bandwidth_gbps: " << p.rack_gpu_nvlink_gbps << "}\n";
+    }
+  }
   return y.str();
 }
 
@@ -310,6 +372,9 @@ void AddClusterGenerateCommand(CLI::App& cluster, int& rc) {
       "  h200  as h100 with H200-SXM-141GB;  b200  as h100 with B200-SXM-180GB\n"
       "  a100  \"gpu:G nvswitch:12 model:A100 nics:G nic_gbps:200\" (A100-SXM4-80GB, IB)\n"
       "  pcie  \"gpu:G pcie sockets:2 switches:4 nics:G/4 ...\" (L40S, 200 Gb/s RoCE)\n"
+      "  gb200-nvl72  GB200 compute trays \"gpu:4 nvswitch:18 model:GB200 nics:4 nic_gbps:400\"\n"
+      "        (4 GPUs per node, the default), 18 trays per rack as one NVLink domain\n"
+      "        (900 GB/s per GPU): --nodes and --nodes-per-leaf whole racks (multiples of 18)\n"
       "Network: leaves of --nodes-per-leaf nodes (1:1), spines of --leaves-per-spine leaves\n"
       "(2:1 to a top `zone` level, added when there is more than one spine); rails = NICs per\n"
       "node, scoped per spine. Nodes are named node0001, node0002, ...\n"
@@ -330,6 +395,7 @@ void AddClusterGenerateCommand(CLI::App& cluster, int& rc) {
   cmd->add_option("--out", a->out_dir, "output directory (created if missing)")->required();
   cmd->callback([a, cmd, &rc] {
     a->has_occupancy = cmd->count("--occupancy") > 0;
+    a->has_gpus_per_node = cmd->count("--gpus-per-node") > 0;
     if (a->has_occupancy && a->opts.occupancy < 0) {
       rc = Fail(InvalidArgumentError("--occupancy: must be in [0, 1), got " +
                                      std::to_string(a->opts.occupancy)));

@@ -15,10 +15,13 @@ namespace toposched::cli {
 
 struct GenerateOptions {
   int nodes = 0;                 // ≥ 1
-  int gpus_per_node = 8;         // 1..64; builds the profile's synthetic description
+  int gpus_per_node = 8;         // 1..64; builds the profile's synthetic description (the CLI
+                                 // defaults to 4 for gb200-nvl72, whose node has exactly 4)
   int nodes_per_leaf = 0;        // ≥ 1: nodes under one leaf switch
   int leaves_per_spine = 0;      // ≥ 1: leaves under one spine switch
-  std::string profile = "h100";  // h100 | h200 | b200 | a100 | pcie
+  std::string profile = "h100";  // h100 | h200 | b200 | a100 | pcie | gb200-nvl72 (racks of 18
+                                 // trays x 4 GPUs, each rack one NVLink domain: nodes and
+                                 // nodes_per_leaf multiples of 18)
   double occupancy = -1;         // < 0: no state; else in [0, 1)
   uint64_t seed = 1;
   // InvalidArgument naming the first bad field.
