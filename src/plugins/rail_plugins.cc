@@ -121,31 +121,36 @@ class RankAligner {
 
   // Pass 2: each node, the first included, against the rails of all the others. The others'
   // rails come from counts of the ranks per (DP class, rail) over every node less the node's
-  // own: O(world + nodes · classes · rails), not a walk over every rank per node.
+  // own: O(world + nodes · k · rails), not a walk over every rank per node. Only the node's own
+  // ranks' classes are looked at, and the buffers are reused from node to node (a 16k-GPU job
+  // has thousands of nodes).
   void AlignDpAgainstAll(std::vector<RankSlot>& next) const {
     const size_t classes = static_cast<size_t>(l_.tp) * l_.pp;
     const int rails = h_.cluster().rails.count;
     std::vector<int> on_rail(classes * static_cast<size_t>(rails), 0);
+    std::vector<int> own(on_rail.size(), 0);  // the node's own ranks; back to 0 after each node
+    std::vector<int> seen;                    // one rank's rails
     auto count_rails = [&](std::vector<int>& counts, const RankSlot& r, int delta) {
       const size_t row = static_cast<size_t>(DpClass(l_, r.rank)) * rails;
-      std::vector<int> seen;
+      seen.clear();
       AddRails(h_.cost(), seen, r);
       for (int c : seen) counts[row + c] += delta;
     };
     for (const RankSlot& r : next) count_rails(on_rail, r, 1);
     int base = 0;
     for (const auto& [node, k] : plan_.chunks) {
-      std::vector<int> own(on_rail.size(), 0);
       for (int i = 0; i < k; ++i) count_rails(own, next[base + i], 1);
-      std::vector<std::vector<int>> others(classes);
-      for (size_t cls = 0; cls < classes; ++cls) {
+      // Per slot: the rails its DP class uses on the other nodes.
+      std::vector<std::vector<int>> want(k);
+      for (int i = 0; i < k; ++i) {
+        const size_t row = static_cast<size_t>(DpClass(l_, base + i)) * rails;
         for (int c = 0; c < rails; ++c) {
-          const size_t at = cls * rails + c;
-          if (on_rail[at] > own[at]) others[cls].push_back(c);
+          if (on_rail[row + c] > own[row + c]) want[i].push_back(c);
         }
       }
+      for (int i = 0; i < k; ++i) count_rails(own, next[base + i], -1);
       std::vector<int> order = GpuOrder(next, base, k);
-      if (h_.AlignNode(node, k, WantOf(others, base, k), order)) {
+      if (h_.AlignNode(node, k, want, order)) {
         for (int i = 0; i < k; ++i) count_rails(on_rail, next[base + i], -1);
         PlaceOnNode(h_.cluster(), next, node, base, order);
         for (int i = 0; i < k; ++i) count_rails(on_rail, next[base + i], 1);
