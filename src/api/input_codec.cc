@@ -57,6 +57,15 @@ StatusOr<sched::Input> DecodePayload(const store::InputRecord& rec, const topo::
     c.job = job;
     if (p.contains("failure")) c.failure = p.at("failure").get<std::string>();
     RETURN_IF_ERROR(DecodeDrain(cluster, p, &c.drain_node, &c.drain_reason));
+    // Later: a platform cause (the job follows its on_failure) and the node reporting it.
+    if (p.contains("platform")) c.platform = p.at("platform").get<bool>();
+    if (p.contains("failed_node")) {
+      const std::string name = p.at("failed_node").get<std::string>();
+      c.failed_node = cluster.FindNode(name);
+      if (c.failed_node < 0) {
+        return NotFoundError("failed_node: no node \"" + name + "\" in the cluster");
+      }
+    }
     return in;
   }
   if (rec.kind == "job_degraded") {
@@ -139,6 +148,8 @@ store::InputRecord EncodeInput(const sched::Input& in, const topo::Cluster& clus
                    Json p = Json::object();
                    if (!c.failure.empty()) p["failure"] = c.failure;
                    EncodeDrain(cluster, c.drain_node, c.drain_reason, p);
+                   if (c.platform) p["platform"] = true;
+                   if (c.failed_node >= 0) p["failed_node"] = cluster.nodes.at(c.failed_node).name;
                    if (!p.empty()) rec.payload = Dump(p);
                  },
                  [&](const sched::SetJobPriority& p) {

@@ -75,6 +75,24 @@ const diag::Cause* TopFault(const diag::Diagnosis& d) {
   return nullptr;
 }
 
+// Whether a failure with this top cause is the platform's, not the job's: then the job follows
+// its on_failure (a requeue lands it on other GPUs), as on a health event. A job's own error
+// (its code, its memory, its configuration) ends it FAILED: running it again repeats it. A
+// timeout or a peer's end says nothing of whose fault it was, so it ends FAILED too.
+bool PlatformCause(const diag::Cause* c) {
+  if (c == nullptr) return false;
+  switch (c->category) {
+    case diag::Category::kGpuFault:
+    case diag::Category::kNodeFailure:
+    case diag::Category::kNetworkError:
+    case diag::Category::kEvicted:
+    case diag::Category::kPreempted:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // What makes the node unfit for the next job, from the GPU-fault causes' evidence: a Xid that
 // calls for a GPU reset or node service (NVIDIA's Xid catalogue, src/diag/xid.h), a GPU off the
 // bus or lost, an uncorrectable ECC error, a failed row remapping. "" when nothing does.
@@ -215,7 +233,11 @@ Status Service::Complete(int64_t id, const ExitReport& r) {
     auto& c = std::get<sched::CompleteJob>(in);
     c.job = sched::JobId{id};
     const bool failed = (r.exit_code && *r.exit_code != 0) || r.signal.has_value();
-    if (failed) c.failure = FailureReason(r, TopFault(d));
+    if (failed) {
+      c.failure = FailureReason(r, TopFault(d));
+      c.platform = PlatformCause(TopFault(d));
+      if (c.platform) c.failed_node = node;
+    }
     // A GPU the next job must not get: its node is drained in the same input.
     if (const std::string fatal = FatalGpuFault(d);
         !fatal.empty() && node >= 0 && !sched_->cluster_state().NodeDrained(node)) {

@@ -28,7 +28,8 @@ StatusOr<Applied> Scheduler::Apply(const Input& in, int64_t now_us) {
           },
           [&](const CancelJob& c) { return done(Cancel(c.job.value, now_us)); },
           [&](const CompleteJob& c) {
-            return done(Complete(c.job.value, now_us, c.failure, c.drain_node, c.drain_reason));
+            return done(Complete(c.job.value, now_us, c.failure, c.drain_node, c.drain_reason,
+                                 c.platform, c.failed_node));
           },
           [&](const SetJobPriority& p) {
             return done(SetPriority(p.job.value, p.priority, now_us));

@@ -42,11 +42,17 @@ struct CancelJob {
 // cause classified by the daemon: "exit code 1: cause gpu_fault: ...").
 // `drain_node` >= 0: a fatal GPU fault in the report drains that node (with `drain_reason`)
 // in the same input, so the drain and the job's end are stored and replayed together.
+// `platform`: the failure's cause is the platform's (a GPU fault, a failed node or network, an
+// eviction), not the job's: the job follows its on_failure as on a health event (requeue,
+// shrink around `failed_node`'s GPUs, or fail); `failed_node` >= 0 is the node the report came
+// from (-1: unknown, all of the job's GPUs count as lost).
 struct CompleteJob {
   JobId job;
   std::string failure;
   int drain_node = -1;
   std::string drain_reason = {};
+  bool platform = false;
+  int failed_node = -1;
 };
 struct SetJobPriority {
   JobId job;

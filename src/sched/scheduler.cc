@@ -220,7 +220,7 @@ Status Scheduler::Cancel(int64_t id, int64_t now_us) {
 }
 
 Status Scheduler::Complete(int64_t id, int64_t now_us, const std::string& failure, int drain_node,
-                           const std::string& drain_reason) {
+                           const std::string& drain_reason, bool platform, int failed_node) {
   Job* j = Find(id);
   if (j == nullptr) return NotFoundError("no job " + JobName(id));
   if (j->record.state() != JobState::kRunning && j->record.state() != JobState::kCompleting) {
@@ -229,6 +229,13 @@ Status Scheduler::Complete(int64_t id, int64_t now_us, const std::string& failur
   }
   Accrue(now_us);
   if (drain_node >= 0) RETURN_IF_ERROR(SetNodeDrained(drain_node, true, now_us, drain_reason));
+  if (platform && !failure.empty() && j->record.state() == JobState::kRunning) {
+    std::vector<NodeGpus> lost;
+    for (const NodeGpus& part : j->placement->parts) {
+      if (failed_node < 0 || part.node == failed_node) lost.push_back(part);
+    }
+    return HandleFailure(*j, JobState::kFailed, failure, now_us, lost);
+  }
   Status st = OkStatus();
   if (j->record.state() == JobState::kRunning && !failure.empty()) {
     st = j->record.Transition(now_us, JobState::kFailed, failure);

@@ -228,10 +228,14 @@ class Scheduler {
   // For a job already terminating (COMPLETING), its processes exited: the pending final state.
   // `failure` non-empty: a running job's processes failed; it ends FAILED with that reason (a
   // job already terminating ends as its termination says). `drain_node` >= 0: that node is
-  // drained first, with `drain_reason` (a fatal GPU fault in the job's report).
+  // drained first, with `drain_reason` (a fatal GPU fault in the job's report). `platform`
+  // (with a failure, on a running job): the cause is the platform's, and the job follows its
+  // on_failure instead (requeue; shrink around the GPUs on `failed_node`, all of its GPUs when
+  // -1; fail), as on a health event.
   // FailedPrecondition unless the job is RUNNING or COMPLETING; nothing changes then.
   Status Complete(int64_t id, int64_t now_us, const std::string& failure = "", int drain_node = -1,
-                  const std::string& drain_reason = "");
+                  const std::string& drain_reason = "", bool platform = false,
+                  int failed_node = -1);
   // A running job reported degraded (sched::JobDegraded): its on_degraded decides, as for a
   // degraded link; `after_ms` (> 0, finite) its predicted time now, else unchanged.
   // `drain_node` as Complete's. FailedPrecondition unless it runs; nothing changes then.

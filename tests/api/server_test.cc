@@ -3,6 +3,7 @@
 #include "api/server.h"
 
 #include <arpa/inet.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
@@ -31,6 +32,8 @@ namespace toposched::api {
 namespace {
 
 using nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr const char* kServerToken = "test-token-0123456789abcdef";
 constexpr const char* kAgentToken = "agent-token-0123456789abcdef";
@@ -634,8 +637,16 @@ std::string MetricLine(const std::string& text, const std::string& prefix) {
   return text.substr(at, text.find('\n', at) - at);
 }
 
+// A job's JSON (testing_api::JobJson) with more fields, e.g. `"on_failure": "fail"`.
+std::string JobJsonWith(const std::string& name, int gpus, const std::string& fields) {
+  std::string j = testing_api::JobJson(name, gpus);
+  return j.substr(0, j.size() - 1) + ", " + fields + "}";
+}
+
 TEST_F(ServerTest, AnExitReportEndsTheJobWithItsCauseAndAFatalXidDrainsTheNode) {
-  for (const char* name : {"faulty", "fine", "stopped"}) {
+  // on_failure: fail, so that the GPU fault ends it (the default requeues it: the next test).
+  ASSERT_EQ(Post("/api/v1/jobs", JobJsonWith("faulty", 8, R"("on_failure": "fail")"))->status, 201);
+  for (const char* name : {"fine", "stopped"}) {
     ASSERT_EQ(Post("/api/v1/jobs", testing_api::JobJson(name, 8))->status, 201);
   }
   ASSERT_EQ(Post("/api/v1/schedule", "")->status, 200);
@@ -660,9 +671,10 @@ TEST_F(ServerTest, AnExitReportEndsTheJobWithItsCauseAndAFatalXidDrainsTheNode) 
       400, "invalid_argument", "does not run on");
 
   // A real dmesg with Xid 119 (GSP RPC timeout: the GPU needs a reset), exit code 1.
-  const std::string log = ReadFile(std::string(TS_SOURCE_DIR) +
-                                   "/data/interruption-logs/3-xid119-gsp-rpc-timeout-xe9680-"
-                                   "gpud-fixture.log");
+  const std::string log =
+      testing_api::ReadFile(std::string(TS_SOURCE_DIR) +
+                            "/data/interruption-logs/3-xid119-gsp-rpc-timeout-xe9680-"
+                            "gpud-fixture.log");
   ASSERT_NE(log.find("Xid"), std::string::npos);
   auto r = Post("/api/v1/jobs/1/complete", json{{"exit_code", 1}, {"log", log}}.dump());
   ASSERT_TRUE(r);
@@ -723,6 +735,63 @@ TEST_F(ServerTest, AnExitReportEndsTheJobWithItsCauseAndAFatalXidDrainsTheNode) 
             "toposched_job_interruptions_total{category=\"gpu_fault\"} 1");
 }
 
+// An exit report whose cause is the platform's requeues the job (its on_failure, the default
+// requeue); one whose cause is the job's own ends it FAILED; a restart replays both.
+TEST_F(ServerTest, AnExitReportOfAPlatformCauseFollowsOnFailure) {
+  ASSERT_EQ(Post("/api/v1/jobs", testing_api::JobJson("on-bad-gpu", 8))->status, 201);
+  ASSERT_EQ(Post("/api/v1/jobs", testing_api::JobJson("own-bug", 8))->status, 201);
+  ASSERT_EQ(Post("/api/v1/schedule", "")->status, 200);
+  ASSERT_EQ(Get("/api/v1/jobs/1")["state"], "RUNNING");
+  ASSERT_EQ(Get("/api/v1/jobs/2")["state"], "RUNNING");
+  const std::string node = Get("/api/v1/jobs/1")["placement"]["nodes"][0]["node"];
+
+  // A real dmesg with Xid 119 (the GPU needs a reset): the platform's fault.
+  const std::string xid = testing_api::ReadFile(
+      std::string(TS_SOURCE_DIR) +
+      "/data/interruption-logs/3-xid119-gsp-rpc-timeout-xe9680-gpud-fixture.log");
+  auto r = Post("/api/v1/jobs/1/complete", json{{"exit_code", 1}, {"log", xid}}.dump());
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  std::vector<std::string> states;
+  std::string failed_reason;
+  for (const json& e : Get("/api/v1/events?job=job-1")["events"]) {
+    states.push_back(e["to"]);
+    if (e["to"] == "FAILED") failed_reason = e["reason"];
+  }
+  ASSERT_GE(states.size(), 3u);
+  EXPECT_EQ(states[states.size() - 3], "FAILED");
+  EXPECT_EQ(states[states.size() - 2], "REQUEUED");
+  EXPECT_EQ(states.back(), "PENDING");
+  EXPECT_THAT(failed_reason, HasSubstr("cause gpu_fault: "));
+  EXPECT_THAT(failed_reason, HasSubstr("; on_failure: requeue"));
+  // Its node is drained, so the requeued job does not go back to the faulty GPU.
+  for (const json& n : Get("/api/v1/nodes")["nodes"]) {
+    if (n["name"] == node) EXPECT_EQ(n["drained"], true);
+  }
+
+  // A real CUDA out-of-memory log of a DeepSpeed job: the job's own error, no requeue.
+  const std::string oom = testing_api::ReadFile(
+      std::string(TS_SOURCE_DIR) +
+      "/data/interruption-logs/6-cuda-oom-a100-deepspeed-launcher-kills-subprocess-happy-"
+      "transformer-333.log");
+  r = Post("/api/v1/jobs/2/complete", json{{"exit_code", 1}, {"log", oom}}.dump());
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json own = Get("/api/v1/jobs/2");
+  EXPECT_EQ(own["state"], "FAILED");
+  const json& last = Get("/api/v1/events?job=job-2")["events"].back();
+  EXPECT_EQ(last["to"], "FAILED");
+  EXPECT_EQ(last["category"], "gpu_oom");
+  EXPECT_THAT(last["reason"].get<std::string>(), Not(HasSubstr("on_failure")));
+
+  // The restart replays the stored inputs to the same events.
+  const std::string before = Get("/api/v1/events").dump();
+  server_.reset();
+  service_.reset();
+  Boot();
+  EXPECT_EQ(Get("/api/v1/events").dump(), before);
+}
+
 TEST_F(ServerTest, ALogReportOfATransportFallbackFollowsTheJobsOnDegraded) {
   // Two 16-GPU jobs across two nodes each (DP over the network), one waiting on degradation.
   for (const char* policy : {"continue", "wait"}) {
@@ -742,9 +811,10 @@ TEST_F(ServerTest, ALogReportOfATransportFallbackFollowsTheJobsOnDegraded) {
   ASSERT_EQ(before["placement"]["nodes"].size(), 2u);
   ASSERT_EQ(Get("/api/v1/jobs/2")["state"], "RUNNING") << Get("/api/v1/jobs/2").dump();
   const double predicted = before["placement"]["predicted_ms"];
-  const std::string log = ReadFile(std::string(TS_SOURCE_DIR) +
-                                   "/data/interruption-logs/1-socket-fallback-libibverbs-"
-                                   "missing-detectron2-4730.log");
+  const std::string log =
+      testing_api::ReadFile(std::string(TS_SOURCE_DIR) +
+                            "/data/interruption-logs/1-socket-fallback-libibverbs-"
+                            "missing-detectron2-4730.log");
 
   // Refused, nothing changes: no log, an unknown field, a job that does not run.
   seq_before_ = service_->applied_seq();
