@@ -766,7 +766,9 @@ TEST_F(ServerTest, AnExitReportOfAPlatformCauseFollowsOnFailure) {
   EXPECT_THAT(failed_reason, HasSubstr("; on_failure: requeue"));
   // Its node is drained, so the requeued job does not go back to the faulty GPU.
   for (const json& n : Get("/api/v1/nodes")["nodes"]) {
-    if (n["name"] == node) EXPECT_EQ(n["drained"], true);
+    if (n["name"] == node) {
+      EXPECT_EQ(n["drained"], true);
+    }
   }
 
   // A real CUDA out-of-memory log of a DeepSpeed job: the job's own error, no requeue.
