@@ -754,7 +754,8 @@ TEST_F(ServerTest, AnExitReportOfAPlatformCauseFollowsOnFailure) {
   ASSERT_EQ(r->status, 200) << r->body;
   std::vector<std::string> states;
   std::string failed_reason;
-  for (const json& e : Get("/api/v1/events?job=job-1")["events"]) {
+  const json events = Get("/api/v1/events?job=job-1");
+  for (const json& e : events["events"]) {
     states.push_back(e["to"]);
     if (e["to"] == "FAILED") failed_reason = e["reason"];
   }
@@ -765,7 +766,8 @@ TEST_F(ServerTest, AnExitReportOfAPlatformCauseFollowsOnFailure) {
   EXPECT_THAT(failed_reason, HasSubstr("cause gpu_fault: "));
   EXPECT_THAT(failed_reason, HasSubstr("; on_failure: requeue"));
   // Its node is drained, so the requeued job does not go back to the faulty GPU.
-  for (const json& n : Get("/api/v1/nodes")["nodes"]) {
+  const json nodes = Get("/api/v1/nodes");
+  for (const json& n : nodes["nodes"]) {
     if (n["name"] == node) {
       EXPECT_EQ(n["drained"], true);
     }
@@ -781,7 +783,8 @@ TEST_F(ServerTest, AnExitReportOfAPlatformCauseFollowsOnFailure) {
   ASSERT_EQ(r->status, 200) << r->body;
   const json own = Get("/api/v1/jobs/2");
   EXPECT_EQ(own["state"], "FAILED");
-  const json& last = Get("/api/v1/events?job=job-2")["events"].back();
+  const json own_events = Get("/api/v1/events?job=job-2");
+  const json& last = own_events["events"].back();
   EXPECT_EQ(last["to"], "FAILED");
   EXPECT_EQ(last["category"], "gpu_oom");
   EXPECT_THAT(last["reason"].get<std::string>(), Not(HasSubstr("on_failure")));
