@@ -62,8 +62,13 @@ stage "tests (every test binary under ASan+UBSan)"
 # "<unknown module>" once hwloc has unloaded it, so no suppression can name them: leak checking
 # is off for those tests alone.
 live='^(DiscoverLocal\..*|Cli\.DiscoverWorksWithoutGpus)$'
-ctest --test-dir build-san --output-on-failure -j "$JOBS" -LE slurm -E "$live"
-ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build-san --output-on-failure -j "$JOBS" -R "$live"
+# A test that hangs fails on its own after $TEST_TIMEOUT_S seconds, naming itself, instead of
+# holding the whole run until CI's limit (no test comes near it).
+TEST_TIMEOUT_S=600
+ctest --test-dir build-san --output-on-failure -j "$JOBS" --timeout "$TEST_TIMEOUT_S" -LE slurm \
+  -E "$live"
+ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build-san --output-on-failure -j "$JOBS" \
+  --timeout "$TEST_TIMEOUT_S" -R "$live"
 
 stage "Slurm integration (a real slurmctld + 8 slurmd on loopback; skipped without Slurm)"
 ctest --test-dir build-san --output-on-failure -L slurm
@@ -87,7 +92,7 @@ wait "$tsan_build_pid" || {
   exit 1
 }
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
-  ctest --test-dir build-tsan --output-on-failure -j "$JOBS" -L '^tsan$'
+  ctest --test-dir build-tsan --output-on-failure -j "$JOBS" --timeout "$TEST_TIMEOUT_S" -L '^tsan$'
 
 stage "packaging (Debian package installed, run and purged; container image; Kubernetes manifests)"
 # Its own clone and build directory: it shares nothing with the stages above.

@@ -159,22 +159,30 @@ Status Service::StartExtender() {
 Status Service::ApplyReplicated(const std::vector<store::InputRecord>& inputs) {
   if (!standby_) return FailedPreconditionError("not a standby: the leader applies its own inputs");
   int64_t applied = 0;
+  Status st;
   {
     std::lock_guard<std::mutex> lk(mu_);
     for (const store::InputRecord& in : inputs) {
       if (in.seq <= applied_seq_) continue;
       if (in.seq != applied_seq_ + 1) {
-        return Status(StatusCode::kDataLoss,
-                      options_.db_path + ": input " + std::to_string(applied_seq_ + 1) +
-                          " is missing (the next one read is " + std::to_string(in.seq) + ")");
+        st = Status(StatusCode::kDataLoss,
+                    options_.db_path + ": input " + std::to_string(applied_seq_ + 1) +
+                        " is missing (the next one read is " + std::to_string(in.seq) + ")");
+        break;
       }
-      RETURN_IF_ERROR(ReplayOneLocked(in));
+      st = ReplayOneLocked(in);
+      if (!st.ok()) break;
     }
     applied = applied_seq_;
   }
-  std::lock_guard<std::mutex> lk(qmu_);
-  durable_seq_ = std::max(durable_seq_, applied);
-  return OkStatus();
+  // What was applied is durable (the leader wrote it): a read that saw it, between the two
+  // locks, waits in WaitDurable and must be woken here, as no commit ever runs on a standby.
+  {
+    std::lock_guard<std::mutex> lk(qmu_);
+    durable_seq_ = std::max(durable_seq_, applied);
+  }
+  durable_cv_.notify_all();
+  return st;
 }
 
 Status Service::Promote() {
