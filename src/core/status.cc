@@ -3,33 +3,27 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/enum_names.h"
+
 namespace toposched {
 
-const char* StatusCodeName(StatusCode code) {
-  switch (code) {
-    case StatusCode::kOk:
-      return "OK";
-    case StatusCode::kInvalidArgument:
-      return "INVALID_ARGUMENT";
-    case StatusCode::kNotFound:
-      return "NOT_FOUND";
-    case StatusCode::kAlreadyExists:
-      return "ALREADY_EXISTS";
-    case StatusCode::kFailedPrecondition:
-      return "FAILED_PRECONDITION";
-    case StatusCode::kOutOfRange:
-      return "OUT_OF_RANGE";
-    case StatusCode::kUnimplemented:
-      return "UNIMPLEMENTED";
-    case StatusCode::kInternal:
-      return "INTERNAL";
-    case StatusCode::kUnavailable:
-      return "UNAVAILABLE";
-    case StatusCode::kDataLoss:
-      return "DATA_LOSS";
-  }
-  return "UNKNOWN";
-}
+namespace {
+
+constexpr EnumName<StatusCode> kStatusCodeNames[] = {
+    {StatusCode::kOk, "OK"},
+    {StatusCode::kInvalidArgument, "INVALID_ARGUMENT"},
+    {StatusCode::kNotFound, "NOT_FOUND"},
+    {StatusCode::kAlreadyExists, "ALREADY_EXISTS"},
+    {StatusCode::kFailedPrecondition, "FAILED_PRECONDITION"},
+    {StatusCode::kOutOfRange, "OUT_OF_RANGE"},
+    {StatusCode::kUnimplemented, "UNIMPLEMENTED"},
+    {StatusCode::kInternal, "INTERNAL"},
+    {StatusCode::kUnavailable, "UNAVAILABLE"},
+    {StatusCode::kDataLoss, "DATA_LOSS"}};
+
+}  // namespace
+
+const char* StatusCodeName(StatusCode code) { return NameOf(kStatusCodeNames, code, "UNKNOWN"); }
 
 std::string Status::ToString() const {
   if (ok()) return "OK";

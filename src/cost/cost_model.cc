@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/enum_names.h"
 #include "core/strings.h"
 
 namespace toposched::cost {
@@ -21,81 +22,55 @@ std::string Normalize(std::string_view s) {
 
 }  // namespace
 
-const char* CollectiveName(Collective c) {
-  switch (c) {
-    case Collective::kAllReduce:
-      return "allreduce";
-    case Collective::kAllGather:
-      return "allgather";
-    case Collective::kReduceScatter:
-      return "reducescatter";
-    case Collective::kAllToAll:
-      return "alltoall";
-    case Collective::kSendRecv:
-      return "sendrecv";
-  }
-  return "?";
-}
+namespace {
+
+// A collective's name, then the aliases a parser accepts (after Normalize).
+constexpr EnumName<Collective> kCollectiveNames[] = {
+    {Collective::kAllReduce, "allreduce"},         {Collective::kAllGather, "allgather"},
+    {Collective::kReduceScatter, "reducescatter"}, {Collective::kAllToAll, "alltoall"},
+    {Collective::kSendRecv, "sendrecv"},           {Collective::kSendRecv, "p2p"},
+};
+
+}  // namespace
+
+const char* CollectiveName(Collective c) { return NameOf(kCollectiveNames, c, "?"); }
 
 StatusOr<Collective> ParseCollective(std::string_view s) {
-  std::string n = Normalize(s);
-  if (n == "allreduce") return Collective::kAllReduce;
-  if (n == "allgather") return Collective::kAllGather;
-  if (n == "reducescatter") return Collective::kReduceScatter;
-  if (n == "alltoall") return Collective::kAllToAll;
-  if (n == "sendrecv" || n == "p2p") return Collective::kSendRecv;
+  if (std::optional<Collective> c = ValueOf(kCollectiveNames, Normalize(s))) return *c;
   return InvalidArgumentError("unknown collective \"" + std::string(s) +
                               "\" (allreduce, allgather, reducescatter, alltoall, sendrecv)");
 }
 
-const char* AlgorithmName(Algorithm a) {
-  switch (a) {
-    case Algorithm::kAuto:
-      return "auto";
-    case Algorithm::kRing:
-      return "ring";
-    case Algorithm::kTree:
-      return "tree";
-    case Algorithm::kHierarchical:
-      return "hierarchical";
-    case Algorithm::kNvls:
-      return "nvls";
-    case Algorithm::kNvlsTree:
-      return "nvls-tree";
-    case Algorithm::kDirect:
-      return "direct";
-  }
-  return "?";
-}
+namespace {
+
+constexpr EnumName<Algorithm> kAlgorithmNames[] = {
+    {Algorithm::kAuto, "auto"},        {Algorithm::kRing, "ring"},
+    {Algorithm::kTree, "tree"},        {Algorithm::kHierarchical, "hierarchical"},
+    {Algorithm::kNvls, "nvls"},        {Algorithm::kNvlsTree, "nvls-tree"},
+    {Algorithm::kDirect, "direct"},    {Algorithm::kHierarchical, "hier"},
+    {Algorithm::kNvlsTree, "nvlstree"}};
+
+}  // namespace
+
+const char* AlgorithmName(Algorithm a) { return NameOf(kAlgorithmNames, a, "?"); }
 
 StatusOr<Algorithm> ParseAlgorithm(std::string_view s) {
-  std::string n = Normalize(s);
-  if (n == "auto") return Algorithm::kAuto;
-  if (n == "ring") return Algorithm::kRing;
-  if (n == "tree") return Algorithm::kTree;
-  if (n == "hierarchical" || n == "hier") return Algorithm::kHierarchical;
-  if (n == "nvls") return Algorithm::kNvls;
-  if (n == "nvlstree") return Algorithm::kNvlsTree;
-  if (n == "direct") return Algorithm::kDirect;
+  if (std::optional<Algorithm> a = ValueOf(kAlgorithmNames, Normalize(s))) return *a;
   return InvalidArgumentError("unknown algorithm \"" + std::string(s) +
                               "\" (auto, ring, tree, hierarchical, nvls, nvls-tree, direct)");
 }
 
-const char* TransportName(Transport t) {
-  switch (t) {
-    case Transport::kNVLink:
-      return "NVLink";
-    case Transport::kPcieP2P:
-      return "PCIe P2P";
-    case Transport::kShm:
-      return "SHM";
-    case Transport::kNetIB:
-      return "NET/IB";
-    case Transport::kNetSocket:
-      return "NET/Socket";
-  }
-  return "?";
-}
+namespace {
+
+constexpr EnumName<Transport> kTransportNames[] = {{Transport::kNVLink, "NVLink"},
+                                                   {Transport::kPcieP2P, "PCIe P2P"},
+                                                   {Transport::kShm, "SHM"},
+                                                   {Transport::kNetIB, "NET/IB"},
+                                                   {Transport::kNetSocket, "NET/Socket"}};
+
+}  // namespace
+
+const char* TransportName(Transport t) { return NameOf(kTransportNames, t, "?"); }
 
 double BusFactor(Collective c, int n) {
   if (n < 2) return 0;

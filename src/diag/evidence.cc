@@ -1,5 +1,7 @@
 #include "diag/evidence.h"
 
+#include "core/enum_names.h"
+
 namespace toposched::diag {
 
 namespace {
@@ -99,25 +101,18 @@ static_assert(sizeof(kKinds) / sizeof(kKinds[0]) == kKindCount, "kKinds out of s
 
 }  // namespace
 
-const char* SourceName(Source s) {
-  switch (s) {
-    case Source::kNccl:
-      return "nccl";
-    case Source::kDriver:
-      return "driver";
-    case Source::kSlurm:
-      return "slurm";
-    case Source::kKubernetes:
-      return "kubernetes";
-    case Source::kPyTorch:
-      return "pytorch";
-    case Source::kScheduler:
-      return "scheduler";
-    case Source::kProcess:
-      return "process";
-  }
-  return "?";
-}
+namespace {
+
+constexpr EnumName<Source> kSourceNames[] = {
+    {Source::kNccl, "nccl"},       {Source::kDriver, "driver"},
+    {Source::kSlurm, "slurm"},     {Source::kKubernetes, "kubernetes"},
+    {Source::kPyTorch, "pytorch"}, {Source::kScheduler, "scheduler"},
+    {Source::kProcess, "process"},
+};
+
+}  // namespace
+
+const char* SourceName(Source s) { return NameOf(kSourceNames, s, "?"); }
 
 const char* KindName(Kind k) { return kKinds[static_cast<int>(k)].name; }
 Source KindSource(Kind k) { return kKinds[static_cast<int>(k)].source; }

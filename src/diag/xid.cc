@@ -1,5 +1,7 @@
 #include "diag/xid.h"
 
+#include "core/enum_names.h"
+
 namespace toposched::diag {
 
 namespace {
@@ -45,16 +47,15 @@ XidInfo LookupXid(int code) {
   return XidInfo{code, "", XidAction::kResetGpu, false};
 }
 
-const char* XidActionName(XidAction a) {
-  switch (a) {
-    case XidAction::kApplication:
-      return "restart the application";
-    case XidAction::kResetGpu:
-      return "reset the GPU (drain the node until then)";
-    case XidAction::kNodeService:
-      return "drain the node for reboot or hardware service";
-  }
-  return "?";
-}
+namespace {
+
+constexpr EnumName<XidAction> kXidActionNames[] = {
+    {XidAction::kApplication, "restart the application"},
+    {XidAction::kResetGpu, "reset the GPU (drain the node until then)"},
+    {XidAction::kNodeService, "drain the node for reboot or hardware service"}};
+
+}  // namespace
+
+const char* XidActionName(XidAction a) { return NameOf(kXidActionNames, a, "?"); }
 
 }  // namespace toposched::diag

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "core/enum_names.h"
 #include "core/strings.h"
 
 namespace toposched::job {
@@ -64,27 +65,23 @@ std::string SourceRef::Prefix() const {
   return out;
 }
 
-const char* ConstraintModeName(ConstraintMode m) {
-  switch (m) {
-    case ConstraintMode::kRequired:
-      return "required";
-    case ConstraintMode::kPreferred:
-      return "preferred";
-    default:
-      return "none";
-  }
-}
+namespace {
 
-const char* FailurePolicyName(FailurePolicy p) {
-  switch (p) {
-    case FailurePolicy::kShrink:
-      return "shrink";
-    case FailurePolicy::kFail:
-      return "fail";
-    default:
-      return "requeue";
-  }
-}
+constexpr EnumName<ConstraintMode> kConstraintModeNames[] = {
+    {ConstraintMode::kRequired, "required"}, {ConstraintMode::kPreferred, "preferred"}};
+
+}  // namespace
+
+const char* ConstraintModeName(ConstraintMode m) { return NameOf(kConstraintModeNames, m, "none"); }
+
+namespace {
+
+constexpr EnumName<FailurePolicy> kFailurePolicyNames[] = {{FailurePolicy::kShrink, "shrink"},
+                                                           {FailurePolicy::kFail, "fail"}};
+
+}  // namespace
+
+const char* FailurePolicyName(FailurePolicy p) { return NameOf(kFailurePolicyNames, p, "requeue"); }
 
 const char* DegradedPolicyName(DegradedPolicy p) {
   return p == DegradedPolicy::kWait ? "wait" : "continue";

@@ -10,6 +10,7 @@
 #include <tuple>
 #include <unordered_set>
 
+#include "core/enum_names.h"
 #include "core/numeric.h"
 #include "core/strings.h"
 
@@ -79,17 +80,15 @@ uint64_t FnvStr(uint64_t h, const std::string& s) {
 
 }  // namespace
 
-const char* FitName(Fit f) {
-  switch (f) {
-    case Fit::kFit:
-      return "fit";
-    case Fit::kUnschedulable:
-      return "unschedulable";
-    case Fit::kUnresolvable:
-      return "unresolvable";
-  }
-  return "fit";
-}
+namespace {
+
+constexpr EnumName<Fit> kFitNames[] = {{Fit::kFit, "fit"},
+                                       {Fit::kUnschedulable, "unschedulable"},
+                                       {Fit::kUnresolvable, "unresolvable"}};
+
+}  // namespace
+
+const char* FitName(Fit f) { return NameOf(kFitNames, f, "fit"); }
 
 Status NodeSelectOptions::Validate() const {
   if (beam_width < 1 || beam_width > 4096) {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 
+#include "core/enum_names.h"
 #include "core/file.h"
 #include "core/strings.h"
 #include "core/time_units.h"
@@ -284,25 +285,19 @@ Status ReadGenericCsv(const Table& t, const std::string& source, Trace& out) {
 
 }  // namespace
 
-const char* TraceFormatName(TraceFormat f) {
-  switch (f) {
-    case TraceFormat::kPhilly:
-      return "philly";
-    case TraceFormat::kOpenb:
-      return "openb";
-    case TraceFormat::kTiresias:
-      return "tiresias";
-    case TraceFormat::kCsv:
-      return "csv";
-  }
-  return "?";
-}
+namespace {
+
+constexpr EnumName<TraceFormat> kTraceFormatNames[] = {{TraceFormat::kPhilly, "philly"},
+                                                       {TraceFormat::kOpenb, "openb"},
+                                                       {TraceFormat::kTiresias, "tiresias"},
+                                                       {TraceFormat::kCsv, "csv"}};
+
+}  // namespace
+
+const char* TraceFormatName(TraceFormat f) { return NameOf(kTraceFormatNames, f, "?"); }
 
 StatusOr<TraceFormat> ParseTraceFormat(const std::string& name) {
-  for (TraceFormat f :
-       {TraceFormat::kPhilly, TraceFormat::kOpenb, TraceFormat::kTiresias, TraceFormat::kCsv}) {
-    if (name == TraceFormatName(f)) return f;
-  }
+  if (std::optional<TraceFormat> f = ValueOf(kTraceFormatNames, name)) return *f;
   return InvalidArgumentError("unknown trace format \"" + name +
                               "\" (formats: philly, openb, tiresias, csv)");
 }

@@ -12,6 +12,7 @@
 #include <set>
 #include <utility>
 
+#include "core/enum_names.h"
 #include "placer/node_order.h"
 #include "select/objective.h"
 #include "select/rank_order.h"
@@ -146,21 +147,17 @@ struct Island {
 
 }  // namespace
 
-const char* OracleStatusName(OracleStatus s) {
-  switch (s) {
-    case OracleStatus::kOptimal:
-      return "optimal";
-    case OracleStatus::kUnproven:
-      return "unproven";
-    case OracleStatus::kNoFit:
-      return "no-fit";
-    case OracleStatus::kUnsupported:
-      return "unsupported";
-    case OracleStatus::kError:
-      return "error";
-  }
-  return "?";
-}
+namespace {
+
+constexpr EnumName<OracleStatus> kOracleStatusNames[] = {
+    {OracleStatus::kOptimal, "optimal"}, {OracleStatus::kUnproven, "unproven"},
+    {OracleStatus::kNoFit, "no-fit"},    {OracleStatus::kUnsupported, "unsupported"},
+    {OracleStatus::kError, "error"},
+};
+
+}  // namespace
+
+const char* OracleStatusName(OracleStatus s) { return NameOf(kOracleStatusNames, s, "?"); }
 
 cost::CostModelOptions OracleCostOptions() {
   cost::CostModelOptions o;
