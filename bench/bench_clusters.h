@@ -46,6 +46,48 @@ inline void OkOrDie(const Status& s) {
   }
 }
 
+// The lowest `k` GPUs set in `free` among the first `gpus` (a node's GPU mask type).
+template <typename Mask>
+Mask LowestFree(const Mask& free, int k, int gpus) {
+  Mask m;
+  for (int g = 0; g < gpus && k > 0; ++g) {
+    if (free.test(g)) {
+      m.set(g);
+      --k;
+    }
+  }
+  return m;
+}
+
+// A three-tier tree's switches as domains: `root` (index 0), `spines` spines under it, then
+// `leaves` leaves, leaf l under spine l / leaves_per_spine. Leaf l is domain 1 + spines + l.
+inline void AddTreeSwitches(topo::Cluster& c, const std::string& root, int spines, int leaves,
+                            int leaves_per_spine) {
+  c.domains.push_back({root, 0, -1, {}, {}});
+  for (int s = 0; s < spines; ++s) {
+    c.domains.push_back({"spine" + std::to_string(s), 1, 0, {}, {}});
+    c.domains[0].children.push_back(static_cast<int>(c.domains.size()) - 1);
+  }
+  for (int l = 0; l < leaves; ++l) {
+    const int parent = 1 + l / leaves_per_spine;
+    c.domains.push_back({"leaf" + std::to_string(l), 2, parent, {}, {}});
+    c.domains[parent].children.push_back(static_cast<int>(c.domains.size()) - 1);
+  }
+}
+
+// `nodes` healthy nodes of profile 0 named by `name_format` (printf, one int: the node's
+// index), `per_leaf` to a leaf, in the leaves AddTreeSwitches made.
+inline void AddTreeNodes(topo::Cluster& c, int nodes, int per_leaf, int spines,
+                         const char* name_format) {
+  for (int n = 0; n < nodes; ++n) {
+    char name[32];
+    std::snprintf(name, sizeof(name), name_format, n);
+    const int leaf = 1 + spines + n / per_leaf;
+    c.nodes.push_back({name, 0, leaf, -1, topo::Health::kHealthy});
+    c.domains[leaf].nodes.push_back(n);
+  }
+}
+
 inline const topo::Cluster& BigCluster() {
   static const topo::Cluster* cluster = [] {
     auto* c = new topo::Cluster();
@@ -57,23 +99,8 @@ inline const topo::Cluster& BigCluster() {
     c->levels = {{"core", 0, 1}, {"spine", 409600, 1}, {"leaf", 102400, 1}};
     const int leaves = kBigNodes / kBigNodesPerLeaf;
     const int spines = leaves / kBigLeavesPerSpine;
-    c->domains.push_back({"core0", 0, -1, {}, {}});
-    for (int s = 0; s < spines; ++s) {
-      c->domains.push_back({"spine" + std::to_string(s), 1, 0, {}, {}});
-      c->domains[0].children.push_back(static_cast<int>(c->domains.size()) - 1);
-    }
-    for (int l = 0; l < leaves; ++l) {
-      const int parent = 1 + l / kBigLeavesPerSpine;
-      c->domains.push_back({"leaf" + std::to_string(l), 2, parent, {}, {}});
-      c->domains[parent].children.push_back(static_cast<int>(c->domains.size()) - 1);
-    }
-    for (int n = 0; n < kBigNodes; ++n) {
-      char name[16];
-      std::snprintf(name, sizeof(name), "n%04d", n);
-      const int leaf = 1 + spines + n / kBigNodesPerLeaf;
-      c->nodes.push_back({name, 0, leaf, -1, topo::Health::kHealthy});
-      c->domains[leaf].nodes.push_back(n);
-    }
+    AddTreeSwitches(*c, "core0", spines, leaves, kBigLeavesPerSpine);
+    AddTreeNodes(*c, kBigNodes, kBigNodesPerLeaf, spines, "n%04d");
     c->rails = {8, "core"};
     c->Finalize();
     OkOrDie(c->Validate());
@@ -107,16 +134,7 @@ inline const topo::Cluster& Nvl72Cluster() {
     c->levels = {{"zone", 0, 1},
                  {"spine", kNvl72LeavesPerSpine * leaf_uplink / 2, 2},
                  {"leaf", leaf_uplink, 1}};
-    c->domains.push_back({"zone0", 0, -1, {}, {}});
-    for (int s = 0; s < spines; ++s) {
-      c->domains.push_back({"spine" + std::to_string(s), 1, 0, {}, {}});
-      c->domains[0].children.push_back(static_cast<int>(c->domains.size()) - 1);
-    }
-    for (int l = 0; l < leaves; ++l) {
-      const int parent = 1 + l / kNvl72LeavesPerSpine;
-      c->domains.push_back({"leaf" + std::to_string(l), 2, parent, {}, {}});
-      c->domains[parent].children.push_back(static_cast<int>(c->domains.size()) - 1);
-    }
+    AddTreeSwitches(*c, "zone0", spines, leaves, kNvl72LeavesPerSpine);
     for (int r = 0; r < kNvl72Racks; ++r) {
       c->nvlink_domains.push_back({"nvl72-rack" + std::to_string(r), {}, 900});
     }

@@ -31,6 +31,7 @@
 
 #include "api/extender.h"
 #include "api/service.h"
+#include "bench_clusters.h"
 #include "placer/gang.h"
 #include "state/cluster_state.h"
 #include "topo/cluster.h"
@@ -46,14 +47,7 @@ constexpr int kNodesPerLeaf = 20;
 constexpr int kLeavesPerSpine = 10;
 constexpr int kGpus = 8;
 
-template <typename T>
-T OrDie(ts::StatusOr<T> v) {
-  if (!v.ok()) {
-    std::fprintf(stderr, "%s\n", v.status().ToString().c_str());
-    std::abort();
-  }
-  return std::move(v).value();
-}
+using ts::bench::OrDie;
 
 const ts::topo::Cluster& Cluster5k() {
   static const ts::topo::Cluster* cluster = [] {
@@ -66,23 +60,8 @@ const ts::topo::Cluster& Cluster5k() {
     c->levels = {{"core", 0, 1}, {"spine", 256000, 1}, {"leaf", 64000, 1}};
     const int leaves = kNodes / kNodesPerLeaf;
     const int spines = leaves / kLeavesPerSpine;
-    c->domains.push_back({"core0", 0, -1, {}, {}});
-    for (int s = 0; s < spines; ++s) {
-      c->domains.push_back({"spine" + std::to_string(s), 1, 0, {}, {}});
-      c->domains[0].children.push_back(static_cast<int>(c->domains.size()) - 1);
-    }
-    for (int l = 0; l < leaves; ++l) {
-      const int parent = 1 + l / kLeavesPerSpine;
-      c->domains.push_back({"leaf" + std::to_string(l), 2, parent, {}, {}});
-      c->domains[parent].children.push_back(static_cast<int>(c->domains.size()) - 1);
-    }
-    for (int n = 0; n < kNodes; ++n) {
-      char name[16];
-      std::snprintf(name, sizeof(name), "gpu%04d", n);
-      const int leaf = 1 + spines + n / kNodesPerLeaf;
-      c->nodes.push_back({name, 0, leaf, -1, ts::topo::Health::kHealthy});
-      c->domains[leaf].nodes.push_back(n);
-    }
+    ts::bench::AddTreeSwitches(*c, "core0", spines, leaves, kLeavesPerSpine);
+    ts::bench::AddTreeNodes(*c, kNodes, kNodesPerLeaf, spines, "gpu%04d");
     c->rails = {8, "core"};
     c->Finalize();
     if (!c->Validate().ok()) std::abort();

@@ -56,17 +56,6 @@ int TraySizeOf(uint64_t r) {
   return kMix[r % 10];
 }
 
-GpuMask LowestFree(const GpuMask& free, int k) {
-  GpuMask m;
-  for (int g = 0; g < kTrayGpus && k > 0; ++g) {
-    if (free.test(g)) {
-      m.set(g);
-      --k;
-    }
-  }
-  return m;
-}
-
 int BusyGpus(const ClusterState& s) {
   const ts::sched::Capacity cap = s.ClusterCapacity();
   return cap.total_gpus - cap.free_gpus;
@@ -93,7 +82,8 @@ const ClusterState& FilledNvl72() {
         ++misses;
         continue;
       }
-      ts::bench::OkOrDie(s->Allocate(id++, {NodeGpus{node, LowestFree(free, k)}}));
+      ts::bench::OkOrDie(
+          s->Allocate(id++, {NodeGpus{node, ts::bench::LowestFree(free, k, kTrayGpus)}}));
     }
     ts::bench::OkOrDie(s->CheckInvariants());
     return s;

@@ -52,18 +52,6 @@ int SizeOf(uint64_t r) {
   return kMix[r % 20];
 }
 
-// The lowest `k` free GPUs of a node.
-GpuMask TakeLowest(const GpuMask& free, int k) {
-  GpuMask m;
-  for (int g = 0; g < kGpus && k > 0; ++g) {
-    if (free.test(g)) {
-      m.set(g);
-      --k;
-    }
-  }
-  return m;
-}
-
 int UsedGpus(const ClusterState& s) { return kTotalGpus - s.ClusterCapacity().free_gpus; }
 
 // Fills `s` to `fraction` of its GPUs with single-node allocations of 1–8 GPUs (ids from
@@ -85,7 +73,7 @@ void Fill(ClusterState& s, double fraction, std::mt19937_64& rng, int64_t* next_
       continue;
     }
     const int64_t id = (*next_id)++;
-    ts::bench::OkOrDie(s.Allocate(id, {NodeGpus{node, TakeLowest(free, k)}}));
+    ts::bench::OkOrDie(s.Allocate(id, {NodeGpus{node, ts::bench::LowestFree(free, k, kGpus)}}));
     ids->push_back(id);
   }
 }

@@ -27,21 +27,8 @@ const topo::Cluster& SimCluster() {
     c->profiles.push_back(std::move(p));
     c->levels = {{"core", 0, 1}, {"spine", 409600, 2}, {"leaf", 102400, 1}};
     const int leaves = kNodes / kPerLeaf, spines = leaves / kLeavesPerSpine;
-    c->domains.push_back({"core0", 0, -1, {}, {}});
-    for (int s = 0; s < spines; ++s) {
-      c->domains.push_back({"spine" + std::to_string(s), 1, 0, {}, {}});
-      c->domains[0].children.push_back(static_cast<int>(c->domains.size()) - 1);
-    }
-    for (int l = 0; l < leaves; ++l) {
-      const int parent = 1 + l / kLeavesPerSpine;
-      c->domains.push_back({"leaf" + std::to_string(l), 2, parent, {}, {}});
-      c->domains[parent].children.push_back(static_cast<int>(c->domains.size()) - 1);
-    }
-    for (int n = 0; n < kNodes; ++n) {
-      const int leaf = 1 + spines + n / kPerLeaf;
-      c->nodes.push_back({"n" + std::to_string(n), 0, leaf, -1, topo::Health::kHealthy});
-      c->domains[leaf].nodes.push_back(n);
-    }
+    AddTreeSwitches(*c, "core0", spines, leaves, kLeavesPerSpine);
+    AddTreeNodes(*c, kNodes, kPerLeaf, spines, "n%d");
     c->rails = {8, "spine"};
     c->Finalize();
     OkOrDie(c->Validate());

@@ -400,17 +400,6 @@ TEST(NcclXmlSniff, LooksLikeNcclXml) {
   EXPECT_FALSE(LooksLikeNcclXml("GPU0 GPU1"));
 }
 
-}  // namespace
-}  // namespace toposched::topo::io
-
-namespace toposched::topo::io {
-namespace {
-
-using ::testing::AllOf;
-using ::testing::Not;
-using ::toposched::testing::HasSubstr;
-using ::toposched::testing::StatusIs;
-
 // Our own capture on the lent H200 VM (data/samples/measured): NCCL writes numaid="-1" when it
 // cannot read the NUMA node, and link_width="0"; the file must read, with the NUMA node unknown.
 TEST(NcclXmlMeasured, SingleH200VmWithUnknownNumaReads) {
@@ -435,17 +424,6 @@ TEST(NcclXmlMeasured, SingleH200VmWithUnknownNumaReads) {
   auto refused = ParseNcclXml(bad, "bad.xml");
   ASSERT_THAT(refused, StatusIs(StatusCode::kInvalidArgument, HasSubstr("bad numaid")));
 }
-
-}  // namespace
-}  // namespace toposched::topo::io
-
-namespace toposched::topo::io {
-namespace {
-
-using ::testing::AllOf;
-using ::testing::Not;
-using ::toposched::testing::HasSubstr;
-using ::toposched::testing::StatusIs;
 
 // An NCCL_TOPO_FILE template lists GPUs without their links: whether they have NVLink is
 // unknown (issue: "NVLink unknown", never "none"), in the model, its JSON and the summary.

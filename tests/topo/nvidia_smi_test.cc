@@ -519,16 +519,6 @@ TEST(NvidiaSmiTopo, ProseMentioningGpusBeforeTheMatrixIsSkipped) {
   EXPECT_EQ(PathName(t->gpu_gpu(0, 1)), "NV2");
 }
 
-}  // namespace
-}  // namespace toposched::topo::io
-
-namespace toposched::topo::io {
-namespace {
-
-using ::testing::AllOf;
-using ::toposched::testing::HasSubstr;
-using ::toposched::testing::StatusIs;
-
 // Our own capture on the lent H200 VM (data/samples/measured): one GPU, a header underlined by
 // ANSI escapes as nvidia-smi writes it to a terminal, GPU NUMA ID N/A.
 TEST(NvidiaSmiMeasured, SingleH200VmWithAnsiHeaderReads) {

@@ -566,16 +566,6 @@ TEST(InferSlurmCpuLayout, SamplesAndSynthetic) {
   EXPECT_TRUE(SlurmCoresOf(InferSlurmCpuLayout(*bare), {0, 1}).empty());
 }
 
-}  // namespace
-}  // namespace toposched::topo::io
-
-namespace toposched::topo::io {
-namespace {
-
-using ::testing::AllOf;
-using ::toposched::testing::HasSubstr;
-using ::toposched::testing::StatusIs;
-
 // Found by fuzzing (fuzz/regressions/slurm): a 643-byte block line whose bracket groups
 // multiply to a million host names took 0.6 s (13 s under ASan). One list now stops at 131,072
 // names and a file's lists at 262,144 in all, each refusal naming its line and the limit.
