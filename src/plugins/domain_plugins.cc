@@ -32,10 +32,9 @@ DomainGroup ClusterGroup(const topo::Cluster& c, const DomainNodes& nodes) {
 
 // "lowest-level": every level from the lowest up to the top (or to the job's required level),
 // then the whole cluster where the tree has no single root.
-class LowestLevelDomains : public DomainPlugin {
+class LowestLevelDomains : public Named<DomainPlugin, DomainRule> {
  public:
-  DomainRule rule() const override { return DomainRule::kLowestLevel; }
-  const std::string& name() const override { return name_; }
+  LowestLevelDomains() : Named(DomainRule::kLowestLevel, "lowest-level") {}
 
  protected:
   std::vector<DomainGroup> TreeGroups(const topo::Cluster& c, const DomainNodes& nodes,
@@ -52,17 +51,13 @@ class LowestLevelDomains : public DomainPlugin {
     if (!required && (roots != 1 || num_levels == 0)) out.push_back(ClusterGroup(c, nodes));
     return out;
   }
-
- private:
-  const std::string name_ = "lowest-level";
 };
 
 // "cluster": the network tree is ignored, except that a job required in a network level's
 // domain is tried in that level's domains alone.
-class ClusterDomain : public DomainPlugin {
+class ClusterDomain : public Named<DomainPlugin, DomainRule> {
  public:
-  DomainRule rule() const override { return DomainRule::kCluster; }
-  const std::string& name() const override { return name_; }
+  ClusterDomain() : Named(DomainRule::kCluster, "cluster") {}
 
  protected:
   std::vector<DomainGroup> TreeGroups(const topo::Cluster& c, const DomainNodes& nodes,
@@ -75,9 +70,6 @@ class ClusterDomain : public DomainPlugin {
     }
     return out;
   }
-
- private:
-  const std::string name_ = "cluster";
 };
 
 }  // namespace

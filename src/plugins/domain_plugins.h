@@ -36,12 +36,8 @@ struct DomainNodes {
   const std::vector<int>& all;
 };
 
-class DomainPlugin {
+class DomainPlugin : public Plugin<DomainRule> {
  public:
-  virtual ~DomainPlugin() = default;
-  virtual DomainRule rule() const = 0;
-  // The registry name ("lowest-level").
-  virtual const std::string& name() const = 0;
   // The candidate domains of a job whose job-level constraint is `jc`, one group per level,
   // tried lowest first. Under every rule: none for a job required on one node (only the
   // single-node path can hold it), the NVLink domains for a job required in one; otherwise the

@@ -9,25 +9,20 @@ namespace toposched::sched {
 namespace {
 
 // "cost-model": the search asks the node selector; Choose is never asked and answers nothing.
-class CostModelGpus : public GpuPlugin {
+class CostModelGpus : public Named<GpuPlugin, GpuRule> {
  public:
-  GpuRule rule() const override { return GpuRule::kCostModel; }
-  const std::string& name() const override { return name_; }
+  CostModelGpus() : Named(GpuRule::kCostModel, "cost-model") {}
   bool priced() const override { return true; }
   std::vector<int> Choose(const topo::NodeTopology&, std::span<const int>, int) const override {
     return {};
   }
-
- private:
-  const std::string name_ = "cost-model";
 };
 
 // "pair-score": the device plugin's choice (select/pair_score.h); it enumerates partitions, up
 // to milliseconds a call on 8 GPUs, so the search caches it.
-class PairScoreGpus : public GpuPlugin {
+class PairScoreGpus : public Named<GpuPlugin, GpuRule> {
  public:
-  GpuRule rule() const override { return GpuRule::kPairScore; }
-  const std::string& name() const override { return name_; }
+  PairScoreGpus() : Named(GpuRule::kPairScore, "pair-score") {}
   bool costly() const override { return true; }
   std::vector<int> Choose(const topo::NodeTopology& node, std::span<const int> free,
                           int k) const override {
@@ -35,24 +30,17 @@ class PairScoreGpus : public GpuPlugin {
     if (static_cast<int>(free.size()) == k) return {free.begin(), free.end()};
     return PairScoreSelect(node, free, k);
   }
-
- private:
-  const std::string name_ = "pair-score";
 };
 
 // "first-free": the lowest-numbered free GPUs.
-class FirstFreeGpus : public GpuPlugin {
+class FirstFreeGpus : public Named<GpuPlugin, GpuRule> {
  public:
-  GpuRule rule() const override { return GpuRule::kFirstFree; }
-  const std::string& name() const override { return name_; }
+  FirstFreeGpus() : Named(GpuRule::kFirstFree, "first-free") {}
   std::vector<int> Choose(const topo::NodeTopology&, std::span<const int> free,
                           int k) const override {
     if (static_cast<int>(free.size()) < k || k < 0) return {};
     return {free.begin(), free.begin() + k};
   }
-
- private:
-  const std::string name_ = "first-free";
 };
 
 }  // namespace

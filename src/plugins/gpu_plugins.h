@@ -15,12 +15,8 @@
 
 namespace toposched::sched {
 
-class GpuPlugin {
+class GpuPlugin : public Plugin<GpuRule> {
  public:
-  virtual ~GpuPlugin() = default;
-  virtual GpuRule rule() const = 0;
-  // The registry name ("pair-score").
-  virtual const std::string& name() const = 0;
   // Whether the choice is the node selector's under the cost model (then Choose is not asked:
   // the search prices sets, orders ranks, aligns rails (rails "align") and refines plans with
   // the selector).

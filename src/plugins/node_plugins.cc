@@ -81,10 +81,10 @@ std::vector<int> Identity(size_t n) {
 }
 
 // "best-fit": PickBins; one node by the search's scores.
-class BestFitNodes : public NodePlugin {
+class BestFitNodes : public Named<NodePlugin, NodeRule> {
  public:
-  NodeRule rule() const override { return NodeRule::kBestFit; }
-  const std::string& name() const override { return name_; }
+  explicit BestFitNodes(NodeRule rule = NodeRule::kBestFit, std::string name = "best-fit")
+      : Named(rule, std::move(name)) {}
   std::vector<int> Take(const std::vector<int>& caps, int need) const override {
     return PickBins(caps, need);
   }
@@ -97,17 +97,13 @@ class BestFitNodes : public NodePlugin {
     }
     return pick;
   }
-
- private:
-  const std::string name_ = "best-fit";
 };
 
 // "least-allocated": emptiest bins first (ties: lowest index); one node: the emptiest that holds
 // the job, the first on ties.
-class LeastAllocatedNodes : public NodePlugin {
+class LeastAllocatedNodes : public Named<NodePlugin, NodeRule> {
  public:
-  NodeRule rule() const override { return NodeRule::kLeastAllocated; }
-  const std::string& name() const override { return name_; }
+  LeastAllocatedNodes() : Named(NodeRule::kLeastAllocated, "least-allocated") {}
   std::vector<int> Take(const std::vector<int>& caps, int need) const override {
     std::vector<int> order = Identity(caps.size());
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return caps[a] > caps[b]; });
@@ -122,16 +118,12 @@ class LeastAllocatedNodes : public NodePlugin {
     }
     return pick;
   }
-
- private:
-  const std::string name_ = "least-allocated";
 };
 
 // "in-order": bins in order, each as far as it goes; one node: the first that holds the job.
-class InOrderNodes : public NodePlugin {
+class InOrderNodes : public Named<NodePlugin, NodeRule> {
  public:
-  NodeRule rule() const override { return NodeRule::kInOrder; }
-  const std::string& name() const override { return name_; }
+  InOrderNodes() : Named(NodeRule::kInOrder, "in-order") {}
   std::vector<int> Take(const std::vector<int>& caps, int need) const override {
     return TakeInOrder(caps, Identity(caps.size()), need);
   }
@@ -141,23 +133,14 @@ class InOrderNodes : public NodePlugin {
     }
     return -1;
   }
-
- private:
-  const std::string name_ = "in-order";
 };
 
 // "spread", "random": GPU by GPU (placer/scatter.h). The search never asks them (GangPlacer
 // places a job that is one pod by "least-allocated"); were it to, they would answer as best fit.
 class ScatterNodes : public BestFitNodes {
  public:
-  ScatterNodes(NodeRule rule, std::string name) : rule_(rule), name_(std::move(name)) {}
-  NodeRule rule() const override { return rule_; }
-  const std::string& name() const override { return name_; }
+  ScatterNodes(NodeRule rule, std::string name) : BestFitNodes(rule, std::move(name)) {}
   bool scatters() const override { return true; }
-
- private:
-  NodeRule rule_;
-  std::string name_;
 };
 
 }  // namespace

@@ -11,12 +11,8 @@
 
 namespace toposched::sched {
 
-class NodePlugin {
+class NodePlugin : public Plugin<NodeRule> {
  public:
-  virtual ~NodePlugin() = default;
-  virtual NodeRule rule() const = 0;
-  // The registry name ("least-allocated").
-  virtual const std::string& name() const = 0;
   // Places GPU by GPU, topology ignored (placer/scatter.h).
   virtual bool scatters() const { return false; }
 

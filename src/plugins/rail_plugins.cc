@@ -165,10 +165,9 @@ class RankAligner {
 };
 
 // "align": the rank alignments and the rest of the search's rail work.
-class RailAlign : public RailPlugin {
+class RailAlign : public Named<RailPlugin, RailRule> {
  public:
-  RailRule rule() const override { return RailRule::kAlign; }
-  const std::string& name() const override { return name_; }
+  RailAlign() : Named(RailRule::kAlign, "align") {}
   bool aligns() const override { return true; }
   std::vector<std::vector<RankSlot>> Alignments(const RailHandle& h, const GangPlan& plan,
                                                 const std::vector<RankSlot>& ranks) const override {
@@ -186,16 +185,12 @@ class RailAlign : public RailPlugin {
               double& score) const override {
     return PolishRails(h, plan, p, score);
   }
-
- private:
-  const std::string name_ = "align";
 };
 
 // "none": rails count only through the cost model's price of each placement.
-class NoRails : public RailPlugin {
+class NoRails : public Named<RailPlugin, RailRule> {
  public:
-  RailRule rule() const override { return RailRule::kNone; }
-  const std::string& name() const override { return name_; }
+  NoRails() : Named(RailRule::kNone, "none") {}
   bool aligns() const override { return false; }
   std::vector<std::vector<RankSlot>> Alignments(const RailHandle&, const GangPlan&,
                                                 const std::vector<RankSlot>&) const override {
@@ -212,9 +207,6 @@ class NoRails : public RailPlugin {
   bool Polish(const RailHandle&, const GangPlan&, Placement&, double&) const override {
     return false;
   }
-
- private:
-  const std::string name_ = "none";
 };
 
 }  // namespace

@@ -13,12 +13,8 @@
 
 namespace toposched::sched {
 
-class RailPlugin {
+class RailPlugin : public Plugin<RailRule> {
  public:
-  virtual ~RailPlugin() = default;
-  virtual RailRule rule() const = 0;
-  // The registry name ("align").
-  virtual const std::string& name() const = 0;
   // Whether the plugin works for rails where the cluster's rails are priced (RailsPriced): the
   // search reads it as RailHandle::RailsAligned, which gates StartPlans, StagePlacements and
   // Polish here and, in the search itself, the rails' scope level as a candidate domain and

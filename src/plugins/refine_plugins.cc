@@ -242,10 +242,9 @@ class HillClimb {
 };
 
 // "local-search": hill climbing over the GPU count per node (PlacementPlugins::refine).
-class LocalSearch : public RefinePlugin {
+class LocalSearch : public Named<RefinePlugin, RefineRule> {
  public:
-  RefineRule rule() const override { return RefineRule::kLocalSearch; }
-  const std::string& name() const override { return name_; }
+  LocalSearch() : Named(RefineRule::kLocalSearch, "local-search") {}
   bool refines() const override { return true; }
   void Refine(const RefineHandle& h, const std::vector<int>& region, size_t home, GangPlan& plan,
               Placement& p, double& score) const override {
@@ -275,16 +274,12 @@ class LocalSearch : public RefinePlugin {
     add(StagePackPlans(h, region, domain.size()));
     return out;
   }
-
- private:
-  const std::string name_ = "local-search";
 };
 
 // "none": the plan as the node plugin made it.
-class NoRefine : public RefinePlugin {
+class NoRefine : public Named<RefinePlugin, RefineRule> {
  public:
-  RefineRule rule() const override { return RefineRule::kNone; }
-  const std::string& name() const override { return name_; }
+  NoRefine() : Named(RefineRule::kNone, "none") {}
   bool refines() const override { return false; }
   void Refine(const RefineHandle&, const std::vector<int>&, size_t, GangPlan&, Placement&,
               double&) const override {}
@@ -292,9 +287,6 @@ class NoRefine : public RefinePlugin {
                                    const std::vector<int>&) const override {
     return {};
   }
-
- private:
-  const std::string name_ = "none";
 };
 
 }  // namespace

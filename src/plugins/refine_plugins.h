@@ -12,12 +12,8 @@
 
 namespace toposched::sched {
 
-class RefinePlugin {
+class RefinePlugin : public Plugin<RefineRule> {
  public:
-  virtual ~RefinePlugin() = default;
-  virtual RefineRule rule() const = 0;
-  // The registry name ("local-search").
-  virtual const std::string& name() const = 0;
   // Whether the plugin changes plans at all. Only for a refining plugin does the search ask for
   // StartPlans, weigh multi-node plans against a slower single node, and on a cluster of several
   // hardware profiles search the domains with each profile alone; with the rails plugin "align"

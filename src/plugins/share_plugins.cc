@@ -25,10 +25,9 @@ std::string NoRoom(int shared, int most_room) {
 
 // "gpu-best-fit": the shared GPU with the least room left after the job, cluster-wide (ties:
 // the node with fewest free GPUs, then node, then GPU); none with room: as a 1-GPU job.
-class GpuBestFitShares : public SharePlugin {
+class GpuBestFitShares : public Named<SharePlugin, ShareRule> {
  public:
-  ShareRule rule() const override { return ShareRule::kGpuBestFit; }
-  const std::string& name() const override { return name_; }
+  GpuBestFitShares() : Named(ShareRule::kGpuBestFit, "gpu-best-fit") {}
   ShareChoice Choose(const ShareView& view, int milli, const topo::Cluster&) const override {
     ShareChoice out;
     int best_left = 1001, best_free = 0, with_room = 0;
@@ -56,18 +55,13 @@ class GpuBestFitShares : public SharePlugin {
               (with_room == 1 ? "" : "s") + " with room";
     return out;
   }
-
- private:
-  const std::string name_ = "gpu-best-fit";
 };
 
 // "node-best-fit", "least-allocated", "in-order": first the node (its free milli: 1000 per free
 // GPU plus the room of its shared GPUs), then on it a shared GPU or a free one.
-class NodeShares : public SharePlugin {
+class NodeShares : public Named<SharePlugin, ShareRule> {
  public:
-  NodeShares(ShareRule rule, std::string name) : rule_(rule), name_(std::move(name)) {}
-  ShareRule rule() const override { return rule_; }
-  const std::string& name() const override { return name_; }
+  using Named::Named;
 
   ShareChoice Choose(const ShareView& view, int milli,
                      const topo::Cluster& cluster) const override {
@@ -80,7 +74,7 @@ class NodeShares : public SharePlugin {
       return out;
     }
     out.node = pick;
-    out.why = name_ + " node " + cluster.nodes[pick].name + " (" + std::to_string(pick_milli) +
+    out.why = name() + " node " + cluster.nodes[pick].name + " (" + std::to_string(pick_milli) +
               " milli free, " + std::to_string(takers) + " node" + (takers == 1 ? "" : "s") +
               " could take it)";
     // On the node: a shared GPU with room (in GPU order, so ties keep the lowest-numbered GPU)
@@ -89,15 +83,15 @@ class NodeShares : public SharePlugin {
     for (size_t i = 0; i < view.shared.size(); ++i) {
       const ShareView::Shared& sh = view.shared[i];
       if (sh.node != pick || sh.room < milli) continue;
-      if (chosen < 0 || (rule_ == ShareRule::kNodeBestFit && sh.room < view.shared[chosen].room) ||
-          (rule_ == ShareRule::kLeastAllocated && sh.room > view.shared[chosen].room)) {
+      if (chosen < 0 || (rule() == ShareRule::kNodeBestFit && sh.room < view.shared[chosen].room) ||
+          (rule() == ShareRule::kLeastAllocated && sh.room > view.shared[chosen].room)) {
         chosen = static_cast<int>(i);
       }
     }
     const int lowest_free = view.lowest_free[pick];
     bool open_free = chosen < 0;
-    if (rule_ == ShareRule::kLeastAllocated && lowest_free >= 0) open_free = true;
-    if (rule_ == ShareRule::kInOrder && chosen >= 0 && lowest_free >= 0 &&
+    if (rule() == ShareRule::kLeastAllocated && lowest_free >= 0) open_free = true;
+    if (rule() == ShareRule::kInOrder && chosen >= 0 && lowest_free >= 0 &&
         lowest_free < view.shared[chosen].gpu) {
       open_free = true;
     }
@@ -126,18 +120,15 @@ class NodeShares : public SharePlugin {
       if (free < 0 || (!fits && free == 0)) continue;
       ++*takers;
       const int64_t node_milli = 1000 * static_cast<int64_t>(free) + room;
-      if (pick < 0 || (rule_ == ShareRule::kNodeBestFit && node_milli < *pick_milli) ||
-          (rule_ == ShareRule::kLeastAllocated && node_milli > *pick_milli)) {
+      if (pick < 0 || (rule() == ShareRule::kNodeBestFit && node_milli < *pick_milli) ||
+          (rule() == ShareRule::kLeastAllocated && node_milli > *pick_milli)) {
         pick = n;
         *pick_milli = node_milli;
       }
-      if (rule_ == ShareRule::kInOrder) break;
+      if (rule() == ShareRule::kInOrder) break;
     }
     return pick;
   }
-
-  ShareRule rule_;
-  std::string name_;
 };
 
 }  // namespace

@@ -44,12 +44,8 @@ struct ShareChoice {
   std::string why;
 };
 
-class SharePlugin {
+class SharePlugin : public Plugin<ShareRule> {
  public:
-  virtual ~SharePlugin() = default;
-  virtual ShareRule rule() const = 0;
-  // The registry name ("gpu-best-fit").
-  virtual const std::string& name() const = 0;
   // Deterministic: ties by node, then GPU. `cluster` names the nodes in `why`.
   virtual ShareChoice Choose(const ShareView& view, int milli,
                              const topo::Cluster& cluster) const = 0;
