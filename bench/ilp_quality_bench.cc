@@ -223,15 +223,17 @@ std::vector<Case>& BenchCases(const std::string& shape) {
   return cache->emplace(shape, std::move(cases)).first->second;
 }
 
-// Branch and bound (the harness's solver) over cases it proves within 20,000 search nodes.
-void BM_OracleSolve(benchmark::State& st, std::string shape) {
+// One solver of the oracle over cases it proves within 20,000 search nodes: branch and bound
+// (the harness's solver) or the GLPK program (branch and check).
+void SolveEach(benchmark::State& st, const std::string& shape, bool glpk) {
   Shape& s = GetShape(shape);
   std::vector<Case>& cases = BenchCases(shape);
   size_t i = 0;
   int64_t scored = 0;
   for (auto _ : st) {
     const Case& c = cases[i++ % cases.size()];
-    OracleResult r = s.oracle->SolveByBranchAndBound(*c.state, c.job);
+    OracleResult r =
+        glpk ? s.oracle->Solve(*c.state, c.job) : s.oracle->SolveByBranchAndBound(*c.state, c.job);
     scored += r.iterations;
     benchmark::DoNotOptimize(r);
   }
@@ -239,21 +241,8 @@ void BM_OracleSolve(benchmark::State& st, std::string shape) {
       benchmark::Counter(static_cast<double>(scored) / static_cast<double>(st.iterations()));
 }
 
-// The GLPK program (branch and check) on the same cases.
-void BM_OracleSolveGlpk(benchmark::State& st, std::string shape) {
-  Shape& s = GetShape(shape);
-  std::vector<Case>& cases = BenchCases(shape);
-  size_t i = 0;
-  int64_t scored = 0;
-  for (auto _ : st) {
-    const Case& c = cases[i++ % cases.size()];
-    OracleResult r = s.oracle->Solve(*c.state, c.job);
-    scored += r.iterations;
-    benchmark::DoNotOptimize(r);
-  }
-  st.counters["scored_per_solve"] =
-      benchmark::Counter(static_cast<double>(scored) / static_cast<double>(st.iterations()));
-}
+void BM_OracleSolve(benchmark::State& st, std::string shape) { SolveEach(st, shape, false); }
+void BM_OracleSolveGlpk(benchmark::State& st, std::string shape) { SolveEach(st, shape, true); }
 
 void BM_PlacerPlace(benchmark::State& st, std::string shape) {
   Shape& s = GetShape(shape);
