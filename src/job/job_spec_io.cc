@@ -15,6 +15,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "core/enum_names.h"
 #include "core/file.h"
 #include "core/source_error.h"
 #include "core/strings.h"
@@ -50,18 +51,11 @@ struct Field {
   Value second;
 };
 
-const char* KindName(const Value& v) {
-  switch (v.kind) {
-    case Value::Kind::kScalar:
-      return "a scalar";
-    case Value::Kind::kList:
-      return "a list";
-    case Value::Kind::kMap:
-      return "a map";
-    default:
-      return "null";
-  }
-}
+constexpr EnumName<Value::Kind> kValueKindNames[] = {{Value::Kind::kScalar, "a scalar"},
+                                                     {Value::Kind::kList, "a list"},
+                                                     {Value::Kind::kMap, "a map"}};
+
+const char* KindName(const Value& v) { return NameOf(kValueKindNames, v.kind, "null"); }
 
 using ::toposched::FieldPath;
 using ::toposched::IndexPath;

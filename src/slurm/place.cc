@@ -5,6 +5,7 @@
 #include <numeric>
 #include <set>
 
+#include "core/enum_names.h"
 #include "core/strings.h"
 #include "placer/gang.h"
 #include "select/ring.h"
@@ -159,17 +160,15 @@ Status PlaceOptions::Validate() const {
   return placer.Validate();
 }
 
-const char* ActionName(PlaceDecision::Action a) {
-  switch (a) {
-    case PlaceDecision::Action::kPlaced:
-      return "placed";
-    case PlaceDecision::Action::kWaiting:
-      return "waiting";
-    case PlaceDecision::Action::kRejected:
-      return "rejected";
-  }
-  return "?";
-}
+namespace {
+
+using Action = PlaceDecision::Action;
+constexpr EnumName<Action> kActionNames[] = {
+    {Action::kPlaced, "placed"}, {Action::kWaiting, "waiting"}, {Action::kRejected, "rejected"}};
+
+}  // namespace
+
+const char* ActionName(PlaceDecision::Action a) { return NameOf(kActionNames, a, "?"); }
 
 StatusOr<std::optional<MarkedLayout>> MarkOf(const SlurmJob& job, const std::string& script,
                                              const MarkOptions& options) {

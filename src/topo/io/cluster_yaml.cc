@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/enum_names.h"
 #include "core/source_error.h"
 #include "core/strings.h"
 #include "topo/io/import.h"
@@ -30,20 +31,12 @@ int LineOf(const YAML::Node& n) {
   return m.is_null() ? 0 : m.line + 1;
 }
 
-const char* KindName(const YAML::Node& n) {
-  switch (n.Type()) {
-    case YAML::NodeType::Null:
-      return "null";
-    case YAML::NodeType::Scalar:
-      return "a scalar";
-    case YAML::NodeType::Sequence:
-      return "a list";
-    case YAML::NodeType::Map:
-      return "a map";
-    default:
-      return "nothing";
-  }
-}
+constexpr EnumName<YAML::NodeType::value> kYamlKindNames[] = {{YAML::NodeType::Null, "null"},
+                                                              {YAML::NodeType::Scalar, "a scalar"},
+                                                              {YAML::NodeType::Sequence, "a list"},
+                                                              {YAML::NodeType::Map, "a map"}};
+
+const char* KindName(const YAML::Node& n) { return NameOf(kYamlKindNames, n.Type(), "nothing"); }
 
 // Everything the parser needs to turn a problem into "<source>:<line>: <field>: <message>".
 class Ctx : public SourceContext {
