@@ -167,12 +167,12 @@ int RunDevicePlugin(const DevicePluginArgs& a) {
                 d.numa ? std::to_string(*d.numa).c_str() : "-",
                 d.healthy ? "healthy" : "unhealthy");
   }
-  if (a.dry_run) return 0;
   if (Status s = EnablePluginGangChoices(a, **plugin); !s.ok()) return Fail(s);
   if (a.metrics_port < 0 || a.metrics_port > 65535) {
     return Fail(InvalidArgumentError("--metrics-port: expected 0..65535, got " +
                                      std::to_string(a.metrics_port)));
   }
+  if (a.dry_run) return 0;
   httplib::Server metrics;
   std::thread metrics_thread;
   if (a.metrics_port > 0 && (*plugin)->state().gang_choices() != nullptr) {

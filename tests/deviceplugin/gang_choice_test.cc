@@ -8,14 +8,21 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <thread>
 
+#include "api/extender.h"
+#include "api/kube_binder.h"
 #include "api/kube_pods.h"
+#include "core/strings.h"
+#include "placer/gang.h"
+#include "testing/clusters.h"
 #include "testing/device_plugin.h"
 #include "testing/status_matchers.h"
 
@@ -30,9 +37,9 @@ using testing::StatusIs;
 
 constexpr char kPodsNode[] = "gpu-node-7";
 
-// The recorded Pod (a Running pod asking one nvidia.com/gpu) made into a pod just bound to kPodsNode
-// and not yet admitted: name, uid, creation time, node and GPU count replaced, the status the
-// kubelet has not written yet (phase Pending, no startTime, no container statuses).
+// The recorded Pod (a Running pod asking one nvidia.com/gpu) made into a pod just bound to
+// kPodsNode and not yet admitted: name, uid, creation time, node and GPU count replaced, the status
+// the kubelet has not written yet (phase Pending, no startTime, no container statuses).
 json BoundPod(const std::string& name, const std::string& created, int gpus) {
   std::ifstream in(testing::SourceDir() + "/tests/api/testdata/kube/pod-gpu-running.json");
   EXPECT_TRUE(in.good());
@@ -231,6 +238,98 @@ TEST_F(GangChoiceTest, AnApiServerThatFailsOrIsGoneFallsBackAndTheKubeletIsStill
   EXPECT_THAT(
       plugin_->state().gang_choices()->MetricsText(),
       HasSubstr("toposched_device_plugin_gang_fallbacks_total{reason=\"lookup_failed\"} 3"));
+}
+
+// The whole path: the extender binds the pod through the binder (the API server played over
+// HTTP: the Binding's annotations and node set on the recorded pod, as the binding subresource
+// does), the kubelet asks the plugin, the container gets exactly the GPUs the gang placement chose.
+TEST(GangChoicePathTest, TheExtendersChoiceIsWhatTheContainerGets) {
+  SocketDir dir;
+  const std::string token_file = dir.path() + "/token";
+  std::ofstream(token_file) << "tok-sched\n";
+  json pod = BoundPod("llama-0", "2026-12-07T10:00:00Z", 2);
+  pod["metadata"]["namespace"] = "ml";
+  pod["spec"].erase("nodeName");  // not bound yet
+  std::mutex mu;
+  httplib::Server srv;
+  srv.Post(R"(/api/v1/namespaces/ml/pods/llama-0/binding)",
+           [&](const httplib::Request& req, httplib::Response& res) {
+             const json binding = json::parse(req.body);
+             std::lock_guard<std::mutex> lock(mu);
+             pod["spec"]["nodeName"] = binding["target"]["name"];
+             for (const auto& [k, v] : binding["metadata"]["annotations"].items()) {
+               pod["metadata"]["annotations"][k] = v;
+             }
+             res.status = 201;
+             res.set_content(R"({"kind":"Status","apiVersion":"v1","status":"Success","code":201})",
+                             "application/json");
+           });
+  srv.Get("/api/v1/pods", [&](const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(mu);
+    json items = json::array();
+    const json& spec = pod["spec"];
+    if (spec.contains("nodeName") && req.get_param_value("fieldSelector") ==
+                                         "spec.nodeName=" + spec["nodeName"].get<std::string>()) {
+      items.push_back(pod);
+    }
+    res.set_content(json{{"kind", "PodList"}, {"apiVersion", "v1"}, {"items", items}}.dump(),
+                    "application/json");
+  });
+  const int port = srv.bind_to_any_port("127.0.0.1");
+  std::thread t([&] { srv.listen_after_bind(); });
+  while (!srv.is_running()) std::this_thread::yield();
+  api::KubeApiOptions ko;
+  ko.server = "http://127.0.0.1:" + std::to_string(port);
+  ko.token_file = token_file;
+  ko.timeout_ms = 2000;
+
+  // The scheduler side: the extender on the example H100 cluster binds through the binder.
+  const topo::Cluster& cluster = testing::H100Cluster();
+  auto binder = api::KubeApiBinder::Create(ko).value();
+  auto placer = sched::GangPlacer::Create(cluster).value();
+  auto ext = api::Extender::Create(*placer, sched::ClusterState::Create(cluster).value(), {},
+                                   nullptr, binder.get())
+                 .value();
+  const json filter_pod = {
+      {"metadata", {{"name", "llama-0"}, {"namespace", "ml"}}},
+      {"spec",
+       {{"containers", {{{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", 2}}}}}}}}}}};
+  auto fr = ext->Filter(json{{"Pod", filter_pod}, {"NodeNames", {"gpu001"}}}.dump());
+  ASSERT_TRUE(fr.ok()) << fr.status().ToString();
+  ASSERT_EQ(json::parse(*fr)["NodeNames"].size(), 1u) << *fr;
+  auto br =
+      ext->Bind(json{{"PodName", "llama-0"}, {"PodNamespace", "ml"}, {"Node", "gpu001"}}.dump());
+  ASSERT_TRUE(br.ok()) << br.status().ToString();
+  ASSERT_EQ(json::parse(*br)["Error"], "") << *br;
+  const std::optional<api::GangView> gang = ext->Gang("ml/llama-0");
+  ASSERT_TRUE(gang.has_value());
+  const topo::NodeTopology& node = cluster.topology(cluster.FindNode("gpu001"));
+  std::vector<std::string> chosen;
+  for (int pos : gang->slots[0].gpus) {
+    chosen.push_back(std::to_string(node.gpus[pos].index));
+  }
+
+  // The node side: the plugin over gpu001's topology, the kubelet asking for two of its eight.
+  auto plugin = DevicePlugin::Create(node, {}, testing::TestPluginOptions(dir.path())).value();
+  plugin->EnableGangChoices([ko] { return api::ListNodePods(ko, "gpu001"); });
+  ASSERT_TRUE(plugin->Start().ok());
+  auto stub = PluginClient(testing::TestPluginOptions(dir.path()).socket_path());
+  const std::vector<std::string> preferred = Ask(*stub, kAll, 2);
+  EXPECT_EQ(preferred, chosen);
+  EXPECT_EQ(plugin->state().gang_choices()->followed(), 1);
+  // What the container is given: those GPUs, in ring order.
+  auto a = plugin->state().Allocate(preferred);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  std::vector<std::string> ring;
+  for (const auto& [k, v] : a->envs) {
+    if (k == "TOPOSCHED_RING") ring = Split(v, ',');
+  }
+  std::sort(ring.begin(), ring.end());
+  std::sort(chosen.begin(), chosen.end());
+  EXPECT_EQ(ring, chosen);
+  plugin->Stop();
+  srv.stop();
+  t.join();
 }
 
 TEST(NodePodsTest, ReadsTheRecordedPodAndNamesABadField) {
