@@ -55,6 +55,13 @@ std::string ChosenGpuList(const topo::NodeTopology& t, const std::vector<int>& p
   return out;
 }
 
+// The Binding's annotations for a chosen GPU list (none when it is unknown).
+std::map<std::string, std::string> ChoiceAnnotations(const std::string& key,
+                                                     const std::string& chosen) {
+  if (chosen.empty()) return {};
+  return {{key, chosen}};
+}
+
 std::string ErrorResult(const std::string& message) {
   return "{\"Error\":" + k8s::JsonQuoted(message) + "}";
 }
@@ -150,20 +157,13 @@ StatusOr<std::string> Extender::Bind(std::string_view body) {
     gang_key = g.key;
     hold = s.alloc_id;
     call_binder = true;
-    std::vector<int> positions;
-    const topo::NodeTopology& t = cluster_.topology(node);
-    for (int pos = 0; pos < static_cast<int>(t.gpus.size()); ++pos) {
-      if (s.gpus.test(pos)) positions.push_back(pos);
-    }
-    chosen = ChosenGpuList(t, positions);
+    chosen = ChosenGpuList(cluster_.topology(node), s.gpus.Positions());
   });
   if (!st.ok()) return st;
   if (!call_binder) return answer;
   if (binder_ != nullptr) {
-    std::map<std::string, std::string> annotations;
-    if (!chosen.empty()) annotations[options_.gpus_annotation_key] = chosen;
     Status bs = binder_->BindAnnotated(PodRef{b->pod_namespace, b->pod_name, b->pod_uid}, b->node,
-                                       annotations);
+                                       ChoiceAnnotations(options_.gpus_annotation_key, chosen));
     if (!bs.ok()) return ErrorResult(std::string(kPrefix) + "binding failed: " + bs.message());
   }
   st = ledger_->Run([&] {

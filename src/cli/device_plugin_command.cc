@@ -173,6 +173,12 @@ int RunDevicePlugin(const DevicePluginArgs& a) {
                                      std::to_string(a.metrics_port)));
   }
   if (a.dry_run) return 0;
+  std::signal(SIGTERM, OnPluginSignal);
+  std::signal(SIGINT, OnPluginSignal);
+  if (Status s = (*plugin)->Start(); !s.ok()) return Fail(s);
+  std::printf("device-plugin: serving %s on %s\n", a.options.resource_name.c_str(),
+              a.options.socket_path().c_str());
+  std::fflush(stdout);
   httplib::Server metrics;
   std::thread metrics_thread;
   if (a.metrics_port > 0 && (*plugin)->state().gang_choices() != nullptr) {
@@ -181,22 +187,20 @@ int RunDevicePlugin(const DevicePluginArgs& a) {
       res.set_content(choices->MetricsText(), "text/plain; version=0.0.4");
     });
     if (!metrics.bind_to_port("0.0.0.0", a.metrics_port)) {
+      (*plugin)->Stop();
       return Fail(Status(StatusCode::kUnavailable,
                          "--metrics-port: cannot listen on " + std::to_string(a.metrics_port)));
     }
     metrics_thread = std::thread([&metrics] { metrics.listen_after_bind(); });
   }
-  std::signal(SIGTERM, OnPluginSignal);
-  std::signal(SIGINT, OnPluginSignal);
-  if (Status s = (*plugin)->Start(); !s.ok()) return Fail(s);
-  std::printf("device-plugin: serving %s on %s\n", a.options.resource_name.c_str(),
-              a.options.socket_path().c_str());
-  std::fflush(stdout);
   const std::string node = PluginNodeName(a);
   const bool daemon = !a.daemon.server.empty() && !node.empty();
+  std::map<std::string, bool> seen;  // each device's own health, before the daemon's view
+  for (const deviceplugin::GpuDevice& d : (*plugin)->state().Snapshot(nullptr)) {
+    seen[d.id] = d.healthy;
+  }
   std::vector<int> daemon_failed;
   if (daemon) ApplyDaemonHealth(a, node, **plugin, daemon_failed);
-  std::map<std::string, bool> seen;
   // Wakes every 200 ms to notice a signal; checks the node every --interval seconds.
   for (int waited_ms = 0; g_plugin_stop == 0; waited_ms += 200) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));

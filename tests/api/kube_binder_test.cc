@@ -211,6 +211,14 @@ TEST_F(KubeBinderTest, ExtenderBindAnnotatesThePodWithItsChosenGpus) {
   EXPECT_EQ(body["metadata"]["annotations"], json({{"toposched.io/gpus", expected}}));
   EXPECT_EQ(body["target"]["name"], "gpu001");
   EXPECT_EQ(body["metadata"]["uid"], "uid-half");
+  // A pod that carries the annotation (bound before, or copied from one) is still read: the key
+  // is not taken for a misspelt layout key.
+  json again = pod;
+  again["metadata"]["name"] = "half-2";
+  again["metadata"]["uid"] = "uid-half-2";
+  again["metadata"]["annotations"] = {{"toposched.io/gpus", expected}};
+  f = json::parse(*ext->Filter(json{{"Pod", again}, {"NodeNames", {"gpu001"}}}.dump()));
+  EXPECT_EQ(f["NodeNames"], json({"gpu001"})) << f.dump();
 }
 
 TEST_F(KubeBinderTest, BindWithoutAnnotationsPostsTheSameBodyAsBind) {
