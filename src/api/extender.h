@@ -49,6 +49,12 @@ struct ExtenderOptions {
   std::string annotation_prefix = "toposched.io/";
   // Extended resource counted as GPUs (container limits, else requests).
   std::string gpu_resource = "nvidia.com/gpu";
+  // The annotation the bind verb writes on the pod, through the Binding itself (the API server
+  // copies a Binding's annotations onto its pod), naming the GPUs the gang placement chose for
+  // it: their indices on the node (Gpu::index, nvidia-smi's numbering) in rank order, "4,5,6,7".
+  // The device plugin (`toposched device-plugin --choice-annotation`) reads it back when the
+  // kubelet admits the pod. Ignored when the extender reads a pod's layout keys.
+  std::string gpus_annotation_key = "toposched.io/gpus";
   // A reservation whose gang makes no progress (no pod filtered or bound) for this long is
   // released; the gang is placed again on its next pod.
   int64_t reservation_timeout_us = int64_t{300} * 1000 * 1000;
@@ -74,6 +80,14 @@ class PodBinder {
  public:
   virtual ~PodBinder() = default;
   virtual Status Bind(const PodRef& pod, const std::string& node) = 0;
+  // The same Binding carrying `annotations` for the pod (the API server sets them on the pod in
+  // the same write that binds it). A binder that cannot carry annotations binds without them
+  // (the default): the device plugin then makes its own choice (docs/kubernetes.md).
+  virtual Status BindAnnotated(const PodRef& pod, const std::string& node,
+                               const std::map<std::string, std::string>& annotations) {
+    (void)annotations;
+    return Bind(pod, node);
+  }
 };
 
 // Evicts a pod through the API server (the Eviction subresource, so PodDisruptionBudgets are
@@ -284,6 +298,9 @@ class Extender {
   int QueuedNode(const GangState& gang, int slot, int64_t* started_us) const;
   // The same from a phase already read: the node of rank `slot`'s first GPU (-1: not running).
   static int RankNode(const GangState& gang, int slot, const GangJobState& js);
+  // The GPUs of rank `slot` of a queued gang's running job on `node` as the bind verb annotates
+  // them ("4,5,6,7"); "" when the placement does not put the whole pod there.
+  std::string QueuedChoice(const GangState& gang, int slot, int node) const;
   // "pod NS/NAME" for a lone pod, "gang KEY (N pods x G GPUs)" otherwise: how reasons name it.
   static std::string Who(const GangState& gang, const PodInfo& pod);
   // The reservation timeout for a queued gang (SweepExpired): a job that runs with none of its

@@ -1,6 +1,7 @@
 // The extender's bind verb and pod-deleted: a pod bound where its slot is, a pod gone freeing its
 // slot (src/api/extender_internal.h).
 #include <algorithm>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,6 +45,23 @@ StatusOr<BindingArgs> ReadBinding(const json& j, const std::string& what, bool n
   return b;
 }
 
+// "4,5,6,7": the indices (Gpu::index) of the GPUs at `positions` of a node, in that order.
+std::string ChosenGpuList(const topo::NodeTopology& t, const std::vector<int>& positions) {
+  std::string out;
+  for (int pos : positions) {
+    if (!out.empty()) out += ",";
+    out += std::to_string(t.gpus[pos].index);
+  }
+  return out;
+}
+
+// The Binding's annotations for a chosen GPU list (none when it is unknown).
+std::map<std::string, std::string> ChoiceAnnotations(const std::string& key,
+                                                     const std::string& chosen) {
+  if (chosen.empty()) return {};
+  return {{key, chosen}};
+}
+
 std::string ErrorResult(const std::string& message) {
   return "{\"Error\":" + k8s::JsonQuoted(message) + "}";
 }
@@ -67,6 +85,7 @@ StatusOr<std::string> Extender::Bind(std::string_view body) {
   int64_t started = -1;  // queued gangs: the run the pod is bound for
   bool queued = false;   // the pod's gang is a queued one
   bool orphan = false;   // ... and was forgotten while the pod was being bound
+  std::string chosen;    // the pod's GPUs, for options_.gpus_annotation_key ("" = unknown)
   Status st = ledger_->Run([&] {
     std::lock_guard<std::mutex> lock(mu_);
     const int64_t now = ledger_->NowUs();
@@ -107,6 +126,7 @@ StatusOr<std::string> Extender::Bind(std::string_view body) {
         gang_key = g.key;
         queued = true;
         call_binder = true;
+        chosen = QueuedChoice(g, slot, node);
       }
       return;
     }
@@ -137,11 +157,13 @@ StatusOr<std::string> Extender::Bind(std::string_view body) {
     gang_key = g.key;
     hold = s.alloc_id;
     call_binder = true;
+    chosen = ChosenGpuList(cluster_.topology(node), s.gpus.Positions());
   });
   if (!st.ok()) return st;
   if (!call_binder) return answer;
   if (binder_ != nullptr) {
-    Status bs = binder_->Bind(PodRef{b->pod_namespace, b->pod_name, b->pod_uid}, b->node);
+    Status bs = binder_->BindAnnotated(PodRef{b->pod_namespace, b->pod_name, b->pod_uid}, b->node,
+                                       ChoiceAnnotations(options_.gpus_annotation_key, chosen));
     if (!bs.ok()) return ErrorResult(std::string(kPrefix) + "binding failed: " + bs.message());
   }
   st = ledger_->Run([&] {
@@ -199,6 +221,18 @@ StatusOr<std::string> Extender::Bind(std::string_view body) {
     }
   }
   return answer;
+}
+
+std::string Extender::QueuedChoice(const GangState& g, int slot, int node) const {
+  const GangJobState js = ledger_->GangJob(g.job);
+  if (js.placement == nullptr) return "";
+  std::vector<int> positions;
+  for (int i = 0; i < g.gpus_per_pod; ++i) {
+    const size_t r = static_cast<size_t>(slot) * g.gpus_per_pod + i;
+    if (r >= js.placement->ranks.size() || js.placement->ranks[r].node != node) return "";
+    positions.push_back(js.placement->ranks[r].gpu);
+  }
+  return ChosenGpuList(cluster_.topology(node), positions);
 }
 
 StatusOr<std::string> Extender::PodDeleted(std::string_view body) {

@@ -311,8 +311,9 @@ StatusOr<job::JobSpec> GangSpec(const Pod& pod, const Membership& m, const Exten
   spec.user = JobName(pod.name_space);
   spec.queue = JobName(pod.name_space);
   spec.priority = pod.priority;
+  // Also skipped: the GPU choice the bind verb wrote (a bound pod seen again carries it).
   const std::set<std::string> membership_keys = {o.group_name_key, o.group_size_key,
-                                                 o.master_replicas_key};
+                                                 o.master_replicas_key, o.gpus_annotation_key};
   std::set<std::string> given;
   job::RunEstimate estimate;
   // Annotations and labels under the prefix; labels win (as in Pod::Get).

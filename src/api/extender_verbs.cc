@@ -24,7 +24,8 @@ Status ExtenderOptions::Validate() const {
       {&kubeflow_type_key, "kubeflow_type_key"},
       {&kubeflow_index_key, "kubeflow_index_key"},
       {&master_replicas_key, "master_replicas_key"},
-      {&gpu_resource, "gpu_resource"}};
+      {&gpu_resource, "gpu_resource"},
+      {&gpus_annotation_key, "gpus_annotation_key"}};
   for (const auto& [v, name] : keys) {
     if (v->empty())
       return InvalidArgumentError(std::string("extender options: ") + name + ": empty");

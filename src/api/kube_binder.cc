@@ -39,6 +39,11 @@ StatusOr<std::unique_ptr<KubeApiBinder>> KubeApiBinder::Create(KubeApiOptions op
 }
 
 Status KubeApiBinder::Bind(const PodRef& pod, const std::string& node) {
+  return BindAnnotated(pod, node, {});
+}
+
+Status KubeApiBinder::BindAnnotated(const PodRef& pod, const std::string& node,
+                                    const std::map<std::string, std::string>& annotations) {
   for (const std::string* n : {&pod.name_space, &pod.name, &node}) {
     if (!DnsName(*n)) return InvalidArgumentError("kube api: bad name \"" + *n + "\"");
   }
@@ -48,6 +53,7 @@ Status KubeApiBinder::Bind(const PodRef& pod, const std::string& node) {
                             {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
   // The UID makes the API server refuse to bind a newer pod of the same name.
   if (!pod.uid.empty()) binding["metadata"]["uid"] = pod.uid;
+  if (!annotations.empty()) binding["metadata"]["annotations"] = annotations;
 
   ASSIGN_OR_RETURN(
       httplib::Result res,

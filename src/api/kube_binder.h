@@ -7,6 +7,7 @@
 // KUBERNETES_SERVICE_HOST/PORT and the mounted service account).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -26,6 +27,11 @@ class KubeApiBinder : public PodBinder {
   // cannot be reached; FailedPrecondition with the API server's Status message otherwise
   // ("pods "x" is already assigned to node "y"", HTTP 409).
   Status Bind(const PodRef& pod, const std::string& node) override;
+  // The same, the Binding's metadata.annotations set (the API server copies them onto the pod
+  // as it binds it: one write, so the kubelet never sees the pod bound without them). Errors as
+  // Bind's; an empty map posts exactly Bind's body.
+  Status BindAnnotated(const PodRef& pod, const std::string& node,
+                       const std::map<std::string, std::string>& annotations) override;
 
  private:
   explicit KubeApiBinder(KubeApiOptions o) : options_(std::move(o)) {}

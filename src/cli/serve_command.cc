@@ -88,7 +88,8 @@ Status ReadExtenderConfig(const std::string& path, api::ExtenderOptions& o) {
       {"kubeflow_index_key", &o.kubeflow_index_key},
       {"master_replicas_key", &o.master_replicas_key},
       {"annotation_prefix", &o.annotation_prefix},
-      {"gpu_resource", &o.gpu_resource}};
+      {"gpu_resource", &o.gpu_resource},
+      {"gpus_annotation_key", &o.gpus_annotation_key}};
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>("");
     const std::string where = path + ":" + std::to_string(kv.first.Mark().line + 1) + ": " + key;

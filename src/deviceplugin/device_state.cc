@@ -35,7 +35,7 @@ DeviceState::DeviceState(std::unique_ptr<sched::SelectionCache> cache,
 std::vector<GpuDevice> DeviceState::Snapshot(uint64_t* version) const {
   std::lock_guard<std::mutex> lock(mu_);
   if (version != nullptr) *version = version_;
-  return devices_.devices();
+  return EffectiveLocked().devices();
 }
 
 uint64_t DeviceState::WaitForChange(uint64_t seen, std::chrono::milliseconds timeout) const {
@@ -64,12 +64,42 @@ Status DeviceState::SetHealthy(std::string_view id, bool healthy) {
   return OkStatus();
 }
 
+DeviceTable DeviceState::EffectiveLocked() const {
+  DeviceTable t = devices_;
+  for (size_t pos = 0; pos < daemon_failed_.size(); ++pos) {
+    if (daemon_failed_[pos]) t.SetHealthy(static_cast<int>(pos), false);
+  }
+  return t;
+}
+
+Status DeviceState::SetDaemonFailed(const std::vector<int>& positions) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const int n = static_cast<int>(devices_.devices().size());
+    std::vector<bool> failed(n, false);
+    for (int pos : positions) {
+      if (pos < 0 || pos >= n) {
+        return InvalidArgumentError("daemon failed GPU " + std::to_string(pos) +
+                                    ": outside this node's 0.." + std::to_string(n - 1));
+      }
+      failed[pos] = true;
+    }
+    if (failed == daemon_failed_ || (daemon_failed_.empty() && positions.empty())) {
+      return OkStatus();
+    }
+    daemon_failed_ = std::move(failed);
+    ++version_;
+  }
+  changed_.notify_all();
+  return OkStatus();
+}
+
 StatusOr<std::vector<std::string>> DeviceState::Preferred(std::span<const std::string> available,
                                                           std::span<const std::string> must_include,
                                                           int size) const {
   DeviceTable table = [&] {
     std::lock_guard<std::mutex> lock(mu_);
-    return devices_;
+    return EffectiveLocked();
   }();
   return PreferredDevices(*selector_, table, available, must_include, size);
 }
@@ -77,9 +107,35 @@ StatusOr<std::vector<std::string>> DeviceState::Preferred(std::span<const std::s
 StatusOr<ContainerAllocation> DeviceState::Allocate(std::span<const std::string> ids) const {
   DeviceTable table = [&] {
     std::lock_guard<std::mutex> lock(mu_);
-    return devices_;
+    return EffectiveLocked();
   }();
   return PlanAllocation(*selector_, table, ids, options_);
+}
+
+}  // namespace toposched::deviceplugin
+
+namespace toposched::deviceplugin {
+
+void DeviceState::EnableGangChoices(PodListFn list) {
+  choices_ = std::make_unique<GangChoices>(std::move(list), options_.resource_name,
+                                           options_.choice_annotation);
+}
+
+StatusOr<std::vector<std::string>> DeviceState::PreferredForPod(
+    std::span<const std::string> available, std::span<const std::string> must_include, int size) {
+  if (choices_ != nullptr && size >= 1) {
+    DeviceTable table = [&] {
+      std::lock_guard<std::mutex> lock(mu_);
+      return EffectiveLocked();
+    }();
+    ChoiceAnswer a = choices_->Choose(table, available, must_include, size);
+    if (a.followed) return a.ids;
+  }
+  return Preferred(available, must_include, size);
+}
+
+void DeviceState::NoteAllocated(int count) {
+  if (choices_ != nullptr) choices_->NoteAllocated(count);
 }
 
 }  // namespace toposched::deviceplugin

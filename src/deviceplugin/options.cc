@@ -98,6 +98,11 @@ Status PluginOptions::Validate() const {
     return InvalidArgumentError("nccl_topo_container_path: expected an absolute path, got " +
                                 Quote(nccl_topo_container_path));
   }
+  if (!IsPrefixedName(choice_annotation)) {
+    return InvalidArgumentError(
+        "--choice-annotation: expected <prefix>/<name> such as toposched.io/gpus, got " +
+        Quote(choice_annotation));
+  }
   return OkStatus();
 }
 

@@ -47,13 +47,19 @@ struct PluginOptions {
   std::string proc_root = "/proc";
   std::string sys_root = "/sys";
 
+  // The gang's choice (docs/kubernetes.md, "How the gang's choice reaches the container"): the
+  // annotation the scheduler extender writes on a pod at bind (api::ExtenderOptions::
+  // gpus_annotation_key), read back when the kubelet admits the pod.
+  std::string choice_annotation = "toposched.io/gpus";
+
   std::string socket_path() const;          // kubelet_dir/endpoint
   std::string kubelet_socket_path() const;  // kubelet_dir/kubelet.sock
   // InvalidArgument naming the option: a resource name that is not "<DNS subdomain>/<name>", a
   // relative directory, an endpoint that is not a plain "*.sock" file name (or is kubelet.sock),
   // a socket path longer than a Unix socket address holds (107 bytes), a check interval outside
   // 10 ms .. 60 s, a register timeout outside 100 ms .. 60 s, a CDI kind that is not
-  // "<vendor>/<class>", an NCCL topology container path that is not absolute.
+  // "<vendor>/<class>", an NCCL topology container path that is not absolute, a choice
+  // annotation that is not "<prefix>/<name>".
   Status Validate() const;
 };
 

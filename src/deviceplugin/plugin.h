@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "core/status.h"
 #include "deviceplugin/device_state.h"
@@ -47,8 +48,15 @@ class DevicePlugin {
   // Ends the streams, stops the server and the watch, removes the socket. Idempotent.
   void Stop();
 
+  // Container requests follow the extender's choice for the pod being admitted, read through
+  // `list` (DeviceState::EnableGangChoices). Before Start only.
+  void EnableGangChoices(PodListFn list) { state_->EnableGangChoices(std::move(list)); }
   // NotFound for an unknown device id; a change is streamed to the kubelet.
   Status SetHealthy(std::string_view id, bool healthy);
+  // The daemon's failed GPUs (DeviceState::SetDaemonFailed); a change is streamed.
+  Status SetDaemonFailed(const std::vector<int>& positions) {
+    return state_->SetDaemonFailed(positions);
+  }
   const DeviceState& state() const { return *state_; }
   // Successful Register calls so far (1 after a first registration, +1 per kubelet restart).
   int registrations() const;

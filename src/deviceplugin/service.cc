@@ -87,7 +87,7 @@ grpc::Status DevicePluginService::GetPreferredAllocation(
     const v1beta1::ContainerPreferredAllocationRequest& r = request->container_requests(i);
     const std::vector<std::string> available = Strings(r.available_deviceids());
     const std::vector<std::string> must = Strings(r.must_include_deviceids());
-    auto ids = state_->Preferred(available, must, r.allocation_size());
+    auto ids = state_->PreferredForPod(available, must, r.allocation_size());
     if (!ids.ok()) {
       return ToGrpc(ids.status().WithPrefix("container_requests[" + std::to_string(i) + "]"));
     }
@@ -107,6 +107,7 @@ grpc::Status DevicePluginService::Allocate(grpc::ServerContext*,
       response->Clear();  // nothing half-answered
       return ToGrpc(a.status().WithPrefix("container_requests[" + std::to_string(i) + "]"));
     }
+    state_->NoteAllocated(static_cast<int>(ids.size()));
     v1beta1::ContainerAllocateResponse* out = response->add_container_responses();
     for (const auto& [k, v] : a->envs) (*out->mutable_envs())[k] = v;
     for (const MountSpec& m : a->mounts) {

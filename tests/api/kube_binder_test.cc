@@ -179,6 +179,58 @@ TEST_F(KubeBinderTest, ExtenderBindGoesThroughTheBinderAndRecordsOnlyOnSuccess) 
   EXPECT_EQ(api.seen().size(), 2u);
 }
 
+// The GPUs the gang placement chose travel on the Binding itself: its metadata.annotations,
+// which the API server sets on the pod as it binds it (docs/kubernetes.md).
+TEST_F(KubeBinderTest, ExtenderBindAnnotatesThePodWithItsChosenGpus) {
+  FakeApiServer api;
+  auto binder = Binder(api.Url());
+  const topo::Cluster& cluster = testing::H100Cluster();
+  auto placer = sched::GangPlacer::Create(cluster).value();
+  auto ext = Extender::Create(*placer, sched::ClusterState::Create(cluster).value(), {}, nullptr,
+                              binder.get())
+                 .value();
+  json pod = {
+      {"metadata", {{"name", "half"}, {"namespace", "ml"}, {"uid", "uid-half"}}},
+      {"spec",
+       {{"containers", {{{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", 4}}}}}}}}}}};
+  json f = json::parse(*ext->Filter(json{{"Pod", pod}, {"NodeNames", {"gpu001"}}}.dump()));
+  ASSERT_EQ(f["NodeNames"].size(), 1u);
+  json r = json::parse(*ext->Bind(
+      json{{"PodName", "half"}, {"PodNamespace", "ml"}, {"PodUID", "uid-half"}, {"Node", "gpu001"}}
+          .dump()));
+  ASSERT_EQ(r["Error"], "");
+  const GangSlotView slot = ext->Gang("ml/half")->slots[0];
+  ASSERT_EQ(slot.gpus.size(), 4u);
+  std::string expected;
+  for (int pos : slot.gpus) {
+    expected += (expected.empty() ? "" : ",") +
+                std::to_string(cluster.topology(cluster.FindNode("gpu001")).gpus[pos].index);
+  }
+  ASSERT_EQ(api.seen().size(), 1u);
+  const json body = json::parse(api.seen()[0].body);
+  EXPECT_EQ(body["metadata"]["annotations"], json({{"toposched.io/gpus", expected}}));
+  EXPECT_EQ(body["target"]["name"], "gpu001");
+  EXPECT_EQ(body["metadata"]["uid"], "uid-half");
+  // A pod that carries the annotation (bound before, or copied from one) is still read: the key
+  // is not taken for a misspelt layout key.
+  json again = pod;
+  again["metadata"]["name"] = "half-2";
+  again["metadata"]["uid"] = "uid-half-2";
+  again["metadata"]["annotations"] = {{"toposched.io/gpus", expected}};
+  f = json::parse(*ext->Filter(json{{"Pod", again}, {"NodeNames", {"gpu001"}}}.dump()));
+  EXPECT_EQ(f["NodeNames"], json({"gpu001"})) << f.dump();
+}
+
+TEST_F(KubeBinderTest, BindWithoutAnnotationsPostsTheSameBodyAsBind) {
+  FakeApiServer api;
+  auto binder = Binder(api.Url());
+  ASSERT_TRUE(binder->BindAnnotated({"ml", "a", "u"}, "gpu017", {}).ok());
+  ASSERT_TRUE(binder->Bind({"ml", "a", "u"}, "gpu017").ok());
+  ASSERT_EQ(api.seen().size(), 2u);
+  EXPECT_EQ(api.seen()[0].body, api.seen()[1].body);
+  EXPECT_FALSE(json::parse(api.seen()[0].body)["metadata"].contains("annotations"));
+}
+
 std::string Recorded(const std::string& name) {
   std::ifstream in(std::string(TS_SOURCE_DIR) + "/tests/api/testdata/kube/eviction/" + name);
   EXPECT_TRUE(in.good()) << name;

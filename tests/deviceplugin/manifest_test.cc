@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace toposched::deviceplugin {
 namespace {
@@ -55,6 +56,38 @@ TEST(DevicePluginManifestTest, TheDriverFilesAreUnderTheProcRoot) {
   Manifest m = LoadDevicePluginManifest();
   EXPECT_EQ(m.mounts["nvidia-proc"], m.flags["--proc-root"] + "/driver/nvidia");
   EXPECT_EQ(m.host_paths["nvidia-proc"], "/proc/driver/nvidia");
+}
+
+// The gang's choice needs the node's name and the right to list pods.
+TEST(DevicePluginManifestTest, ThePluginKnowsItsNodeAndMayListPods) {
+  const std::vector<YAML::Node> docs =
+      YAML::LoadAllFromFile(std::string(TS_SOURCE_DIR) + "/deploy/kubernetes/device-plugin.yaml");
+  ASSERT_GE(docs.size(), 4u);
+  const YAML::Node pod = docs[0]["spec"]["template"]["spec"];
+  std::string node_env;
+  for (const YAML::Node& e : pod["containers"][0]["env"]) {
+    if (e["name"].as<std::string>() == "NODE_NAME") {
+      node_env = e["valueFrom"]["fieldRef"]["fieldPath"].as<std::string>();
+    }
+  }
+  EXPECT_EQ(node_env, "spec.nodeName");
+  const std::string account = pod["serviceAccountName"].as<std::string>();
+  bool may_list = false;
+  for (const YAML::Node& d : docs) {
+    if (d["kind"].as<std::string>() != "ClusterRoleBinding") continue;
+    if (d["subjects"][0]["name"].as<std::string>() != account) continue;
+    for (const YAML::Node& r : docs) {
+      if (r["kind"].as<std::string>() != "ClusterRole" ||
+          r["metadata"]["name"].as<std::string>() != d["roleRef"]["name"].as<std::string>()) {
+        continue;
+      }
+      for (const YAML::Node& rule : r["rules"]) {
+        may_list = may_list || (rule["resources"][0].as<std::string>() == "pods" &&
+                                rule["verbs"][0].as<std::string>() == "list");
+      }
+    }
+  }
+  EXPECT_TRUE(may_list);
 }
 
 #ifdef TS_CLI

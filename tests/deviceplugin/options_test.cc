@@ -48,6 +48,8 @@ TEST(PluginOptionsTest, BadOptionsAreRefusedWithTheOptionNamed) {
       {"register timeout", [](PluginOptions& o) { o.register_timeout_ms = 10; },
        "register_timeout_ms"},
       {"cdi kind", [](PluginOptions& o) { o.cdi_kind = "gpu"; }, "--cdi-kind"},
+      {"choice annotation", [](PluginOptions& o) { o.choice_annotation = "gpus"; },
+       "--choice-annotation"},
       {"topo container path", [](PluginOptions& o) { o.nccl_topo_container_path = "x.xml"; },
        "nccl_topo_container_path"},
   };
@@ -160,6 +162,25 @@ TEST(DevicePluginCommandTest, ARelativeKubeletDirIsRefused) {
                                  &rc);
   EXPECT_EQ(rc, 1);
   EXPECT_THAT(out, HasSubstr("--kubelet-dir: expected an absolute directory"));
+}
+
+TEST(DevicePluginCommandTest, TheGangChoiceIsOnWithANodeAndAnApiServer) {
+  int rc = -1;
+  std::string out = RunCli(
+      "device-plugin --dry-run --proc-root /nonexistent --node-name gpu001 --kube-api-server " +
+          std::string("http://127.0.0.1:6443 --topo ") +
+          testing::SamplePath(testing::kDgxH100Sample),
+      &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_THAT(out, HasSubstr("following the gang's choice (toposched.io/gpus) for pods on gpu001"));
+  out = RunCli(
+      "device-plugin --dry-run --proc-root /nonexistent --node-name gpu001 "
+      "--kube-api-server 10.0.0.1:443 --topo " +
+          testing::SamplePath(testing::kDgxH100Sample),
+      &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_THAT(out, HasSubstr("--kube-api-server"));
+  EXPECT_THAT(out, HasSubstr("expected http(s)://host[:port]"));
 }
 #endif
 
