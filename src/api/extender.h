@@ -301,6 +301,19 @@ class Extender {
   // The GPUs of rank `slot` of a queued gang's running job on `node` as the bind verb annotates
   // them ("4,5,6,7"); "" when the placement does not put the whole pod there.
   std::string QueuedChoice(const GangState& gang, int slot, int node) const;
+  // What the bind verb checked under the lock before calling the API server (BindChecked).
+  struct BindTicket {
+    std::string pod;   // "NS/NAME"
+    std::string node;  // the node it was bound to
+    std::string gang_key;
+    int slot = -1;
+    int64_t hold = 0;      // a lone gang's reservation checked
+    int64_t started = -1;  // queued gangs: the run the pod is bound for
+    bool queued = false;   // the pod's gang is a queued one
+  };
+  // After the API server bound the pod: records the binding when it still holds (the answer
+  // in `answer`); `orphan` when its queued gang was forgotten meanwhile (the pod is evicted).
+  Status RecordBound(const BindTicket& t, std::string& answer, bool& orphan);
   // "pod NS/NAME" for a lone pod, "gang KEY (N pods x G GPUs)" otherwise: how reasons name it.
   static std::string Who(const GangState& gang, const PodInfo& pod);
   // The reservation timeout for a queued gang (SweepExpired): a job that runs with none of its

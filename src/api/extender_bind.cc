@@ -166,52 +166,8 @@ StatusOr<std::string> Extender::Bind(std::string_view body) {
                                        ChoiceAnnotations(options_.gpus_annotation_key, chosen));
     if (!bs.ok()) return ErrorResult(std::string(kPrefix) + "binding failed: " + bs.message());
   }
-  st = ledger_->Run([&] {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = gangs_.find(gang_key);
-    if (it != gangs_.end() && it->second->job != 0) {
-      GangState& g = *it->second;
-      int64_t now_started = -1;
-      const bool moved =
-          QueuedNode(g, slot, &now_started) != cluster_.FindNode(b->node) || now_started != started;
-      const Slot& s = g.slots[slot];
-      // The Binding exists in the API server either way: it is recorded for the run it was made
-      // for, so that a run that ended meanwhile gets the pod evicted (Reconcile).
-      json book{{"gang", gang_key}, {"rank", slot},    {"pod_id", s.pod_id},   {"pod", s.pod_name},
-                {"uid", s.uid},     {"node", b->node}, {"started_us", started}};
-      Status rs = Record("bind", std::move(book), {});
-      if (moved) {
-        answer = ErrorResult(std::string(kPrefix) + "pod " + name + " lost its place " +
-                             "(its job stopped) while it was being bound; it will be evicted");
-      } else {
-        answer = ErrorResult(
-            rs.ok() ? "" : std::string(kPrefix) + "recording the binding: " + rs.message());
-      }
-      return;
-    }
-    if (queued) {
-      // The gang was forgotten while the pod was being bound: nobody holds GPUs for it.
-      orphan = true;
-      answer = ErrorResult(std::string(kPrefix) + "pod " + name + " lost its place " +
-                           "(its pod group ended) while it was being bound; it will be evicted");
-      return;
-    }
-    if (it == gangs_.end() || it->second->slots[slot].alloc_id != hold ||
-        it->second->slots[slot].bound) {
-      answer = ErrorResult(std::string(kPrefix) + "pod " + name + " lost its reservation " +
-                           "while it was being bound");
-      return;
-    }
-    const Slot& s = it->second->slots[slot];
-    json book{{"gang", gang_key},
-              {"rank", slot},
-              {"pod_id", s.pod_id},
-              {"pod", s.pod_name},
-              {"uid", s.uid}};
-    Status rs = Record("bind", std::move(book), {});
-    answer =
-        ErrorResult(rs.ok() ? "" : std::string(kPrefix) + "recording the binding: " + rs.message());
-  });
+  const BindTicket ticket{name, b->node, gang_key, slot, hold, started, queued};
+  st = RecordBound(ticket, answer, orphan);
   if (!st.ok()) return st;
   if (orphan && evictor_ != nullptr) {
     const PodRef pod{b->pod_namespace, b->pod_name, b->pod_uid};
@@ -221,6 +177,56 @@ StatusOr<std::string> Extender::Bind(std::string_view body) {
     }
   }
   return answer;
+}
+
+Status Extender::RecordBound(const BindTicket& t, std::string& answer, bool& orphan) {
+  return ledger_->Run([&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = gangs_.find(t.gang_key);
+    if (it != gangs_.end() && it->second->job != 0) {
+      GangState& g = *it->second;
+      int64_t now_started = -1;
+      const bool moved = QueuedNode(g, t.slot, &now_started) != cluster_.FindNode(t.node) ||
+                         now_started != t.started;
+      const Slot& s = g.slots[t.slot];
+      // The Binding exists in the API server either way: it is recorded for the run it was made
+      // for, so that a run that ended meanwhile gets the pod evicted (Reconcile).
+      json book{{"gang", t.gang_key},     {"rank", t.slot}, {"pod_id", s.pod_id},
+                {"pod", s.pod_name},      {"uid", s.uid},   {"node", t.node},
+                {"started_us", t.started}};
+      Status rs = Record("bind", std::move(book), {});
+      if (moved) {
+        answer = ErrorResult(std::string(kPrefix) + "pod " + t.pod + " lost its place " +
+                             "(its job stopped) while it was being bound; it will be evicted");
+      } else {
+        answer = ErrorResult(
+            rs.ok() ? "" : std::string(kPrefix) + "recording the binding: " + rs.message());
+      }
+      return;
+    }
+    if (t.queued) {
+      // The gang was forgotten while the pod was being bound: nobody holds GPUs for it.
+      orphan = true;
+      answer = ErrorResult(std::string(kPrefix) + "pod " + t.pod + " lost its place " +
+                           "(its pod group ended) while it was being bound; it will be evicted");
+      return;
+    }
+    if (it == gangs_.end() || it->second->slots[t.slot].alloc_id != t.hold ||
+        it->second->slots[t.slot].bound) {
+      answer = ErrorResult(std::string(kPrefix) + "pod " + t.pod + " lost its reservation " +
+                           "while it was being bound");
+      return;
+    }
+    const Slot& s = it->second->slots[t.slot];
+    json book{{"gang", t.gang_key},
+              {"rank", t.slot},
+              {"pod_id", s.pod_id},
+              {"pod", s.pod_name},
+              {"uid", s.uid}};
+    Status rs = Record("bind", std::move(book), {});
+    answer =
+        ErrorResult(rs.ok() ? "" : std::string(kPrefix) + "recording the binding: " + rs.message());
+  });
 }
 
 std::string Extender::QueuedChoice(const GangState& g, int slot, int node) const {
