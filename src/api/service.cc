@@ -677,7 +677,7 @@ Status Service::CancelOrphanPodGroups() {
     int64_t seq = 0;
     {
       std::lock_guard<std::mutex> lk(mu_);
-      ASSIGN_OR_RETURN(seq, ApplyRecordLocked(sched::CancelJob{{id}}));
+      ASSIGN_OR_RETURN(seq, ApplyRecordLocked(sched::CancelJob{JobId{id}}));
     }
     RETURN_IF_ERROR(WaitDurable(seq));
   }
@@ -723,17 +723,17 @@ Status Service::EndGangLocked(int64_t id, bool completed) {
   const std::optional<JobState> st = sched_->State(id);
   if (!st || job::IsFinal(*st)) return OkStatus();
   if (completed && *st == JobState::kRunning) {
-    return ApplyRecordLocked(sched::CompleteJob{{id}, {}}).status();
+    return ApplyRecordLocked(sched::CompleteJob{JobId{id}, {}}).status();
   }
-  return ApplyRecordLocked(sched::CancelJob{{id}}).status();
+  return ApplyRecordLocked(sched::CancelJob{JobId{id}}).status();
 }
 
-Status Service::Cancel(int64_t id) { return Mutate(sched::CancelJob{{id}}); }
+Status Service::Cancel(int64_t id) { return Mutate(sched::CancelJob{JobId{id}}); }
 
-Status Service::Complete(int64_t id) { return Mutate(sched::CompleteJob{{id}, {}}); }
+Status Service::Complete(int64_t id) { return Mutate(sched::CompleteJob{JobId{id}, {}}); }
 
 Status Service::SetPriority(int64_t id, int priority) {
-  return Mutate(sched::SetJobPriority{{id}, priority});
+  return Mutate(sched::SetJobPriority{JobId{id}, priority});
 }
 
 Status Service::SetDrained(const std::string& node, bool drained, const std::string& reason) {

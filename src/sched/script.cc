@@ -333,13 +333,13 @@ StatusOr<Input> Runner::ParseInput(const Line& l) {
   if (cmd == "tick") return Input{Tick{}};
   if (cmd == "complete" || cmd == "cancel") {
     ASSIGN_OR_RETURN(int64_t id, IdOf(l, 2));
-    if (cmd == "complete") return Input{CompleteJob{{id}, {}}};
-    return Input{CancelJob{{id}}};
+    if (cmd == "complete") return Input{CompleteJob{JobId{id}, {}}};
+    return Input{CancelJob{JobId{id}}};
   }
   if (cmd == "priority") {
     ASSIGN_OR_RETURN(int64_t id, IdOf(l, 2));
     ASSIGN_OR_RETURN(int p, Int(l, 3, "priority"));
-    return Input{SetJobPriority{{id}, p}};
+    return Input{SetJobPriority{JobId{id}, p}};
   }
   if (cmd == "node-health") {
     ASSIGN_OR_RETURN(int node, Node(l, 2));

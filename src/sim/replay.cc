@@ -139,7 +139,7 @@ Status Replay::Completions(int64_t t) {
     const size_t i = static_cast<size_t>(id - 1);
     JobRun& j = jobs_[i];
     if (!j.running || j.run != number || j.version != version) continue;
-    RETURN_IF_ERROR(sched_->Apply(sched::CompleteJob{{id}, {}}, t).status());
+    RETURN_IF_ERROR(sched_->Apply(sched::CompleteJob{JobId{id}, {}}, t).status());
     changed_ = true;
     JobOutcome& o = r_.jobs[i];
     o.end_us = t;

@@ -48,11 +48,11 @@ TEST(SchedulerApply, SubmitPassCompleteThroughOneEntry) {
   ASSERT_TRUE(pass.ok()) << pass.status().ToString();
   EXPECT_EQ(pass->started, (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(sc.State(1), job::JobState::kRunning);
-  ASSERT_TRUE(sc.Apply(SetJobPriority{{2}, 9}, 2 * kUsPerS).ok());
-  ASSERT_TRUE(sc.Apply(CompleteJob{{1}, {}}, 3 * kUsPerS).ok());
+  ASSERT_TRUE(sc.Apply(SetJobPriority{JobId{2}, 9}, 2 * kUsPerS).ok());
+  ASSERT_TRUE(sc.Apply(CompleteJob{JobId{1}, {}}, 3 * kUsPerS).ok());
   ASSERT_TRUE(sc.Apply(Tick{}, 3 * kUsPerS).ok());
   EXPECT_EQ(sc.State(1), job::JobState::kCompleted);
-  ASSERT_TRUE(sc.Apply(CancelJob{{2}}, 4 * kUsPerS).ok());
+  ASSERT_TRUE(sc.Apply(CancelJob{JobId{2}}, 4 * kUsPerS).ok());
   ASSERT_TRUE(sc.Apply(Tick{}, 4 * kUsPerS).ok());
   EXPECT_EQ(sc.State(2), job::JobState::kCancelled);
   EXPECT_TRUE(sc.CheckInvariants().ok());
@@ -70,13 +70,13 @@ TEST(SchedulerApply, AFailedCompletionEndsTheJobFailedAndFreesItsGpus) {
   ASSERT_EQ(sc.State(1), job::JobState::kRunning);
   EXPECT_EQ(sc.cluster_state().ClusterCapacity().free_gpus, all - 8);
   const std::string why = "exit code 1: cause gpu_oom: CUDA out of memory";
-  ASSERT_TRUE(sc.Apply(CompleteJob{{1}, why}, 2 * kUsPerS).ok());
+  ASSERT_TRUE(sc.Apply(CompleteJob{JobId{1}, why}, 2 * kUsPerS).ok());
   EXPECT_EQ(sc.State(1), job::JobState::kFailed);
   EXPECT_EQ(sc.Events().back().reason, why);
   EXPECT_EQ(sc.Events().back().from, job::JobState::kRunning);
   EXPECT_EQ(sc.cluster_state().ClusterCapacity().free_gpus, all);
   // Once ended, it cannot complete again.
-  EXPECT_THAT(sc.Apply(CompleteJob{{1}, why}, 3 * kUsPerS),
+  EXPECT_THAT(sc.Apply(CompleteJob{JobId{1}, why}, 3 * kUsPerS),
               StatusIs(StatusCode::kFailedPrecondition,
                        HasSubstr("job-1: cannot complete a job in state FAILED")));
   EXPECT_TRUE(sc.CheckInvariants().ok());
@@ -113,7 +113,7 @@ TEST(SchedulerApply, PodGroupQueuesInTheOneOrderAndKnowsItsPlace) {
   EXPECT_EQ(sc.StartedUs(1), std::optional<int64_t>(0));
   EXPECT_EQ(sc.StartedUs(2), std::nullopt);
   EXPECT_THAT(sc.Events()[2].reason, HasSubstr("pod group ml/g")) << sc.Events()[2].reason;
-  ASSERT_TRUE(sc.Apply(CompleteJob{{1}, {}}, 4 * kUsPerS).ok());
+  ASSERT_TRUE(sc.Apply(CompleteJob{JobId{1}, {}}, 4 * kUsPerS).ok());
   auto pass = sc.Apply(Pass{}, 4 * kUsPerS);
   ASSERT_TRUE(pass.ok());
   EXPECT_EQ(pass->started, (std::vector<int64_t>{3, 2, 4}));
@@ -126,8 +126,8 @@ TEST(SchedulerApply, RefusedInputChangesNothing) {
   Scheduler& sc = **s;
   ASSERT_TRUE(sc.Apply(SubmitJob{Job("a", 8)}, 0).ok());
   const size_t events = sc.Events().size();
-  EXPECT_EQ(sc.Apply(CancelJob{{42}}, kUsPerS).status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(sc.Apply(SetJobPriority{{42}, 1}, kUsPerS).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(sc.Apply(CancelJob{JobId{42}}, kUsPerS).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(sc.Apply(SetJobPriority{JobId{42}, 1}, kUsPerS).status().code(), StatusCode::kNotFound);
   EXPECT_EQ(sc.Apply(DrainNode{99, true, ""}, kUsPerS).status().code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(sc.Apply(HealthReport{HealthTarget::kGpu, 0, 77, topo::Health::kUnhealthy, ""}, kUsPerS)
