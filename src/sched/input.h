@@ -148,7 +148,7 @@ const char* InputKind(const Input& in);
 // What applying an input gave: the id of a submitted job; the jobs a pass started, in order.
 struct Applied {
   JobId job;
-  std::vector<int64_t> started;
+  std::vector<JobId> started;
 };
 
 }  // namespace toposched::sched
