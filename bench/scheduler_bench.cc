@@ -68,14 +68,14 @@ void BM_SchedulerDrain(benchmark::State& state) {
     while (left > 0) {
       now += 1000000;
       const Clock::time_point a = Clock::now();
-      std::vector<int64_t> started = ts::bench::OrDie(s->Schedule(now));
+      std::vector<ts::JobId> started = ts::bench::OrDie(s->Schedule(now));
       sched_s += std::chrono::duration<double>(Clock::now() - a).count();
       ++passes;
       placed += static_cast<int64_t>(started.size());
       left -= static_cast<int64_t>(started.size());
       if (started.empty()) break;
       now += 1000000;
-      for (int64_t id : started) ts::bench::OkOrDie(s->Complete(id, now));
+      for (ts::JobId id : started) ts::bench::OkOrDie(s->Complete(id, now));
     }
     state.PauseTiming();
     ts::bench::OkOrDie(s->CheckInvariants());

@@ -273,8 +273,8 @@ int64_t Service::RecordLocked(store::InputRecord input, size_t events_before, in
     auto it = jobs_.find(id);
     if (it == jobs_.end()) continue;
     const JobInfo& ji = it->second;
-    std::optional<JobState> st = sched_->State(id);
-    const job::JobSpec* cur = sched_->Spec(id);
+    std::optional<JobState> st = sched_->State(JobId{id});
+    const job::JobSpec* cur = sched_->Spec(JobId{id});
     c.jobs.push_back({id, ji.spec.name, ji.spec.user, ji.spec.queue, ji.priority,
                       st ? job::JobStateName(*st) : "UNKNOWN",
                       cur != nullptr ? cur->total_gpus : ji.spec.total_gpus, ji.submit_time_us,
@@ -663,7 +663,7 @@ Status Service::CancelOrphanPodGroups() {
   {
     std::lock_guard<std::mutex> lk(mu_);
     for (const auto& [id, info] : jobs_) {
-      const std::optional<JobState> st = sched_->State(id);
+      const std::optional<JobState> st = sched_->State(JobId{id});
       if (info.pod_group.empty() || !st || job::IsFinal(*st)) continue;
       if (!std::binary_search(tracked.begin(), tracked.end(), id)) orphans.push_back(id);
     }
@@ -677,7 +677,7 @@ Status Service::CancelOrphanPodGroups() {
     int64_t seq = 0;
     {
       std::lock_guard<std::mutex> lk(mu_);
-      ASSIGN_OR_RETURN(seq, ApplyRecordLocked(sched::CancelJob{{id}}));
+      ASSIGN_OR_RETURN(seq, ApplyRecordLocked(sched::CancelJob{JobId{id}}));
     }
     RETURN_IF_ERROR(WaitDurable(seq));
   }
@@ -685,9 +685,9 @@ Status Service::CancelOrphanPodGroups() {
 }
 
 std::string Service::PendingReasonLocked(int64_t id) const {
-  const auto pos = sched_->QueuePosition(id);
-  const job::JobSpec* spec = sched_->Spec(id);
-  StatusOr<std::string> ex = sched_->Explain(id);
+  const auto pos = sched_->QueuePosition(JobId{id});
+  const job::JobSpec* spec = sched_->Spec(JobId{id});
+  StatusOr<std::string> ex = sched_->Explain(JobId{id});
   std::string reason = ex.ok() ? *ex : std::string();
   const std::string head = "job-" + std::to_string(id) + " PENDING: ";
   if (reason.rfind(head, 0) == 0) reason = reason.substr(head.size());
@@ -699,7 +699,7 @@ std::string Service::PendingReasonLocked(int64_t id) const {
 
 GangJobState Service::GangJobLocked(int64_t id) const {
   GangJobState out;
-  const std::optional<JobState> st = sched_->State(id);
+  const std::optional<JobState> st = sched_->State(JobId{id});
   if (!st) {
     out.why = "job-" + std::to_string(id) + " is unknown";
     return out;
@@ -708,11 +708,11 @@ GangJobState Service::GangJobLocked(int64_t id) const {
     out.phase = GangJobState::Phase::kPending;
     return out;
   }
-  const sched::Placement* p = sched_->PlacementOf(id);
+  const sched::Placement* p = sched_->PlacementOf(JobId{id});
   if (*st == JobState::kRunning && p != nullptr) {
     out.phase = GangJobState::Phase::kRunning;
     out.placement = p;
-    out.started_us = sched_->StartedUs(id).value_or(-1);
+    out.started_us = sched_->StartedUs(JobId{id}).value_or(-1);
     return out;
   }
   out.why = job::JobStateName(*st);
@@ -720,20 +720,20 @@ GangJobState Service::GangJobLocked(int64_t id) const {
 }
 
 Status Service::EndGangLocked(int64_t id, bool completed) {
-  const std::optional<JobState> st = sched_->State(id);
+  const std::optional<JobState> st = sched_->State(JobId{id});
   if (!st || job::IsFinal(*st)) return OkStatus();
   if (completed && *st == JobState::kRunning) {
-    return ApplyRecordLocked(sched::CompleteJob{{id}, {}}).status();
+    return ApplyRecordLocked(sched::CompleteJob{JobId{id}, {}}).status();
   }
-  return ApplyRecordLocked(sched::CancelJob{{id}}).status();
+  return ApplyRecordLocked(sched::CancelJob{JobId{id}}).status();
 }
 
-Status Service::Cancel(int64_t id) { return Mutate(sched::CancelJob{{id}}); }
+Status Service::Cancel(int64_t id) { return Mutate(sched::CancelJob{JobId{id}}); }
 
-Status Service::Complete(int64_t id) { return Mutate(sched::CompleteJob{{id}, {}}); }
+Status Service::Complete(int64_t id) { return Mutate(sched::CompleteJob{JobId{id}, {}}); }
 
 Status Service::SetPriority(int64_t id, int priority) {
-  return Mutate(sched::SetJobPriority{{id}, priority});
+  return Mutate(sched::SetJobPriority{JobId{id}, priority});
 }
 
 Status Service::SetDrained(const std::string& node, bool drained, const std::string& reason) {
@@ -854,7 +854,9 @@ StatusOr<int64_t> Service::RunPassLocked(std::vector<int64_t>* started) {
       seq = RecordLocked(std::move(rec), before, 0);
     }
     if (!r.ok()) return r.status();
-    if (started != nullptr) *started = std::move(r).value().started;
+    if (started != nullptr) {
+      for (JobId id : r->started) started->push_back(id.value);
+    }
   }
   return seq;
 }

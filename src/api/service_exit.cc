@@ -160,14 +160,14 @@ double DegradedMs(const sched::Placement& p, const diag::Cause& cause,
 }  // namespace
 
 StatusOr<Service::ReportSite> Service::ReportSiteLocked(int64_t id, const ExitReport& r) const {
-  const std::optional<job::JobState> st = sched_->State(id);
+  const std::optional<job::JobState> st = sched_->State(JobId{id});
   if (!st) return NotFoundError("no job job-" + std::to_string(id));
   if (*st != job::JobState::kRunning && *st != job::JobState::kCompleting) {
     return FailedPreconditionError("job-" + std::to_string(id) + ": not running (" +
                                    job::JobStateName(*st) + ")");
   }
   ReportSite site;
-  const sched::Placement* p = sched_->PlacementOf(id);
+  const sched::Placement* p = sched_->PlacementOf(JobId{id});
   if (!r.node.empty()) {
     site.node = cluster_->FindNode(r.node);
     if (site.node < 0) return NotFoundError("node: no node \"" + r.node + "\"");
@@ -264,13 +264,13 @@ StatusOr<std::string> Service::ReportLog(int64_t id, const ExitReport& r) {
     std::vector<std::string> actions;
     std::string fatal = FatalGpuFault(report.diagnosis);
     if (fatal.empty() || node < 0 || sched_->cluster_state().NodeDrained(node)) fatal.clear();
-    const sched::Placement* p = sched_->PlacementOf(id);
+    const sched::Placement* p = sched_->PlacementOf(JobId{id});
     // NCCL uses the network only between nodes: on one node a fallback costs nothing.
     const bool network = p != nullptr && p->parts.size() > 1;
     const bool network_cause =
         cause != nullptr && (cause->category == diag::Category::kNcclTransportFallback ||
                              cause->category == diag::Category::kNcclDegraded);
-    if (network_cause && network && sched_->State(id) == job::JobState::kRunning) {
+    if (network_cause && network && sched_->State(JobId{id}) == job::JobState::kRunning) {
       sched::Input in{std::in_place_type<sched::JobDegraded>};
       auto& g = std::get<sched::JobDegraded>(in);
       g.job = sched::JobId{id};
@@ -292,7 +292,7 @@ StatusOr<std::string> Service::ReportLog(int64_t id, const ExitReport& r) {
       actions.push_back("none: the job runs on one node, where NCCL does not use the network");
     }
     out["job_id"] = job;
-    out["state"] = job::JobStateName(*sched_->State(id));
+    out["state"] = job::JobStateName(*sched_->State(JobId{id}));
     out["cause"] = cause == nullptr
                        ? nlohmann::ordered_json(nullptr)
                        : nlohmann::ordered_json{{"category", diag::CategoryName(cause->category)},

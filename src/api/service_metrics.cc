@@ -44,7 +44,7 @@ std::string Service::MetricsText() const {
   std::map<std::string, int> by_state;
   for (int s = 0; s < job::kNumJobStates; ++s) by_state[job::JobStateName(JobState(s))] = 0;
   for (const auto& [id, ji] : jobs_) {
-    const std::optional<JobState> st = sched_->State(id);
+    const std::optional<JobState> st = sched_->State(JobId{id});
     if (!st) continue;
     ++by_state[job::JobStateName(*st)];
     if (*st == JobState::kPending) ++pending[ji.spec.queue];
@@ -124,7 +124,7 @@ std::string Service::MetricsText() const {
   }
   for (const auto& [id, info] : jobs_) {
     if (info.pod_group.empty()) continue;
-    if (const sched::Placement* p = sched_->PlacementOf(id)) {
+    if (const sched::Placement* p = sched_->PlacementOf(JobId{id})) {
       for (const sched::NodeGpus& part : p->parts) held_by_pods += part.gpus.count();
     }
   }
@@ -142,7 +142,7 @@ std::string Service::MetricsText() const {
   line("# TYPE toposched_job_predicted_comm_ms gauge");
   double sum_ms = 0;
   for (const auto& [id, ji] : jobs_) {
-    const sched::Placement* p = sched_->PlacementOf(id);
+    const sched::Placement* p = sched_->PlacementOf(JobId{id});
     if (p == nullptr) continue;
     sum_ms += p->predicted_ms;
     line("toposched_job_predicted_comm_ms{job=\"job-" + std::to_string(id) + "\",name=\"" +

@@ -47,8 +47,8 @@ json Service::RanksJsonLocked(const sched::Placement& p) const {
 
 std::string Service::JobJsonLocked(int64_t id, bool with_events) const {
   const JobInfo& ji = jobs_.at(id);
-  const std::optional<JobState> st = sched_->State(id);
-  const job::JobSpec* cur = sched_->Spec(id);  // elastic jobs change size
+  const std::optional<JobState> st = sched_->State(JobId{id});
+  const job::JobSpec* cur = sched_->Spec(JobId{id});  // elastic jobs change size
   const job::JobSpec& spec = cur != nullptr ? *cur : ji.spec;
   json j{{"id", id},
          {"job_id", "job-" + std::to_string(id)},
@@ -68,7 +68,7 @@ std::string Service::JobJsonLocked(int64_t id, bool with_events) const {
   if (spec.estimate) {
     j["estimate"] = {{"run_s", spec.estimate->run_s}, {"comm_share", spec.estimate->comm_share}};
   }
-  if (const sched::Placement* p = sched_->PlacementOf(id)) {
+  if (const sched::Placement* p = sched_->PlacementOf(JobId{id})) {
     json nodes = json::array();
     for (const sched::NodeGpus& part : p->parts) {
       json gpus = json::array();
@@ -86,7 +86,7 @@ std::string Service::JobJsonLocked(int64_t id, bool with_events) const {
                       {"decision_us", p->decision_us},
                       {"nodes", nodes}};
     // Its declared run on this placement, from its start (or its last checkpoint move).
-    if (std::optional<int64_t> end = run_times_->ExpectedEndUs(id, p->decision_us)) {
+    if (std::optional<int64_t> end = run_times_->ExpectedEndUs(JobId{id}, p->decision_us)) {
       j["placement"]["expected_end_us"] = *end;
     }
     // One job's view also gives each rank's node, GPU and NIC (a list grows with the job).
@@ -95,7 +95,7 @@ std::string Service::JobJsonLocked(int64_t id, bool with_events) const {
     j["placement"] = nullptr;
   }
   if (with_events) {
-    StatusOr<std::string> ex = sched_->Explain(id);
+    StatusOr<std::string> ex = sched_->Explain(JobId{id});
     j["explanation"] = ex.ok() ? *ex : ex.status().message();
     j["spec"] = json::parse(ji.spec_json, nullptr, false);
     json evs = json::array();
@@ -135,7 +135,7 @@ std::string Service::JobsJson(const ListFilter& f) const {
       if (f.user && ji.spec.user != *f.user) continue;
       if (f.queue && ji.spec.queue != *f.queue) continue;
       if (f.name && ji.spec.name != *f.name) continue;
-      if (f.state && sched_->State(it->first) != f.state) continue;
+      if (f.state && sched_->State(JobId{it->first}) != f.state) continue;
       if (n++ > 0) out += ',';
       out += JobJsonLocked(it->first, false);
     }
@@ -151,10 +151,10 @@ StatusOr<std::string> Service::ExplainJson(int64_t id) const {
   int64_t seq = 0;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    ASSIGN_OR_RETURN(std::string ex, sched_->Explain(id));
-    const std::optional<JobState> st = sched_->State(id);
+    ASSIGN_OR_RETURN(std::string ex, sched_->Explain(JobId{id}));
+    const std::optional<JobState> st = sched_->State(JobId{id});
     j = {{"id", id}, {"state", st ? job::JobStateName(*st) : "UNKNOWN"}, {"explanation", ex}};
-    if (const sched::Placement* p = sched_->PlacementOf(id)) {
+    if (const sched::Placement* p = sched_->PlacementOf(JobId{id})) {
       j["predicted_ms"] = p->predicted_ms;
       j["best_possible_ms"] = p->best_possible_ms;
       j["dp_ms"] = p->dp_ms;
@@ -163,7 +163,7 @@ StatusOr<std::string> Service::ExplainJson(int64_t id) const {
       j["placement_explanation"] = p->explanation;
       // Before it runs long: NCCL's predicted transport per hop and the environment that keeps
       // it on the ranks' NICs (docs/diagnose.md, "Before the job runs").
-      if (const job::JobSpec* spec = sched_->Spec(id)) {
+      if (const job::JobSpec* spec = sched_->Spec(JobId{id})) {
         AddTransportPlan(sched::PredictTransports(placer_->cost_model(), *p, spec->layout), j);
       }
     }

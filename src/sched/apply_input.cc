@@ -17,8 +17,7 @@ StatusOr<Applied> Scheduler::Apply(const Input& in, int64_t now_us) {
   return std::visit(
       Overload{
           [&](const SubmitJob& s) -> StatusOr<Applied> {
-            ASSIGN_OR_RETURN(int64_t id, Submit(s.spec, now_us));
-            out.job = JobId{id};
+            ASSIGN_OR_RETURN(out.job, Submit(s.spec, now_us));
             return std::move(out);
           },
           [&](const SubmitPodGroup& s) -> StatusOr<Applied> {
@@ -26,14 +25,12 @@ StatusOr<Applied> Scheduler::Apply(const Input& in, int64_t now_us) {
             out.job = JobId{id};
             return std::move(out);
           },
-          [&](const CancelJob& c) { return done(Cancel(c.job.value, now_us)); },
+          [&](const CancelJob& c) { return done(Cancel(c.job, now_us)); },
           [&](const CompleteJob& c) {
-            return done(Complete(c.job.value, now_us, c.failure, c.drain_node, c.drain_reason,
-                                 c.platform, c.failed_node));
+            return done(Complete(c.job, now_us, c.failure, c.drain_node, c.drain_reason, c.platform,
+                                 c.failed_node));
           },
-          [&](const SetJobPriority& p) {
-            return done(SetPriority(p.job.value, p.priority, now_us));
-          },
+          [&](const SetJobPriority& p) { return done(SetPriority(p.job, p.priority, now_us)); },
           [&](const DrainNode& d) {
             return done(
                 SetNodeDrained(d.node, d.drained, now_us,
@@ -58,8 +55,8 @@ StatusOr<Applied> Scheduler::Apply(const Input& in, int64_t now_us) {
           },
           [&](const sched::Tick&) { return done(Tick(now_us)); },
           [&](const JobDegraded& d) {
-            return done(ReportDegraded(d.job.value, d.reason, d.after_ms, now_us, d.drain_node,
-                                       d.drain_reason));
+            return done(
+                ReportDegraded(d.job, d.reason, d.after_ms, now_us, d.drain_node, d.drain_reason));
           },
           [&](const NodeTopologyReport& r) {
             return done(SetNodeTopology(r.node, r.topology, now_us,

@@ -22,7 +22,7 @@ std::string Num(const char* fmt, double v) {
 
 }  // namespace
 
-const Scheduler::Move* Scheduler::LastMove(int64_t id) const {
+const Scheduler::Move* Scheduler::LastMove(JobId id) const {
   const Job* j = Find(id);
   if (j == nullptr || j->last_move < 0) return nullptr;
   return &moves_[static_cast<size_t>(j->last_move)];
@@ -70,12 +70,12 @@ Status Scheduler::Consolidate(int64_t now_us) {
     RETURN_IF_ERROR(trial.Release(j.id));
     Verdict v = placer_->Place(trial, s);
     if (!v.fit() || !(v.placement->predicted_ms < j.placement->predicted_ms * (1 - 1e-6))) continue;
-    const std::optional<int64_t> end = estimator_->ExpectedEndUs(j.id, now_us);
-    const std::optional<double> here = estimator_->RunSeconds(j.id, *j.placement);
-    const std::optional<double> there = estimator_->RunSeconds(j.id, *v.placement);
+    const std::optional<int64_t> end = estimator_->ExpectedEndUs(JobId{j.id}, now_us);
+    const std::optional<double> here = estimator_->RunSeconds(JobId{j.id}, *j.placement);
+    const std::optional<double> there = estimator_->RunSeconds(JobId{j.id}, *v.placement);
     if (!end || !here || !there || !(*here > 0)) continue;
     Move m;
-    m.job = j.id;
+    m.job = JobId{j.id};
     m.at_us = now_us;
     m.before_ms = j.placement->predicted_ms;
     m.after_ms = v.placement->predicted_ms;

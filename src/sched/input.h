@@ -11,18 +11,16 @@
 #include <variant>
 #include <vector>
 
+#include "core/ids.h"
 #include "core/status.h"
 #include "job/job_spec.h"
 #include "topo/node_topology.h"
 
 namespace toposched::sched {
 
-// A job id as the scheduler gives them: sequential from 1 ("job-<n>" in event logs). Typed so
-// that it cannot be mixed up with a node, a GPU position or an allocation.
-struct JobId {
-  int64_t value = 0;
-  auto operator<=>(const JobId&) const = default;
-};
+// A job id as the scheduler gives them (core/ids.h), typed so that it cannot be mixed up with a
+// node, a GPU position or an allocation.
+using ::toposched::JobId;
 
 struct SubmitJob {
   job::JobSpec spec;  // normalized by Apply (InvalidArgument when malformed)
@@ -150,7 +148,7 @@ const char* InputKind(const Input& in);
 // What applying an input gave: the id of a submitted job; the jobs a pass started, in order.
 struct Applied {
   JobId job;
-  std::vector<int64_t> started;
+  std::vector<JobId> started;
 };
 
 }  // namespace toposched::sched

@@ -42,7 +42,7 @@ int64_t Lookahead::ReservationEndUs(const Job& j, int64_t now_us) const {
       j.spec.time_limit_s > 0) {
     return end;
   }
-  const std::optional<int64_t> e = s_.estimator_->ExpectedEndUs(j.id, now_us);
+  const std::optional<int64_t> e = s_.estimator_->ExpectedEndUs(JobId{j.id}, now_us);
   return e ? std::max(*e, now_us) : kNever;
 }
 
@@ -57,7 +57,7 @@ std::optional<int64_t> Lookahead::BackfillEndUs(const Job& j, const Placement& p
   if (!estimate_ok || !s_.options_.backfill_by_estimates || s_.estimator_ == nullptr) {
     return std::nullopt;
   }
-  const std::optional<double> run = s_.estimator_->RunSeconds(j.id, p);
+  const std::optional<double> run = s_.estimator_->RunSeconds(JobId{j.id}, p);
   if (!run || !std::isfinite(*run) || *run < 0) return std::nullopt;
   const double us = std::ceil(*run * kUsPerS);
   if (!(us < 9e18)) return std::nullopt;  // below 2^63: the cast is defined
@@ -110,7 +110,7 @@ std::optional<Lookahead::WaitPlan> Lookahead::PlanWait(const Job& j, const job::
   const int64_t limit = j.wait_finish_by_us >= 0 ? j.wait_finish_by_us : kNever;
   if (now_us >= limit) return std::nullopt;                                 // waited it out
   if (!(now_p.predicted_ms > now_p.best_possible_ms)) return std::nullopt;  // already best
-  const std::optional<double> run_now = s_.estimator_->RunSeconds(j.id, now_p);
+  const std::optional<double> run_now = s_.estimator_->RunSeconds(JobId{j.id}, now_p);
   if (!run_now) return std::nullopt;
   WaitPlan best;
   best.finish_now_us = static_cast<double>(now_us) + *run_now * kUsPerS;
@@ -118,7 +118,7 @@ std::optional<Lookahead::WaitPlan> Lookahead::PlanWait(const Job& j, const job::
   std::vector<std::pair<int64_t, int64_t>> ends;  // (expected end, job id)
   for (const auto& [id, o] : s_.running_) {
     if (!o->placement) continue;
-    if (std::optional<int64_t> e = s_.estimator_->ExpectedEndUs(id, now_us)) {
+    if (std::optional<int64_t> e = s_.estimator_->ExpectedEndUs(JobId{id}, now_us)) {
       ends.emplace_back(std::max(*e, now_us), id);
     }
   }
@@ -141,7 +141,7 @@ std::optional<Lookahead::WaitPlan> Lookahead::PlanWait(const Job& j, const job::
     if (!v.fit()) return false;
     const bool at_best = !(v.placement->predicted_ms > v.placement->best_possible_ms);
     if (!(v.placement->predicted_ms < now_p.predicted_ms)) return at_best;
-    const std::optional<double> run = s_.estimator_->RunSeconds(j.id, *v.placement);
+    const std::optional<double> run = s_.estimator_->RunSeconds(JobId{j.id}, *v.placement);
     if (!run) return at_best;
     const double finish = static_cast<double>(times[g]) + *run * kUsPerS;
     if (!best.alternative || finish < best.finish_us) {

@@ -27,7 +27,7 @@ double CommStretch(double comm_share, double predicted_ms, double best_possible_
 // start plus that run time, or its last checkpoint move's expected end; never before `now_us`.
 // nullopt when the job holds no placement or has no run time.
 std::optional<int64_t> ExpectedEndFromStart(const Scheduler& scheduler,
-                                            const RunTimeEstimator& estimator, int64_t id,
+                                            const RunTimeEstimator& estimator, JobId id,
                                             int64_t now_us);
 
 class DeclaredRunTimes : public RunTimeEstimator {
@@ -35,23 +35,23 @@ class DeclaredRunTimes : public RunTimeEstimator {
   // The scheduler whose placements it reads (running jobs' starts); must outlive this.
   void Attach(const Scheduler* scheduler) { scheduler_ = scheduler; }
   // InvalidArgument unless run_s > 0 and comm_share is in [0, 1].
-  Status Declare(int64_t id, double run_s, double comm_share);
+  Status Declare(JobId id, double run_s, double comm_share);
 
   // The job's DP all-reduce stays hidden behind its backward pass up to link factor `factor`
   // (RunTimeEstimator::DpHideFactor). InvalidArgument unless factor is in (0, 1e6].
-  Status DeclareHideFactor(int64_t id, double factor);
+  Status DeclareHideFactor(JobId id, double factor);
 
-  std::optional<double> RunSeconds(int64_t id, const Placement& p) const override;
-  std::optional<int64_t> ExpectedEndUs(int64_t id, int64_t now_us) const override;
-  std::optional<double> DpHideFactor(int64_t id) const override;
+  std::optional<double> RunSeconds(JobId id, const Placement& p) const override;
+  std::optional<int64_t> ExpectedEndUs(JobId id, int64_t now_us) const override;
+  std::optional<double> DpHideFactor(JobId id) const override;
 
  private:
   struct Declared {
     double run_s = 0, comm_share = 0;
   };
   const Scheduler* scheduler_ = nullptr;
-  std::map<int64_t, Declared> jobs_;
-  std::map<int64_t, double> hide_factor_;
+  std::map<JobId, Declared> jobs_;
+  std::map<JobId, double> hide_factor_;
 };
 
 // The run times jobs declare in their specs (JobSpec::estimate), read from the scheduler's
@@ -63,8 +63,8 @@ class SpecRunTimes : public RunTimeEstimator {
  public:
   // The scheduler whose specs and placements it reads; must outlive this.
   explicit SpecRunTimes(const Scheduler& scheduler) : scheduler_(scheduler) {}
-  std::optional<double> RunSeconds(int64_t id, const Placement& p) const override;
-  std::optional<int64_t> ExpectedEndUs(int64_t id, int64_t now_us) const override;
+  std::optional<double> RunSeconds(JobId id, const Placement& p) const override;
+  std::optional<int64_t> ExpectedEndUs(JobId id, int64_t now_us) const override;
 
  private:
   const Scheduler& scheduler_;

@@ -134,11 +134,12 @@ std::optional<LinkModel> Scheduler::RunningLinks() const {
 
 double Scheduler::DpHideFactor(int64_t id) const {
   if (estimator_ == nullptr) return 0.0;
-  return estimator_->DpHideFactor(id).value_or(0.0);
+  return estimator_->DpHideFactor(JobId{id}).value_or(0.0);
 }
 
-StatusOr<int64_t> Scheduler::Submit(job::JobSpec spec, int64_t now_us) {
-  return SubmitAs(std::move(spec), now_us, "");
+StatusOr<JobId> Scheduler::Submit(job::JobSpec spec, int64_t now_us) {
+  ASSIGN_OR_RETURN(int64_t id, SubmitAs(std::move(spec), now_us, ""));
+  return JobId{id};
 }
 
 StatusOr<int64_t> Scheduler::SubmitAs(job::JobSpec spec, int64_t now_us,
@@ -199,7 +200,7 @@ Status Scheduler::ReleaseIfStopped(Job& j) {
   return state_.Release(j.id);
 }
 
-Status Scheduler::Cancel(int64_t id, int64_t now_us) {
+Status Scheduler::Cancel(JobId id, int64_t now_us) {
   Job* j = Find(id);
   if (j == nullptr) return NotFoundError("no job " + JobName(id));
   Accrue(now_us);
@@ -219,7 +220,7 @@ Status Scheduler::Cancel(int64_t id, int64_t now_us) {
   return ReleaseIfStopped(*j);
 }
 
-Status Scheduler::Complete(int64_t id, int64_t now_us, const std::string& failure, int drain_node,
+Status Scheduler::Complete(JobId id, int64_t now_us, const std::string& failure, int drain_node,
                            const std::string& drain_reason, bool platform, int failed_node) {
   Job* j = Find(id);
   if (j == nullptr) return NotFoundError("no job " + JobName(id));
@@ -253,7 +254,7 @@ Status Scheduler::Complete(int64_t id, int64_t now_us, const std::string& failur
   return ReleaseIfStopped(*j);
 }
 
-Status Scheduler::ReportDegraded(int64_t id, const std::string& reason, double after_ms,
+Status Scheduler::ReportDegraded(JobId id, const std::string& reason, double after_ms,
                                  int64_t now_us, int drain_node, const std::string& drain_reason) {
   Job* j = Find(id);
   if (j == nullptr) return NotFoundError("no job " + JobName(id));
@@ -400,7 +401,7 @@ const job::JobSpec& Scheduler::PlacementSpec(const Job& j, int64_t now_us) const
   return held ? *j.local : j.spec;
 }
 
-StatusOr<std::string> Scheduler::Explain(int64_t id) const {
+StatusOr<std::string> Scheduler::Explain(JobId id) const {
   const Job* j = Find(id);
   if (j == nullptr) return NotFoundError("no job " + JobName(id));
   const JobState s = j->record.state();
@@ -417,30 +418,30 @@ StatusOr<std::string> Scheduler::Explain(int64_t id) const {
   return JobName(id) + " " + job::JobStateName(s) + (ev.empty() ? "" : ": " + ev.back().reason);
 }
 
-std::optional<job::JobState> Scheduler::State(int64_t id) const {
+std::optional<job::JobState> Scheduler::State(JobId id) const {
   const Job* j = Find(id);
   if (j == nullptr) return std::nullopt;
   return j->record.state();
 }
 
-const Placement* Scheduler::PlacementOf(int64_t id) const {
+const Placement* Scheduler::PlacementOf(JobId id) const {
   const Job* j = Find(id);
   return j == nullptr || !j->placement ? nullptr : &*j->placement;
 }
 
-const std::string& Scheduler::PodGroupOf(int64_t id) const {
+const std::string& Scheduler::PodGroupOf(JobId id) const {
   static const std::string kNone;
   const Job* j = Find(id);
   return j == nullptr ? kNone : j->pod_group;
 }
 
-std::optional<int64_t> Scheduler::StartedUs(int64_t id) const {
+std::optional<int64_t> Scheduler::StartedUs(JobId id) const {
   const Job* j = Find(id);
   if (j == nullptr || !j->placement) return std::nullopt;
   return j->start_us;
 }
 
-std::optional<std::pair<int, int>> Scheduler::QueuePosition(int64_t id) const {
+std::optional<std::pair<int, int>> Scheduler::QueuePosition(JobId id) const {
   const Job* me = Find(id);
   if (me == nullptr || me->record.state() != JobState::kPending) return std::nullopt;
   const Usage usage = CurrentUsage();
@@ -458,7 +459,7 @@ std::optional<std::pair<int, int>> Scheduler::QueuePosition(int64_t id) const {
   for (const Job* o : pending_list_) {
     if (o->record.state() != JobState::kPending) continue;
     ++pending;
-    if (o->id != id && before(*o)) ++ahead;
+    if (o->id != id.value && before(*o)) ++ahead;
   }
   return std::make_pair(ahead + 1, pending);
 }

@@ -183,15 +183,15 @@ class RunTimeEstimator {
   virtual ~RunTimeEstimator() = default;
   // Seconds job `id` would run on `p` if started now (its remaining work at p's step time,
   // with the network as loaded now); nullopt when unknown (the job then does not wait).
-  virtual std::optional<double> RunSeconds(int64_t id, const Placement& p) const = 0;
+  virtual std::optional<double> RunSeconds(JobId id, const Placement& p) const = 0;
   // When running job `id` is expected to end; nullopt when unknown (never, for planning).
-  virtual std::optional<int64_t> ExpectedEndUs(int64_t id, int64_t now_us) const = 0;
+  virtual std::optional<int64_t> ExpectedEndUs(JobId id, int64_t now_us) const = 0;
   // The link factor up to which job `id`'s DP gradient all-reduce stays hidden behind its
   // backward pass: the backward-pass time it can hide behind / the all-reduce's time on the
   // unloaded network (sim/step_model.h), for the "contention" score (GangPlacer::Place,
   // AddToLinks); nullopt when unknown: all its communication is exposed. Consulted whenever
   // the policy weighs contention, with or without wait_or_spread.
-  virtual std::optional<double> DpHideFactor(int64_t id) const {
+  virtual std::optional<double> DpHideFactor(JobId id) const {
     (void)id;
     return std::nullopt;
   }
@@ -212,18 +212,18 @@ class Scheduler {
 
   // Normalizes the spec (InvalidArgument when it is malformed) and queues it PENDING with a
   // "submitted" note. Ids are sequential from 1; the JobRecord id is "job-<id>".
-  StatusOr<int64_t> Submit(job::JobSpec spec, int64_t now_us);
+  StatusOr<JobId> Submit(job::JobSpec spec, int64_t now_us);
   // The pod group a job was submitted as (SubmitPodGroup), "" for any other job.
-  const std::string& PodGroupOf(int64_t id) const;
+  const std::string& PodGroupOf(JobId id) const;
   // A PENDING job's place in the queue as a pass would walk it now (priority, fair-share
   // penalty at the current usage, submit time, id): 1-based, and the number of PENDING jobs.
   // nullopt when the job is not PENDING. O(pending jobs).
-  std::optional<std::pair<int, int>> QueuePosition(int64_t id) const;
+  std::optional<std::pair<int, int>> QueuePosition(JobId id) const;
   // When the job's current run started (it holds GPUs); nullopt otherwise.
-  std::optional<int64_t> StartedUs(int64_t id) const;
+  std::optional<int64_t> StartedUs(JobId id) const;
   // PENDING/REQUEUED -> CANCELLED; RUNNING -> COMPLETING -> CANCELLED (after kill_grace_us,
   // in Tick). NotFound for an unknown id; FailedPrecondition for a job already finished.
-  Status Cancel(int64_t id, int64_t now_us);
+  Status Cancel(JobId id, int64_t now_us);
   // The job's processes finished: RUNNING -> COMPLETING -> COMPLETED, allocation released.
   // For a job already terminating (COMPLETING), its processes exited: the pending final state.
   // `failure` non-empty: a running job's processes failed; it ends FAILED with that reason (a
@@ -233,13 +233,13 @@ class Scheduler {
   // on_failure instead (requeue; shrink around the GPUs on `failed_node`, all of its GPUs when
   // -1; fail), as on a health event.
   // FailedPrecondition unless the job is RUNNING or COMPLETING; nothing changes then.
-  Status Complete(int64_t id, int64_t now_us, const std::string& failure = "", int drain_node = -1,
+  Status Complete(JobId id, int64_t now_us, const std::string& failure = "", int drain_node = -1,
                   const std::string& drain_reason = "", bool platform = false,
                   int failed_node = -1);
   // A running job reported degraded (sched::JobDegraded): its on_degraded decides, as for a
   // degraded link; `after_ms` (> 0, finite) its predicted time now, else unchanged.
   // `drain_node` as Complete's. FailedPrecondition unless it runs; nothing changes then.
-  Status ReportDegraded(int64_t id, const std::string& reason, double after_ms, int64_t now_us,
+  Status ReportDegraded(JobId id, const std::string& reason, double after_ms, int64_t now_us,
                         int drain_node = -1, const std::string& drain_reason = "");
   // Why a drained node was drained ("" when not drained or no reason was given).
   std::string NodeDrainReason(int node) const {
@@ -250,7 +250,7 @@ class Scheduler {
   // kill_grace_us); due SIGKILLs fire. Releases the allocations of jobs that stopped.
   Status Tick(int64_t now_us);
   // One scheduling pass (see the file comment). Returns the ids started, in start order.
-  StatusOr<std::vector<int64_t>> Schedule(int64_t now_us);
+  StatusOr<std::vector<JobId>> Schedule(int64_t now_us);
   // The estimator wait-or-spread plans with (nullptr: none); it must outlive the scheduler or
   // be replaced first.
   void SetRunTimeEstimator(const RunTimeEstimator* estimator) { estimator_ = estimator; }
@@ -260,7 +260,7 @@ class Scheduler {
 
   // A consolidation move (SchedulerOptions::consolidate), in the order made.
   struct Move {
-    int64_t job = 0;
+    JobId job;
     int64_t at_us = 0;
     double before_ms = 0, after_ms = 0;  // predicted_ms where it ran and where it went
     double left_s = 0;                   // the time it still needed where it ran (estimate)
@@ -271,11 +271,11 @@ class Scheduler {
   };
   const std::vector<Move>& Moves() const { return moves_; }
   // The job's last move; nullptr when it never moved (since it last started).
-  const Move* LastMove(int64_t id) const;
+  const Move* LastMove(JobId id) const;
 
   // A job's priority changes (PENDING or holding GPUs); a note in its log. NotFound; a
   // FailedPrecondition for a finished job.
-  Status SetPriority(int64_t id, int priority, int64_t now_us);
+  Status SetPriority(JobId id, int priority, int64_t now_us);
 
   // Health reports (see the file comment). `node`, `gpu` and `nic` are positions (node id, GPU
   // position in NodeTopology::gpus, NIC position in NodeTopology::nics); InvalidArgument when
@@ -331,8 +331,8 @@ class Scheduler {
   const std::map<int64_t, std::vector<NodeGpus>>& Holds() const { return holds_; }
 
   // The job's current spec (an elastic job's replicas/dp change with resizes); nullptr unknown.
-  const job::JobSpec* Spec(int64_t id) const;
-  std::vector<int64_t> JobIds() const;  // ascending
+  const job::JobSpec* Spec(JobId id) const;
+  std::vector<JobId> JobIds() const;  // ascending
   // The placer in use: the one given to Create, or its copy over the degraded topology.
   const GangPlacer& placer() const { return *placer_; }
 
@@ -340,10 +340,10 @@ class Scheduler {
   const std::vector<job::JobEvent>& Events() const { return log_; }
   // PENDING: why (limit, reservation, the placer's reasons); RUNNING: domain, predicted vs best
   // possible ms; otherwise the state. NotFound for an unknown id.
-  StatusOr<std::string> Explain(int64_t id) const;
+  StatusOr<std::string> Explain(JobId id) const;
 
-  std::optional<job::JobState> State(int64_t id) const;
-  const Placement* PlacementOf(int64_t id) const;  // nullptr unless holding GPUs
+  std::optional<job::JobState> State(JobId id) const;
+  const Placement* PlacementOf(JobId id) const;  // nullptr unless holding GPUs
   const ClusterState& cluster_state() const { return state_; }
   // A GPU's NVLink health and a NIC's health as reported (kHealthy when never reported).
   topo::Health NvlinkHealth(int node, int gpu) const {
@@ -401,6 +401,7 @@ class Scheduler {
   Scheduler(const GangPlacer& placer, Options options, ClusterState state);
 
   Job* Find(int64_t id);
+  Job* Find(JobId id) { return Find(id.value); }
   // Submit, remembering the pod group (empty: none) in the job and its "submitted" note.
   StatusOr<int64_t> SubmitAs(job::JobSpec spec, int64_t now_us, const std::string& pod_group);
   int ShapeId(const job::JobSpec& spec);  // interns PlacementShapeKey
@@ -445,6 +446,7 @@ class Scheduler {
   // Tries to fit `j` by shrinking lower-priority elastic jobs; on success applies and starts j.
   StatusOr<bool> TryShrinkOthers(Job& j, int64_t now_us);
   const Job* Find(int64_t id) const;
+  const Job* Find(JobId id) const { return Find(id.value); }
   void Sync(Job& j);  // copies new record events into log_, keeps active_ current
   // Jobs holding GPUs, by id (a snapshot: callers may change states).
   std::vector<std::pair<int64_t, Job*>> Running() const;

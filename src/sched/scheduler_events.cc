@@ -61,23 +61,24 @@ void Scheduler::Accrue(int64_t now_us) {
   accrued_us_ = now_us;
 }
 
-const job::JobSpec* Scheduler::Spec(int64_t id) const {
+const job::JobSpec* Scheduler::Spec(JobId id) const {
   const Job* j = Find(id);
   return j == nullptr ? nullptr : &j->spec;
 }
 
-std::vector<int64_t> Scheduler::JobIds() const {
-  std::vector<int64_t> ids;
-  for (const auto& [id, j] : jobs_) ids.push_back(id);
+std::vector<JobId> Scheduler::JobIds() const {
+  std::vector<JobId> ids;
+  for (const auto& [id, j] : jobs_) ids.push_back(JobId{id});
   return ids;
 }
 
-Status Scheduler::SetPriority(int64_t id, int priority, int64_t now_us) {
+Status Scheduler::SetPriority(JobId id, int priority, int64_t now_us) {
   Job* j = Find(id);
-  if (j == nullptr) return NotFoundError("no job " + IdName(id));
+  if (j == nullptr) return NotFoundError("no job " + IdName(id.value));
   const JobState s = j->record.state();
   if (s != JobState::kPending && !job::HoldsResources(s)) {
-    return FailedPreconditionError(IdName(id) + ": cannot change the priority of a job in state " +
+    return FailedPreconditionError(IdName(id.value) +
+                                   ": cannot change the priority of a job in state " +
                                    job::JobStateName(s));
   }
   Accrue(now_us);

@@ -59,7 +59,7 @@ void Shadow(ClusterState& shadow, const Placement& p, int64_t id) {
 
 }  // namespace
 
-StatusOr<std::vector<int64_t>> SchedulingPass::Run() {
+StatusOr<std::vector<JobId>> SchedulingPass::Run() {
   s_.Accrue(now_us_);
   CompactPending();
   shares_ = s_.ActiveWeights();
@@ -210,7 +210,7 @@ Verdict SchedulingPass::VerdictNow(const Turn& t) {
 void SchedulingPass::CountStart(const Job& started) {
   usage_.user_gpus[started.spec.user] += started.spec.total_gpus;
   usage_.queue_gpus[started.spec.queue] += started.spec.total_gpus;
-  started_.push_back(started.id);
+  started_.push_back(JobId{started.id});
   if (links_ && started.placement) {
     AddToLinks(*links_, *started.placement, s_.DpHideFactor(started.id));
   }
@@ -219,7 +219,7 @@ void SchedulingPass::CountStart(const Job& started) {
 
 // After GPUs were freed by shrinking or preempting others: fresh usage, order and caches.
 void SchedulingPass::AfterRelease(const Job& j) {
-  started_.push_back(j.id);
+  started_.push_back(JobId{j.id});
   usage_ = s_.CurrentUsage();
   if (links_) {
     links_ = s_.RunningLinks();
@@ -393,7 +393,7 @@ Status SchedulingPass::Finish() {
   return OkStatus();
 }
 
-StatusOr<std::vector<int64_t>> Scheduler::Schedule(int64_t now_us) {
+StatusOr<std::vector<JobId>> Scheduler::Schedule(int64_t now_us) {
   SchedulingPass pass(*this, now_us);
   return pass.Run();
 }

@@ -31,7 +31,7 @@ class SchedulingPass {
   SchedulingPass& operator=(const SchedulingPass&) = delete;
 
   // Scheduler::Schedule: the ids started (or started by preemption/shrinking), in order.
-  StatusOr<std::vector<int64_t>> Run();
+  StatusOr<std::vector<JobId>> Run();
 
  private:
   using Job = Scheduler::Job;
@@ -86,7 +86,7 @@ class SchedulingPass {
 
   Scheduler& s_;
   const int64_t now_us_;
-  std::vector<int64_t> started_;
+  std::vector<JobId> started_;
   bool waiting_ = false;  // a job left waiting for resources (no grow then)
   std::vector<Job*> pending_;
   Scheduler::Shares shares_;

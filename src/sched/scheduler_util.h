@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/ids.h"
 #include "core/status.h"
 #include "placement/placement.h"
 #include "state/cluster_state.h"
@@ -20,6 +21,7 @@ inline constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 // `us` + `limit_s` seconds; kNever where that would overflow.
 int64_t PlusLimit(int64_t us, int64_t limit_s);
 std::string JobName(int64_t id);
+inline std::string JobName(JobId id) { return JobName(id.value); }
 // A point in time for explanations: seconds from the start, or a UTC date-time when the clock
 // counts from the Unix epoch.
 std::string Seconds(int64_t us, bool epoch = false);

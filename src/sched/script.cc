@@ -44,13 +44,13 @@ class Runner {
   // A malformed line is an error; what the scheduler refuses goes to `refused` (printed).
   Status Query(const Line& l, Status& refused);
   StatusOr<job::JobSpec> MakeJob(const Line& l);
-  StatusOr<int64_t> IdOf(const Line& l, size_t word) const;
+  StatusOr<JobId> IdOf(const Line& l, size_t word) const;
   StatusOr<int> Node(const Line& l, size_t word) const;
   StatusOr<int> Int(const Line& l, size_t word, const char* what) const;
   StatusOr<topo::Health> HealthAt(const Line& l, size_t word) const;
   std::string Rest(const Line& l, size_t from) const;
-  std::string Show(int64_t id) const;
-  void Ranks(int64_t id);
+  std::string Show(JobId id) const;
+  void Ranks(JobId id);
   void Out(const std::string& s) { out_ += "  " + s + "\n"; }
 
   const topo::Cluster& cluster_;
@@ -63,7 +63,7 @@ class Runner {
   // Per submit line being parsed: its declared run time (s, 0: none) and communication share.
   double run_s_ = 0, comm_share_ = 0, hide_factor_ = 0;
   std::string group_;  // the submit line's group=, "" for a plain job
-  std::map<std::string, int64_t> ids_;
+  std::map<std::string, JobId> ids_;
   std::string out_;
   size_t logged_ = 0;
   int64_t last_t_ = 0;
@@ -77,7 +77,7 @@ StatusOr<int> Runner::Int(const Line& l, size_t word, const char* what) const {
   return static_cast<int>(*v);
 }
 
-StatusOr<int64_t> Runner::IdOf(const Line& l, size_t word) const {
+StatusOr<JobId> Runner::IdOf(const Line& l, size_t word) const {
   if (word >= l.words.size()) return Err(l, "missing job name");
   auto it = ids_.find(l.words[word]);
   if (it == ids_.end()) return Err(l, "no job named \"" + l.words[word] + "\"");
@@ -291,9 +291,9 @@ StatusOr<job::JobSpec> Runner::MakeJob(const Line& l) {
   return j;
 }
 
-std::string Runner::Show(int64_t id) const {
+std::string Runner::Show(JobId id) const {
   const Placement* p = sched_->PlacementOf(id);
-  const std::string name = "job-" + std::to_string(id);
+  const std::string name = "job-" + std::to_string(id.value);
   if (p == nullptr) return name + " holds no GPUs";
   const topo::Cluster& c = sched_->placer().cluster();
   std::string s = name + " on " + p->domain + ":";
@@ -310,7 +310,7 @@ std::string Runner::Show(int64_t id) const {
   return s + buf;
 }
 
-void Runner::Ranks(int64_t id) {
+void Runner::Ranks(JobId id) {
   const Placement* p = sched_->PlacementOf(id);
   if (p == nullptr) return;
   const topo::Cluster& c = sched_->placer().cluster();
@@ -332,14 +332,14 @@ StatusOr<Input> Runner::ParseInput(const Line& l) {
   if (cmd == "schedule") return Input{SchedulePass{}};
   if (cmd == "tick") return Input{Tick{}};
   if (cmd == "complete" || cmd == "cancel") {
-    ASSIGN_OR_RETURN(int64_t id, IdOf(l, 2));
-    if (cmd == "complete") return Input{CompleteJob{{id}, {}}};
-    return Input{CancelJob{{id}}};
+    ASSIGN_OR_RETURN(JobId id, IdOf(l, 2));
+    if (cmd == "complete") return Input{CompleteJob{JobId{id}, {}}};
+    return Input{CancelJob{JobId{id}}};
   }
   if (cmd == "priority") {
-    ASSIGN_OR_RETURN(int64_t id, IdOf(l, 2));
+    ASSIGN_OR_RETURN(JobId id, IdOf(l, 2));
     ASSIGN_OR_RETURN(int p, Int(l, 3, "priority"));
-    return Input{SetJobPriority{{id}, p}};
+    return Input{SetJobPriority{JobId{id}, p}};
   }
   if (cmd == "node-health") {
     ASSIGN_OR_RETURN(int node, Node(l, 2));
@@ -372,7 +372,7 @@ Status Runner::Query(const Line& l, Status& refused) {
         std::to_string(sched_->cluster_state().AllocationCount()));
     return OkStatus();
   }
-  ASSIGN_OR_RETURN(int64_t id, IdOf(l, 2));
+  ASSIGN_OR_RETURN(JobId id, IdOf(l, 2));
   if (cmd == "show") Out(Show(id));
   if (cmd == "ranks") Ranks(id);
   if (cmd == "explain") {
@@ -398,10 +398,10 @@ Status Runner::Command(const Line& l, int64_t t) {
     if (!a.ok()) {
       st = a.status();
     } else if (!name.empty()) {
-      ids_[name] = a->job.value;
-      if (run_s_ > 0) RETURN_IF_ERROR(run_times_.Declare(a->job.value, run_s_, comm_share_));
+      ids_[name] = a->job;
+      if (run_s_ > 0) RETURN_IF_ERROR(run_times_.Declare(a->job, run_s_, comm_share_));
       if (hide_factor_ > 0) {
-        RETURN_IF_ERROR(run_times_.DeclareHideFactor(a->job.value, hide_factor_));
+        RETURN_IF_ERROR(run_times_.DeclareHideFactor(a->job, hide_factor_));
       }
     }
   } else {

@@ -139,7 +139,7 @@ Status Replay::Completions(int64_t t) {
     const size_t i = static_cast<size_t>(id - 1);
     JobRun& j = jobs_[i];
     if (!j.running || j.run != number || j.version != version) continue;
-    RETURN_IF_ERROR(sched_->Apply(sched::CompleteJob{{id}, {}}, t).status());
+    RETURN_IF_ERROR(sched_->Apply(sched::CompleteJob{JobId{id}, {}}, t).status());
     changed_ = true;
     JobOutcome& o = r_.jobs[i];
     o.end_us = t;
@@ -295,7 +295,8 @@ StatusOr<double> Replay::IdealStepMs(size_t i, const StepParts& own) const {
   return ideal;
 }
 
-std::optional<double> Replay::Estimator::RunSeconds(int64_t id, const sched::Placement& p) const {
+std::optional<double> Replay::Estimator::RunSeconds(JobId job, const sched::Placement& p) const {
+  const int64_t id = job.value;
   if (id < 1 || static_cast<size_t>(id) > r_.specs_.size()) return std::nullopt;
   const size_t i = static_cast<size_t>(id - 1);
   StatusOr<StepParts> parts =
@@ -303,7 +304,7 @@ std::optional<double> Replay::Estimator::RunSeconds(int64_t id, const sched::Pla
   if (!parts.ok()) return std::nullopt;
   double contention = 1;
   const JobRun& j = r_.jobs_[i];
-  const sched::Placement* now = j.running ? r_.sched_->PlacementOf(id) : nullptr;
+  const sched::Placement* now = j.running ? r_.sched_->PlacementOf(job) : nullptr;
   if (now != nullptr && now->parts == p.parts) {
     contention = j.contention;  // where it runs: its load is in the links already
   } else if (p.parts.size() > 1 && (parts->dp_net || parts->tp_net || parts->pp_net)) {
@@ -318,14 +319,16 @@ std::optional<double> Replay::Estimator::RunSeconds(int64_t id, const sched::Pla
   return SecondsOfUs(r_.trace_.jobs[i].duration_us) * step / *ideal;
 }
 
-std::optional<int64_t> Replay::Estimator::ExpectedEndUs(int64_t id, int64_t now_us) const {
+std::optional<int64_t> Replay::Estimator::ExpectedEndUs(JobId job, int64_t now_us) const {
+  const int64_t id = job.value;
   if (id < 1 || static_cast<size_t>(id) > r_.jobs_.size()) return std::nullopt;
   const JobRun& j = r_.jobs_[static_cast<size_t>(id - 1)];
   if (!j.running || !(j.rate > 0)) return std::nullopt;
   return now_us + static_cast<int64_t>(std::ceil(std::max(0.0, j.remaining_us) / j.rate));
 }
 
-std::optional<double> Replay::Estimator::DpHideFactor(int64_t id) const {
+std::optional<double> Replay::Estimator::DpHideFactor(JobId job) const {
+  const int64_t id = job.value;
   if (id < 1 || static_cast<size_t>(id) > r_.jobs_.size()) return std::nullopt;
   const size_t i = static_cast<size_t>(id - 1);
   const JobRun& j = r_.jobs_[i];
@@ -346,7 +349,7 @@ void Replay::UpdateRate(JobRun& j) const {
 
 Status Replay::StartJob(size_t i, int64_t t) {
   const int64_t id = static_cast<int64_t>(i) + 1;
-  const sched::Placement* p = sched_->PlacementOf(id);
+  const sched::Placement* p = sched_->PlacementOf(JobId{id});
   if (p == nullptr) return InternalError("started job " + std::to_string(id) + " holds no GPUs");
   JobRun& j = jobs_[i];
   j.running = true;
@@ -408,11 +411,11 @@ Status Replay::PriceOn(size_t i, const sched::Placement& p) {
 // the work since its last checkpoint (at the rate it ran) plus its restart (no progress for
 // restart_s, at the new rate).
 Status Replay::MoveJob(const sched::Scheduler::Move& m, int64_t t) {
-  const size_t i = static_cast<size_t>(m.job - 1);
+  const size_t i = static_cast<size_t>(m.job.value - 1);
   JobRun& j = jobs_[i];
   const sched::Placement* p = sched_->PlacementOf(m.job);
   if (!j.running || p == nullptr) {
-    return InternalError("moved job " + std::to_string(m.job) + " is not running");
+    return InternalError("moved job " + std::to_string(m.job.value) + " is not running");
   }
   const double lost_work_us = m.lost_s * kUsPerS * j.rate;
   LeaveLinks(i);
@@ -424,7 +427,7 @@ Status Replay::MoveJob(const sched::Scheduler::Move& m, int64_t t) {
   ++j.version;
   done_.emplace(t + std::max<int64_t>(
                         1, static_cast<int64_t>(std::ceil(std::max(0.0, j.remaining_us) / j.rate))),
-                m.job, j.run, j.version);
+                m.job.value, j.run, j.version);
   ++r_.jobs[i].moves;
   ++r_.moves;
   return OkStatus();
@@ -454,11 +457,11 @@ Status Replay::Pass(int64_t t) {
   // With consolidation on, a pass may move running jobs even when nobody waits.
   if ((waiting_replicas_.empty() && !consolidate_) || !changed_) return OkStatus();
   ASSIGN_OR_RETURN(sched::Applied pass, sched_->Apply(sched::SchedulePass{}, t));
-  const std::vector<int64_t>& started = pass.started;
+  const std::vector<JobId>& started = pass.started;
   ++r_.passes;
   RETURN_IF_ERROR(ScanEvents());  // preemptions inside the pass
-  for (int64_t id : started) {
-    const size_t i = static_cast<size_t>(id - 1);
+  for (JobId id : started) {
+    const size_t i = static_cast<size_t>(id.value - 1);
     auto it = waiting_replicas_.find(specs_[i].gpus_per_replica);
     if (it != waiting_replicas_.end() && --it->second == 0) waiting_replicas_.erase(it);
     RETURN_IF_ERROR(StartJob(i, t));

@@ -85,13 +85,13 @@ class Replay {
   class Estimator : public sched::RunTimeEstimator {
    public:
     explicit Estimator(const Replay& r) : r_(r) {}
-    std::optional<double> RunSeconds(int64_t id, const sched::Placement& p) const override;
-    std::optional<int64_t> ExpectedEndUs(int64_t id, int64_t now_us) const override;
+    std::optional<double> RunSeconds(JobId job, const sched::Placement& p) const override;
+    std::optional<int64_t> ExpectedEndUs(JobId job, int64_t now_us) const override;
     // dp_backward_overlap × the backward pass (2/3 of compute) / the DP all-reduce on the
     // untapered network, both of its placement when it runs, else of its reference placement
     // (toposched's on the empty cluster); nullopt when that keeps its DP groups inside nodes
     // (their time says nothing of one across the network) or it has no DP all-reduce.
-    std::optional<double> DpHideFactor(int64_t id) const override;
+    std::optional<double> DpHideFactor(JobId job) const override;
 
    private:
     const Replay& r_;

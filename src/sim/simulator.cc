@@ -77,8 +77,8 @@ StatusOr<SimResult> SimulateFill(const topo::Cluster& cluster, const Trace& trac
     o.gpu_milli = specs[i].gpu_milli;
     o.submit_us = t;
     o.ideal_us = 0;
-    ASSIGN_OR_RETURN(int64_t id, sched->Submit(specs[i], t));
-    ASSIGN_OR_RETURN(std::vector<int64_t> started, sched->Schedule(t));
+    ASSIGN_OR_RETURN(JobId id, sched->Submit(specs[i], t));
+    ASSIGN_OR_RETURN(std::vector<JobId> started, sched->Schedule(t));
     ++r.passes;
     r.events += 1;
     if (started.size() == 1 && started[0] == id) {
@@ -106,7 +106,7 @@ StatusOr<SimResult> SimulateFill(const topo::Cluster& cluster, const Trace& trac
       ++r.unfinished;
       continue;
     }
-    RETURN_IF_ERROR(sched->Complete(static_cast<int64_t>(k) + 1, end));
+    RETURN_IF_ERROR(sched->Complete(JobId{static_cast<int64_t>(k) + 1}, end));
     r.jobs[k].end_us = end;
     ++r.events;
   }

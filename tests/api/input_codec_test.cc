@@ -34,11 +34,11 @@ std::vector<sched::Input> AllKinds() {
   const int node = C().FindNode(C().nodes[5].name);
   return {sched::SubmitJob{Spec()},
           sched::SubmitPodGroup{Spec(), "research/llama"},
-          sched::CancelJob{{3}},
-          sched::CompleteJob{{4}, {}},
-          sched::CompleteJob{{4}, "exit code 1: cause gpu_fault: Xid 79"},
-          sched::CompleteJob{{4}, "exit code 1: cause gpu_fault: Xid 79", node, "Xid 79"},
-          sched::SetJobPriority{{5}, -2},
+          sched::CancelJob{JobId{3}},
+          sched::CompleteJob{JobId{4}, {}},
+          sched::CompleteJob{JobId{4}, "exit code 1: cause gpu_fault: Xid 79"},
+          sched::CompleteJob{JobId{4}, "exit code 1: cause gpu_fault: Xid 79", node, "Xid 79"},
+          sched::SetJobPriority{JobId{5}, -2},
           sched::DrainNode{node, true, "cabling"},
           sched::DrainNode{node, false, ""},
           sched::HealthReport{sched::HealthTarget::kNode, node, 0, topo::Health::kUnhealthy, "PSU"},
@@ -49,8 +49,8 @@ std::vector<sched::Input> AllKinds() {
           sched::Tick{},
           sched::SchedulePass{},
           sched::Pass{},
-          sched::JobDegraded{{6}, "NET/Socket", 12.5},
-          sched::JobDegraded{{6}, "NET/Socket", 0, node, "Xid 48"},
+          sched::JobDegraded{JobId{6}, "NET/Socket", 12.5},
+          sched::JobDegraded{JobId{6}, "NET/Socket", 0, node, "Xid 48"},
           sched::NodeTopologyReport{node, C().topology(node), "toposched agent on gpu006"},
           sched::NodeNetworkReport{node, {"spine0", "block-b9"}, "clique-7", 900, "labels"},
           sched::NodeNetworkReport{node, {}, std::nullopt, 0, ""}};
@@ -95,7 +95,7 @@ TEST(InputCodec, FieldsSurvive) {
   auto net = DecodeInput(EncodeInput(place, C()), C());
   ASSERT_TRUE(net.ok()) << net.status().ToString();
   EXPECT_EQ(std::get<sched::NodeNetworkReport>(*net), place);
-  auto pr = DecodeInput(EncodeInput(sched::SetJobPriority{{5}, -2}, C()), C());
+  auto pr = DecodeInput(EncodeInput(sched::SetJobPriority{JobId{5}, -2}, C()), C());
   ASSERT_TRUE(pr.ok());
   EXPECT_EQ(std::get<sched::SetJobPriority>(*pr).job.value, 5);
   EXPECT_EQ(std::get<sched::SetJobPriority>(*pr).priority, -2);

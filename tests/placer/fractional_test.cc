@@ -525,32 +525,32 @@ TEST(FractionalScheduler, RunsCompletesAndPreemptsFractionalJobs) {
     Status st = s.CheckInvariants();
     ASSERT_TRUE(st.ok()) << st.ToString();
   };
-  const int64_t a = *s.Submit(Frac(500, "a"), 0);
-  const int64_t b = *s.Submit(Frac(500, "b"), 0);
-  const int64_t c = *s.Submit(Frac(600, "c"), 0);
+  const JobId a = *s.Submit(Frac(500, "a"), 0);
+  const JobId b = *s.Submit(Frac(500, "b"), 0);
+  const JobId c = *s.Submit(Frac(600, "c"), 0);
   auto started = s.Schedule(0);
   ASSERT_TRUE(started.ok()) << started.status().ToString();
   EXPECT_EQ(started->size(), 3u);
   check();
-  EXPECT_EQ(s.PlacementOf(a)->parts, s.PlacementOf(b)->parts);
-  EXPECT_NE(s.PlacementOf(a)->parts, s.PlacementOf(c)->parts);
+  EXPECT_EQ(s.PlacementOf(JobId{a})->parts, s.PlacementOf(JobId{b})->parts);
+  EXPECT_NE(s.PlacementOf(JobId{a})->parts, s.PlacementOf(JobId{c})->parts);
   EXPECT_EQ(s.cluster_state().AllocatedMilli(), 1600);
   EXPECT_EQ(s.cluster_state().HeldGpus(), 2);
-  auto ex = s.Explain(b);
+  auto ex = s.Explain(JobId{b});
   ASSERT_TRUE(ex.ok());
   EXPECT_EQ(ex->rfind("job-2 RUNNING on " +
-                          testing::H100Cluster().nodes[s.PlacementOf(b)->parts[0].node].name,
+                          testing::H100Cluster().nodes[s.PlacementOf(JobId{b})->parts[0].node].name,
                       0),
             0u)
       << *ex;
-  ASSERT_TRUE(s.Complete(a, 10).ok());
+  ASSERT_TRUE(s.Complete(JobId{a}, 10).ok());
   check();
   EXPECT_EQ(s.cluster_state().AllocatedMilli(), 1100);
   // A 500 now fits into a's room.
-  const int64_t d = *s.Submit(Frac(500, "d"), 11);
+  const JobId d = *s.Submit(Frac(500, "d"), 11);
   ASSERT_TRUE(s.Schedule(11).ok());
   check();
-  EXPECT_EQ(s.PlacementOf(d)->parts, s.PlacementOf(b)->parts);
+  EXPECT_EQ(s.PlacementOf(JobId{d})->parts, s.PlacementOf(JobId{b})->parts);
 
   // Fill every other GPU whole; a high-priority fraction then preempts the cheapest victim.
   const int total = s.cluster_state().ClusterCapacity().total_gpus;
@@ -562,23 +562,23 @@ TEST(FractionalScheduler, RunsCompletesAndPreemptsFractionalJobs) {
   EXPECT_EQ(s.cluster_state().ClusterCapacity().free_gpus, 0);
   job::JobSpec urgent = Frac(700, "urgent");
   urgent.priority = 5000;
-  const int64_t u = *s.Submit(urgent, 13);
+  const JobId u = *s.Submit(urgent, 13);
   ASSERT_TRUE(s.Schedule(13).ok());
   check();
-  ASSERT_EQ(s.State(u), job::JobState::kRunning);
+  ASSERT_EQ(s.State(JobId{u}), job::JobState::kRunning);
   // The cheapest victims are fractional (1 GPU each): c (600) frees room for 700 alone.
-  EXPECT_EQ(s.State(c), job::JobState::kPending);
-  EXPECT_EQ(s.PlacementOf(u)->gpu_milli, 700);
+  EXPECT_EQ(s.State(JobId{c}), job::JobState::kPending);
+  EXPECT_EQ(s.PlacementOf(JobId{u})->gpu_milli, 700);
   // Everything ends: every GPU is free again.
-  for (int64_t id : s.JobIds()) {
-    if (s.State(id) == job::JobState::kRunning) {
-      ASSERT_TRUE(s.Complete(id, 20).ok());
+  for (JobId id : s.JobIds()) {
+    if (s.State(JobId{id}) == job::JobState::kRunning) {
+      ASSERT_TRUE(s.Complete(JobId{id}, 20).ok());
     }
     check();
   }
-  for (int64_t id : s.JobIds()) {
-    if (s.State(id) == job::JobState::kPending) {
-      ASSERT_TRUE(s.Cancel(id, 21).ok());
+  for (JobId id : s.JobIds()) {
+    if (s.State(JobId{id}) == job::JobState::kPending) {
+      ASSERT_TRUE(s.Cancel(JobId{id}, 21).ok());
     }
   }
   check();
@@ -591,21 +591,21 @@ TEST(FractionalScheduler, GpuFailureRequeuesEverySharer) {
   auto sched = Scheduler::Create(Placer());
   ASSERT_TRUE(sched.ok());
   Scheduler& s = **sched;
-  const int64_t a = *s.Submit(Frac(300, "a"), 0);
-  const int64_t b = *s.Submit(Frac(300, "b"), 0);
+  const JobId a = *s.Submit(Frac(300, "a"), 0);
+  const JobId b = *s.Submit(Frac(300, "b"), 0);
   ASSERT_TRUE(s.Schedule(0).ok());
-  const NodeGpus p = s.PlacementOf(a)->parts[0];
-  ASSERT_EQ(s.PlacementOf(b)->parts[0], p);
+  const NodeGpus p = s.PlacementOf(JobId{a})->parts[0];
+  ASSERT_EQ(s.PlacementOf(JobId{b})->parts[0], p);
   ASSERT_TRUE(s.SetGpuHealth(p.node, p.gpus.lowest(), Health::kUnhealthy, 5, "xid 79").ok());
   Status st = s.CheckInvariants();
   ASSERT_TRUE(st.ok()) << st.ToString();
-  EXPECT_EQ(s.State(a), job::JobState::kPending);
-  EXPECT_EQ(s.State(b), job::JobState::kPending);
+  EXPECT_EQ(s.State(JobId{a}), job::JobState::kPending);
+  EXPECT_EQ(s.State(JobId{b}), job::JobState::kPending);
   ASSERT_TRUE(s.Schedule(6).ok());
   st = s.CheckInvariants();
   ASSERT_TRUE(st.ok()) << st.ToString();
-  EXPECT_EQ(s.PlacementOf(a)->parts, s.PlacementOf(b)->parts);
-  EXPECT_NE(s.PlacementOf(a)->parts[0], p);
+  EXPECT_EQ(s.PlacementOf(JobId{a})->parts, s.PlacementOf(JobId{b})->parts);
+  EXPECT_NE(s.PlacementOf(JobId{a})->parts[0], p);
 }
 
 }  // namespace

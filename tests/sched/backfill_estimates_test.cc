@@ -38,12 +38,12 @@ class Backfill : public testing::DeclaredScheduler {
     return DeclaredScheduler::Submit(spec, run_s, 0.2, t_s);
   }
   std::string Why(int64_t id) const {
-    StatusOr<std::string> w = s().Explain(id);
+    StatusOr<std::string> w = s().Explain(JobId{id});
     return w.ok() ? *w : w.status().ToString();
   }
-  bool Running(int64_t id) const { return s().PlacementOf(id) != nullptr; }
+  bool Running(int64_t id) const { return s().PlacementOf(JobId{id}) != nullptr; }
   void Complete(int64_t id, int64_t t_s) {
-    EXPECT_TRUE(s().Complete(id, t_s * testing::kDeclaredSec).ok());
+    EXPECT_TRUE(s().Complete(JobId{id}, t_s * testing::kDeclaredSec).ok());
   }
 };
 

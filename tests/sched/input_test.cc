@@ -46,15 +46,15 @@ TEST(SchedulerApply, SubmitPassCompleteThroughOneEntry) {
   EXPECT_EQ(b->job.value, 2);
   auto pass = sc.Apply(Pass{}, kUsPerS);
   ASSERT_TRUE(pass.ok()) << pass.status().ToString();
-  EXPECT_EQ(pass->started, (std::vector<int64_t>{1, 2}));
-  EXPECT_EQ(sc.State(1), job::JobState::kRunning);
-  ASSERT_TRUE(sc.Apply(SetJobPriority{{2}, 9}, 2 * kUsPerS).ok());
-  ASSERT_TRUE(sc.Apply(CompleteJob{{1}, {}}, 3 * kUsPerS).ok());
+  EXPECT_EQ(pass->started, (std::vector<JobId>{JobId{1}, JobId{2}}));
+  EXPECT_EQ(sc.State(JobId{1}), job::JobState::kRunning);
+  ASSERT_TRUE(sc.Apply(SetJobPriority{JobId{2}, 9}, 2 * kUsPerS).ok());
+  ASSERT_TRUE(sc.Apply(CompleteJob{JobId{1}, {}}, 3 * kUsPerS).ok());
   ASSERT_TRUE(sc.Apply(Tick{}, 3 * kUsPerS).ok());
-  EXPECT_EQ(sc.State(1), job::JobState::kCompleted);
-  ASSERT_TRUE(sc.Apply(CancelJob{{2}}, 4 * kUsPerS).ok());
+  EXPECT_EQ(sc.State(JobId{1}), job::JobState::kCompleted);
+  ASSERT_TRUE(sc.Apply(CancelJob{JobId{2}}, 4 * kUsPerS).ok());
   ASSERT_TRUE(sc.Apply(Tick{}, 4 * kUsPerS).ok());
-  EXPECT_EQ(sc.State(2), job::JobState::kCancelled);
+  EXPECT_EQ(sc.State(JobId{2}), job::JobState::kCancelled);
   EXPECT_TRUE(sc.CheckInvariants().ok());
 }
 
@@ -67,16 +67,16 @@ TEST(SchedulerApply, AFailedCompletionEndsTheJobFailedAndFreesItsGpus) {
   const int all = sc.cluster_state().ClusterCapacity().total_gpus;
   ASSERT_TRUE(sc.Apply(SubmitJob{Job("a", 8)}, 0).ok());
   ASSERT_TRUE(sc.Apply(Pass{}, kUsPerS).ok());
-  ASSERT_EQ(sc.State(1), job::JobState::kRunning);
+  ASSERT_EQ(sc.State(JobId{1}), job::JobState::kRunning);
   EXPECT_EQ(sc.cluster_state().ClusterCapacity().free_gpus, all - 8);
   const std::string why = "exit code 1: cause gpu_oom: CUDA out of memory";
-  ASSERT_TRUE(sc.Apply(CompleteJob{{1}, why}, 2 * kUsPerS).ok());
-  EXPECT_EQ(sc.State(1), job::JobState::kFailed);
+  ASSERT_TRUE(sc.Apply(CompleteJob{JobId{1}, why}, 2 * kUsPerS).ok());
+  EXPECT_EQ(sc.State(JobId{1}), job::JobState::kFailed);
   EXPECT_EQ(sc.Events().back().reason, why);
   EXPECT_EQ(sc.Events().back().from, job::JobState::kRunning);
   EXPECT_EQ(sc.cluster_state().ClusterCapacity().free_gpus, all);
   // Once ended, it cannot complete again.
-  EXPECT_THAT(sc.Apply(CompleteJob{{1}, why}, 3 * kUsPerS),
+  EXPECT_THAT(sc.Apply(CompleteJob{JobId{1}, why}, 3 * kUsPerS),
               StatusIs(StatusCode::kFailedPrecondition,
                        HasSubstr("job-1: cannot complete a job in state FAILED")));
   EXPECT_TRUE(sc.CheckInvariants().ok());
@@ -101,22 +101,22 @@ TEST(SchedulerApply, PodGroupQueuesInTheOneOrderAndKnowsItsPlace) {
   auto ya = sc.Apply(SubmitJob{y}, 3 * kUsPerS);
   ASSERT_TRUE(group.ok() && xa.ok() && ya.ok());
   EXPECT_EQ(group->job.value, 2);
-  EXPECT_EQ(sc.PodGroupOf(2), "ml/g");
-  EXPECT_EQ(sc.PodGroupOf(3), "");
-  EXPECT_EQ(sc.PodGroupOf(99), "");
+  EXPECT_EQ(sc.PodGroupOf(JobId{2}), "ml/g");
+  EXPECT_EQ(sc.PodGroupOf(JobId{3}), "");
+  EXPECT_EQ(sc.PodGroupOf(JobId{99}), "");
   // x: higher priority. g and y: equal priority and usage (ana holds the cluster, not them):
   // the earlier submit first.
-  EXPECT_EQ(sc.QueuePosition(3), std::make_pair(1, 3));
-  EXPECT_EQ(sc.QueuePosition(2), std::make_pair(2, 3));
-  EXPECT_EQ(sc.QueuePosition(4), std::make_pair(3, 3));
-  EXPECT_EQ(sc.QueuePosition(1), std::nullopt);  // running
-  EXPECT_EQ(sc.StartedUs(1), std::optional<int64_t>(0));
-  EXPECT_EQ(sc.StartedUs(2), std::nullopt);
+  EXPECT_EQ(sc.QueuePosition(JobId{3}), std::make_pair(1, 3));
+  EXPECT_EQ(sc.QueuePosition(JobId{2}), std::make_pair(2, 3));
+  EXPECT_EQ(sc.QueuePosition(JobId{4}), std::make_pair(3, 3));
+  EXPECT_EQ(sc.QueuePosition(JobId{1}), std::nullopt);  // running
+  EXPECT_EQ(sc.StartedUs(JobId{1}), std::optional<int64_t>(0));
+  EXPECT_EQ(sc.StartedUs(JobId{2}), std::nullopt);
   EXPECT_THAT(sc.Events()[2].reason, HasSubstr("pod group ml/g")) << sc.Events()[2].reason;
-  ASSERT_TRUE(sc.Apply(CompleteJob{{1}, {}}, 4 * kUsPerS).ok());
+  ASSERT_TRUE(sc.Apply(CompleteJob{JobId{1}, {}}, 4 * kUsPerS).ok());
   auto pass = sc.Apply(Pass{}, 4 * kUsPerS);
   ASSERT_TRUE(pass.ok());
-  EXPECT_EQ(pass->started, (std::vector<int64_t>{3, 2, 4}));
+  EXPECT_EQ(pass->started, (std::vector<JobId>{JobId{3}, JobId{2}, JobId{4}}));
   EXPECT_TRUE(sc.CheckInvariants().ok());
 }
 
@@ -126,8 +126,8 @@ TEST(SchedulerApply, RefusedInputChangesNothing) {
   Scheduler& sc = **s;
   ASSERT_TRUE(sc.Apply(SubmitJob{Job("a", 8)}, 0).ok());
   const size_t events = sc.Events().size();
-  EXPECT_EQ(sc.Apply(CancelJob{{42}}, kUsPerS).status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(sc.Apply(SetJobPriority{{42}, 1}, kUsPerS).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(sc.Apply(CancelJob{JobId{42}}, kUsPerS).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(sc.Apply(SetJobPriority{JobId{42}, 1}, kUsPerS).status().code(), StatusCode::kNotFound);
   EXPECT_EQ(sc.Apply(DrainNode{99, true, ""}, kUsPerS).status().code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(sc.Apply(HealthReport{HealthTarget::kGpu, 0, 77, topo::Health::kUnhealthy, ""}, kUsPerS)
@@ -147,7 +147,7 @@ TEST(SchedulerApply, HealthReportWithoutReasonNamesWhatWasReported) {
   Scheduler& sc = **s;
   ASSERT_TRUE(sc.Apply(SubmitJob{Job("a", 8)}, 0).ok());
   ASSERT_TRUE(sc.Apply(Pass{}, 0).ok());
-  const Placement* p = sc.PlacementOf(1);
+  const Placement* p = sc.PlacementOf(JobId{1});
   ASSERT_NE(p, nullptr);
   const int node = p->parts[0].node;
   ASSERT_TRUE(
@@ -176,8 +176,8 @@ TEST(SchedulerApply, ElasticGrowWhileHoldsLive) {
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   auto grow = sc.Apply(Pass{}, kUsPerS);
   ASSERT_TRUE(grow.ok()) << grow.status().ToString();
-  ASSERT_NE(sc.Spec(1), nullptr);
-  EXPECT_EQ(sc.Spec(1)->total_gpus, 32) << "grew to max_replicas on the 6 free nodes";
+  ASSERT_NE(sc.Spec(JobId{1}), nullptr);
+  EXPECT_EQ(sc.Spec(JobId{1})->total_gpus, 32) << "grew to max_replicas on the 6 free nodes";
   EXPECT_EQ(AllocId::FromKey(Scheduler::HoldAllocationId(2)), AllocId::Hold(2));
   EXPECT_NE(Scheduler::HoldAllocationId(2), AllocId::Job(2).key());
   EXPECT_TRUE(sc.CheckInvariants().ok());
@@ -202,7 +202,7 @@ TEST(NodeTopologyReport, ReplacesTheProfilesTopologyForRunningJobsAndPlacement) 
   Scheduler& sc = **s;
   ASSERT_TRUE(sc.Apply(SubmitJob{Job("a", 8)}, 0).ok());
   ASSERT_TRUE(sc.Apply(Pass{}, 0).ok());
-  const Placement* p = sc.PlacementOf(1);
+  const Placement* p = sc.PlacementOf(JobId{1});
   ASSERT_NE(p, nullptr);
   const int node = p->parts[0].node;
   const double before = p->predicted_ms;
@@ -214,8 +214,8 @@ TEST(NodeTopologyReport, ReplacesTheProfilesTopologyForRunningJobsAndPlacement) 
   ASSERT_EQ(pcie.gpus.size(), 8u);
   ASSERT_TRUE(pcie.nics.empty());
   ASSERT_TRUE(sc.Apply(NodeTopologyReport{node, pcie, "agent test"}, kUsPerS).ok());
-  ASSERT_NE(sc.PlacementOf(1), nullptr);
-  const double after = sc.PlacementOf(1)->predicted_ms;
+  ASSERT_NE(sc.PlacementOf(JobId{1}), nullptr);
+  const double after = sc.PlacementOf(JobId{1})->predicted_ms;
   EXPECT_GT(after, 2 * before) << before << " -> " << after;
   const std::string& name = sc.placer().cluster().nodes[node].name;
   bool noted = false;
@@ -234,9 +234,9 @@ TEST(NodeTopologyReport, ReplacesTheProfilesTopologyForRunningJobsAndPlacement) 
   ASSERT_TRUE(sc.Apply(NodeTopologyReport{free_node, pcie, "agent test"}, kUsPerS).ok());
   ASSERT_TRUE(sc.Apply(SubmitJob{Job("b", 8)}, kUsPerS).ok());
   ASSERT_TRUE(sc.Apply(Pass{}, kUsPerS).ok());
-  ASSERT_NE(sc.PlacementOf(2), nullptr);
-  EXPECT_NE(sc.PlacementOf(2)->parts[0].node, free_node);
-  EXPECT_NEAR(sc.PlacementOf(2)->predicted_ms, before, 1e-9);
+  ASSERT_NE(sc.PlacementOf(JobId{2}), nullptr);
+  EXPECT_NE(sc.PlacementOf(JobId{2})->parts[0].node, free_node);
+  EXPECT_NEAR(sc.PlacementOf(JobId{2})->predicted_ms, before, 1e-9);
 
   // Another GPU count: refused, nothing changes.
   const size_t events = sc.Events().size();
@@ -295,10 +295,10 @@ TEST(NodeNetworkReport, MovesTheNodeInTheModelAndRescoresItsJobs) {
   Scheduler& sc = **s;
   ASSERT_TRUE(sc.Apply(SubmitJob{Job("a", 16)}, 0).ok());
   ASSERT_TRUE(sc.Apply(Pass{}, 0).ok());
-  ASSERT_NE(sc.PlacementOf(1), nullptr);
-  ASSERT_EQ(sc.PlacementOf(1)->parts.size(), 2u);
-  const double before = sc.PlacementOf(1)->predicted_ms;
-  const int node = sc.PlacementOf(1)->parts[1].node;
+  ASSERT_NE(sc.PlacementOf(JobId{1}), nullptr);
+  ASSERT_EQ(sc.PlacementOf(JobId{1})->parts.size(), 2u);
+  const double before = sc.PlacementOf(JobId{1})->predicted_ms;
+  const int node = sc.PlacementOf(JobId{1})->parts[1].node;
   const topo::Cluster& c0 = base.cluster();
   const int leaf = c0.nodes[node].domain;
   const int spine = c0.domains[leaf].parent;
@@ -321,7 +321,7 @@ TEST(NodeNetworkReport, MovesTheNodeInTheModelAndRescoresItsJobs) {
   EXPECT_EQ(sc.cluster_state().DomainCapacity(now).total_gpus, 8);
   EXPECT_EQ(sc.cluster_state().DomainCapacity(leaf).total_gpus,
             static_cast<int>(c0.NodesUnder(leaf).size()) * 8 - 8);
-  const double after = sc.PlacementOf(1)->predicted_ms;
+  const double after = sc.PlacementOf(JobId{1})->predicted_ms;
   EXPECT_GT(after, before) << "across the spine's 2:1 uplinks";
   bool noted = false;
   for (const job::JobEvent& e : sc.Events()) {
@@ -368,7 +368,7 @@ TEST(NodeNetworkReport, MovesTheNodeInTheModelAndRescoresItsJobs) {
   EXPECT_EQ(sc.ReportedNetwork(node), nullptr);
   EXPECT_EQ(sc.ReportedNetwork(node + 1), nullptr);
   EXPECT_EQ(&sc.placer(), &base) << "no overlay left";
-  EXPECT_NEAR(sc.PlacementOf(1)->predicted_ms, before, 1e-9);
+  EXPECT_NEAR(sc.PlacementOf(JobId{1})->predicted_ms, before, 1e-9);
   EXPECT_TRUE(sc.CheckInvariants().ok());
 }
 

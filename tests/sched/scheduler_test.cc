@@ -73,21 +73,25 @@ class Harness {
     auto id = s_->Submit(spec, t_s * kUsPerS);
     EXPECT_TRUE(id.ok()) << id.status().ToString();
     Check();
-    return id.ok() ? *id : -1;
+    return id.ok() ? id->value : -1;
   }
   std::vector<int64_t> Schedule(int64_t t_s) {
     auto r = s_->Schedule(t_s * kUsPerS);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     Check();
-    return r.ok() ? *r : std::vector<int64_t>{};
+    std::vector<int64_t> ids;
+    if (r.ok()) {
+      for (JobId id : *r) ids.push_back(id.value);
+    }
+    return ids;
   }
   void Complete(int64_t id, int64_t t_s) {
-    Status st = s_->Complete(id, t_s * kUsPerS);
+    Status st = s_->Complete(JobId{id}, t_s * kUsPerS);
     EXPECT_TRUE(st.ok()) << st.ToString();
     Check();
   }
   void Cancel(int64_t id, int64_t t_s) {
-    Status st = s_->Cancel(id, t_s * kUsPerS);
+    Status st = s_->Cancel(JobId{id}, t_s * kUsPerS);
     EXPECT_TRUE(st.ok()) << st.ToString();
     Check();
   }
@@ -96,9 +100,9 @@ class Harness {
     EXPECT_TRUE(st.ok()) << st.ToString();
     Check();
   }
-  JobState State(int64_t id) { return s_->State(id).value_or(JobState::kFailed); }
+  JobState State(int64_t id) { return s_->State(JobId{id}).value_or(JobState::kFailed); }
   std::string Explain(int64_t id) {
-    auto e = s_->Explain(id);
+    auto e = s_->Explain(JobId{id});
     EXPECT_TRUE(e.ok());
     return e.ok() ? *e : "";
   }
@@ -280,8 +284,8 @@ TEST(SchedulerTest, BackfillClearOfReservedGpus) {
       << h.EventsOf(lng).back();
   h.Complete(r1, 1000);
   EXPECT_EQ(h.Schedule(1000), std::vector<int64_t>{head});
-  ASSERT_NE(h.s().PlacementOf(head), nullptr);
-  EXPECT_TRUE(Disjoint(*h.s().PlacementOf(head), *h.s().PlacementOf(lng)));
+  ASSERT_NE(h.s().PlacementOf(JobId{head}), nullptr);
+  EXPECT_TRUE(Disjoint(*h.s().PlacementOf(JobId{head}), *h.s().PlacementOf(JobId{lng})));
 }
 
 TEST(SchedulerTest, NoBackfillKeepsStrictOrder) {
@@ -328,7 +332,7 @@ TEST(SchedulerTest, PreemptionPicksCheapestVictimsAndRequeues) {
                                "REQUEUED -> PENDING: back in queue after preemption by job-5"}));
   EXPECT_EQ(h.EventsOf(p).back(),
             "PENDING -> RUNNING: scheduled after preempting job-2 (128 GPUs)");
-  EXPECT_EQ(h.s().PlacementOf(b), nullptr);
+  EXPECT_EQ(h.s().PlacementOf(JobId{b}), nullptr);
 
   // 64 GPUs more: the cheapest is a (128), not c.
   const int64_t p2 = h.Submit(MakeJob("p2", "v", 200, 64, 0), 20);
@@ -373,7 +377,7 @@ TEST(SchedulerTest, HoldsAreBusyAndNeverPreempted) {
   started = h.Schedule(1);
   EXPECT_EQ(started, std::vector<int64_t>{big});
   EXPECT_EQ(h.State(a), JobState::kPending);
-  for (const NodeGpus& p : h.s().PlacementOf(big)->parts) {
+  for (const NodeGpus& p : h.s().PlacementOf(JobId{big})->parts) {
     EXPECT_LT(p.node, H100().FindNode("gpu017")) << "placed on held GPUs";
   }
   EXPECT_EQ(h.s().Holds().size(), 16u);
@@ -438,13 +442,14 @@ TEST(SchedulerTest, CancelPendingAndRunning) {
   EXPECT_EQ(h.EventsOf(run).back(),
             "COMPLETING -> CANCELLED: cancelled by user: SIGKILL after grace period");
   EXPECT_EQ(h.s().cluster_state().ClusterCapacity().free_gpus, 256);
-  EXPECT_THAT(h.s().Cancel(run, 7),
+  EXPECT_THAT(h.s().Cancel(JobId{run}, 7),
               StatusIs(StatusCode::kFailedPrecondition,
                        HasSubstr("job-1: cannot cancel a job in state CANCELLED")));
-  EXPECT_THAT(h.s().Complete(pend, 7),
+  EXPECT_THAT(h.s().Complete(JobId{pend}, 7),
               StatusIs(StatusCode::kFailedPrecondition,
                        HasSubstr("job-2: cannot complete a job in state CANCELLED")));
-  EXPECT_THAT(h.s().Cancel(99, 7), StatusIs(StatusCode::kNotFound, HasSubstr("no job job-99")));
+  EXPECT_THAT(h.s().Cancel(JobId{99}, 7),
+              StatusIs(StatusCode::kNotFound, HasSubstr("no job job-99")));
   h.Check();
 }
 
@@ -487,7 +492,7 @@ TEST(SchedulerTest, LocalityWaitHoldsAJobToOneNodeUntilItsTimeout) {
         << h.Explain(id);
     EXPECT_TRUE(h.Schedule(100).empty());  // 99 s waited
     EXPECT_EQ(h.Schedule(101), std::vector<int64_t>{id});
-    const Placement* p = h.s().PlacementOf(id);
+    const Placement* p = h.s().PlacementOf(JobId{id});
     ASSERT_NE(p, nullptr);
     EXPECT_EQ(p->parts.size(), 2u);
   }
@@ -499,7 +504,7 @@ TEST(SchedulerTest, LocalityWaitStartsAJobThatFitsOneNodeAtOnce) {
   Harness h(o);
   const int64_t id = h.Submit(MakeJob("eight", "u", 0, 8, 0), 0);
   EXPECT_EQ(h.Schedule(0), std::vector<int64_t>{id});
-  EXPECT_EQ(h.s().PlacementOf(id)->parts.size(), 1u);
+  EXPECT_EQ(h.s().PlacementOf(JobId{id})->parts.size(), 1u);
   SchedulerOptions bad;
   bad.locality_wait_us = -2;
   EXPECT_THAT(bad.Validate(), StatusIs(StatusCode::kInvalidArgument,
@@ -525,13 +530,13 @@ TEST(SchedulerTest, BackfillShadowBlocksTheReservationWhileHoldOneLives) {
   ASSERT_TRUE(sc.Hold(1, {NodeGpus{0, GpuMask::FirstN(8)}}).ok());
   auto running = sc.Submit(MakeJob("running", "u", 0, 16, 1000), 0);
   ASSERT_TRUE(running.ok());
-  ASSERT_EQ(sc.Schedule(0).value(), std::vector<int64_t>{*running});
+  ASSERT_EQ(sc.Schedule(0).value(), std::vector<JobId>{*running});
   auto head = sc.Submit(MakeJob("head", "u", 0, 24, 1000), 1 * kUsPerS);
   auto small = sc.Submit(MakeJob("small", "u", 0, 8, 0), 2 * kUsPerS);
   ASSERT_TRUE(head.ok() && small.ok());
   EXPECT_TRUE(sc.Schedule(3 * kUsPerS).value().empty());
-  EXPECT_EQ(sc.State(*small).value(), JobState::kPending);
-  auto why = sc.Explain(*small);
+  EXPECT_EQ(sc.State(JobId{*small}).value(), JobState::kPending);
+  auto why = sc.Explain(JobId{*small});
   ASSERT_TRUE(why.ok());
   EXPECT_THAT(*why, HasSubstr("would delay the reservation of job-2")) << *why;
   EXPECT_TRUE(sc.CheckInvariants().ok());

@@ -46,8 +46,8 @@ class SpecRunTimesTest : public ::testing::Test {
       ASSERT_TRUE(s_->Submit(TimedJob("w" + std::to_string(k + 1), 8, runs[k], 0.2), 0).ok());
     }
     ASSERT_EQ(s_->Schedule(0).value().size(), 8u);
-    ASSERT_TRUE(s_->Complete(4, 10 * kUsPerS).ok());
-    ASSERT_TRUE(s_->Complete(5, 10 * kUsPerS).ok());
+    ASSERT_TRUE(s_->Complete(JobId{4}, 10 * kUsPerS).ok());
+    ASSERT_TRUE(s_->Complete(JobId{5}, 10 * kUsPerS).ok());
   }
   std::unique_ptr<Scheduler> s_;
   std::unique_ptr<SpecRunTimes> est_;
@@ -59,12 +59,12 @@ TEST_F(SpecRunTimesTest, TheSpecsEstimateStretchesWithCommunication) {
   slow.predicted_ms = 3;
   slow.best_possible_ms = 1;
   // w3 declares 600 s with 20% communication: 600 x (0.8 + 0.2 x 3) on a 3x slower placement.
-  EXPECT_DOUBLE_EQ(est_->RunSeconds(3, slow).value(), 840);
-  EXPECT_EQ(est_->ExpectedEndUs(3, 10 * kUsPerS), 600 * kUsPerS);
-  EXPECT_EQ(est_->ExpectedEndUs(3, 700 * kUsPerS), 700 * kUsPerS) << "never before now";
+  EXPECT_DOUBLE_EQ(est_->RunSeconds(JobId{3}, slow).value(), 840);
+  EXPECT_EQ(est_->ExpectedEndUs(JobId{3}, 10 * kUsPerS), 600 * kUsPerS);
+  EXPECT_EQ(est_->ExpectedEndUs(JobId{3}, 700 * kUsPerS), 700 * kUsPerS) << "never before now";
   ASSERT_TRUE(s_->Submit(TimedJob("plain", 8, 0, 0), 10 * kUsPerS).ok());
-  EXPECT_FALSE(est_->RunSeconds(9, slow).has_value());
-  EXPECT_FALSE(est_->ExpectedEndUs(4, 10 * kUsPerS).has_value()) << "w4 holds no placement";
+  EXPECT_FALSE(est_->RunSeconds(JobId{9}, slow).has_value());
+  EXPECT_FALSE(est_->ExpectedEndUs(JobId{4}, 10 * kUsPerS).has_value()) << "w4 holds no placement";
 }
 
 // Started across the two leaves (wait-or-spread off), a job with 100% communication runs
@@ -73,8 +73,8 @@ TEST_F(SpecRunTimesTest, ARunningJobsEndIsCappedAtItsTimeLimit) {
   Make(false);
   auto id = s_->Submit(TimedJob("x", 16, 900, 1.0, 1000), 10 * kUsPerS);
   ASSERT_TRUE(id.ok()) << id.status().ToString();
-  EXPECT_EQ(s_->Schedule(10 * kUsPerS).value(), std::vector<int64_t>{*id});
-  const Placement* p = s_->PlacementOf(*id);
+  EXPECT_EQ(s_->Schedule(10 * kUsPerS).value(), std::vector<JobId>{*id});
+  const Placement* p = s_->PlacementOf(JobId{*id});
   ASSERT_NE(p, nullptr);
   const double run = est_->RunSeconds(*id, *p).value();
   ASSERT_GT(run, 1000) << "the split placement must stretch 900 s past the limit";
@@ -86,13 +86,13 @@ TEST_F(SpecRunTimesTest, WithItsEstimateTheLongJobWaitsWithoutItStartsAcross) {
   auto waits = s_->Submit(TimedJob("long", 16, 36000, 0.5), 10 * kUsPerS);
   ASSERT_TRUE(waits.ok());
   EXPECT_TRUE(s_->Schedule(10 * kUsPerS).value().empty());
-  EXPECT_THAT(s_->Explain(*waits).value(), HasSubstr("waiting for leaf0"))
-      << s_->Explain(*waits).value();
-  ASSERT_TRUE(s_->Cancel(*waits, 20 * kUsPerS).ok());
+  EXPECT_THAT(s_->Explain(JobId{*waits}).value(), HasSubstr("waiting for leaf0"))
+      << s_->Explain(JobId{*waits}).value();
+  ASSERT_TRUE(s_->Cancel(JobId{*waits}, 20 * kUsPerS).ok());
   auto plain = s_->Submit(TimedJob("plain", 16, 0, 0), 20 * kUsPerS);
   ASSERT_TRUE(plain.ok());
-  EXPECT_EQ(s_->Schedule(20 * kUsPerS).value(), std::vector<int64_t>{*plain});
-  EXPECT_EQ(s_->PlacementOf(*plain)->parts.size(), 2u);
+  EXPECT_EQ(s_->Schedule(20 * kUsPerS).value(), std::vector<JobId>{*plain});
+  EXPECT_EQ(s_->PlacementOf(JobId{*plain})->parts.size(), 2u);
 }
 
 }  // namespace

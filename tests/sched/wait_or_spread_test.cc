@@ -43,11 +43,11 @@ class WaitOrSpread : public testing::DeclaredScheduler {
     for (size_t k = 0; k < runs.size(); ++k)
       Submit(SpreadJob("w" + std::to_string(k + 1), 8), runs[k], 0.2, 0);
     EXPECT_EQ(s().Schedule(0).value().size(), 8u);
-    EXPECT_TRUE(s().Complete(4, 10 * kUsPerS).ok());
-    EXPECT_TRUE(s().Complete(5, 10 * kUsPerS).ok());
+    EXPECT_TRUE(s().Complete(JobId{4}, 10 * kUsPerS).ok());
+    EXPECT_TRUE(s().Complete(JobId{5}, 10 * kUsPerS).ok());
   }
   std::string Nodes(int64_t id) const {
-    const Placement* p = s().PlacementOf(id);
+    const Placement* p = s().PlacementOf(JobId{id});
     if (p == nullptr) return "none";
     std::string out;
     for (const NodeGpus& g : p->parts) out += (out.empty() ? "" : ",") + Eight().nodes[g.node].name;
@@ -67,7 +67,7 @@ TEST(WaitOrSpreadTest, ALongJobWaitsForOneLeafOnlyWhileWaitingCanStillPayOff) {
   const int64_t id = h.Submit(SpreadJob("long", 16), 36000, 0.5, 10);
   EXPECT_TRUE(h.Schedule(10).empty());
   EXPECT_EQ(h.s().NextPlannedStartUs(), std::optional<int64_t>(600 * kUsPerS));
-  const std::string why = h.s().Explain(id).value();
+  const std::string why = h.s().Explain(JobId{id}).value();
   EXPECT_THAT(why, HasSubstr("waiting for leaf0 (free in ~10 min, at 600.000000s): finishes ~4.8 h "
                              "earlier than starting now across spine0"))
       << why;
@@ -94,7 +94,7 @@ TEST(WaitOrSpreadTest, TheWaitingJobsPlannedNodeIsReservedAgainstLaterJobs) {
   const int64_t small = h.Submit(SpreadJob("small", 8), 36000, 0.2, 20);
   EXPECT_EQ(h.Schedule(20), std::vector<int64_t>{small});
   EXPECT_EQ(h.Nodes(small), "gpu05");
-  EXPECT_TRUE(h.s().Complete(3, 600 * kUsPerS).ok());
+  EXPECT_TRUE(h.s().Complete(JobId{3}, 600 * kUsPerS).ok());
   EXPECT_EQ(h.Schedule(600), std::vector<int64_t>{id});
   EXPECT_EQ(h.Nodes(id), "gpu03,gpu04");
 }
@@ -123,7 +123,7 @@ TEST(WaitOrSpreadTest, WithoutAnEstimateNobodyWaits) {
   WaitOrSpread h(true);
   auto id = h.s().Submit(SpreadJob("unknown", 16), 10 * kUsPerS);  // no declared run time
   ASSERT_TRUE(id.ok());
-  EXPECT_EQ(h.Schedule(10), std::vector<int64_t>{*id});
+  EXPECT_EQ(h.Schedule(10), std::vector<int64_t>{id->value});
 }
 
 TEST(WaitOrSpreadTest, OptionsAndDeclarationsAreChecked) {
@@ -132,17 +132,18 @@ TEST(WaitOrSpreadTest, OptionsAndDeclarationsAreChecked) {
   EXPECT_THAT(o.Validate(), StatusIs(StatusCode::kInvalidArgument,
                                      HasSubstr("wait_plan_attempts must be in [1, 1024]")));
   DeclaredRunTimes d;
-  EXPECT_THAT(d.Declare(1, 0, 0.5), StatusIs(StatusCode::kInvalidArgument,
-                                             HasSubstr("run time of job 1 must be in (0, 1e9] s")));
-  EXPECT_THAT(d.Declare(1, 10, 1.5),
+  EXPECT_THAT(
+      d.Declare(JobId{1}, 0, 0.5),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("run time of job 1 must be in (0, 1e9] s")));
+  EXPECT_THAT(d.Declare(JobId{1}, 10, 1.5),
               StatusIs(StatusCode::kInvalidArgument,
                        HasSubstr("communication share of job 1 must be in [0, 1]")));
-  EXPECT_TRUE(d.Declare(1, 10, 0.5).ok());
+  EXPECT_TRUE(d.Declare(JobId{1}, 10, 0.5).ok());
   Placement p;
   p.predicted_ms = 3;
   p.best_possible_ms = 1;
-  EXPECT_DOUBLE_EQ(d.RunSeconds(1, p).value(), 10 * (0.5 + 0.5 * 3));
-  EXPECT_EQ(d.ExpectedEndUs(1, 0), std::nullopt);  // not attached, not running
+  EXPECT_DOUBLE_EQ(d.RunSeconds(JobId{1}, p).value(), 10 * (0.5 + 0.5 * 3));
+  EXPECT_EQ(d.ExpectedEndUs(JobId{1}, 0), std::nullopt);  // not attached, not running
 }
 
 }  // namespace

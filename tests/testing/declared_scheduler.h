@@ -48,14 +48,18 @@ class DeclaredScheduler {
     auto id = s_->Submit(spec, t_s * kDeclaredSec);
     EXPECT_TRUE(id.ok()) << id.status().ToString();
     EXPECT_TRUE(runs_.Declare(*id, run_s, comm).ok());
-    return *id;
+    return id->value;
   }
   // One pass at t_s seconds (invariants checked): the ids started.
   std::vector<int64_t> Schedule(int64_t t_s) {
     auto r = s_->Schedule(t_s * kDeclaredSec);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_TRUE(s_->CheckInvariants().ok());
-    return r.ok() ? *r : std::vector<int64_t>{};
+    std::vector<int64_t> ids;
+    if (r.ok()) {
+      for (JobId id : *r) ids.push_back(id.value);
+    }
+    return ids;
   }
   sched::Scheduler& s() { return *s_; }
   const sched::Scheduler& s() const { return *s_; }
