@@ -43,7 +43,7 @@ constexpr RuleRecord kDevRecord[] = {
     {"gpu_fault:nccl_nvls_failed", 1, 1},
     {"gpu_fault:xid", 1, 1},
     {"gpu_oom:cuda_oom", 6, 6},
-    {"healthy:nccl_channel_ib", 30, 22},
+    {"healthy:nccl_channel_ib", 31, 23},
     {"host_oom:killed_by_signal", 2, 2},
     {"host_oom:slurm_oom", 2, 2},
     {"nccl_degraded:nccl_feature_ignored", 1, 1},

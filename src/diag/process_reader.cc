@@ -124,10 +124,12 @@ void ReadException(const LineRef& line, EvidenceSet& out) {
   }
 }
 
-// "loss" as a word followed, within a few separators, by a number: "loss:  4.99", "\"loss\":
-// 0.07", "loss=0.5", "lm loss: 6.5E+00".
+// "loss" or "Loss" as a word followed, within a few separators, by a number: "loss:  4.99",
+// "\"loss\": 0.07", "loss=0.5", "lm loss: 6.5E+00", "Epoch 0 | Loss: 0.2445".
 bool HasLossValue(std::string_view t) {
-  for (size_t p = t.find("loss"); p != std::string_view::npos; p = t.find("loss", p + 1)) {
+  for (size_t q = t.find("oss"); q != std::string_view::npos; q = t.find("oss", q + 1)) {
+    if (q == 0 || (t[q - 1] != 'l' && t[q - 1] != 'L')) continue;
+    const size_t p = q - 1;
     const bool left = p == 0 || !IsWordChar(t[p - 1]);
     size_t i = p + 4;
     if (!left || (i < t.size() && IsWordChar(t[i]))) continue;

@@ -88,6 +88,9 @@ const std::vector<Case> kCases = {
      "{\"loss\": 0.07945381"},
     {"healthy-multinode-deepspeed-microstep-timers-gpt-neox-965.log", "healthy",
      "forward_microstep:"},
+    {"healthy-ddp-8-ranks-2-nodes-epoch-loss-capitalised-snapshot-saved-awsome-distributed-ai-"
+     "1039.log",
+     "healthy", "Loss: 0.24456023513240382"},
     {"k8s-job-pi-completed-1-of-1-pod-completed-codeidx-13170713780.log", "healthy", "Completed"},
     {"dcgmi-diag-r3-deployment-checks-all-pass-dcgm-55.log", "healthy", "| Pass"},
     // a start that went through, in a launcher's, a net plugin's and the kernel's words
@@ -222,6 +225,8 @@ TEST(FamilyTraps, ExitStatusesNameTheirSignal) {
 TEST(FamilyTraps, ALossWordWithoutAValueIsNoProgress) {
   EXPECT_EQ(TopOf("computing the loss over the batch\n"), "none");
   EXPECT_EQ(TopOf("step 10 | lm loss: 6.512E+00 | grad norm: 1.2\n"), "healthy");
+  EXPECT_EQ(TopOf("Epoch 0 | Steps: 235 | Loss: 0.2445\n"), "healthy");
+  EXPECT_EQ(TopOf("Epoch 0 | Gloss: 0.2445\n"), "none");
 }
 
 TEST(FamilyTraps, ACancelForATimeLimitIsATimeoutNotACancel) {
