@@ -96,6 +96,11 @@ constexpr KindInfo kKinds[] = {
     {"ib_verbs_failed", Source::kNccl},
     {"nic_link_down", Source::kDriver},
     {"peer_gone", Source::kPyTorch},
+    {"run_started", Source::kProcess},
+    {"nccl_single_node", Source::kNccl},
+    {"nccl_nvls_unavailable", Source::kNccl},
+    {"nccl_nvls_failed", Source::kNccl},
+    {"nccl_plugin_missing", Source::kNccl},
 };
 static_assert(sizeof(kKinds) / sizeof(kKinds[0]) == kKindCount, "kKinds out of step with Kind");
 

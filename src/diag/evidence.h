@@ -128,6 +128,21 @@ enum class Kind {
   // A peer that ended, named by the survivor: "Broken pipe" on a send, c10d's "possible
   // application crash on rank 0", TCPStore's "Connection was likely closed" (fields: rank)
   kPeerGone,
+  // Signs that a distributed start went through, in the launchers' and net plugins' own words
+  // (process_reader.cc, nccl_reader.cc): Lightning "initializing ddp: GLOBAL_RANK: 3, MEMBER:
+  // 4/8", Accelerate "Distributed environment: MULTI_GPU", a net plugin's "NET/OFI Selected
+  // Provider is ...", a kernel "NIC Link is Up" / "link becomes ready". Positive only: they make
+  // a log with no fault healthy (weakly), never hide a fault.
+  kRunStarted,
+  // NCCL's communicator spans one node ("comm 0x... rank 0 nRanks 2 nNodes 1", or "nranks 1"):
+  // its network transport carries no data, so a NET/Socket selection is no fallback.
+  kNcclSingleNode,
+  kNcclNvlsUnavailable,  // "NVLS multicast support is not available on dev 0" (NCCL INFO)
+  kNcclNvlsFailed,       // an NVLS set-up call that failed: "transport/nvls.cc:165 NCCL WARN Cuda
+                         // failure 'invalid argument'" (the NVSwitch fabric / multicast)
+  // A net plugin the job named (NCCL_NET_PLUGIN) that the loader could not open: "NET/Plugin :
+  // dlerror=librccl-net-ofi.so: cannot open shared object file": its network was expected.
+  kNcclPluginMissing,
   kCount,
 };
 constexpr int kKindCount = static_cast<int>(Kind::kCount);

@@ -1,5 +1,6 @@
 // NCCL_DEBUG=INFO/WARN lines (NCCL's own wording, any version since 2.4) and the PyTorch
 // ProcessGroupNCCL lines that wrap NCCL errors. Patterns: docs/diagnose.md, source "NCCL".
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -46,6 +47,15 @@ void ReadNetSelection(const LineRef& line, EvidenceSet& out) {
     }
   }
   if (Has(t, "NET/IB : No device found")) out.Add(Kind::kNcclIbNoDevice, line);
+  // A net plugin the job named that the loader could not open ("NET/Plugin : dlerror=...:
+  // cannot open shared object file"), and one that selected its provider ("NET/OFI Selected
+  // Provider is efa"): the inter-node data path set up, as "NET/IB : Using" says for IB.
+  if (Has(t, "NET/Plugin") && (Has(t, "dlerror") || Has(t, "cannot open shared object"))) {
+    out.Add(Kind::kNcclPluginMissing, line);
+  }
+  if (Has(t, "Selected Provider is") || Has(t, "Selected provider is")) {
+    out.Add(Kind::kRunStarted, line);
+  }
   if (Has(t, "GPU Direct RDMA Disabled for HCA") && Has(t, "NET/IB")) {
     if (Evidence* e = out.Add(Kind::kNcclGdrDisabled, line)) {
       std::string_view dev = TokenAfter(t, "'", "'");
@@ -106,9 +116,18 @@ void ReadErrors(const LineRef& line, EvidenceSet& out) {
       Has(t, "failed")) {
     out.Add(Kind::kNcclConnectFailed, line);
   }
-  // Newer NCCL retries the bootstrap connect: "socketPollConnect: connect returned No route to
-  // host, retrying (26/34)".
-  if (Has(t, "socketPollConnect") && Has(t, "retrying")) out.Add(Kind::kNcclConnectFailed, line);
+  // Newer NCCL (>= 2.24) retries a refused, timed-out or unreachable connect and says so at
+  // INFO level: "socketPollConnect: connect returned No route to host, retrying (26/34) after
+  // sleep for 2600 msec"; it gives up (and warns) only after the last of them. A retry with
+  // attempts left is a transient that a healthy start may show; the last one is a failed connect.
+  if (Has(t, "socketPollConnect") && Has(t, "retrying")) {
+    const std::string_view count = After(t, "retrying (").value_or("");
+    const size_t slash = count.find('/');
+    const auto attempt = LeadingInt(count);
+    const auto budget =
+        slash == std::string_view::npos ? std::nullopt : LeadingInt(count.substr(slash + 1));
+    if (!attempt || !budget || *attempt >= *budget) out.Add(Kind::kNcclConnectFailed, line);
+  }
   if (Has(t, "Cuda failure 'out of memory'") || Has(t, "Failed to CUDA calloc")) {
     out.Add(Kind::kNcclCudaOom, line);
   }
@@ -149,6 +168,17 @@ void ReadFabric(const LineRef& line, EvidenceSet& out) {
   }
 }
 
+// "comm 0x... rank 0 nRanks 2 nNodes 1 localRanks 2 ..." (NCCL >= 2.12) or "comm 0x... rank 0
+// nranks 1 cudaDev 0 ...": one node (or one rank), so no data crosses the network (NCCL's NET
+// transport connects ranks of different nodes only).
+void ReadCommShape(const LineRef& line, EvidenceSet& out) {
+  const std::string_view t = line.text;
+  auto nodes = IntAfter(t, "nNodes ");
+  auto ranks = IntAfter(t, "nranks ");
+  if (!ranks) ranks = IntAfter(t, "nRanks ");
+  if ((nodes && *nodes == 1) || (ranks && *ranks == 1)) out.Add(Kind::kNcclSingleNode, line);
+}
+
 }  // namespace
 
 void ReadNcclLine(const LineRef& line, EvidenceSet& out) {
@@ -159,20 +189,33 @@ void ReadNcclLine(const LineRef& line, EvidenceSet& out) {
   if (Has(t, "Connected all rings") || Has(t, "Connected all trees")) {
     out.Add(Kind::kNcclConnected, line);
   }
-  if (Has(t, "NVLS multicast support is available")) out.Add(Kind::kNcclNvlsAvailable, line);
+  if (Has(t, "comm 0x")) ReadCommShape(line, out);
+  // NVLS (NVLink SHARP, NCCL >= 2.17): "NVLS multicast support is available on dev 0" or "is not
+  // available" (the GPU or its NVSwitch fabric offers no multicast: no NVLS algorithm).
+  if (auto nvls = After(t, "NVLS multicast support is ")) {
+    out.Add(nvls->starts_with("not") ? Kind::kNcclNvlsUnavailable : Kind::kNcclNvlsAvailable, line);
+  }
   // A feature the job asked for that NCCL will not use: "CollNet is not supported or fails to
   // initialize, ignoring NCCL_ALGO=COLLNET".
   if (Has(t, "NCCL WARN") && Has(t, "not supported") && Has(t, "ignoring")) {
     out.Add(Kind::kNcclFeatureIgnored, line);
   }
   if (Has(t, "NCCL_IB_DISABLE set by environment to 1")) out.Add(Kind::kNcclIbDisabled, line);
-  if (Has(t, "Failed to open libibverbs")) out.Add(Kind::kNcclIbverbsMissing, line);
+  // libibverbs could not be loaded: "Failed to open libibverbs.so[.1]", or in newer NCCL its
+  // verbs wrapper's "misc/ibvwrap.cc:173 NCCL WARN lib wrapper not initialized.".
+  if (Has(t, "ibv") &&
+      (Has(t, "Failed to open libibverbs") || Has(t, "lib wrapper not initialized"))) {
+    out.Add(Kind::kNcclIbverbsMissing, line);
+  }
   if (Has(t, "onnect") || Has(t, "rror") || Has(t, "atchdog") || Has(t, "ailure") ||
-      Has(t, "ailed") || Has(t, "completion")) {
+      Has(t, "ailed") || Has(t, "completion") || Has(t, "checkTimeout")) {
     ReadErrors(line, out);
     // Read on the same error lines only (an HCA's error event says "error", a failed call
     // "failed"), so that the lines of a healthy run cost no more searches.
     if (Has(t, "async event") || Has(t, "Call to ibv_")) ReadFabric(line, out);
+    // A CUDA call of NVLS's set-up that failed ("transport/nvls.cc:165 NCCL WARN Cuda failure
+    // 'invalid argument'"): the NVSwitch fabric's multicast could not be set up.
+    if (Has(t, "nvls.cc") && Has(t, "NCCL WARN")) out.Add(Kind::kNcclNvlsFailed, line);
     // EPIPE: a write to a socket whose other end has closed (the peer process ended).
     if (Has(t, "Broken pipe")) out.Add(Kind::kPeerGone, line);
   }

@@ -20,11 +20,16 @@ std::string Fmt(const char* fmt, double a, double b = 0, double c = 0) {
 // "NET/Socket : Using ..." for its bootstrap interface on every run; only "Using network Socket",
 // a channel "via NET/Socket", or a NET/Socket selection with no NET/IB one mean the data path.
 bool SocketDataPath(const EvidenceSet& ev) {
+  // One node (or one rank): NCCL's NET transport connects ranks of different nodes only, so its
+  // selection carries no data (NCCL's docs, "NCCL_P2P_LEVEL"/"NCCL_SHM_DISABLE": intra-node
+  // paths are P2P and SHM).
+  // A net plugin the job named and could not load is a fallback however many ranks there are.
+  if (ev.has(Kind::kNcclSingleNode) && !ev.has(Kind::kNcclPluginMissing)) return false;
   if (ev.has(Kind::kNcclNetworkSocket) || ev.has(Kind::kNcclChannelSocket)) return true;
   return ev.has(Kind::kNcclNetSocket) && !ev.has(Kind::kNcclNetIb) &&
          !ev.has(Kind::kNcclNetworkIb) && !ev.has(Kind::kNcclChannelIb) &&
          (ev.has(Kind::kNcclIbDisabled) || ev.has(Kind::kNcclIbverbsMissing) ||
-          ev.has(Kind::kNcclIbNoDevice));
+          ev.has(Kind::kNcclIbNoDevice) || ev.has(Kind::kNcclPluginMissing));
 }
 
 std::string SocketInterfaces(const EvidenceSet& ev) {
@@ -39,7 +44,11 @@ void FallbackRule(const EvidenceSet& ev, const NodeContext* node, std::vector<Ca
   const std::string ifs = SocketInterfaces(ev);
   if (!ifs.empty()) why += " on " + ifs;
   std::string fix;
-  if (ev.has(Kind::kNcclIbverbsMissing)) {
+  if (ev.has(Kind::kNcclPluginMissing)) {
+    why += ": the net plugin named by NCCL_NET_PLUGIN could not be loaded";
+    fix = "install the net plugin the job names (or fix NCCL_NET_PLUGIN / LD_LIBRARY_PATH); ";
+    conf += 0.1;
+  } else if (ev.has(Kind::kNcclIbverbsMissing)) {
     why += ": libibverbs could not be loaded, so NET/IB was never tried";
     fix =
         "install the RDMA user space (rdma-core/libibverbs) in the job's image and expose "
@@ -54,10 +63,10 @@ void FallbackRule(const EvidenceSet& ev, const NodeContext* node, std::vector<Ca
     fix = "make the HCAs visible to the job (device plugin, /dev/infiniband, NCCL_IB_HCA); ";
     conf += 0.1;
   }
-  Cause c =
-      MakeCause(Category::kNcclTransportFallback, conf, why, "", ev,
-                {Kind::kNcclNetworkSocket, Kind::kNcclChannelSocket, Kind::kNcclIbverbsMissing,
-                 Kind::kNcclIbDisabled, Kind::kNcclIbNoDevice, Kind::kNcclNetSocket});
+  Cause c = MakeCause(Category::kNcclTransportFallback, conf, why, "", ev,
+                      {Kind::kNcclNetworkSocket, Kind::kNcclChannelSocket, Kind::kNcclPluginMissing,
+                       Kind::kNcclIbverbsMissing, Kind::kNcclIbDisabled, Kind::kNcclIbNoDevice,
+                       Kind::kNcclNetSocket});
   if (node != nullptr) {
     const NetworkAdvice a = AdviseNetwork(*node);
     if (a.rdma_nics.empty()) {
@@ -107,6 +116,17 @@ void DegradedRule(const EvidenceSet& ev, const NodeContext* node, std::vector<Ca
                             "plugin and the switch; NVLS: NVSwitch and the fabric manager) or stop "
                             "asking for it",
                             ev, {Kind::kNcclFeatureIgnored}));
+  }
+  // NVLS unavailable is normal on GPUs without NVSwitch multicast (before Hopper, PCIe cards):
+  // only a weak sign, ranked under a healthy set-up with two or more positive kinds (0.5).
+  if (ev.has(Kind::kNcclNvlsUnavailable) && !ev.has(Kind::kNcclNvlsAvailable)) {
+    out.push_back(MakeCause(Category::kNcclDegraded, 0.42,
+                            "NCCL reports NVLink SHARP (NVLS) multicast unavailable: on an "
+                            "NVSwitch system the collectives run without it, slower",
+                            "on NVSwitch (Hopper or later) nodes check that the fabric manager "
+                            "runs and that the driver and fabric manager versions match; on other "
+                            "GPUs nothing is wrong",
+                            ev, {Kind::kNcclNvlsUnavailable}));
   }
   if (ev.has(Kind::kPcieLinkLimited)) {
     out.push_back(MakeCause(Category::kNcclDegraded, 0.7,

@@ -124,10 +124,12 @@ void ReadException(const LineRef& line, EvidenceSet& out) {
   }
 }
 
-// "loss" as a word followed, within a few separators, by a number: "loss:  4.99", "\"loss\":
-// 0.07", "loss=0.5", "lm loss: 6.5E+00".
+// "loss" or "Loss" as a word followed, within a few separators, by a number: "loss:  4.99",
+// "\"loss\": 0.07", "loss=0.5", "lm loss: 6.5E+00", "Epoch 0 | Loss: 0.2445".
 bool HasLossValue(std::string_view t) {
-  for (size_t p = t.find("loss"); p != std::string_view::npos; p = t.find("loss", p + 1)) {
+  for (size_t q = t.find("oss"); q != std::string_view::npos; q = t.find("oss", q + 1)) {
+    if (q == 0 || (t[q - 1] != 'l' && t[q - 1] != 'L')) continue;
+    const size_t p = q - 1;
     const bool left = p == 0 || !IsWordChar(t[p - 1]);
     size_t i = p + 4;
     if (!left || (i < t.size() && IsWordChar(t[i]))) continue;
@@ -143,8 +145,46 @@ bool HasLossValue(std::string_view t) {
   return false;
 }
 
+// The next whitespace-separated token of `s` from `pos` (advanced past it); "" at the end.
+std::string_view NextToken(std::string_view s, size_t& pos) {
+  while (pos < s.size() && (s[pos] == ' ' || s[pos] == '\t')) ++pos;
+  const size_t start = pos;
+  while (pos < s.size() && s[pos] != ' ' && s[pos] != '\t') ++pos;
+  return s.substr(start, pos - start);
+}
+
+bool AllDigits(std::string_view s) {
+  return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+// A result row of NVIDIA's nccl-tests (all_reduce_perf, all_gather_perf, ...): "   127926280
+// 31981570     float     sum      -1   2560.7   49.96   95.75      0 ...", i.e. size in bytes,
+// element count, data type, reduction op (then root, time, algbw, busbw, #wrong, twice). The
+// columns are those of the tests' header ("size count type redop root time algbw busbw
+// #wrong"); a row means a collective of that size completed.
+bool IsCollectiveTestRow(std::string_view t) {
+  static constexpr std::array<std::string_view, 13> kTypes = {
+      "float",  "double", "half",   "bfloat16", "int8",     "uint8",   "int32",
+      "uint32", "int64",  "uint64", "int",      "fp8_e4m3", "fp8_e5m2"};
+  static constexpr std::array<std::string_view, 6> kOps = {"sum", "prod", "max",
+                                                           "min", "avg",  "none"};
+  size_t pos = 0;
+  if (!AllDigits(NextToken(t, pos)) || !AllDigits(NextToken(t, pos))) return false;
+  const std::string_view type = NextToken(t, pos);
+  const std::string_view op = NextToken(t, pos);
+  const auto in = [](std::string_view x, const auto& set) {
+    for (std::string_view v : set) {
+      if (x == v) return true;
+    }
+    return false;
+  };
+  return in(type, kTypes) && in(op, kOps);
+}
+
 bool IsCompletedLine(std::string_view t) {
   if (Has(t, "Test PASSED") || Has(t, "| Pass ")) return true;
+  // nccl-tests' verdict on the data it checked: "# Out of bounds values : 0 OK".
+  if (Has(t, "Out of bounds values : 0 OK")) return true;
   if (HasWord(t, "Succeeded") && !Has(t, "not ")) return true;
   // sacct "COMPLETED  0:0", kubectl get pods "... 0/1   Completed   0   2m".
   if (HasWord(t, "COMPLETED") && Has(t, "0:0")) return true;
@@ -170,10 +210,18 @@ void ReadFate(const LineRef& line, EvidenceSet& out) {
     }
   } else if (HasWord(t, "KeyboardInterrupt") || t.starts_with("^C")) {
     if (Evidence* e = out.Add(Kind::kUserInterrupt, line)) e->fields.emplace_back("signal", "2");
+  } else if (auto by = After(t, "deleted by ");
+             by && (by->starts_with("the user") || by->starts_with("user"))) {
+    // A training operator's record of the job's deletion (TFJob/PyTorchJob controllers: "TFJob
+    // ns:name deleted by the user"): its pods get SIGTERM.
+    if (Evidence* e = out.Add(Kind::kUserInterrupt, line)) e->fields.emplace_back("signal", "15");
   }
+  // systemd-logind's "Power key pressed." on a cloud VM: Compute Engine stops a preemptible or
+  // spot VM with an ACPI G2 soft-off, which the guest sees as its power key (GCP's docs on
+  // preemption, "Preemption process").
   if (Has(t, "is preempted") || Has(t, "Preempt Scheduled") || Has(t, "was preempted") ||
       Has(t, "Spot Instance Interruption") || Has(t, "spot instance interruption") ||
-      Has(t, "preemption notice")) {
+      Has(t, "preemption notice") || (Has(t, "Power key pressed") && Has(t, "logind"))) {
     out.Add(Kind::kPreemptNotice, line);
   }
   if ((Has(t, "reason set to:") && (Has(t, "health check") || Has(t, "Not responding"))) ||
@@ -194,8 +242,26 @@ void ReadFate(const LineRef& line, EvidenceSet& out) {
 void ReadProgress(const LineRef& line, EvidenceSet& out) {
   const std::string_view t = line.text;
   if (HasLossValue(t) || Has(t, "_microstep: ")) out.Add(Kind::kTrainingProgress, line);
-  if (Has(t, "Init COMPLETE") || Has(t, "All distributed processes registered")) {
+  // A collective benchmark's result row is progress too; only lines that open with a digit
+  // are split into tokens.
+  const std::string_view lead = SkipSpaces(t);
+  if (!lead.empty() && lead.front() >= '0' && lead.front() <= '9' && IsCollectiveTestRow(lead)) {
+    out.Add(Kind::kTrainingProgress, line);
+  }
+  // The start completed: NCCL's communicator, Lightning's registration of every process, the
+  // c10d store-based barrier of init_process_group ("Rank 1: Completed store-based barrier for
+  // key:store_based_barrier_key:1 with 2 nodes").
+  if (Has(t, "Init COMPLETE") || Has(t, "All distributed processes registered") ||
+      Has(t, "Completed store-based barrier")) {
     out.Add(Kind::kNcclInitComplete, line);
+  }
+  // The start went through so far (a weaker sign than the above): Lightning's "initializing ddp:
+  // GLOBAL_RANK: 3, MEMBER: 4/8", Accelerate's state "Distributed environment: MULTI_GPU", the
+  // kernel's "NIC Link is Up" (Intel/Mellanox drivers) and "ADDRCONF(NETDEV_CHANGE): eth0: link
+  // becomes ready" (IPv6 address configuration once the link is up).
+  if (Has(t, "initializing ddp: GLOBAL_RANK") || Has(t, "Distributed environment: ") ||
+      (Has(t, "ink ") && (Has(t, "NIC Link is Up") || Has(t, "link becomes ready")))) {
+    out.Add(Kind::kRunStarted, line);
   }
   if (IsCompletedLine(t)) out.Add(Kind::kRunCompleted, line);
 }

@@ -40,6 +40,21 @@ void KillRules(const EvidenceSet& ev, std::vector<Cause>& out) {
                             "SIGKILL (a time limit, a preemption, an operator)",
                             ev, {Kind::kKilledBySignal}));
   }
+  // SIGABRT (exit status -6 or 134) of a distributed worker: the process aborted itself. In a
+  // job on NCCL the usual one is ProcessGroupNCCL's watchdog, which on a collective's timeout or
+  // error tears the process down with std::abort ("terminate called after throwing an instance
+  // of 'c10::DistBackendError'"; PyTorch's TORCH_NCCL_ASYNC_ERROR_HANDLING, default 3 since
+  // 2.2). Weak: a failed assertion in native code aborts the same way.
+  if (WithSignal(ev, Kind::kKilledBySignal, "6") != nullptr) {
+    out.push_back(MakeCause(Category::kNcclTimeout, 0.45,
+                            "a worker aborted itself (SIGABRT, exit status -6 or 134): in a job on "
+                            "NCCL most often the process group's watchdog ending it after a "
+                            "collective timed out or failed",
+                            "read that worker's own log for the watchdog's line (the collective, "
+                            "its sequence number and timeout) and find the rank that stopped "
+                            "calling it",
+                            ev, {Kind::kKilledBySignal}));
+  }
   if (ev.has(Kind::kSlurmCancelled)) {
     out.push_back(MakeCause(Category::kCancelled, 0.85,
                             "the job was cancelled (scancel, or an operator): Slurm gives no "
@@ -96,6 +111,12 @@ constexpr OneKindRule kOneKindRules[] = {
      "node headroom, or lengthen the admission timeout"},
     {Kind::kGpuInitFailed, Category::kGpuFault, 0.85,
      "the driver could not bring a GPU up (RmInitAdapter failed)", kCheckGpu},
+    {Kind::kNcclNvlsFailed, Category::kGpuFault, 0.6,
+     "NCCL could not set up NVLink SHARP (NVLS) multicast on the node's NVSwitch fabric (a CUDA "
+     "call of its set-up failed): most often the fabric manager is not running or its version "
+     "does not match the driver's",
+     "check nvidia-fabricmanager on the node (systemctl status, its log) and that its version "
+     "matches the driver; NCCL_NVLS_ENABLE=0 runs without NVLS meanwhile"},
     {Kind::kCudaUnknownError, Category::kGpuFault, 0.6,
      "CUDA reported an unknown error: the driver lost the GPU's context, most often a GPU or "
      "driver fault",

@@ -278,7 +278,7 @@ void HealthyRule(const EvidenceSet& ev, std::vector<Cause>& out) {
   for (Kind k : {Kind::kNcclNetIb, Kind::kNcclNetworkIb, Kind::kNcclChannelIb,
                  Kind::kNcclChannelIntra, Kind::kNcclConnected, Kind::kNcclNvlsAvailable,
                  Kind::kNcclRingOrder, Kind::kNvlinkCountersClean, Kind::kNcclInitComplete,
-                 Kind::kTrainingProgress, Kind::kRunCompleted}) {
+                 Kind::kTrainingProgress, Kind::kRunCompleted, Kind::kRunStarted}) {
     kinds += ev.has(k) ? 1 : 0;
   }
   if (kinds == 0) return;
@@ -287,7 +287,7 @@ void HealthyRule(const EvidenceSet& ev, std::vector<Cause>& out) {
       "the log shows a correct set-up and no fault", "nothing to fix", ev,
       {Kind::kNcclChannelIb, Kind::kNcclChannelIntra, Kind::kNcclConnected,
        Kind::kNcclNvlsAvailable, Kind::kNcclNetIb, Kind::kNcclRingOrder, Kind::kNvlinkCountersClean,
-       Kind::kNcclInitComplete, Kind::kTrainingProgress, Kind::kRunCompleted}));
+       Kind::kNcclInitComplete, Kind::kTrainingProgress, Kind::kRunCompleted, Kind::kRunStarted}));
 }
 
 bool IsFault(Category c) { return c != Category::kHealthy && c != Category::kNcclDegraded; }

@@ -128,8 +128,10 @@ namespace toposched::diag {
 namespace {
 
 // Our own capture on the lent H200 VM (data/samples/measured): NCCL 2.28.9 finds no IB device
-// and uses NET/Socket on eth0.
-TEST(DiagnoseMeasured, NcclWithoutIbDeviceInAVmIsASocketFallback) {
+// and selects NET/Socket on eth0, for a one-rank communicator ("nRanks 1 nNodes 1") on a VM whose
+// only NIC is eth0. NCCL's NET transport joins ranks of different nodes only, so nothing crossed
+// the network: no fallback, a correct single-GPU start.
+TEST(DiagnoseMeasured, NcclWithoutIbDeviceInAOneGpuVmIsNoFallback) {
   const Diagnosis d = DiagnoseText(
       [] {
         std::ifstream f(std::string(TS_SOURCE_DIR) +
@@ -138,13 +140,10 @@ TEST(DiagnoseMeasured, NcclWithoutIbDeviceInAVmIsASocketFallback) {
       }(),
       "h200-1gpu-vm-nccl-2.28.9-socket.log", nullptr);
   ASSERT_FALSE(d.causes.empty());
-  EXPECT_EQ(d.causes[0].category, Category::kNcclTransportFallback);
-  EXPECT_NE(d.causes[0].summary.find("eth0"), std::string::npos) << d.causes[0].summary;
-  bool cites_no_device = false;
-  for (const Evidence& e : d.causes[0].evidence) {
-    cites_no_device |= e.text.find("NET/IB : No device found.") != std::string::npos;
+  EXPECT_EQ(d.causes[0].category, Category::kHealthy);
+  for (const Cause& c : d.causes) {
+    EXPECT_NE(c.category, Category::kNcclTransportFallback) << c.summary;
   }
-  EXPECT_TRUE(cites_no_device);
 }
 
 }  // namespace

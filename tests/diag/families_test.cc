@@ -88,8 +88,44 @@ const std::vector<Case> kCases = {
      "{\"loss\": 0.07945381"},
     {"healthy-multinode-deepspeed-microstep-timers-gpt-neox-965.log", "healthy",
      "forward_microstep:"},
+    {"healthy-ddp-8-ranks-2-nodes-epoch-loss-capitalised-snapshot-saved-awsome-distributed-ai-"
+     "1039.log",
+     "healthy", "Loss: 0.24456023513240382"},
     {"k8s-job-pi-completed-1-of-1-pod-completed-codeidx-13170713780.log", "healthy", "Completed"},
     {"dcgmi-diag-r3-deployment-checks-all-pass-dcgm-55.log", "healthy", "| Pass"},
+    // a start that went through, in a launcher's, a net plugin's and the kernel's words
+    {"healthy-ddp-init-13-nodes-78-gpus-summit-lsf-lightning-10216.log", "healthy",
+     "initializing ddp: GLOBAL_RANK"},
+    {"healthy-accelerate-test-node-a-multi-node-rng-synched-dataloader-accelerate-806.log",
+     "healthy", "Distributed environment: MULTI_GPU"},
+    {"healthy-aws-ofi-plugin-on-roce-cluster-invalid-pci-bus-falls-to-internal-ib-codeidx.log",
+     "healthy", "NET/OFI Selected Provider is"},
+    {"kmsg-nvswitch-node-calico-pods-no-errors-healthy-gpud-fixture.log", "healthy",
+     "link becomes ready"},
+    // a collective benchmark's result rows and its data check
+    {"nccl-tests-all-reduce-rows-out-of-bounds-0-ok-busbw-96-of-4x200g-target-nccltests-119.log",
+     "healthy", "float     sum"},
+    // one rank: its NET/Socket selection carries no data
+    {"healthy-single-gpu-nccl-init-socket-lib-wrapper-warn-ds0172-works-deepspeed-8248.log",
+     "healthy", "Channel 00/64 : 0"},
+    // a net plugin the job named and could not load
+    {"rccl-ofi-plugin-missing-socket-over-slingshot-hsn-nid007971-codeidx-3195311793.log",
+     "nccl_transport_fallback", "dlerror=librccl-net-ofi.so"},
+    // NVLS: unavailable (weak), and its set-up failing on the NVSwitch fabric
+    {"nvls-multicast-not-available-2node-megatron-sft-ms-swift-6107.log", "nccl_degraded",
+     "NVLS multicast support is not available"},
+    {"nvls-cuda-invalid-argument-init-fails-3plus-gpus-h100-fabricmanager-nccl-976.log",
+     "gpu_fault", "Cuda failure 'invalid argument'"},
+    // the watchdog's timeout seen only in its stack, and as the worker's SIGABRT
+    {"watchdog-reduce-scatter-timeout-distbackenderror-megatron-935.log", "nccl_timeout",
+     "WorkNCCL::checkTimeout"},
+    {"watchdog-allreduce-timeout-2node-16rank-a6000-checkpoint-save-transformers-28119.agent.log",
+     "nccl_timeout", "failed (exitcode: -6)"},
+    // a cloud VM's soft-off, an operator's record of a deletion
+    {"gcp-spot-v100-worker-power-key-pressed-preemption-mozilla-translations-400.log", "preempted",
+     "Power key pressed"},
+    {"tfjob-master-failed-then-deleted-by-user-operator-log-trainer-366.log", "cancelled",
+     "deleted by the user"},
 };
 
 class FamilyLog : public ::testing::TestWithParam<Case> {};
@@ -107,11 +143,57 @@ std::string TopOf(const std::string& text) {
 }
 
 TEST(FamilyTraps, AHealthyStartsStoreBarrierIsNoRendezvousFailure) {
+  // The barrier's completion is a start that went through.
   EXPECT_EQ(TopOf("INFO | torch.distributed.distributed_c10d | Added key: "
                   "store_based_barrier_key:1 to store for rank: 2\n"
                   "INFO | torch.distributed.distributed_c10d | Rank 1: Completed store-based "
                   "barrier for key:store_based_barrier_key:1 with 2 nodes.\n"),
+            "healthy");
+}
+
+TEST(FamilyTraps, ASingleNodesSocketSelectionIsNoFallback) {
+  const std::string socket =
+      "h:1:2 [0] NCCL INFO NET/IB : No device found.\n"
+      "h:1:2 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n"
+      "h:1:2 [0] NCCL INFO Using network Socket\n";
+  EXPECT_EQ(TopOf(socket), "nccl_transport_fallback");
+  EXPECT_EQ(TopOf(socket + "h:1:2 [0] NCCL INFO comm 0x5 rank 0 nRanks 2 nNodes 1 localRanks 2 "
+                           "localRank 0 MNNVL 0\n"),
             "none");
+  EXPECT_EQ(TopOf(socket + "h:1:2 [0] NCCL INFO comm 0x5 rank 0 nRanks 16 nNodes 2 localRanks 8 "
+                           "localRank 0 MNNVL 0\n"),
+            "nccl_transport_fallback");
+}
+
+TEST(FamilyTraps, NvlsUnavailableYieldsToAHealthySetUp) {
+  const std::string nvls = "h:1:2 [0] NCCL INFO NVLS multicast support is not available on dev 0\n";
+  EXPECT_EQ(TopOf(nvls), "nccl_degraded");
+  EXPECT_EQ(TopOf(nvls + "h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n" +
+                  "h:1:2 [0] NCCL INFO Connected all rings\n"),
+            "healthy");
+}
+
+TEST(FamilyTraps, AnAbortRanksUnderAFaultThatExplainsIt) {
+  const std::string abort = "ERROR failed (exitcode: -6) local_rank: 4 (pid: 65506) of binary\n";
+  EXPECT_EQ(TopOf(abort), "nccl_timeout");
+  EXPECT_EQ(TopOf(abort + "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n"),
+            "gpu_fault");
+}
+
+TEST(FamilyTraps, AConnectRetryWithAttemptsLeftIsNoFailure) {
+  const std::string retry =
+      "h:1:2 [0] NCCL INFO socketPollConnect: connect returned Connection timed out, retrying ";
+  EXPECT_EQ(TopOf(retry + "(1/34) after sleep for 100 msec\n"), "none");
+  EXPECT_EQ(TopOf(retry + "(34/34) after sleep for 3400 msec\n"), "rendezvous_failure");
+}
+
+TEST(FamilyTraps, ABenchmarkRowNeedsItsTypeAndOp) {
+  EXPECT_EQ(
+      TopOf("    8388608       2097152     float     sum      -1    992.6    8.45   16.20      "
+            "0    986.0    8.51   16.31      0\n"),
+      "healthy");
+  EXPECT_EQ(TopOf("2024 12 float sum\n"), "healthy");
+  EXPECT_EQ(TopOf("2024 12 items processed\n"), "none");
 }
 
 TEST(FamilyTraps, ASchedulableNodeIsNoCapacityProblem) {
@@ -143,6 +225,8 @@ TEST(FamilyTraps, ExitStatusesNameTheirSignal) {
 TEST(FamilyTraps, ALossWordWithoutAValueIsNoProgress) {
   EXPECT_EQ(TopOf("computing the loss over the batch\n"), "none");
   EXPECT_EQ(TopOf("step 10 | lm loss: 6.512E+00 | grad norm: 1.2\n"), "healthy");
+  EXPECT_EQ(TopOf("Epoch 0 | Steps: 235 | Loss: 0.2445\n"), "healthy");
+  EXPECT_EQ(TopOf("Epoch 0 | Gloss: 0.2445\n"), "none");
 }
 
 TEST(FamilyTraps, ACancelForATimeLimitIsATimeoutNotACancel) {
