@@ -6,24 +6,23 @@
 #include <set>
 #include <tuple>
 
+#include "core/enum_names.h"
+
 namespace toposched::deviceplugin {
 
+namespace {
+
+constexpr EnumName<ChoiceFallback> kChoiceFallbackNames[] = {
+    {ChoiceFallback::kLookupFailed, "lookup_failed"},
+    {ChoiceFallback::kNoPod, "no_pod"},
+    {ChoiceFallback::kNoChoice, "no_choice"},
+    {ChoiceFallback::kBadChoice, "bad_choice"},
+    {ChoiceFallback::kUnavailable, "unavailable"}};
+
+}  // namespace
+
 const char* ChoiceFallbackName(ChoiceFallback f) {
-  switch (f) {
-    case ChoiceFallback::kLookupFailed:
-      return "lookup_failed";
-    case ChoiceFallback::kNoPod:
-      return "no_pod";
-    case ChoiceFallback::kNoChoice:
-      return "no_choice";
-    case ChoiceFallback::kBadChoice:
-      return "bad_choice";
-    case ChoiceFallback::kUnavailable:
-      return "unavailable";
-    case ChoiceFallback::kCount:
-      break;
-  }
-  return "unknown";
+  return NameOf(kChoiceFallbackNames, f, "unknown");
 }
 
 StatusOr<std::vector<NodePod>> GangChoices::ListPods() {

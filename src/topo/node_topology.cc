@@ -11,31 +11,24 @@
 
 namespace toposched::topo {
 
+namespace {
+
+// The PCIe path classes as nvidia-smi prints them; SOC is the older name of SYS. NV<n> carries
+// its link count and is read and written apart.
+constexpr EnumName<PathClass> kPciePathNames[] = {
+    {PathClass::kPIX, "PIX"},   {PathClass::kPXB, "PXB"}, {PathClass::kPHB, "PHB"},
+    {PathClass::kNODE, "NODE"}, {PathClass::kSYS, "SYS"}, {PathClass::kSYS, "SOC"}};
+
+}  // namespace
+
 std::string PathName(const Path& p) {
-  switch (p.cls) {
-    case PathClass::kNV:
-      return "NV" + std::to_string(p.nvlinks);
-    case PathClass::kPIX:
-      return "PIX";
-    case PathClass::kPXB:
-      return "PXB";
-    case PathClass::kPHB:
-      return "PHB";
-    case PathClass::kNODE:
-      return "NODE";
-    case PathClass::kSYS:
-      return "SYS";
-  }
-  return "SYS";
+  if (p.cls == PathClass::kNV) return "NV" + std::to_string(p.nvlinks);
+  return NameOf(kPciePathNames, p.cls, "SYS");
 }
 
 StatusOr<Path> ParsePath(std::string_view text) {
   std::string_view t = Trim(text);
-  if (t == "PIX") return Path{PathClass::kPIX, 0};
-  if (t == "PXB") return Path{PathClass::kPXB, 0};
-  if (t == "PHB") return Path{PathClass::kPHB, 0};
-  if (t == "NODE") return Path{PathClass::kNODE, 0};
-  if (t == "SYS" || t == "SOC") return Path{PathClass::kSYS, 0};
+  if (std::optional<PathClass> c = ValueOf(kPciePathNames, t)) return Path{*c, 0};
   if (t.size() > 2 && t.substr(0, 2) == "NV") {
     auto n = ParseInt(t.substr(2));
     if (n.ok() && *n >= 1 && *n <= 64) return Path{PathClass::kNV, static_cast<int>(*n)};

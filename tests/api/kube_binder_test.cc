@@ -84,16 +84,37 @@ class KubeBinderTest : public ::testing::Test {
     std::ofstream(token_file_) << "tok-123\n";
   }
   void TearDown() override { std::remove(token_file_.c_str()); }
-  std::unique_ptr<KubeApiBinder> Binder(const std::string& url) {
+  // A binder or an evictor (`Client`) of the API server at `url`, with the test's token.
+  template <typename Client>
+  std::unique_ptr<Client> Made(const std::string& url) {
     KubeApiOptions o;
     o.server = url;
     o.token_file = token_file_;
     o.timeout_ms = 2000;
-    auto b = KubeApiBinder::Create(o);
-    EXPECT_TRUE(b.ok()) << b.status().ToString();
-    return std::move(b).value();
+    auto c = Client::Create(o);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return std::move(c).value();
+  }
+  std::unique_ptr<KubeApiBinder> Binder(const std::string& url) { return Made<KubeApiBinder>(url); }
+  std::unique_ptr<KubeApiEvictor> Evictor(const std::string& url) {
+    return Made<KubeApiEvictor>(url);
+  }
+  // An extender on the H100 test cluster whose binds go through `binder`.
+  std::unique_ptr<Extender> ExtenderWith(KubeApiBinder* binder) {
+    placer_ = sched::GangPlacer::Create(testing::H100Cluster()).value();
+    return Extender::Create(*placer_, sched::ClusterState::Create(testing::H100Cluster()).value(),
+                            {}, nullptr, binder)
+        .value();
+  }
+  // A pod in namespace ml of one container that asks for `gpus` GPUs.
+  static json GpuPod(const std::string& name, const std::string& uid, int gpus) {
+    return {{"metadata", {{"name", name}, {"namespace", "ml"}, {"uid", uid}}},
+            {"spec",
+             {{"containers",
+               {{{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", gpus}}}}}}}}}}};
   }
   std::string token_file_;
+  std::unique_ptr<sched::GangPlacer> placer_;
 };
 
 TEST_F(KubeBinderTest, PostsTheBindingWithTheServiceAccountToken) {
@@ -149,15 +170,8 @@ TEST_F(KubeBinderTest, ApiServerErrorsAndBadInputComeBackClearly) {
 TEST_F(KubeBinderTest, ExtenderBindGoesThroughTheBinderAndRecordsOnlyOnSuccess) {
   FakeApiServer api;
   auto binder = Binder(api.Url());
-  const topo::Cluster& cluster = testing::H100Cluster();
-  auto placer = sched::GangPlacer::Create(cluster).value();
-  auto ext = Extender::Create(*placer, sched::ClusterState::Create(cluster).value(), {}, nullptr,
-                              binder.get())
-                 .value();
-  json pod = {
-      {"metadata", {{"name", "solo"}, {"namespace", "ml"}, {"uid", "uid-solo"}}},
-      {"spec",
-       {{"containers", {{{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", 8}}}}}}}}}}};
+  auto ext = ExtenderWith(binder.get());
+  const json pod = GpuPod("solo", "uid-solo", 8);
   json f =
       json::parse(*ext->Filter(json{{"Pod", pod}, {"NodeNames", {"gpu001", "gpu002"}}}.dump()));
   ASSERT_EQ(f["NodeNames"].size(), 1u);
@@ -185,14 +199,8 @@ TEST_F(KubeBinderTest, ExtenderBindAnnotatesThePodWithItsChosenGpus) {
   FakeApiServer api;
   auto binder = Binder(api.Url());
   const topo::Cluster& cluster = testing::H100Cluster();
-  auto placer = sched::GangPlacer::Create(cluster).value();
-  auto ext = Extender::Create(*placer, sched::ClusterState::Create(cluster).value(), {}, nullptr,
-                              binder.get())
-                 .value();
-  json pod = {
-      {"metadata", {{"name", "half"}, {"namespace", "ml"}, {"uid", "uid-half"}}},
-      {"spec",
-       {{"containers", {{{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", 4}}}}}}}}}}};
+  auto ext = ExtenderWith(binder.get());
+  const json pod = GpuPod("half", "uid-half", 4);
   json f = json::parse(*ext->Filter(json{{"Pod", pod}, {"NodeNames", {"gpu001"}}}.dump()));
   ASSERT_EQ(f["NodeNames"].size(), 1u);
   json r = json::parse(*ext->Bind(
@@ -239,20 +247,10 @@ std::string Recorded(const std::string& name) {
   return ss.str();
 }
 
-std::unique_ptr<KubeApiEvictor> Evictor(const std::string& url, const std::string& token_file) {
-  KubeApiOptions o;
-  o.server = url;
-  o.token_file = token_file;
-  o.timeout_ms = 2000;
-  auto e = KubeApiEvictor::Create(o);
-  EXPECT_TRUE(e.ok()) << e.status().ToString();
-  return std::move(e).value();
-}
-
 TEST_F(KubeBinderTest, EvictsThroughTheEvictionSubresourceWithTheRecordedShape) {
   FakeApiServer api;
   api.Reply(201, Recorded("eviction-201.json"));
-  auto evictor = Evictor(api.Url(), token_file_);
+  auto evictor = Evictor(api.Url());
   ASSERT_TRUE(evictor->Evict({"research", "llama-0", ""}, "preempted").ok());
   // With the UID: a newer pod of the same name is not evicted in its place.
   ASSERT_TRUE(evictor->Evict({"research", "llama-0", "uid-7"}, "preempted").ok());
@@ -268,7 +266,7 @@ TEST_F(KubeBinderTest, EvictsThroughTheEvictionSubresourceWithTheRecordedShape) 
 
 TEST_F(KubeBinderTest, EvictionRefusedByABudgetIsRetriedAGonePodIsDone) {
   FakeApiServer api;
-  auto evictor = Evictor(api.Url(), token_file_);
+  auto evictor = Evictor(api.Url());
   api.Reply(429, Recorded("eviction-429-pdb.json"));
   Status s = evictor->Evict({"research", "llama-0", ""}, "preempted");
   EXPECT_EQ(s.code(), StatusCode::kUnavailable);
