@@ -379,21 +379,22 @@ Status Service::Replay(const std::vector<store::InputRecord>& inputs) {
   for (const store::InputRecord& in : inputs) RETURN_IF_ERROR(ReplayOneLocked(in));
   durable_seq_ = applied_seq_;
   replayed_ = inputs.size();
-  ASSIGN_OR_RETURN(std::vector<job::JobEvent> stored,
-                   store_->Events(0, std::numeric_limits<int>::max()));
+  // Only the events of the inputs replayed: a shared store may have grown since they were read.
+  ASSIGN_OR_RETURN(std::vector<job::JobEvent> stored, store_->EventsThrough(applied_seq_));
   const std::vector<job::JobEvent>& log = sched_->Events();
-  if (stored.size() != log.size()) {
-    return Status(StatusCode::kDataLoss,
-                  options_.db_path + ": replay gave " + std::to_string(log.size()) +
-                      " events, the store has " + std::to_string(stored.size()));
-  }
-  for (size_t i = 0; i < log.size(); ++i) {
+  // The first event that differs names where replay and the stored history part.
+  for (size_t i = 0; i < std::min(log.size(), stored.size()); ++i) {
     if (!(stored[i] == log[i])) {
       return Status(StatusCode::kDataLoss, options_.db_path + ": event " + std::to_string(i) +
                                                " differs after replay: stored \"" +
                                                job::FormatEvent(stored[i]) + "\", replayed \"" +
                                                job::FormatEvent(log[i]) + "\"");
     }
+  }
+  if (stored.size() != log.size()) {
+    return Status(StatusCode::kDataLoss,
+                  options_.db_path + ": replay gave " + std::to_string(log.size()) +
+                      " events, the store has " + std::to_string(stored.size()));
   }
   RETURN_IF_ERROR(sched_->CheckInvariants());
   return OkStatus();
