@@ -202,7 +202,11 @@ Status Service::Writable() const {
   if (standby_) {
     return Status(StatusCode::kUnavailable, "this daemon is a standby: writes go to the leader");
   }
-  return health();
+  Status h = health();
+  if (h.ok()) return h;
+  // After a failed commit every write is refused as the ones it failed were (WaitDurable): 503,
+  // for its client to retry (a fenced leader steps down; its clients retry on the new one).
+  return Status(StatusCode::kUnavailable, "not committed: " + h.message());
 }
 
 Service::~Service() {

@@ -200,6 +200,29 @@ TEST_F(ReplicaTest, AStandbyOpenedWhileTheLeaderAppendsReplaysWhatItRead) {
   EXPECT_THAT((*b)->CheckInvariants(), IsOk());
 }
 
+// A leader whose append the fence refused refuses every later write as it refused the ones in
+// that append: Unavailable (503, retried by the client on the new leader), never a
+// FailedPrecondition (409) that a client takes as final.
+TEST_F(ReplicaTest, AfterAFencedAppendEveryWriteIsUnavailable) {
+  store::EtcdOptions eo;
+  eo.endpoints = etcd_.Endpoints();
+  StatusOr<std::unique_ptr<store::EtcdStore>> st =
+      store::EtcdStore::Open(std::make_shared<store::EtcdClient>(eo), {});
+  ASSERT_THAT(st, IsOk());  // no fence set: every append is refused
+  ServiceOptions o;
+  o.db_path = etcd_.Url();
+  o.extender = false;
+  o.background_passes = false;
+  StatusOr<std::unique_ptr<Service>> svc = Service::Open(cluster_, o, std::move(st).value());
+  ASSERT_THAT(svc, IsOk());
+  EXPECT_THAT((*svc)->Submit(testing_api::JobJson("a", 1), "a"),
+              StatusIs(StatusCode::kUnavailable, HasSubstr("not committed: fenced")));
+  EXPECT_THAT((*svc)->Submit(testing_api::JobJson("b", 1), "b"),
+              StatusIs(StatusCode::kUnavailable, HasSubstr("not committed: fenced")));
+  EXPECT_THAT((*svc)->Cancel(1),
+              StatusIs(StatusCode::kUnavailable, HasSubstr("not committed: fenced")));
+}
+
 TEST_F(ReplicaTest, CutOffFromEtcdTheStandbyIsStaleAndTheLeaderStepsDownWithinItsLease) {
   Node a = Start("http://a");
   ASSERT_NE(a.replica, nullptr);
