@@ -375,6 +375,12 @@ Status Service::ReplayOneLocked(const store::InputRecord& in) {
   if (!st.ok()) spdlog::warn("replay {}: {}", where, st.message());
   last_now_us_ = std::max(last_now_us_, in.time_us);
   applied_seq_ = in.seq;
+  if (options_.check_each_input) {
+    if (Status inv = sched_->CheckInvariants(); !inv.ok()) {
+      return Status(StatusCode::kDataLoss,
+                    options_.db_path + ": after " + where + ": " + inv.message());
+    }
+  }
   return OkStatus();
 }
 
