@@ -54,7 +54,8 @@ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEB
   -DTOPOSCHED_TEST_COMPILE_OPTIONS=-O0 >/dev/null
 nice -n 19 ninja -C build-tsan -j "$JOBS" tsan_tests >build-tsan/ninja.log 2>&1 &
 tsan_build_pid=$!
-trap 'kill "$tsan_build_pid" 2>/dev/null || true' EXIT
+chaos_pid=
+trap 'kill "$tsan_build_pid" 2>/dev/null || true; [ -z "$chaos_pid" ] || kill "$chaos_pid" 2>/dev/null || true' EXIT
 
 stage "tests (every test binary under ASan+UBSan)"
 # Live discovery (DiscoverLocal.*, and `topo discover` run by a CLI test) loads hwloc's I/O
@@ -73,18 +74,29 @@ ASAN_OPTIONS=detect_leaks=0 ctest --test-dir build-san --output-on-failure -j "$
 stage "Slurm integration (a real slurmctld + 8 slurmd on loopback; skipped without Slurm)"
 ctest --test-dir build-san --output-on-failure -L slurm
 
-# The soak mostly waits on its daemon and clients, and a fuzz target uses one core: side by side.
-stage "soak (scripts/soak.sh: REST and extender clients, >= 10 kill -9 cycles, 45 s) beside" \
-  "every fuzz target for 10 s (scripts/fuzz.sh; seeds from data/, ASan+UBSan)"
+# The soak and the chaos rounds mostly wait on their daemons and clients, and a fuzz target uses
+# one core: side by side.
+stage "soak (scripts/soak.sh: REST and extender clients, >= 10 kill -9 cycles, 45 s) and the" \
+  "HA chaos rounds (scripts/chaos-ha.sh: 3-member etcd, 3 daemons, 3 kill -9 + 1 SIGSTOP of" \
+  "the leader) beside every fuzz target for 10 s (scripts/fuzz.sh; seeds from data/, ASan+UBSan)"
 bash scripts/soak.sh --binary build-san/toposched --out build-san/soak.json \
   >build-san/soak.log 2>&1 &
 soak_pid=$!
+bash scripts/chaos-ha.sh --binary build-san/toposched >build-san/chaos-ha.log 2>&1 &
+chaos_pid=$!
 FUZZ_BUILD=build-san FUZZ_NO_BUILD=1 FUZZ_SEED=1 bash scripts/fuzz.sh 10
 wait "$soak_pid" || {
   cat build-san/soak.log
   exit 1
 }
 tail -1 build-san/soak.log
+wait "$chaos_pid" || {
+  chaos_pid=
+  cat build-san/chaos-ha.log
+  exit 1
+}
+chaos_pid=
+grep -E '^(acknowledged submits|takeover|chaos-ha)' build-san/chaos-ha.log
 
 stage "the daemon's concurrency tests under TSan (gcc; tsan_tests: listeners, service, extender, store; build-tsan/)"
 wait "$tsan_build_pid" || {

@@ -202,7 +202,11 @@ Status Service::Writable() const {
   if (standby_) {
     return Status(StatusCode::kUnavailable, "this daemon is a standby: writes go to the leader");
   }
-  return health();
+  Status h = health();
+  if (h.ok()) return h;
+  // After a failed commit every write is refused as the ones it failed were (WaitDurable): 503,
+  // for its client to retry (a fenced leader steps down; its clients retry on the new one).
+  return Status(StatusCode::kUnavailable, "not committed: " + h.message());
 }
 
 Service::~Service() {
@@ -371,6 +375,12 @@ Status Service::ReplayOneLocked(const store::InputRecord& in) {
   if (!st.ok()) spdlog::warn("replay {}: {}", where, st.message());
   last_now_us_ = std::max(last_now_us_, in.time_us);
   applied_seq_ = in.seq;
+  if (options_.check_each_input) {
+    if (Status inv = sched_->CheckInvariants(); !inv.ok()) {
+      return Status(StatusCode::kDataLoss,
+                    options_.db_path + ": after " + where + ": " + inv.message());
+    }
+  }
   return OkStatus();
 }
 
@@ -379,21 +389,22 @@ Status Service::Replay(const std::vector<store::InputRecord>& inputs) {
   for (const store::InputRecord& in : inputs) RETURN_IF_ERROR(ReplayOneLocked(in));
   durable_seq_ = applied_seq_;
   replayed_ = inputs.size();
-  ASSIGN_OR_RETURN(std::vector<job::JobEvent> stored,
-                   store_->Events(0, std::numeric_limits<int>::max()));
+  // Only the events of the inputs replayed: a shared store may have grown since they were read.
+  ASSIGN_OR_RETURN(std::vector<job::JobEvent> stored, store_->EventsThrough(applied_seq_));
   const std::vector<job::JobEvent>& log = sched_->Events();
-  if (stored.size() != log.size()) {
-    return Status(StatusCode::kDataLoss,
-                  options_.db_path + ": replay gave " + std::to_string(log.size()) +
-                      " events, the store has " + std::to_string(stored.size()));
-  }
-  for (size_t i = 0; i < log.size(); ++i) {
+  // The first event that differs names where replay and the stored history part.
+  for (size_t i = 0; i < std::min(log.size(), stored.size()); ++i) {
     if (!(stored[i] == log[i])) {
       return Status(StatusCode::kDataLoss, options_.db_path + ": event " + std::to_string(i) +
                                                " differs after replay: stored \"" +
                                                job::FormatEvent(stored[i]) + "\", replayed \"" +
                                                job::FormatEvent(log[i]) + "\"");
     }
+  }
+  if (stored.size() != log.size()) {
+    return Status(StatusCode::kDataLoss,
+                  options_.db_path + ": replay gave " + std::to_string(log.size()) +
+                      " events, the store has " + std::to_string(stored.size()));
   }
   RETURN_IF_ERROR(sched_->CheckInvariants());
   return OkStatus();

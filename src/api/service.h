@@ -70,6 +70,10 @@ struct ServiceOptions {
   // store holds, it applies the inputs the leader writes (ApplyReplicated), serves reads, and
   // takes no writes and runs no passes until Promote.
   bool standby = false;
+  // Every replayed or replicated input is followed by the scheduler's invariant check (no GPU
+  // in two jobs or holds, allocations match placements), a failure naming the input: the store
+  // checker (`toposched store check`) proves them over a whole log, not only its end.
+  bool check_each_input = false;
   // Per-GPU NVLink bandwidth (GB/s) into the fabric of an NVLink domain that a node's labels name
   // and the cluster model lacks (ReportNetwork); 0: such a domain is refused, naming this.
   double nvlink_gbps = 0;

@@ -25,6 +25,7 @@ void RegisterCheckCommands(CLI::App& app, int& rc);    // check pollux|crux
 void RegisterTraceCommands(CLI::App& app, int& rc);    // trace generate
 void RegisterSlurmCommands(CLI::App& app, int& rc);    // slurm import|place|watch|cost, exec
 void RegisterServeCommand(CLI::App& app, int& rc);     // serve (the daemon)
+void RegisterStoreCommands(CLI::App& app, int& rc);    // store check (a log replayed, checked)
 void RegisterDiagnoseCommand(CLI::App& app, int& rc);  // diagnose (logs -> causes)
 void RegisterAgentCommand(CLI::App& app, int& rc);     // agent (a node's topology -> daemon)
 // device-plugin (the kubelet's Device Plugin API on a GPU node)

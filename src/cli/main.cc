@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   toposched::cli::RegisterClusterCommands(app, rc);
   toposched::cli::RegisterCostCommands(app, rc);
   toposched::cli::RegisterServeCommand(app, rc);
+  toposched::cli::RegisterStoreCommands(app, rc);
   toposched::cli::RegisterClientCommands(app, rc);
   toposched::cli::RegisterSimCommands(app, rc);
   toposched::cli::RegisterCheckCommands(app, rc);

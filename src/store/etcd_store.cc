@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -285,6 +286,25 @@ StatusOr<std::vector<InputRecord>> EtcdStore::ReadInputs() const {
   std::vector<InputRecord> out;
   out.reserve(changes.size());
   for (Change& c : changes) out.push_back(std::move(c.input));
+  if (!out.empty()) {
+    std::lock_guard<std::mutex> lk(mu_);
+    last_seq_ = std::max(last_seq_, out.back().seq);
+  }
+  return out;
+}
+
+StatusOr<std::vector<job::JobEvent>> EtcdStore::EventsThrough(int64_t seq) const {
+  std::vector<job::JobEvent> out;
+  if (seq <= 0) return out;  // ReadChanges' limit 0 would read them all
+  ASSIGN_OR_RETURN(
+      std::vector<Change> changes,
+      ReadChanges(0, static_cast<int>(std::min<int64_t>(seq, std::numeric_limits<int>::max()))));
+  if (static_cast<int64_t>(changes.size()) != seq) {
+    return Status(StatusCode::kDataLoss,
+                  options_.prefix + ": input " + std::to_string(changes.size() + 1) +
+                      " is missing (the log was read through " + std::to_string(seq) + ")");
+  }
+  for (const Change& c : changes) out.insert(out.end(), c.events.begin(), c.events.end());
   return out;
 }
 

@@ -58,10 +58,13 @@ class EtcdStore : public JobStore {
   const EtcdClient& client() const { return *client_; }
 
   Status Append(const std::vector<Change>& changes) override;
+  // Moves last_seq() to the last input read (the leader may have appended since Open counted).
   StatusOr<std::vector<InputRecord>> ReadInputs() const override;
   StatusOr<std::vector<JobRow>> ListJobs(const JobFilter& filter) const override;
   StatusOr<std::optional<JobRow>> GetJob(int64_t id) const override;
   StatusOr<std::vector<job::JobEvent>> Events(int64_t after, int limit) const override;
+  // Only the inputs 1..seq are read: the leader may have appended more since they were.
+  StatusOr<std::vector<job::JobEvent>> EventsThrough(int64_t seq) const override;
   StatusOr<int64_t> EventCount() const override;
   int64_t last_seq() const override;
   StatusOr<std::optional<std::string>> GetMeta(const std::string& key) const override;
@@ -79,7 +82,9 @@ class EtcdStore : public JobStore {
   EtcdStoreOptions options_;
   mutable std::mutex mu_;
   int64_t fence_ = 0;
-  int64_t last_seq_ = 0;
+  // The last input known stored (counted at Open, then moved by every read and append); an
+  // append must follow it. Mutable: the reads (const) move it.
+  mutable int64_t last_seq_ = 0;
   int64_t append_txns_ = 0;
 };
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -82,6 +83,14 @@ class JobStore {
   virtual StatusOr<std::optional<JobRow>> GetJob(int64_t id) const = 0;
   // Events with sequence number > after (0-based position in the log), at most limit.
   virtual StatusOr<std::vector<job::JobEvent>> Events(int64_t after, int limit) const = 0;
+  // The events of inputs 1..seq, in order: what a replay of those inputs must give again. A
+  // store only one daemon writes (SQLite, locked while open) holds no later inputs than the ones
+  // it just read, so every event; a shared store (etcd) may have grown since, and reads only
+  // these.
+  virtual StatusOr<std::vector<job::JobEvent>> EventsThrough(int64_t seq) const {
+    (void)seq;
+    return Events(0, std::numeric_limits<int>::max());
+  }
   virtual StatusOr<int64_t> EventCount() const = 0;
   virtual int64_t last_seq() const = 0;
   // Facts about the database itself (key → value), e.g. the cluster it was written with.

@@ -342,6 +342,77 @@ TEST_F(HaTest, ABurstOfSubmitsIsCommittedInFewerTransactionsThanSubmits) {
   EXPECT_LT(txns, kBurst);
 }
 
+// `toposched store check` on the etcd store: its exit code, stdout and stderr.
+struct CheckRun {
+  int code = -1;
+  std::string out, err;
+};
+
+CheckRun StoreCheckOf(const std::string& dir, const std::string& store, const std::string& prefix) {
+  const std::string cmd = std::string(TS_CLI) + " store check --cluster " + TS_SOURCE_DIR +
+                          "/data/clusters/h100-2rack.yaml --store " + store + " --store-prefix " +
+                          prefix + " >" + dir + "/check.out 2>" + dir + "/check.err";
+  CheckRun r;
+  r.code = WEXITSTATUS(std::system(cmd.c_str()));
+  r.out = testing_api::ReadFile(dir + "/check.out");
+  r.err = testing_api::ReadFile(dir + "/check.err");
+  return r;
+}
+
+TEST_F(HaTest, StoreCheckReplaysTheLogWithTheInvariantsAfterEachInput) {
+  StartDaemons(1);
+  ASSERT_EQ(WaitLeader(std::chrono::seconds(10)), 0);
+  for (int i = 0; i < 3; ++i) {
+    const std::string key = "s" + std::to_string(i);
+    httplib::Result r = Post(ports_[0], "/api/v1/jobs", testing_api::JobJson(key, 8), key);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 201) << r->body;
+  }
+  const CheckRun r = StoreCheckOf(dir_, etcd_.Url(), "/toposched");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::HasSubstr("invariants after each input: ok\n"));
+  EXPECT_THAT(r.out, ::testing::HasSubstr("idempotency keys on two submits: 0\n"));
+  EXPECT_THAT(r.out, ::testing::HasSubstr("log keys written more than once: 0\n"));
+  EXPECT_THAT(r.out,
+              ::testing::HasSubstr(
+                  "inputs: " +
+                  std::to_string(static_cast<int64_t>(Metric(0, "toposched_applied_seq"))) + "\n"));
+}
+
+TEST_F(HaTest, StoreCheckFindsALogKeyWrittenTwice) {
+  StartDaemons(1);
+  ASSERT_EQ(WaitLeader(std::chrono::seconds(10)), 0);
+  httplib::Result sub = Post(ports_[0], "/api/v1/jobs", testing_api::JobJson("a", 1), "a");
+  ASSERT_TRUE(sub);
+  ASSERT_EQ(sub->status, 201);
+  // The same bytes written again at input 1: the log still replays, but its key's etcd version
+  // is 2, which no fenced append can cause.
+  store::EtcdOptions eo;
+  eo.endpoints = etcd_.Endpoints();
+  store::EtcdClient client(eo);
+  const std::string key = "/toposched/log/00000000000000000001";
+  StatusOr<store::EtcdRange> first = client.Range(key, "", 1);
+  ASSERT_THAT(first, IsOk());
+  ASSERT_EQ(first->kvs.size(), 1u);
+  ASSERT_THAT(client.Put(key, first->kvs[0].value), IsOk());
+  const CheckRun r = StoreCheckOf(dir_, etcd_.Url(), "/toposched");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.out, ::testing::HasSubstr("log keys written more than once: 1 (first: " + key +
+                                          " (version 2))\n"));
+}
+
+TEST_F(HaTest, StoreCheckRefusesAnEmptyPrefixWithoutWritingIt) {
+  const CheckRun r = StoreCheckOf(dir_, etcd_.Url(), "/nothing-here");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "toposched: etcd prefix /nothing-here/ holds no store (no keys under it)\n");
+  store::EtcdOptions eo;
+  eo.endpoints = etcd_.Endpoints();
+  StatusOr<store::EtcdRange> any =
+      store::EtcdClient(eo).Range("/nothing-here/", "/nothing-here0", 0, true);
+  ASSERT_THAT(any, IsOk());
+  EXPECT_EQ(any->count, 0);
+}
+
 // `serve --store`: the flags' errors are one line and exit 1, before anything is written;
 // `sqlite:PATH` is `--db PATH`.
 class ServeStoreFlagsTest : public ::testing::Test {

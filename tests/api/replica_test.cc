@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -27,6 +29,44 @@ namespace {
 using ::testing::HasSubstr;
 using toposched::testing::IsOk;
 using toposched::testing::StatusIs;
+
+// An etcd store whose log grows, as the leader appends, right after a standby's full read of it
+// (ReadInputs) and before the standby reads the stored events to compare its replay with.
+class GrowingStore : public store::JobStore {
+ public:
+  GrowingStore(std::unique_ptr<store::EtcdStore> inner, std::function<void()> after_read)
+      : inner_(std::move(inner)), after_read_(std::move(after_read)) {}
+  Status Append(const std::vector<store::Change>& c) override { return inner_->Append(c); }
+  StatusOr<std::vector<store::InputRecord>> ReadInputs() const override {
+    StatusOr<std::vector<store::InputRecord>> in = inner_->ReadInputs();
+    after_read_();
+    return in;
+  }
+  StatusOr<std::vector<store::JobRow>> ListJobs(const store::JobFilter& f) const override {
+    return inner_->ListJobs(f);
+  }
+  StatusOr<std::optional<store::JobRow>> GetJob(int64_t id) const override {
+    return inner_->GetJob(id);
+  }
+  StatusOr<std::vector<job::JobEvent>> Events(int64_t after, int limit) const override {
+    return inner_->Events(after, limit);
+  }
+  StatusOr<std::vector<job::JobEvent>> EventsThrough(int64_t seq) const override {
+    return inner_->EventsThrough(seq);
+  }
+  StatusOr<int64_t> EventCount() const override { return inner_->EventCount(); }
+  int64_t last_seq() const override { return inner_->last_seq(); }
+  StatusOr<std::optional<std::string>> GetMeta(const std::string& key) const override {
+    return inner_->GetMeta(key);
+  }
+  Status PutMeta(const std::string& key, const std::string& value) override {
+    return inner_->PutMeta(key, value);
+  }
+
+ private:
+  std::unique_ptr<store::EtcdStore> inner_;
+  std::function<void()> after_read_;
+};
 
 // One daemon's parts: its service (owning its store) and its replica.
 struct Node {
@@ -129,6 +169,58 @@ TEST_F(ReplicaTest, TheStandbyFollowsRefusesWritesAndTakesOverWhereItApplied) {
   EXPECT_EQ(b.replica->view().leader_changes, 1);
   EXPECT_EQ(step_downs_.load(), 0);
   EXPECT_THAT(b.service->CheckInvariants(), IsOk());
+}
+
+// A daemon (re)started while the leader takes submits: the leader's appends between its read of
+// the log and its read of the stored events are not a replay that differs.
+TEST_F(ReplicaTest, AStandbyOpenedWhileTheLeaderAppendsReplaysWhatItRead) {
+  Node a = Start("http://a");
+  ASSERT_NE(a.replica, nullptr);
+  ASSERT_TRUE(Eventually([&] { return a.replica->view().leader; }));
+  for (int i = 0; i < 3; ++i) {
+    const std::string name = "j" + std::to_string(i);
+    ASSERT_THAT(a.service->Submit(testing_api::JobJson(name, 8), name), IsOk());
+  }
+  store::EtcdOptions eo;
+  eo.endpoints = etcd_.Endpoints();
+  StatusOr<std::unique_ptr<store::EtcdStore>> st =
+      store::EtcdStore::Open(std::make_shared<store::EtcdClient>(eo), {});
+  ASSERT_THAT(st, IsOk());
+  Service* leader = a.service.get();
+  auto growing = std::make_unique<GrowingStore>(std::move(st).value(), [leader] {
+    ASSERT_THAT(leader->Submit(testing_api::JobJson("late", 8), "late"), IsOk());
+  });
+  ServiceOptions o;
+  o.db_path = etcd_.Url();
+  o.standby = true;
+  o.extender = false;
+  StatusOr<std::unique_ptr<Service>> b = Service::Open(cluster_, o, std::move(growing));
+  ASSERT_THAT(b, IsOk());
+  EXPECT_LT((*b)->applied_seq(), leader->durable_seq());  // the late submit is its tail
+  EXPECT_THAT((*b)->CheckInvariants(), IsOk());
+}
+
+// A leader whose append the fence refused refuses every later write as it refused the ones in
+// that append: Unavailable (503, retried by the client on the new leader), never a
+// FailedPrecondition (409) that a client takes as final.
+TEST_F(ReplicaTest, AfterAFencedAppendEveryWriteIsUnavailable) {
+  store::EtcdOptions eo;
+  eo.endpoints = etcd_.Endpoints();
+  StatusOr<std::unique_ptr<store::EtcdStore>> st =
+      store::EtcdStore::Open(std::make_shared<store::EtcdClient>(eo), {});
+  ASSERT_THAT(st, IsOk());  // no fence set: every append is refused
+  ServiceOptions o;
+  o.db_path = etcd_.Url();
+  o.extender = false;
+  o.background_passes = false;
+  StatusOr<std::unique_ptr<Service>> svc = Service::Open(cluster_, o, std::move(st).value());
+  ASSERT_THAT(svc, IsOk());
+  EXPECT_THAT((*svc)->Submit(testing_api::JobJson("a", 1), "a"),
+              StatusIs(StatusCode::kUnavailable, HasSubstr("not committed: fenced")));
+  EXPECT_THAT((*svc)->Submit(testing_api::JobJson("b", 1), "b"),
+              StatusIs(StatusCode::kUnavailable, HasSubstr("not committed: fenced")));
+  EXPECT_THAT((*svc)->Cancel(1),
+              StatusIs(StatusCode::kUnavailable, HasSubstr("not committed: fenced")));
 }
 
 TEST_F(ReplicaTest, CutOffFromEtcdTheStandbyIsStaleAndTheLeaderStepsDownWithinItsLease) {

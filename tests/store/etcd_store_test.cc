@@ -140,6 +140,33 @@ TEST_F(EtcdStoreTest, TheTailAfterASeqIsWhatFollows) {
   EXPECT_EQ((*tail)[1].seq, 5);
 }
 
+// A standby opened while the leader appends: its reads reach past what Open counted, and the
+// events it compares a replay with are those of the inputs it read, not of later ones.
+TEST_F(EtcdStoreTest, AStoreOpenedWhileTheLeaderAppendsFollowsWhatItRead) {
+  std::unique_ptr<EtcdStore> leader = OpenStore();
+  leader->SetFence(Lead("http://a"));
+  ASSERT_THAT(leader->Append(Submits(1, 2)), IsOk());
+  std::unique_ptr<EtcdStore> standby = OpenStore();  // counts 2
+  ASSERT_THAT(leader->Append(Submits(3, 2)), IsOk());
+  StatusOr<std::vector<InputRecord>> in = standby->ReadInputs();
+  ASSERT_THAT(in, IsOk());
+  ASSERT_EQ(in->size(), 4u);
+  EXPECT_EQ(standby->last_seq(), 4);  // an append after it must be input 5, not 3
+  ASSERT_THAT(leader->Append(Submits(5, 3)), IsOk());
+  StatusOr<std::vector<job::JobEvent>> ev = standby->EventsThrough(4);
+  ASSERT_THAT(ev, IsOk());
+  ASSERT_EQ(ev->size(), 4u);
+  EXPECT_EQ(ev->back(), Submit(4, 4).events[0]);
+}
+
+TEST_F(EtcdStoreTest, EventsThroughASeqBeyondTheLogIsDataLoss) {
+  std::unique_ptr<EtcdStore> s = OpenStore();
+  s->SetFence(Lead("http://a"));
+  ASSERT_THAT(s->Append(Submits(1, 2)), IsOk());
+  EXPECT_THAT(s->EventsThrough(3),
+              StatusIs(StatusCode::kDataLoss, HasSubstr("input 3 is missing")));
+}
+
 TEST_F(EtcdStoreTest, AnAppendWithoutTheLeadershipIsRefused) {
   std::unique_ptr<EtcdStore> s = OpenStore();
   EXPECT_THAT(s->Append(Submits(1, 1)),
