@@ -455,8 +455,11 @@ def report(a, chaos, kills, stops, check, listed, facts):
         p50, p99 = percentile(t, 0.5), percentile(t, 0.99)
         facts.say("takeover ms p50", "%.0f" % p50)
         facts.say("takeover ms p99", "%.0f" % p99)
-        facts.check("takeover p99 <= 2 x lease ttl", "yes" if p99 <= 2000 * a.lease_ttl_s else "no",
-                    p99 <= 2000 * a.lease_ttl_s)
+        met = p99 <= 2000 * a.lease_ttl_s
+        if a.takeover_goal == "check":
+            facts.check("takeover p99 <= 2 x lease ttl", "yes" if met else "no", met)
+        else:
+            facts.say("takeover p99 <= 2 x lease ttl (reported, not checked)", "yes" if met else "no")
     facts.check("takeovers measured", "%d of %d" % (len(t), len(kills)), len(t) == len(kills))
 
 
@@ -475,6 +478,10 @@ def main():
     p.add_argument("--lease-ttl-s", type=int, default=2)
     p.add_argument("--load-s", type=float, default=1.0, help="load before each round")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--takeover-goal", choices=["check", "report"], default="check",
+                   help="check: a takeover p99 above 2 x the lease TTL fails the run; report: it is "
+                   "printed only (CI, where ASan and the fuzzers beside it set the pace, not the "
+                   "daemon)")
     a = p.parse_args()
     if a.stop_rounds is None:
         a.stop_rounds = max(1, a.rounds // 5)

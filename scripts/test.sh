@@ -82,7 +82,10 @@ stage "soak (scripts/soak.sh: REST and extender clients, >= 10 kill -9 cycles, 4
 bash scripts/soak.sh --binary build-san/toposched --out build-san/soak.json \
   >build-san/soak.log 2>&1 &
 soak_pid=$!
-bash scripts/chaos-ha.sh --binary build-san/toposched >build-san/chaos-ha.log 2>&1 &
+# Every correctness fact fails the stage; the takeover time is reported only (under ASan, beside
+# the soak and the fuzzers, it measures the machine's load; docs/ha.md has the quiet figures).
+bash scripts/chaos-ha.sh --binary build-san/toposched --takeover-goal report \
+  >build-san/chaos-ha.log 2>&1 &
 chaos_pid=$!
 FUZZ_BUILD=build-san FUZZ_NO_BUILD=1 FUZZ_SEED=1 bash scripts/fuzz.sh 10
 wait "$soak_pid" || {
