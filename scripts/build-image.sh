@@ -24,16 +24,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-step() {
-  local what=$1
-  shift
-  echo "build-image: $what"
-  if ! "$@" >"$LOG" 2>&1; then
-    echo "build-image: FAILED: $what; its log:" >&2
-    cat "$LOG" >&2
-    exit 1
-  fi
-}
+STEP_NAME=build-image
+# shellcheck source=lib/step.sh
+source scripts/lib/step.sh  # (the working directory is the repository root)
 bah() { buildah --storage-driver "$DRIVER" "$@"; }
 
 DEB="${1:-}"

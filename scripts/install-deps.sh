@@ -46,16 +46,8 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 LOG=$(mktemp /tmp/install-deps.XXXXXX)
 trap 'rm -f "$LOG"' EXIT
-# step "what" cmd...: one line per step; the step's full log on failure.
-step() {
-  local what=$1
-  shift
-  echo "install-deps: $what"
-  if ! "$@" >"$LOG" 2>&1; then
-    echo "install-deps: FAILED: $what; its log:" >&2
-    cat "$LOG" >&2
-    exit 1
-  fi
-}
+STEP_NAME=install-deps
+# shellcheck source=lib/step.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/step.sh"
 step "apt-get update" $SUDO apt-get update -q
 step "installing ${missing[*]}" $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -15,17 +15,9 @@ WORK=$(mktemp -d /tmp/toposched-deb.XXXXXX)
 LOG="$WORK/log"
 trap 'rm -rf "$WORK"' EXIT
 
-# step "what" cmd...: one line per step; the step's full log on failure.
-step() {
-  local what=$1
-  shift
-  echo "package-deb: $what"
-  if ! "$@" >"$LOG" 2>&1; then
-    echo "package-deb: FAILED: $what; its log:" >&2
-    cat "$LOG" >&2
-    exit 1
-  fi
-}
+STEP_NAME=package-deb
+# shellcheck source=lib/step.sh
+source scripts/lib/step.sh  # (the working directory is the repository root)
 
 # Debian's build flags (hardening: fortify, stack protector, relro, bindnow, PIE), taken once
 # when the build directory is first configured.
