@@ -292,11 +292,17 @@ class Chaos:
                                              time.time() - t0 < seconds + 10):
             time.sleep(0.05)
 
-    def kill_round(self, facts):
+    def loaded_leader(self, facts, what):
+        """Load for --load-s, then the leader (None, and a violation, when there is none)."""
         self.load(self.a.load_s, 10)
         lead = self.leader(10)
         if lead is None:
-            facts.violate("no leader before a kill round")
+            facts.violate("no leader before a %s round" % what)
+        return lead
+
+    def kill_round(self, facts):
+        lead = self.loaded_leader(facts, "kill")
+        if lead is None:
             return None
         t_kill_us = int(time.time() * 1e6)
         lead.kill9()
@@ -310,10 +316,8 @@ class Chaos:
 
     def stop_round(self, facts):
         """SIGSTOP the leader past its lease; writes queued at it; SIGCONT. Its answers."""
-        self.load(self.a.load_s, 10)
-        lead = self.leader(10)
+        lead = self.loaded_leader(facts, "stop")
         if lead is None:
-            facts.violate("no leader before a stop round")
             return None
         lead.proc.send_signal(signal.SIGSTOP)
         t_stop = time.time()
