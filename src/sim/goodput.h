@@ -94,7 +94,7 @@ struct GoodputResult {
   // work and checkpoint writes, over wall time (a slower step still counts as training time).
   double ettr = 0;
   double lost_work_s = 0;    // work since the last checkpoint, done again
-  double restart_s = 0;      // restarts (restart_cost_s each, cut short by the horizon)
+  double restart_s = 0;      // restarts (restart_cost_s each, cut short by a failure or the end)
   double repair_wait_s = 0;  // waiting for a repair (no node to replace with)
   double checkpoint_s = 0;   // checkpoint writes
   int cluster_failures = 0;  // failures drawn over the whole cluster
