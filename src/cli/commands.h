@@ -21,6 +21,7 @@ void RegisterTopoCommands(CLI::App& app, int& rc);     // topo import|show|disco
 void RegisterClusterCommands(CLI::App& app, int& rc);  // cluster check, export slurm, demo
 void RegisterCostCommands(CLI::App& app, int& rc);     // cost, place-node
 void RegisterSimCommands(CLI::App& app, int& rc);      // simulate
+void RegisterGoodputCommand(CLI::App& app, int& rc);   // goodput (one big job under failures)
 void RegisterCheckCommands(CLI::App& app, int& rc);    // check pollux|crux
 void RegisterTraceCommands(CLI::App& app, int& rc);    // trace generate
 void RegisterSlurmCommands(CLI::App& app, int& rc);    // slurm import|place|watch|cost, exec

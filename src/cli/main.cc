@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   toposched::cli::RegisterStoreCommands(app, rc);
   toposched::cli::RegisterClientCommands(app, rc);
   toposched::cli::RegisterSimCommands(app, rc);
+  toposched::cli::RegisterGoodputCommand(app, rc);
   toposched::cli::RegisterCheckCommands(app, rc);
   toposched::cli::RegisterTraceCommands(app, rc);
   toposched::cli::RegisterSlurmCommands(app, rc);
