@@ -8,15 +8,6 @@ namespace toposched::api {
 
 namespace {
 
-// Lower-case DNS-1123 subdomain (pod, namespace and node names): letters, digits, '-', '.'.
-bool DnsName(const std::string& s) {
-  if (s.empty() || s.size() > 253) return false;
-  for (char c : s) {
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return false;
-  }
-  return true;
-}
-
 // POSTs `body` to `path` with the service account's token: the HTTP answer, or Unavailable when
 // the server cannot be reached.
 StatusOr<httplib::Result> PostToApi(const KubeApiOptions& o, const std::string& path,
@@ -45,7 +36,7 @@ Status KubeApiBinder::Bind(const PodRef& pod, const std::string& node) {
 Status KubeApiBinder::BindAnnotated(const PodRef& pod, const std::string& node,
                                     const std::map<std::string, std::string>& annotations) {
   for (const std::string* n : {&pod.name_space, &pod.name, &node}) {
-    if (!DnsName(*n)) return InvalidArgumentError("kube api: bad name \"" + *n + "\"");
+    if (!IsDnsSubdomain(*n)) return InvalidArgumentError("kube api: bad name \"" + *n + "\"");
   }
   nlohmann::json binding = {{"apiVersion", "v1"},
                             {"kind", "Binding"},
@@ -72,7 +63,7 @@ StatusOr<std::unique_ptr<KubeApiEvictor>> KubeApiEvictor::Create(KubeApiOptions 
 
 Status KubeApiEvictor::Evict(const PodRef& pod, const std::string& reason) {
   for (const std::string* n : {&pod.name_space, &pod.name}) {
-    if (!DnsName(*n)) return InvalidArgumentError("kube api: bad name \"" + *n + "\"");
+    if (!IsDnsSubdomain(*n)) return InvalidArgumentError("kube api: bad name \"" + *n + "\"");
   }
   (void)reason;  // an Eviction carries no reason; the daemon logs it
   nlohmann::json eviction = {{"apiVersion", "policy/v1"},

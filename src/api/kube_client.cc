@@ -7,6 +7,14 @@
 
 namespace toposched::api {
 
+bool IsDnsSubdomain(const std::string& s) {
+  if (s.empty() || s.size() > 253) return false;
+  for (char c : s) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return false;
+  }
+  return true;
+}
+
 Status KubeApiOptions::Validate() const {
   if (!(StartsWith(server, "https://") || StartsWith(server, "http://")) ||
       server.find('/', server.find("//") + 2) != std::string::npos ||

@@ -32,6 +32,10 @@ StatusOr<std::string> ReadKubeToken(const KubeApiOptions& options);
 std::unique_ptr<httplib::Client> MakeKubeClient(const KubeApiOptions& options,
                                                 const std::string& token, int read_timeout_ms);
 
+// Whether `s` is a lower-case DNS-1123 subdomain, as pod, namespace and node names are: 1 to 253
+// letters, digits, '-' and '.'.
+bool IsDnsSubdomain(const std::string& s);
+
 // The message of a metav1.Status answer body, else the body itself (at most 512 bytes).
 std::string KubeStatusMessage(const std::string& body);
 

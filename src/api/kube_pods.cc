@@ -6,21 +6,9 @@
 
 namespace toposched::api {
 
-namespace {
-
-// Lower-case DNS-1123 subdomain, as node names are.
-bool NodeNameOk(const std::string& s) {
-  if (s.empty() || s.size() > 253) return false;
-  for (char c : s) {
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
 StatusOr<std::string> ListNodePods(const KubeApiOptions& options, const std::string& node) {
-  if (!NodeNameOk(node)) return InvalidArgumentError("kube api: bad node name \"" + node + "\"");
+  if (!IsDnsSubdomain(node))
+    return InvalidArgumentError("kube api: bad node name \"" + node + "\"");
   ASSIGN_OR_RETURN(const std::string token, ReadKubeToken(options));
   std::unique_ptr<httplib::Client> client = MakeKubeClient(options, token, options.timeout_ms);
   const std::string path =

@@ -21,6 +21,7 @@
 #include "api/extender.h"
 #include "placer/gang.h"
 #include "testing/clusters.h"
+#include "testing/loopback_http.h"
 #include "testing/status_matchers.h"
 
 namespace toposched::api {
@@ -38,23 +39,18 @@ struct Seen {
 class FakeApiServer {
  public:
   FakeApiServer() {
-    srv_.Post(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/(binding|eviction))",
-              [this](const httplib::Request& req, httplib::Response& res) {
-                std::lock_guard<std::mutex> lock(mu_);
-                seen_.push_back({req.path, req.get_header_value("Authorization"), req.body});
-                res.status = status_;
-                res.set_content(reply_, "application/json");
-              });
-    port_ = srv_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { srv_.listen_after_bind(); });
-    while (!srv_.is_running()) std::this_thread::yield();
+    http_.server().Post(
+        R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/(binding|eviction))",
+        [this](const httplib::Request& req, httplib::Response& res) {
+          std::lock_guard<std::mutex> lock(mu_);
+          seen_.push_back({req.path, req.get_header_value("Authorization"), req.body});
+          res.status = status_;
+          res.set_content(reply_, "application/json");
+        });
+    http_.Start();
   }
-  ~FakeApiServer() { Stop(); }
-  void Stop() {
-    srv_.stop();
-    if (thread_.joinable()) thread_.join();
-  }
-  std::string Url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  void Stop() { http_.Stop(); }
+  std::string Url() const { return http_.Url(); }
   void Reply(int status, std::string body) {
     std::lock_guard<std::mutex> lock(mu_);
     status_ = status;
@@ -66,14 +62,13 @@ class FakeApiServer {
   }
 
  private:
-  httplib::Server srv_;
-  std::thread thread_;
-  int port_ = 0;
   std::mutex mu_;
   int status_ = 201;
   std::string reply_ =
       R"({"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201})";
   std::vector<Seen> seen_;
+  // Last: stopped (its handler joined) before the members the handler reads are destroyed.
+  testing::LoopbackHttp http_;
 };
 
 class KubeBinderTest : public ::testing::Test {

@@ -24,6 +24,7 @@
 #include "placer/gang.h"
 #include "testing/clusters.h"
 #include "testing/device_plugin.h"
+#include "testing/loopback_http.h"
 #include "testing/status_matchers.h"
 
 namespace toposched::deviceplugin {
@@ -64,22 +65,16 @@ json Chosen(json pod, const std::string& gpus) {
 class PodsApiServer {
  public:
   PodsApiServer() {
-    srv_.Get("/api/v1/pods", [this](const httplib::Request& req, httplib::Response& res) {
+    http_.server().Get("/api/v1/pods", [this](const httplib::Request& req, httplib::Response& res) {
       std::lock_guard<std::mutex> lock(mu_);
       selectors_.push_back(req.get_param_value("fieldSelector"));
       res.status = status_;
       res.set_content(body_, "application/json");
     });
-    port_ = srv_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { srv_.listen_after_bind(); });
-    while (!srv_.is_running()) std::this_thread::yield();
+    http_.Start();
   }
-  ~PodsApiServer() { Stop(); }
-  void Stop() {
-    srv_.stop();
-    if (thread_.joinable()) thread_.join();
-  }
-  std::string Url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  void Stop() { http_.Stop(); }
+  std::string Url() const { return http_.Url(); }
   void Pods(const std::vector<json>& pods) {
     json list = {{"kind", "PodList"},
                  {"apiVersion", "v1"},
@@ -100,13 +95,12 @@ class PodsApiServer {
   }
 
  private:
-  httplib::Server srv_;
-  std::thread thread_;
-  int port_ = 0;
   std::mutex mu_;
   int status_ = 200;
   std::string body_ = R"({"kind":"PodList","apiVersion":"v1","metadata":{},"items":[]})";
   std::vector<std::string> selectors_;
+  // Last: stopped (its handler joined) before the members the handler reads are destroyed.
+  testing::LoopbackHttp http_;
 };
 
 std::vector<std::string> Ask(v1beta1::DevicePlugin::Stub& stub,
@@ -251,7 +245,8 @@ TEST(GangChoicePathTest, TheExtendersChoiceIsWhatTheContainerGets) {
   pod["metadata"]["namespace"] = "ml";
   pod["spec"].erase("nodeName");  // not bound yet
   std::mutex mu;
-  httplib::Server srv;
+  testing::LoopbackHttp http;  // after what its handlers use: stopped first on every way out
+  httplib::Server& srv = http.server();
   srv.Post(R"(/api/v1/namespaces/ml/pods/llama-0/binding)",
            [&](const httplib::Request& req, httplib::Response& res) {
              const json binding = json::parse(req.body);
@@ -275,11 +270,9 @@ TEST(GangChoicePathTest, TheExtendersChoiceIsWhatTheContainerGets) {
     res.set_content(json{{"kind", "PodList"}, {"apiVersion", "v1"}, {"items", items}}.dump(),
                     "application/json");
   });
-  const int port = srv.bind_to_any_port("127.0.0.1");
-  std::thread t([&] { srv.listen_after_bind(); });
-  while (!srv.is_running()) std::this_thread::yield();
+  ASSERT_TRUE(http.Start());
   api::KubeApiOptions ko;
-  ko.server = "http://127.0.0.1:" + std::to_string(port);
+  ko.server = http.Url();
   ko.token_file = token_file;
   ko.timeout_ms = 2000;
 
@@ -328,8 +321,6 @@ TEST(GangChoicePathTest, TheExtendersChoiceIsWhatTheContainerGets) {
   std::sort(chosen.begin(), chosen.end());
   EXPECT_EQ(ring, chosen);
   plugin->Stop();
-  srv.stop();
-  t.join();
 }
 
 TEST(NodePodsTest, ReadsTheRecordedPodAndNamesABadField) {
