@@ -108,6 +108,19 @@ def main() -> int:
             visible.update(testing)
             visible.update(header_names(files_under(tdir, ".h")))
             check_group(f"test directory {d}", list(files_under(tdir, ".cc")), visible, errors)
+    # The TSan build's one test binary (CMakeLists.txt, tsan_tests) batches api's and store's
+    # tests together: a helper name may not be defined in both directories either (each
+    # directory on its own was checked above).
+    in_api = {}
+    for path in files_under("tests/api", ".cc"):
+        for name, lineno in anon_helpers(path):
+            in_api.setdefault(name, f"{path}:{lineno}")
+    for path in files_under("tests/store", ".cc"):
+        for name, lineno in anon_helpers(path):
+            if name in in_api:
+                errors.append(f"{path}:{lineno}: {name}: the TSan test binary (tests/api + "
+                              f"tests/store) already has a helper {name} at {in_api[name]} "
+                              f"(rename one)")
     for e in errors:
         print(e)
     if errors:

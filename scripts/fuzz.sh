@@ -11,6 +11,8 @@
 # FUZZ_SEED=N: libFuzzer's random seed (default: a new one each run). CI sets it, so that its
 # short runs take the same mutations each time and a failure there reproduces here; long runs
 # without it explore further.
+# FUZZ_LANES=N: run the targets N at a time (default 1), each still for SECONDS; the lines are
+# printed in the targets' order once all have run. CI runs 2 lanes beside the soak.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH="${1:-10}"
@@ -18,6 +20,11 @@ shift || true
 BUILD="${FUZZ_BUILD:-build-fuzz}"
 OUT="${FUZZ_OUT:-$BUILD/fuzz-out}"
 JOBS="${JOBS:-$(nproc)}"
+LANES="${FUZZ_LANES:-1}"
+[[ "$LANES" =~ ^[1-9][0-9]*$ ]] || {
+  echo "fuzz: FUZZ_LANES: expected a whole number >= 1, got '$LANES'" >&2
+  exit 2
+}
 
 mapfile -t lines < <(grep -E '^[a-z_]+ ' fuzz/corpora.txt)
 targets=("$@")
@@ -42,15 +49,15 @@ fi
 export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export LSAN_OPTIONS="suppressions=$PWD/fuzz/lsan.supp"
-status=0
-for t in "${targets[@]}"; do
-  seeds=""
+# One target: its line (or its failure report) into $OUT/<target>.report; exit 1 on a failure.
+run_one() {
+  local t=$1 seeds="" l corpus log execs line cov ft corp crash
+  local -a seed_flag=()
   for l in "${lines[@]}"; do
     if [ "${l%% *}" = "$t" ]; then seeds="${l#* }"; fi
   done
   corpus="$OUT/corpus-$t"
   mkdir -p "$corpus"
-  seed_flag=()
   if [ -n "${FUZZ_SEED:-}" ]; then seed_flag=(-seed="$FUZZ_SEED"); fi
   log="$OUT/$t.log"
   # shellcheck disable=SC2086
@@ -79,7 +86,22 @@ for t in "${targets[@]}"; do
     elif [ -n "$crash" ]; then
       echo "input $crash (not found)"
     fi
-    status=1
+    return 1
   fi
+}
+mkdir -p "$OUT"
+lane_pids=()
+for ((lane = 0; lane < LANES; lane++)); do
+  (
+    lane_status=0
+    for ((i = lane; i < ${#targets[@]}; i += LANES)); do
+      run_one "${targets[$i]}" >"$OUT/${targets[$i]}.report" || lane_status=1
+    done
+    exit $lane_status
+  ) &
+  lane_pids+=($!)
 done
+status=0
+for pid in "${lane_pids[@]}"; do wait "$pid" || status=1; done
+for t in "${targets[@]}"; do cat "$OUT/$t.report"; done
 exit $status

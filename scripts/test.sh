@@ -11,9 +11,13 @@
 # full debug info), the test sources at -O0 (their time is spent in the libraries), and a
 # unity build (CMAKE_UNITY_BUILD: each module's sources compiled in batches, so the headers
 # and templates they share are compiled once a batch, not once a file). gcc still builds every
-# library and the binary in the packaging stage (with Debian's hardening flags and -Werror,
-# also a unity build) and the concurrency tests under TSan (file by file: the one build that
-# compiles each library source on its own, as a developer's build does).
+# library and the binary in the packaging stage (with Debian's hardening flags and -Werror)
+# and the concurrency tests under TSan, both unity builds too. The TSan build was file by file
+# until CI passed 30 minutes, and CI then waited 260 s for it after the soak; unity, it takes
+# ~360 CPU-seconds (user + sys of `ninja tsan_tests` from clean), so that it ends in the
+# background while the ASan tests run. Each source compiled on its own (a missing #include that a unity
+# batch hides) is left to the README's build (scripts/build.sh, file by file), which every
+# developer runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS="${JOBS:-$(nproc)}"
@@ -51,7 +55,7 @@ export LSAN_OPTIONS="suppressions=$PWD/fuzz/lsan.supp:print_suppressions=0"
 # idle while they wait (daemons restarting, clients polling, fixed-time fuzzing on one core).
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
   -DCMAKE_EXE_LINKER_FLAGS="$LLD" -DTOPOSCHED_TSAN=ON -DTOPOSCHED_BENCH=OFF \
-  -DTOPOSCHED_TEST_COMPILE_OPTIONS=-O0 >/dev/null
+  -DCMAKE_UNITY_BUILD=ON -DTOPOSCHED_TEST_COMPILE_OPTIONS=-O0 >/dev/null
 nice -n 19 ninja -C build-tsan -j "$JOBS" tsan_tests >build-tsan/ninja.log 2>&1 &
 tsan_build_pid=$!
 chaos_pid=
@@ -78,7 +82,8 @@ ctest --test-dir build-san --output-on-failure -L slurm
 # one core: side by side.
 stage "soak (scripts/soak.sh: REST and extender clients, >= 10 kill -9 cycles, 45 s) and the" \
   "HA chaos rounds (scripts/chaos-ha.sh: 3-member etcd, 3 daemons, 3 kill -9 + 1 SIGSTOP of" \
-  "the leader) beside every fuzz target for 10 s (scripts/fuzz.sh; seeds from data/, ASan+UBSan)"
+  "the leader) beside every fuzz target for 10 s, two at a time (scripts/fuzz.sh; seeds from" \
+  "data/, ASan+UBSan)"
 bash scripts/soak.sh --binary build-san/toposched --out build-san/soak.json \
   >build-san/soak.log 2>&1 &
 soak_pid=$!
@@ -87,7 +92,7 @@ soak_pid=$!
 bash scripts/chaos-ha.sh --binary build-san/toposched --takeover-goal report \
   >build-san/chaos-ha.log 2>&1 &
 chaos_pid=$!
-FUZZ_BUILD=build-san FUZZ_NO_BUILD=1 FUZZ_SEED=1 bash scripts/fuzz.sh 10
+FUZZ_BUILD=build-san FUZZ_NO_BUILD=1 FUZZ_SEED=1 FUZZ_LANES=2 bash scripts/fuzz.sh 10
 wait "$soak_pid" || {
   cat build-san/soak.log
   exit 1

@@ -34,7 +34,7 @@ using ::toposched::testing::HasSubstr;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-const std::string kTls = std::string(TS_SOURCE_DIR) + "/tests/api/testdata/tls/";
+const std::string kSlowClientsTls = std::string(TS_SOURCE_DIR) + "/tests/api/testdata/tls/";
 constexpr const char* kSlowToken = "slow-clients-token-0123456789";
 
 int Connect(int port) {
@@ -97,7 +97,8 @@ class SlowClientsTest : public ::testing::Test {
     auto s = testing_api::OpenTestService(dir_);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     service_ = std::move(s).value();
-    ServerOptions so = testing_api::ExtenderServerOptions(service_.get(), kSlowToken, kTls);
+    ServerOptions so =
+        testing_api::ExtenderServerOptions(service_.get(), kSlowToken, kSlowClientsTls);
     so.read_timeout_ms = read_timeout_ms;
     so.max_connections = max_connections;
     auto srv = Server::Start(*service_, so);
@@ -165,9 +166,9 @@ TEST_F(SlowClientsTest, HealthAndTheExtenderAnswerBehindIdleAndSlowlorisConnecti
 
   // kube-scheduler's client, with its certificate, within its 5 s httpTimeout
   // (deploy/kubernetes/scheduler-config.yaml): here within 1 s.
-  httplib::SSLClient ext("127.0.0.1", server_->extender_port(), kTls + "client.crt",
-                         kTls + "client.key");
-  ext.set_ca_cert_path((kTls + "ca.crt").c_str());
+  httplib::SSLClient ext("127.0.0.1", server_->extender_port(), kSlowClientsTls + "client.crt",
+                         kSlowClientsTls + "client.key");
+  ext.set_ca_cert_path((kSlowClientsTls + "ca.crt").c_str());
   ext.enable_server_certificate_verification(true);
   ext.set_read_timeout(std::chrono::seconds(5));
   auto t0 = Clock::now();

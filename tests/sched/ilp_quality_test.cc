@@ -191,12 +191,6 @@ Quality RunQualityOnce() {
   return q;
 }
 
-// Both tests judge the same run.
-const Quality& RunQuality() {
-  static const Quality q = RunQualityOnce();
-  return q;
-}
-
 // "h01:0-3,5-6 h04: ..." (DescribeFree's form): every GPU not listed is taken.
 ClusterState StateWithFree(const topo::Cluster& c, const std::string& free) {
   auto st = ClusterState::Create(c);
@@ -555,18 +549,16 @@ TEST(IlpQualityTest, RanksInNodeBlocksKeepEachNodesRanksTogether) {
       << v.placement->explanation;
 }
 
-TEST(IlpQualityTest, PlacerNeverBeatsTheProvenOptimum) {
-  const Quality& q = RunQuality();
+// One run judged for both facts (one test, not two: ctest runs every test in its own process,
+// so two tests would make the same 240 cases twice). The placer never beats the proven optimum
+// (checked per case in RunQualityOnce); and the acceptance criterion of the scheduler issue:
+// within 5% of the optimum for >= 95% of the cases that fit (BENCHMARKS.md, "Placement quality
+// against an exact ILP", has the 2,000-case table).
+TEST(IlpQualityTest, PlacerNeverBeatsTheProvenOptimumAndIsWithinFivePercentOfIt) {
+  const Quality q = RunQualityOnce();
   EXPECT_GE(q.cases, 200);
   EXPECT_GE(q.fit, 100);
   EXPECT_LE(q.unproven, q.cases / 5);
-}
-
-// The acceptance criterion of the scheduler issue: within 5% of the optimum for ≥ 95% of the
-// cases that fit (BENCHMARKS.md, "Placement quality against an exact ILP", has the 2,000-case
-// table).
-TEST(IlpQualityTest, PlacerWithinFivePercentOfOptimum) {
-  const Quality& q = RunQuality();
   EXPECT_GE(q.within5, static_cast<int>(std::ceil(0.95 * q.fit)))
       << q.within5 << " of " << q.fit << " within 5%; worst " << q.worst_ratio << " (" << q.worst
       << ")";
