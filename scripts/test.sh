@@ -53,16 +53,37 @@ export LSAN_OPTIONS="suppressions=$PWD/fuzz/lsan.supp:print_suppressions=0"
 # The TSan build starts now, in the background and at the lowest CPU priority (nice 19): it
 # takes only the CPU the ASan tests, the Slurm integration, the soak and the fuzz runs leave
 # idle while they wait (daemons restarting, clients polling, fixed-time fuzzing on one core).
-# Then, the same way, the benchmarks of the ASan build (target `benches`; left out of the build
-# above): CI only proves that they build; their figures come from release builds (BENCHMARKS.md).
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
   -DCMAKE_EXE_LINKER_FLAGS="$LLD" -DTOPOSCHED_TSAN=ON -DTOPOSCHED_BENCH=OFF \
   -DCMAKE_UNITY_BUILD=ON -DTOPOSCHED_TEST_COMPILE_OPTIONS=-O0 >/dev/null
-(nice -n 19 ninja -C build-tsan -j "$JOBS" tsan_tests >build-tsan/ninja.log 2>&1 &&
-  nice -n 19 ninja -C build-san -j "$JOBS" benches >build-tsan/ninja-benches.log 2>&1) &
+nice -n 19 ninja -C build-tsan -j "$JOBS" tsan_tests >build-tsan/ninja.log 2>&1 &
 tsan_build_pid=$!
+# After it, the same way, the Debian package from a clean clone of HEAD (scripts/package-deb.sh:
+# gcc -O2 with Debian's hardening flags and -Werror), which the packaging stage then installs,
+# runs and purges; then the benchmarks of the ASan build (target `benches`, left out of the
+# build above: CI proves that they build; their figures come from release builds).
+PKG_DIR=$(mktemp -d /tmp/toposched-ci-package.XXXXXX)
+(
+  while kill -0 "$tsan_build_pid" 2>/dev/null; do sleep 2; done
+  git clone --quiet --no-hardlinks "$PWD" "$PKG_DIR/clone" &&
+    OUT_DIR="$PKG_DIR/dist" BUILD_DIR="$PKG_DIR/clone/build-deb" \
+      nice -n 19 bash "$PKG_DIR/clone/scripts/package-deb.sh"
+) >"$PKG_DIR/log" 2>&1 &
+package_pid=$!
+(
+  while kill -0 "$package_pid" 2>/dev/null; do sleep 2; done
+  nice -n 19 ninja -C build-san -j "$JOBS" benches
+) >build-san/benches.log 2>&1 &
+benches_pid=$!
 chaos_pid=
-trap 'pkill -P "$tsan_build_pid" 2>/dev/null || true; kill "$tsan_build_pid" 2>/dev/null || true; [ -z "$chaos_pid" ] || kill "$chaos_pid" 2>/dev/null || true' EXIT
+stop_background() {
+  local pid
+  for pid in "$tsan_build_pid" "$package_pid" "$benches_pid" "$chaos_pid"; do
+    [ -z "$pid" ] || { pkill -P "$pid" 2>/dev/null || true; kill "$pid" 2>/dev/null || true; }
+  done
+  rm -rf "$PKG_DIR"
+}
+trap stop_background EXIT
 
 stage "tests (every test binary under ASan+UBSan)"
 # Live discovery (DiscoverLocal.*, and `topo discover` run by a CLI test) loads hwloc's I/O
@@ -111,14 +132,27 @@ grep -E '^(acknowledged submits|takeover|chaos-ha)' build-san/chaos-ha.log
 
 stage "the daemon's concurrency tests under TSan (gcc; tsan_tests: listeners, service, extender, store; build-tsan/)"
 wait "$tsan_build_pid" || {
-  echo "the TSan build or the benchmarks' build failed:"
-  cat build-tsan/ninja.log build-tsan/ninja-benches.log 2>/dev/null
+  cat build-tsan/ninja.log
   exit 1
 }
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
   ctest --test-dir build-tsan --output-on-failure -j "$JOBS" --timeout "$TEST_TIMEOUT_S" -L '^tsan$'
 
 stage "packaging (Debian package installed, run and purged; container image; Kubernetes manifests)"
-# Its own clone and build directory: it shares nothing with the stages above.
-bash scripts/test-package.sh
+# The package was built in the background from its own clone and build directory: it shares
+# nothing with the stages above.
+wait "$package_pid" || {
+  echo "test-package: FAILED: the package's build from a clean clone of HEAD; its log:"
+  cat "$PKG_DIR/log"
+  exit 1
+}
+echo "test-package: package built from a clean clone of HEAD (in the background since the TSan build ended)"
+DEB="$(tail -1 "$PKG_DIR/log")" bash scripts/test-package.sh
+
+stage "the benchmarks build (ASan build, target benches, in the background since the package)"
+wait "$benches_pid" || {
+  cat build-san/benches.log
+  exit 1
+}
+tail -1 build-san/benches.log
 stage "done"
