@@ -137,17 +137,23 @@ TEST_F(KubeBinderTest, ApiServerErrorsAndBadInputComeBackClearly) {
             "to node \"gpu003\"");
   // A name that would change the URL path is refused before anything is sent.
   s = binder->Bind({"ml", "../../nodes", ""}, "gpu017");
-  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      s, StatusIs(StatusCode::kInvalidArgument, HasSubstr("kube api: bad name \"../../nodes\"")));
   EXPECT_EQ(api.seen().size(), 1u);
   // No token: nothing sent.
   std::remove(token_file_.c_str());
-  EXPECT_EQ(binder->Bind({"ml", "llama-0", ""}, "gpu017").code(), StatusCode::kNotFound);
+  EXPECT_THAT(binder->Bind({"ml", "llama-0", ""}, "gpu017"),
+              StatusIs(StatusCode::kNotFound,
+                       HasSubstr("kube api: " + token_file_ + ": cannot read: no such file")));
   EXPECT_EQ(api.seen().size(), 1u);
   std::ofstream(token_file_) << "tok-123\n";
   // The server gone: Unavailable.
   api.Stop();
   s = binder->Bind({"ml", "llama-0", ""}, "gpu017");
-  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+  EXPECT_THAT(
+      s, StatusIs(StatusCode::kUnavailable,
+                  ::testing::AllOf(HasSubstr("kube api: POST http://"),
+                                   HasSubstr("/api/v1/namespaces/ml/pods/llama-0/binding: "))));
   KubeApiOptions bad;
   bad.server = "10.96.0.1:443";
   EXPECT_THAT(
@@ -271,9 +277,11 @@ TEST_F(KubeBinderTest, EvictionRefusedByABudgetIsRetriedAGonePodIsDone) {
   api.Reply(404, Recorded("eviction-404.json"));
   EXPECT_TRUE(evictor->Evict({"research", "llama-0", ""}, "preempted").ok());
   api.Reply(403, R"({"kind":"Status","status":"Failure","message":"forbidden","code":403})");
-  EXPECT_EQ(evictor->Evict({"research", "llama-0", ""}, "x").code(),
-            StatusCode::kFailedPrecondition);
-  EXPECT_EQ(evictor->Evict({"research", "../x", ""}, "x").code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(evictor->Evict({"research", "llama-0", ""}, "x"),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       HasSubstr("kube api: evicting research/llama-0: HTTP 403: forbidden")));
+  EXPECT_THAT(evictor->Evict({"research", "../x", ""}, "x"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("kube api: bad name \"../x\"")));
   EXPECT_EQ(api.seen().size(), 3u);
 }
 

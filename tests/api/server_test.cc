@@ -25,6 +25,7 @@
 #include "api/api_testing.h"
 #include "api/service_testing.h"
 #include "testing/clusters.h"
+#include "testing/status_matchers.h"
 #include "topo/io/import.h"
 #include "topo/io/json_io.h"
 
@@ -34,6 +35,7 @@ namespace {
 using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using ::toposched::testing::StatusIs;
 
 constexpr const char* kServerToken = "test-token-0123456789abcdef";
 constexpr const char* kAgentToken = "agent-token-0123456789abcdef";
@@ -992,7 +994,11 @@ TEST(ServerExtenderRoutesTest, VerbsReachTheExtenderOnlyWithTheToken) {
 TEST(ServerOptionsTest, BeyondLoopbackNeedsAToken) {
   ServerOptions o;
   o.host = "0.0.0.0";
-  EXPECT_EQ(o.Validate().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      o.Validate(),
+      StatusIs(
+          StatusCode::kInvalidArgument,
+          HasSubstr("listening on 0.0.0.0 (beyond loopback) needs a bearer token (--token-file)")));
   o.token = kServerToken;
   EXPECT_TRUE(o.Validate().ok());
   EXPECT_TRUE(IsLoopback("127.0.0.1"));

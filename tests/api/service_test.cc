@@ -7,16 +7,21 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 
 #include "api/api_testing.h"
 #include "api/service_testing.h"
 #include "job/job_spec.h"
 #include "testing/clusters.h"
+#include "testing/status_matchers.h"
 
 namespace toposched::api {
 namespace {
 
 using nlohmann::json;
+using ::testing::AllOf;
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 using ServiceTest = testing_api::ClockedServiceTest;
 
@@ -75,9 +80,10 @@ TEST_F(ServiceTest, IdempotencyKeyGivesTheSameJobOnceAndRefusesAnotherSpec) {
   ASSERT_TRUE(b.ok());
   EXPECT_FALSE(b->created);
   EXPECT_EQ(b->id, a->id);
-  auto c = s->Submit(testing_api::JobJson("a", 4), "key-1");
-  ASSERT_FALSE(c.ok());
-  EXPECT_EQ(c.status().code(), StatusCode::kAlreadyExists);
+  EXPECT_THAT(s->Submit(testing_api::JobJson("a", 4), "key-1"),
+              StatusIs(StatusCode::kAlreadyExists,
+                       HasSubstr("idempotency key \"key-1\" was used for job-" +
+                                 std::to_string(a->id) + " with a different spec")));
   EXPECT_EQ(json::parse(s->JobsJson({}))["jobs"].size(), 1u);
   // The key survives a restart.
   s.reset();
@@ -92,21 +98,25 @@ TEST_F(ServiceTest, BadSpecsChangeNothing) {
   auto s = Open();
   ASSERT_NE(s, nullptr);
   const int64_t seq = s->applied_seq();
-  const char* bad[] = {
-      "{not json",
-      R"({"name": "x", "total_gpus": -8})",
-      R"({"name": "x", "total_gpus": 8, "colour": "blue"})",
-      R"({"name": "x", "total_gpus": 8, "constraints": {"job": {"required": "rack"}}})",
-      R"([1, 2, 3])",
+  // Each body and what its error must say: where in the body (position or field) and why.
+  const std::pair<const char*, ::testing::Matcher<std::string>> bad[] = {
+      {"{not json",
+       AllOf(HasSubstr("request body: not valid JSON: "), HasSubstr("at line 1, column 3"))},
+      {R"({"name": "x", "total_gpus": -8})",
+       HasSubstr("request body: $.total_gpus: expected a positive integer, got \"-8\"")},
+      {R"({"name": "x", "total_gpus": 8, "colour": "blue"})",
+       HasSubstr("request body: $.colour: unknown key (expected one of: name, ")},
+      {R"({"name": "x", "total_gpus": 8, "constraints": {"job": {"required": "rack"}}})",
+       HasSubstr("request body: $.constraints.job.required: unknown level \"rack\" (this "
+                 "cluster has: nvlink-domain, node, spine, leaf)")},
+      {R"([1, 2, 3])", HasSubstr("request body: $: expected a map, got a list")},
   };
-  for (const char* b : bad) {
-    auto r = s->Submit(b, "");
-    ASSERT_FALSE(r.ok()) << b;
-    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << b;
+  for (const auto& [body, why] : bad) {
+    EXPECT_THAT(s->Submit(body, ""), StatusIs(StatusCode::kInvalidArgument, why)) << body;
   }
   EXPECT_EQ(s->applied_seq(), seq);
   EXPECT_EQ(json::parse(s->JobsJson({}))["jobs"].size(), 0u);
-  EXPECT_EQ(s->Cancel(99).code(), StatusCode::kNotFound);
+  EXPECT_THAT(s->Cancel(99), StatusIs(StatusCode::kNotFound, HasSubstr("no job job-99")));
   EXPECT_EQ(s->applied_seq(), seq);
 }
 
@@ -127,10 +137,9 @@ TEST_F(ServiceTest, TamperedLogIsDetectedOnOpen) {
   ServiceOptions o;
   o.db_path = dir_ + "/state.db";
   o.background_passes = false;
-  auto s = Service::Open(toposched::testing::H100Cluster(), o);
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().code(), StatusCode::kDataLoss);
-  EXPECT_NE(s.status().message().find("events"), std::string::npos) << s.status().message();
+  EXPECT_THAT(Service::Open(toposched::testing::H100Cluster(), o),
+              StatusIs(StatusCode::kDataLoss,
+                       HasSubstr("state.db: replay gave 2 events, the store has 4")));
 }
 
 TEST_F(ServiceTest, MetricsCountQueueGpusAndPredictedTime) {
@@ -165,17 +174,13 @@ TEST_F(ServiceTest, AnotherClusterIsRefusedBeforeReplay) {
   o.store.sync_full = false;
   o.background_passes = false;
   o.cluster_source = "gb200.yaml";
-  auto other = Service::Open(toposched::testing::Gb200Cluster(), o);
-  ASSERT_FALSE(other.ok());
-  EXPECT_EQ(other.status().code(), StatusCode::kFailedPrecondition);
-  const std::string m = other.status().message();
-  EXPECT_NE(m.find("state.db was written with the cluster \"h100-2rack\" (32 nodes, 256 GPUs)"),
-            std::string::npos)
-      << m;
-  EXPECT_NE(m.find("started with the cluster \"gb200-nvl72\" (36 nodes, 144 GPUs) from "
-                   "gb200.yaml"),
-            std::string::npos)
-      << m;
+  EXPECT_THAT(
+      Service::Open(toposched::testing::Gb200Cluster(), o),
+      StatusIs(StatusCode::kFailedPrecondition,
+               AllOf(HasSubstr("state.db was written with the cluster \"h100-2rack\" (32 nodes, "
+                               "256 GPUs)"),
+                     HasSubstr("started with the cluster \"gb200-nvl72\" (36 nodes, 144 GPUs) "
+                               "from gb200.yaml"))));
   // An earlier build's database: no fact yet; the next open writes it.
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open((dir_ + "/state.db").c_str(), &db), SQLITE_OK);
@@ -186,7 +191,10 @@ TEST_F(ServiceTest, AnotherClusterIsRefusedBeforeReplay) {
     ASSERT_NE(s, nullptr);
     EXPECT_NE(s->JobsJson({}).find("\"kept\""), std::string::npos);
   }
-  EXPECT_FALSE(Service::Open(toposched::testing::Gb200Cluster(), o).ok());
+  // The open with the H100 cluster wrote the fact again: the other cluster is refused by it.
+  EXPECT_THAT(Service::Open(toposched::testing::Gb200Cluster(), o),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       HasSubstr("state.db was written with the cluster \"h100-2rack\"")));
 }
 
 // Every GPU is counted in exactly one state, in /metrics and in /api/v1/nodes: a drained node's

@@ -9,8 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "testing/status_matchers.h"
+
 namespace toposched::diag {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 struct Seen {
   int64_t line;
@@ -75,14 +80,17 @@ TEST(LineStream, LongLinesAreCutAcrossChunkBoundaries) {
 
 TEST(LineStream, UnreadableFilesAreClearErrors) {
   auto nothing = [](const LineRef&) {};
-  Status missing = StreamFile("/nonexistent/x.log", {}, nothing);
-  EXPECT_EQ(missing.code(), StatusCode::kNotFound);
-  EXPECT_NE(missing.message().find("/nonexistent/x.log"), std::string::npos);
-  Status dir = StreamFile(::testing::TempDir(), {}, nothing);
-  EXPECT_EQ(dir.code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(StreamFile("/nonexistent/x.log", {}, nothing),
+              StatusIs(StatusCode::kNotFound, HasSubstr("/nonexistent/x.log: cannot open")));
+  EXPECT_THAT(StreamFile(::testing::TempDir(), {}, nothing),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       HasSubstr(::testing::TempDir() + ": is a directory, not a log file")));
   LineStreamOptions bad;
   bad.max_line_bytes = 0;
-  EXPECT_FALSE(StreamFile("/dev/null", bad, nothing).ok());
+  // The message names both limits, not the one that is 0.
+  EXPECT_THAT(StreamFile("/dev/null", bad, nothing),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("line stream: max_line_bytes and chunk_bytes must be > 0")));
 }
 
 }  // namespace

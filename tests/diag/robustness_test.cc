@@ -7,9 +7,13 @@
 #include <string>
 
 #include "diag/diagnose.h"
+#include "testing/status_matchers.h"
 
 namespace toposched::diag {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 TEST(DiagnoseRobustness, RandomBytesGiveNoKnownCause) {
   std::mt19937 rng(7);
@@ -46,9 +50,9 @@ TEST(DiagnoseRobustness, AVeryLongLineIsCutNotHeldWhole) {
 }
 
 TEST(DiagnoseRobustness, MissingFileIsAnErrorNamingIt) {
-  auto d = DiagnoseFiles({"/nonexistent/job.log"}, nullptr);
-  ASSERT_FALSE(d.ok());
-  EXPECT_NE(d.status().message().find("/nonexistent/job.log"), std::string::npos);
+  EXPECT_THAT(DiagnoseFiles({"/nonexistent/job.log"}, nullptr),
+              StatusIs(StatusCode::kNotFound,
+                       HasSubstr("/nonexistent/job.log: cannot open: No such file or directory")));
 }
 
 }  // namespace

@@ -142,11 +142,16 @@ TEST(JobRecord, EventsChainAndCountRequeues) {
 
 TEST(JobRecord, BadTimeOrReason) {
   JobRecord r("j", 1000);
-  EXPECT_EQ(r.Transition(999, S::kRunning, "early").code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(r.Transition(1000, S::kRunning, "").code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.Transition(999, S::kRunning, "early"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("j: event at 999 us is before the last one at 1000 us")));
+  EXPECT_THAT(r.Transition(1000, S::kRunning, ""),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("j: a transition needs a reason")));
   EXPECT_EQ(r.state(), S::kPending);
   ASSERT_TRUE(r.Transition(2000, S::kRunning, "go").ok());
-  EXPECT_EQ(r.Note(1500, "late").code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.Note(1500, "late"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("j: event at 1500 us is before the last one at 2000 us")));
   EXPECT_TRUE(r.events().size() == 1);
 }
 
@@ -180,16 +185,26 @@ TEST(JobRecord, TimeoutExitsWithinGrace) {
   EXPECT_EQ(r.state(), S::kTimeout);
   EXPECT_EQ(r.events().back().time_us, 120);
   EXPECT_EQ(r.events().back().reason, "time limit: exited after SIGTERM");
-  EXPECT_EQ(r.ProcessesExited(130).code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(r.ProcessesExited(130),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       HasSubstr("train: no termination pending (state TIMEOUT)")));
 }
 
 TEST(JobRecord, TimeoutZeroGraceAndEdgeCases) {
   JobRecord r("j", 0);
-  EXPECT_EQ(r.Timeout(10, 5).code(), StatusCode::kFailedPrecondition);  // still PENDING
+  EXPECT_THAT(r.Timeout(10, 5),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       HasSubstr("j: cannot terminate a job in state PENDING (time limit): only "
+                                 "RUNNING -> COMPLETING")));  // still PENDING
   ASSERT_TRUE(r.Transition(0, S::kRunning, "go").ok());
-  EXPECT_EQ(r.Timeout(10, -1).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(r.Terminate(10, 5, S::kRunning, "x").code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(r.Terminate(10, 5, S::kCompleting, "x").code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(r.Timeout(10, -1),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("j: negative grace period")));
+  EXPECT_THAT(r.Terminate(10, 5, S::kRunning, "x"),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       HasSubstr("j: illegal transition COMPLETING -> RUNNING (x)")));
+  EXPECT_THAT(r.Terminate(10, 5, S::kCompleting, "x"),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       HasSubstr("j: illegal transition COMPLETING -> COMPLETING (x)")));
   ASSERT_TRUE(r.Timeout(10, 0).ok());
   EXPECT_EQ(r.state(), S::kTimeout);
   ASSERT_EQ(r.events().size(), 3u);

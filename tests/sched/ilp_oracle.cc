@@ -330,248 +330,335 @@ struct Program {
   std::vector<int> chosen;  // ki per node of the optimum
 };
 
-void Build(const Shared& sh, const topo::Cluster& cluster, Program& pr) {
-  pr.md = std::make_unique<Model>();
-  Model& md = *pr.md;
-  const int N = sh.N;
-  const auto& K = sh.K;
-  std::vector<std::vector<int>>& x = pr.x;
-  x.assign(N, {});
-  std::vector<std::vector<int>> g(N);
-  Model::Terms world_row;
-  for (int n = 0; n < N; ++n) {
-    Model::Terms one;
-    for (size_t ki = 0; ki < K[n].size(); ++ki) {
-      x[n].push_back(md.Binary());
-      one.push_back({x[n][ki], 1});
-      world_row.push_back({x[n][ki], static_cast<double>(K[n][ki])});
+// Builds one program, one group of columns and rows per step. Each step adds its columns and rows
+// in a fixed order, and Build calls the steps in a fixed order: that order is GLPK's numbering of
+// the columns, which its branching follows, so a step moved changes the search (not the optimum).
+class ProgramBuilder {
+ public:
+  ProgramBuilder(const Shared& sh, const topo::Cluster& cluster, Program& pr)
+      : sh_(sh),
+        cluster_(cluster),
+        K_(sh.K),
+        md_(*pr.md),
+        x_(pr.x),
+        n_isl_(static_cast<double>(sh.islands.size()) + 1) {}
+
+  // x[n][ki]: node n holds K[n][ki] GPUs. One count per node; the counts sum to the world size.
+  void Counts() {
+    x_.assign(sh_.N, {});
+    Model::Terms world_row;
+    for (int n = 0; n < sh_.N; ++n) {
+      Model::Terms one;
+      for (size_t ki = 0; ki < K_[n].size(); ++ki) {
+        x_[n].push_back(md_.Binary());
+        one.push_back({x_[n][ki], 1});
+        world_row.push_back({x_[n][ki], static_cast<double>(K_[n][ki])});
+      }
+      md_.Eq(one, 1);
     }
-    md.Eq(one, 1);
+    md_.Eq(world_row, sh_.W);
   }
-  md.Eq(world_row, sh.W);
-  // g[n][ki]: node n is the first node used (holds rank 0), with K[n][ki] GPUs.
-  Model::Terms g_sum, single;
-  for (int n = 0; n < N; ++n) {
-    g[n].push_back(0);
-    for (size_t ki = 1; ki < K[n].size(); ++ki) {
-      g[n].push_back(md.Binary());
-      md.Le({{g[n][ki], 1}, {x[n][ki], -1}}, 0);
-      g_sum.push_back({g[n][ki], 1});
-      if (K[n][ki] >= sh.S) single.push_back({g[n][ki], 1});
-    }
-  }
-  md.Eq(g_sum, 1);
-  for (int n = 0; n < N; ++n) {
-    if (K[n].size() < 2) continue;
-    for (int m = 0; m < n; ++m) {  // nothing before the first node: Σ_k g[n] ≤ x[m][0]
-      Model::Terms r;
-      for (size_t ki = 1; ki < K[n].size(); ++ki) r.push_back({g[n][ki], 1});
-      r.push_back({x[m][0], -1});
-      md.Le(r, 0);
-    }
-  }
-  // TP: rank 0's TP group is the first t GPUs of the first node (exact).
-  if (sh.has_tp) {
+
+  // g[n][ki]: node n is the first node used (holds rank 0), with K[n][ki] GPUs. `single_`: the
+  // g that hold the whole of stage 0 (K ≥ S).
+  void FirstNode() {
+    const int N = sh_.N;
+    g_.assign(N, {});
+    Model::Terms g_sum;
     for (int n = 0; n < N; ++n) {
-      for (size_t ki = 1; ki < K[n].size(); ++ki) md.Obj(g[n][ki], sh.tp_ms[n][ki]);
+      g_[n].push_back(0);
+      for (size_t ki = 1; ki < K_[n].size(); ++ki) {
+        g_[n].push_back(md_.Binary());
+        md_.Le({{g_[n][ki], 1}, {x_[n][ki], -1}}, 0);
+        g_sum.push_back({g_[n][ki], 1});
+        if (K_[n][ki] >= sh_.S) single_.push_back({g_[n][ki], 1});
+      }
+    }
+    md_.Eq(g_sum, 1);
+    for (int n = 0; n < N; ++n) {
+      if (K_[n].size() < 2) continue;
+      for (int m = 0; m < n; ++m) {  // nothing before the first node: Σ_k g[n] ≤ x[m][0]
+        Model::Terms r;
+        for (size_t ki = 1; ki < K_[n].size(); ++ki) r.push_back({g_[n][ki], 1});
+        r.push_back({x_[m][0], -1});
+        md_.Le(r, 0);
+      }
     }
   }
+
+  // TP: rank 0's TP group is the first t GPUs of the first node (exact).
+  void TpTerm() {
+    if (!sh_.has_tp) return;
+    for (int n = 0; n < sh_.N; ++n) {
+      for (size_t ki = 1; ki < K_[n].size(); ++ki) md_.Obj(g_[n][ki], sh_.tp_ms[n][ki]);
+    }
+  }
+
   // PP: rank 0 (first node) sends to rank S (node h); exact by a product of g and h.
-  if (sh.has_pp) {
+  void PpTerm() {
+    if (!sh_.has_pp) return;
+    const int N = sh_.N;
     std::vector<int> h(N, 0);
     Model::Terms h_sum;
     for (int n = 0; n < N; ++n) {
-      if (K[n].size() < 2) continue;
-      h[n] = md.Binary();
+      if (K_[n].size() < 2) continue;
+      h[n] = md_.Binary();
       h_sum.push_back({h[n], 1});
       Model::Terms before, upto;
       for (int m = 0; m <= n; ++m) {
-        for (size_t ki = 1; ki < K[m].size(); ++ki) {
-          if (m < n) before.push_back({x[m][ki], static_cast<double>(K[m][ki])});
-          upto.push_back({x[m][ki], static_cast<double>(K[m][ki])});
+        for (size_t ki = 1; ki < K_[m].size(); ++ki) {
+          if (m < n) before.push_back({x_[m][ki], static_cast<double>(K_[m][ki])});
+          upto.push_back({x_[m][ki], static_cast<double>(K_[m][ki])});
         }
       }
-      before.push_back({h[n], static_cast<double>(sh.W)});
-      md.Le(before, sh.S + sh.W);  // h_n → GPUs before n ≤ S
-      upto.push_back({h[n], -(sh.S + 1.0)});
-      md.Ge(upto, 0);  // h_n → GPUs up to n ≥ S + 1
+      before.push_back({h[n], static_cast<double>(sh_.W)});
+      md_.Le(before, sh_.S + sh_.W);  // h_n → GPUs before n ≤ S
+      upto.push_back({h[n], -(sh_.S + 1.0)});
+      md_.Ge(upto, 0);  // h_n → GPUs up to n ≥ S + 1
     }
-    md.Eq(h_sum, 1);
+    md_.Eq(h_sum, 1);
     for (int n = 0; n < N; ++n) {
-      for (size_t ki = 1; ki < K[n].size(); ++ki) {
+      for (size_t ki = 1; ki < K_[n].size(); ++ki) {
         double c_max = 0;
         for (int n2 = 0; n2 < N; ++n2) {
-          if (h[n2]) c_max = std::max(c_max, sh.pp_ms[n][ki][n2]);
+          if (h[n2]) c_max = std::max(c_max, sh_.pp_ms[n][ki][n2]);
         }
-        const int v = md.Continuous(1);
-        Model::Terms r{{v, 1}, {g[n][ki], -c_max}};
+        const int v = md_.Continuous(1);
+        Model::Terms r{{v, 1}, {g_[n][ki], -c_max}};
         for (int n2 = 0; n2 < N; ++n2) {
-          if (h[n2]) r.push_back({h[n2], -sh.pp_ms[n][ki][n2]});
+          if (h[n2]) r.push_back({h[n2], -sh_.pp_ms[n][ki][n2]});
         }
-        md.Ge(r, -c_max);
+        md_.Ge(r, -c_max);
       }
     }
   }
-  if (pr.variant == Variant::kPlain) return;
-  if (pr.variant == Variant::kSingle) {
-    md.Eq(single, 1);
+
+  // The DP group on the first node (exact).
+  void SingleNodeDp() {
+    md_.Eq(single_, 1);
+    for (int n = 0; n < sh_.N; ++n) {
+      for (size_t ki = 1; ki < K_[n].size(); ++ki) {
+        if (K_[n][ki] >= sh_.S) md_.Obj(g_[n][ki], sh_.single_dp_ms[n][ki]);
+      }
+    }
+  }
+
+  // The DP group over several nodes: d[j], island j holds part of it, on a node whose count it
+  // matches (with `hier`, only islands of ≥ 2: hierarchical needs ≥ 2 of the group on every node).
+  void DpIslands(bool hier) {
+    md_.Eq(single_, 0);
+    d_.assign(sh_.islands.size(), 0);
+    std::map<std::pair<int, int>, Model::Terms> per_count;  // (n, ki) → its island columns
+    for (size_t j = 0; j < sh_.islands.size(); ++j) {
+      const Island& is = sh_.islands[j];
+      if (hier && is.m < 2) continue;
+      d_[j] = md_.Binary();
+      per_count[{is.node, is.ki}].push_back({d_[j], 1});
+    }
+    for (auto& [key, terms] : per_count) {
+      terms.push_back({x_[key.first][key.second], -1});
+      md_.Le(terms, 0);
+    }
+  }
+
+  // u_n = Σ t·m·d (stage-0 GPUs on node n); b_n: stage 0 is complete after node n. Stage 0 is
+  // the first S ranks: every node before the last one of stage 0 gives it all its GPUs.
+  void StageZero() {
+    const int N = sh_.N;
+    std::vector<int> b(N);
+    for (int n = 0; n < N; ++n) b[n] = md_.Binary();
+    std::vector<Model::Terms> u(N);
+    Model::Terms u_all;
+    for (size_t j = 0; j < sh_.islands.size(); ++j) {
+      if (!d_[j]) continue;
+      const Island& is = sh_.islands[j];
+      u[is.node].push_back({d_[j], static_cast<double>(sh_.t * is.m)});
+      u_all.push_back({d_[j], static_cast<double>(sh_.t * is.m)});
+      all_d_.push_back({d_[j], 1});
+    }
+    const double W = sh_.W;
     for (int n = 0; n < N; ++n) {
-      for (size_t ki = 1; ki < K[n].size(); ++ki) {
-        if (K[n][ki] >= sh.S) md.Obj(g[n][ki], sh.single_dp_ms[n][ki]);
+      Model::Terms r1 = u[n];
+      for (size_t ki = 1; ki < K_[n].size(); ++ki) r1.push_back({x_[n][ki], -1.0 * K_[n][ki]});
+      md_.Le(r1, 0);  // u ≤ k
+      Model::Terms r2 = r1;
+      r2.push_back({b[n], W});
+      md_.Ge(r2, 0);  // u ≥ k − W·b_n
+      if (n >= 1) {
+        Model::Terms r3 = u[n];
+        r3.push_back({b[n - 1], W});
+        md_.Le(r3, W);  // u ≤ W·(1 − b_{n−1})
+        md_.Ge({{b[n], 1}, {b[n - 1], -1}}, 0);
       }
     }
-    return;
+    md_.Eq(u_all, sh_.S);
   }
-  // DP group over several nodes.
-  md.Eq(single, 0);
-  const bool hier = pr.variant == Variant::kHier;
-  std::vector<int> d(sh.islands.size(), 0);
-  std::map<std::pair<int, int>, Model::Terms> per_count;  // (n, ki) → its island columns
-  for (size_t j = 0; j < sh.islands.size(); ++j) {
-    const Island& is = sh.islands[j];
-    if (hier && is.m < 2) continue;  // hierarchical needs ≥ 2 of the group on every node
-    d[j] = md.Binary();
-    per_count[{is.node, is.ki}].push_back({d[j], 1});
-  }
-  for (auto& [key, terms] : per_count) {
-    terms.push_back({x[key.first][key.second], -1});
-    md.Le(terms, 0);
-  }
-  // u_n = Σ t·m·d (stage-0 GPUs on node n); b_n: stage 0 is complete after node n.
-  std::vector<int> b(N);
-  for (int n = 0; n < N; ++n) b[n] = md.Binary();
-  std::vector<Model::Terms> u(N);
-  Model::Terms u_all, all_d;
-  for (size_t j = 0; j < sh.islands.size(); ++j) {
-    if (!d[j]) continue;
-    const Island& is = sh.islands[j];
-    u[is.node].push_back({d[j], static_cast<double>(sh.t * is.m)});
-    u_all.push_back({d[j], static_cast<double>(sh.t * is.m)});
-    all_d.push_back({d[j], 1});
-  }
-  const double W = sh.W;
-  for (int n = 0; n < N; ++n) {
-    Model::Terms r1 = u[n];
-    for (size_t ki = 1; ki < K[n].size(); ++ki) r1.push_back({x[n][ki], -1.0 * K[n][ki]});
-    md.Le(r1, 0);  // u ≤ k
-    Model::Terms r2 = r1;
-    r2.push_back({b[n], W});
-    md.Ge(r2, 0);  // u ≥ k − W·b_n
-    if (n >= 1) {
-      Model::Terms r3 = u[n];
-      r3.push_back({b[n - 1], W});
-      md.Le(r3, W);  // u ≤ W·(1 − b_{n−1})
-      md.Ge({{b[n], 1}, {b[n - 1], -1}}, 0);
-    }
-  }
-  md.Eq(u_all, sh.S);
-  const double n_isl = static_cast<double>(sh.islands.size()) + 1;
-  auto ge = [&](int q) {  // 1 when the group spans at least q nodes
-    int c = md.Binary();
-    Model::Terms r = all_d;
-    r.push_back({c, -n_isl});
-    md.Le(r, q - 1);
+
+  // A new column, 1 when the group spans at least q nodes.
+  int SpansAtLeast(int q) {
+    int c = md_.Binary();
+    Model::Terms r = all_d_;
+    r.push_back({c, -n_isl_});
+    md_.Le(r, q - 1);
     return c;
-  };
-  int ml = 0;
-  if (sh.has_ml) {  // ml = 1 when the group spans several leaves
-    ml = md.Binary();
+  }
+
+  // ml = 1 when the group spans several leaves.
+  void SeveralLeaves() {
+    if (!sh_.has_ml) return;
+    ml_ = md_.Binary();
     Model::Terms leaf_sum;
-    for (int leaf : sh.leaves) {
-      int used = md.Binary();
+    for (int leaf : sh_.leaves) {
+      int used = md_.Binary();
       Model::Terms r;
-      for (size_t j = 0; j < sh.islands.size(); ++j) {
-        if (d[j] && cluster.nodes[sh.islands[j].node].domain == leaf) r.push_back({d[j], 1});
+      for (size_t j = 0; j < sh_.islands.size(); ++j) {
+        if (d_[j] && cluster_.nodes[sh_.islands[j].node].domain == leaf) r.push_back({d_[j], 1});
       }
-      r.push_back({used, -n_isl});
-      md.Le(r, 0);
+      r.push_back({used, -n_isl_});
+      md_.Le(r, 0);
       leaf_sum.push_back({used, 1});
     }
-    leaf_sum.push_back({ml, -n_isl});
-    md.Le(leaf_sum, 1);
+    leaf_sum.push_back({ml_, -n_isl_});
+    md_.Le(leaf_sum, 1);
   }
+
   // l_sel ≥ Ms(bytes, the largest island network bandwidth of the group).
-  int l_sel = 0;
-  if ((sh.has_ml || sh.has_t3) && !sh.net_values.empty()) {
-    l_sel = md.Continuous();
-    md.Ge({{l_sel, 1}}, Ms(sh.dp_bytes, sh.net_values[0]));
-    for (size_t q = 1; q < sh.net_values.size(); ++q) {
-      int z = md.Binary();  // some island of the group has net ≥ net_values[q-1]
+  void LargestNetwork() {
+    if (!(sh_.has_ml || sh_.has_t3) || sh_.net_values.empty()) return;
+    l_sel_ = md_.Continuous();
+    md_.Ge({{l_sel_, 1}}, Ms(sh_.dp_bytes, sh_.net_values[0]));
+    for (size_t q = 1; q < sh_.net_values.size(); ++q) {
+      int z = md_.Binary();  // some island of the group has net ≥ net_values[q-1]
       Model::Terms zr{{z, 1}};
-      for (size_t j = 0; j < sh.islands.size(); ++j) {
-        if (d[j] && sh.islands[j].net_gbps >= sh.net_values[q - 1]) zr.push_back({d[j], -1});
+      for (size_t j = 0; j < sh_.islands.size(); ++j) {
+        if (d_[j] && sh_.islands[j].net_gbps >= sh_.net_values[q - 1]) zr.push_back({d_[j], -1});
       }
-      md.Le(zr, 0);
-      md.Ge({{l_sel, 1}, {z, sh.big_l}}, Ms(sh.dp_bytes, sh.net_values[q]));
+      md_.Le(zr, 0);
+      md_.Ge({{l_sel_, 1}, {z, sh_.big_l}}, Ms(sh_.dp_bytes, sh_.net_values[q]));
     }
   }
-  auto leaf_term = [&](int var, double factor) {  // var ≥ factor·ov·l_sel on several leaves
-    if (!sh.has_ml || !l_sel) return;
-    md.Ge({{var, 1}, {l_sel, -factor * sh.ov}, {ml, -sh.big_l}}, -sh.big_l);
-  };
-  const double lat = sh.lat_min;
-  if (pr.variant == Variant::kRing) {
-    // base + tr·Σ alphas + tr·bytes / min over islands of (ring, net / f).
-    const int rb = md.Continuous(1);
-    md.Constant(sh.base_ms);
-    for (size_t j = 0; j < sh.islands.size(); ++j) {
-      const Island& is = sh.islands[j];
-      md.Ge({{rb, 1}, {d[j], -sh.tr * Ms(sh.dp_bytes, std::min(is.ring_gbps, is.net_gbps))}}, 0);
+
+  // var ≥ factor·ov·l_sel when the group spans several leaves.
+  void LeafTerm(int var, double factor) {
+    if (!sh_.has_ml || !l_sel_) return;
+    md_.Ge({{var, 1}, {l_sel_, -factor * sh_.ov}, {ml_, -sh_.big_l}}, -sh_.big_l);
+  }
+
+  // Ring: base + tr·Σ alphas + tr·bytes / min over islands of (ring, net / f).
+  void RingTerm() {
+    const int rb = md_.Continuous(1);
+    md_.Constant(sh_.base_ms);
+    for (size_t j = 0; j < sh_.islands.size(); ++j) {
+      const Island& is = sh_.islands[j];
+      md_.Ge({{rb, 1}, {d_[j], -sh_.tr * Ms(sh_.dp_bytes, std::min(is.ring_gbps, is.net_gbps))}},
+             0);
       const double alpha_us =
           (is.m >= 2 ? is.sum_latency_us * (is.m - 1) / is.m : 0) + is.net_latency_us;
-      md.Obj(d[j], sh.tr * alpha_us * 1e-3);
+      md_.Obj(d_[j], sh_.tr * alpha_us * 1e-3);
     }
-    leaf_term(rb, sh.tr);
-  } else if (pr.variant == Variant::kTree) {
-    // base + 2·(depth·alpha_net + chain alpha) + bytes / min(chain, net / (traffic·f)).
-    const int tb = md.Continuous(1), ca = md.Continuous(2);
-    md.Constant(sh.base_ms + 2 * 2e-3 * lat);  // depth ≥ 2
-    for (size_t j = 0; j < sh.islands.size(); ++j) {
-      const Island& is = sh.islands[j];
-      md.Ge({{tb, 1}, {d[j], -Ms(sh.dp_bytes, std::min(is.chain_gbps, is.net_gbps))}}, 0);
+    LeafTerm(rb, sh_.tr);
+  }
+
+  // Tree: base + 2·(depth·alpha_net + chain alpha) + bytes / min(chain, net / (traffic·f)).
+  void TreeTerm() {
+    const double lat = sh_.lat_min;
+    const int tb = md_.Continuous(1), ca = md_.Continuous(2);
+    md_.Constant(sh_.base_ms + 2 * 2e-3 * lat);  // depth ≥ 2
+    for (size_t j = 0; j < sh_.islands.size(); ++j) {
+      const Island& is = sh_.islands[j];
+      md_.Ge({{tb, 1}, {d_[j], -Ms(sh_.dp_bytes, std::min(is.chain_gbps, is.net_gbps))}}, 0);
       const double chain_alpha_us = is.m >= 2 ? is.sum_latency_us * (is.m - 1) / is.m : 0;
-      md.Ge({{ca, 1}, {d[j], -chain_alpha_us * 1e-3}}, 0);
+      md_.Ge({{ca, 1}, {d_[j], -chain_alpha_us * 1e-3}}, 0);
     }
     for (int q : {4, 8, 16}) {  // depth = ceil(log2(ni + 1))
-      if (sh.max_islands >= q) md.Obj(ge(q), 2e-3 * lat);
+      if (sh_.max_islands >= q) md_.Obj(SpansAtLeast(q), 2e-3 * lat);
     }
-    if (sh.has_t3 && l_sel) md.Ge({{tb, 1}, {l_sel, -sh.t3}, {ge(3), -sh.big_l}}, -sh.big_l);
-    leaf_term(tb, 1);
-  } else {
-    // base + 2·reduce-scatter + tr(ni)·bytes/(g·shard) + 2(ni−1)·alpha_net.
-    const int rs = md.Continuous(2), hn = md.Continuous(1);
-    md.Constant(sh.base_ms - 2e-3 * lat);
-    for (size_t j = 0; j < sh.islands.size(); ++j) {
-      if (!d[j]) continue;
-      const Island& is = sh.islands[j];
+    if (sh_.has_t3 && l_sel_) {
+      const int three = SpansAtLeast(3);
+      md_.Ge({{tb, 1}, {l_sel_, -sh_.t3}, {three, -sh_.big_l}}, -sh_.big_l);
+    }
+    LeafTerm(tb, 1);
+  }
+
+  // Hierarchical: base + 2·reduce-scatter + tr(ni)·bytes/(g·shard) + 2(ni−1)·alpha_net.
+  void HierTerm() {
+    const double lat = sh_.lat_min;
+    const int rs = md_.Continuous(2), hn = md_.Continuous(1);
+    md_.Constant(sh_.base_ms - 2e-3 * lat);
+    for (size_t j = 0; j < sh_.islands.size(); ++j) {
+      if (!d_[j]) continue;
+      const Island& is = sh_.islands[j];
       const double part = (is.m - 1.0) / is.m;
-      md.Ge({{rs, 1}, {d[j], -part * (Ms(sh.dp_bytes, is.ring_gbps) + is.sum_latency_us * 1e-3)}},
-            0);
-      md.Ge({{hn, 1}, {d[j], -Ms(sh.dp_bytes, is.net_gbps)}}, 0);
-      md.Obj(d[j], 2e-3 * lat);
+      md_.Ge(
+          {{rs, 1}, {d_[j], -part * (Ms(sh_.dp_bytes, is.ring_gbps) + is.sum_latency_us * 1e-3)}},
+          0);
+      md_.Ge({{hn, 1}, {d_[j], -Ms(sh_.dp_bytes, is.net_gbps)}}, 0);
+      md_.Obj(d_[j], 2e-3 * lat);
     }
-    leaf_term(hn, 1);
+    LeafTerm(hn, 1);
     // tr(ni) = 2(ni−1)/ni ≥ 1 + 1/3·[ni≥3] + 1/6·[ni≥4] + 1/4·[ni≥8] + 1/8·[ni≥16].
     for (auto [q, c] : std::initializer_list<std::pair<int, double>>{
              {3, 1.0 / 3}, {4, 1.0 / 6}, {8, 0.25}, {16, 0.125}}) {
-      if (sh.max_islands < q) continue;
-      const int w = md.Continuous(c);
-      md.Ge({{w, 1}, {hn, -1}, {ge(q), -sh.big_l}}, -sh.big_l);
+      if (sh_.max_islands < q) continue;
+      const int w = md_.Continuous(c);
+      const int spans = SpansAtLeast(q);
+      md_.Ge({{w, 1}, {hn, -1}, {spans, -sh_.big_l}}, -sh_.big_l);
     }
+  }
+
+ private:
+  const Shared& sh_;
+  const topo::Cluster& cluster_;
+  const std::vector<std::vector<int>>& K_;
+  Model& md_;
+  std::vector<std::vector<int>>& x_;
+  const double n_isl_;               // islands + 1: more than any count of islands
+  std::vector<std::vector<int>> g_;  // [n][ki] first node (g_[n][0] = 0: no column)
+  Model::Terms single_;              // the g with K ≥ S
+  std::vector<int> d_;               // [j] island j in the DP group (0: no column)
+  Model::Terms all_d_;               // Σ d
+  int ml_ = 0;                       // several leaves (0: no column)
+  int l_sel_ = 0;                    // largest island network time (0: no column)
+};
+
+void Build(const Shared& sh, const topo::Cluster& cluster, Program& pr) {
+  pr.md = std::make_unique<Model>();
+  ProgramBuilder b(sh, cluster, pr);
+  b.Counts();
+  b.FirstNode();
+  b.TpTerm();
+  b.PpTerm();
+  if (pr.variant == Variant::kPlain) return;
+  if (pr.variant == Variant::kSingle) {
+    b.SingleNodeDp();
+    return;
+  }
+  b.DpIslands(pr.variant == Variant::kHier);
+  b.StageZero();
+  b.SeveralLeaves();
+  b.LargestNetwork();
+  if (pr.variant == Variant::kRing) {
+    b.RingTerm();
+  } else if (pr.variant == Variant::kTree) {
+    b.TreeTerm();
+  } else {
+    b.HierTerm();
   }
 }
 
-// Counts, in-node choices, exact TP/PP/one-node DP times and island figures for a job.
-Shared Prepare(const topo::Cluster& cluster, const cost::CostModel& cost_model,
-               const std::vector<std::unique_ptr<NodeSelector>>& selectors,
-               const ClusterState& state, const job::JobSpec& job, int t) {
-  const topo::Cluster* cluster_ = &cluster;
-  const cost::CostModel* cost_ = &cost_model;
-  const std::vector<std::unique_ptr<NodeSelector>>& selectors_ = selectors;
-  const job::Layout& l = job.layout;
+// The cost model's time for `c` over `g`, +inf where it rejects the group.
+double EvalMs(const cost::CostModel& cost_model, cost::Collective c,
+              const std::vector<cost::GpuRef>& g, double bytes) {
+  auto e = cost_model.Evaluate(c, g, bytes);
+  return e.ok() ? e->time_ms : kInf;
+}
+
+// The job's figures: sizes, bytes and which terms it has.
+Shared JobFigures(const topo::Cluster& cluster, const cost::CostModel& cost_model,
+                  const job::Layout& l, int t) {
   Shared sh;
   sh.t = t;
-  sh.N = static_cast<int>(cluster_->nodes.size());
+  sh.N = static_cast<int>(cluster.nodes.size());
   sh.W = l.WorldSize();
   sh.DP = l.dp;
   sh.S = t * l.dp;
@@ -581,14 +668,16 @@ Shared Prepare(const topo::Cluster& cluster, const cost::CostModel& cost_model,
   sh.has_dp = l.dp >= 2 && sh.dp_bytes > 0;
   sh.has_tp = l.tp >= 2 && sh.tp_bytes > 0;
   sh.has_pp = l.pp >= 2 && sh.pp_bytes > 0;
-  const cost::CostTables& tables = cost_->tables();
-  sh.base_ms = tables.base_latency_us * 1e-3;
-  const int N = sh.N;
-  auto eval = [&](cost::Collective c, const std::vector<cost::GpuRef>& g, double bytes) {
-    auto e = cost_->Evaluate(c, g, bytes);
-    return e.ok() ? e->time_ms : kInf;
-  };
+  sh.base_ms = cost_model.tables().base_latency_us * 1e-3;
+  return sh;
+}
 
+// The counts each node can hold (multiples of t up to its free GPUs), NodeSelector's rank order
+// for each, and the exact TP time (first node) and one-node DP time of each.
+void ChooseCounts(const topo::Cluster& cluster, const cost::CostModel& cost_model,
+                  const std::vector<std::unique_ptr<NodeSelector>>& selectors,
+                  const ClusterState& state, const job::Layout& l, Shared& sh) {
+  const int N = sh.N, t = sh.t;
   sh.K.assign(N, {0});
   sh.order.assign(N, {{}});
   sh.tp_ms.assign(N, {0});
@@ -603,11 +692,11 @@ Shared Prepare(const topo::Cluster& cluster, const cost::CostModel& cost_model,
       req.tp = t > 1 ? t : 1;
       req.dp_bytes = sh.dp_bytes;
       req.tp_bytes = sh.tp_bytes;
-      auto ch = selectors_[cluster_->nodes[n].profile]->Select(state.FreeMask(n), req);
+      auto ch = selectors[cluster.nodes[n].profile]->Select(state.FreeMask(n), req);
       if (!ch.ok() || (*ch)->fit != Fit::kFit) continue;
       // The job whole on one node takes the order the placer gives it (placer/node_order.h).
       const std::vector<int> o = k == sh.W && NodeOrderMatters(l)
-                                     ? ImproveNodeOrder(*cost_, l, n, (*ch)->order)
+                                     ? ImproveNodeOrder(cost_model, l, n, (*ch)->order)
                                      : (*ch)->order;
       sh.K[n].push_back(k);
       sh.order[n].push_back(o);
@@ -615,124 +704,145 @@ Shared Prepare(const topo::Cluster& cluster, const cost::CostModel& cost_model,
       if (sh.has_tp) {
         std::vector<cost::GpuRef> grp;
         for (int i = 0; i < t; ++i) grp.push_back({n, o[i]});
-        tp_ms = eval(cost::Collective::kAllReduce, grp, sh.tp_bytes);
+        tp_ms = EvalMs(cost_model, cost::Collective::kAllReduce, grp, sh.tp_bytes);
       }
       if (sh.has_dp && k >= sh.S) {
         std::vector<cost::GpuRef> grp;
         for (int i = 0; i < sh.DP; ++i) grp.push_back({n, o[i * t]});
-        dp_ms = eval(cost::Collective::kAllReduce, grp, sh.dp_bytes);
+        dp_ms = EvalMs(cost_model, cost::Collective::kAllReduce, grp, sh.dp_bytes);
       }
       sh.tp_ms[n].push_back(tp_ms);
       sh.single_dp_ms[n].push_back(dp_ms);
       sh.pp_ms[n].emplace_back();
     }
   }
-  // PP: a cross-node Send/Recv depends on the receiving GPU only through NET/Socket; take the
-  // cheapest over one GPU of each network transport of the receiving node.
-  if (sh.has_pp) {
-    std::vector<std::vector<int>> receivers(N);
-    for (int n = 0; n < N; ++n) {
-      const cost::NodeCostModel& nm = cost_->node_model(n);
-      std::set<int> seen;
-      for (int gpu = 0; gpu < nm.num_gpus(); ++gpu) {
-        if (seen.insert(static_cast<int>(nm.NetTransport(gpu))).second) {
-          receivers[n].push_back(gpu);
-        }
-      }
-    }
-    for (int n = 0; n < N; ++n) {
-      for (size_t ki = 1; ki < sh.K[n].size(); ++ki) {
-        const int rank0 = sh.order[n][ki][0];
-        std::vector<double>& c = sh.pp_ms[n][ki];
-        c.assign(N, 0);
-        for (int n2 = 0; n2 < N; ++n2) {
-          if (sh.K[n2].size() < 2) continue;
-          if (n2 == n) {
-            if (sh.K[n][ki] > sh.S) {
-              c[n2] = eval(cost::Collective::kSendRecv, {{n, rank0}, {n, sh.order[n][ki][sh.S]}},
-                           sh.pp_bytes);
-            }
-            continue;
-          }
-          c[n2] = kInf;
-          for (int r : receivers[n2]) {
-            c[n2] = std::min(c[n2],
-                             eval(cost::Collective::kSendRecv, {{n, rank0}, {n2, r}}, sh.pp_bytes));
-          }
-        }
-      }
-    }
-  }
-  // Islands: node n holding m of the DP group (positions 0, t, .., (m−1)t of its rank order),
-  // with CostModel::Prepare's figures for a one-node island.
-  if (sh.has_dp) {
-    for (int n = 0; n < N; ++n) {
-      const cost::NodeCostModel& nm = cost_->node_model(n);
-      for (size_t ki = 1; ki < sh.K[n].size(); ++ki) {
-        const int k = sh.K[n][ki];
-        for (int m = 1; m <= std::min(k / t, sh.DP); ++m) {
-          Island is;
-          is.node = n;
-          is.ki = static_cast<int>(ki);
-          is.m = m;
-          std::vector<int> pos;
-          for (int i = 0; i < m; ++i) pos.push_back(sh.order[n][ki][i * t]);
-          if (m >= 2) {
-            cost::NodeCostModel::Ring ring = nm.BestRing(pos);
-            is.ring_gbps = ring.gbps;
-            is.sum_latency_us = ring.sum_latency_us;
-            is.chain_gbps = cost::NodeCostModel::ChainGbps(ring, m);
-          }
-          // ComputeNet on one node: each distinct NIC once, at the best rate a member gets
-          // through it; NET/Socket capped per node.
-          std::map<int, double> nic_gbps;
-          bool socket = false;
-          for (int gpu : pos) {
-            std::vector<int> nics = nm.NicsOf(gpu);
-            if (nics.empty()) nics.push_back(-1);
-            for (int c : nics) {
-              auto [it, ins] = nic_gbps.emplace(c, nm.NicGbps(gpu, c));
-              if (!ins) it->second = std::max(it->second, nm.NicGbps(gpu, c));
-            }
-            socket = socket || nm.NetTransport(gpu) == cost::Transport::kNetSocket;
-          }
-          for (const auto& [c, v] : nic_gbps) is.net_gbps += v;
-          if (socket) is.net_gbps = std::min(is.net_gbps, tables.socket_max_gbps_per_node);
-          is.net_latency_us =
-              tables.LatencyUs(socket ? cost::Transport::kNetSocket : cost::Transport::kNetIB);
-          sh.islands.push_back(is);
-        }
-      }
-    }
-    sh.tr = 2.0 * (sh.DP - 1) / sh.DP;
-    sh.lat_min = sh.islands.empty() ? 0 : kInf;
-    for (const Island& is : sh.islands) {
-      sh.lat_min = std::min(sh.lat_min, is.net_latency_us);
-      sh.net_values.push_back(is.net_gbps);
-    }
-    std::sort(sh.net_values.begin(), sh.net_values.end(), std::greater<double>());
-    sh.net_values.erase(std::unique(sh.net_values.begin(), sh.net_values.end()),
-                        sh.net_values.end());
-    double ov = kInf;
-    for (int a = 0; a < N; ++a) {
-      sh.leaves.insert(cluster_->nodes[a].domain);
-      for (int c = a + 1; c < N; ++c) {
-        if (cluster_->nodes[a].domain != cluster_->nodes[c].domain) {
-          ov = std::min(ov, cluster_->RailOversubscription(a, c).same_rail);
-        }
-      }
-    }
-    sh.has_ml = sh.leaves.size() > 1 && std::isfinite(ov) && ov > 1;
-    sh.ov = sh.has_ml ? ov : 1;
-    sh.max_islands = std::min(sh.DP, N);
-    double t3 = kInf;
-    for (int ni = 3; ni <= sh.max_islands; ++ni) t3 = std::min(t3, MaxTreeTraffic(ni));
-    sh.has_t3 = std::isfinite(t3) && t3 > 1;
-    sh.t3 = sh.has_t3 ? t3 : 1;
-    const double ms_worst = sh.net_values.empty() ? 0 : Ms(sh.dp_bytes, sh.net_values.back());
-    sh.big_l = (2 + 2 * sh.ov + sh.t3) * ms_worst + 1;
-  }
+}
 
+// PP: rank 0 on node n (count ki) to rank S on node n2. A cross-node Send/Recv depends on the
+// receiving GPU only through NET/Socket; take the cheapest over one GPU of each network transport
+// of the receiving node.
+void PricePipelineHeads(const cost::CostModel& cost_model, Shared& sh) {
+  const int N = sh.N;
+  std::vector<std::vector<int>> receivers(N);
+  for (int n = 0; n < N; ++n) {
+    const cost::NodeCostModel& nm = cost_model.node_model(n);
+    std::set<int> seen;
+    for (int gpu = 0; gpu < nm.num_gpus(); ++gpu) {
+      if (seen.insert(static_cast<int>(nm.NetTransport(gpu))).second) {
+        receivers[n].push_back(gpu);
+      }
+    }
+  }
+  for (int n = 0; n < N; ++n) {
+    for (size_t ki = 1; ki < sh.K[n].size(); ++ki) {
+      const int rank0 = sh.order[n][ki][0];
+      std::vector<double>& c = sh.pp_ms[n][ki];
+      c.assign(N, 0);
+      for (int n2 = 0; n2 < N; ++n2) {
+        if (sh.K[n2].size() < 2) continue;
+        if (n2 == n) {
+          if (sh.K[n][ki] > sh.S) {
+            c[n2] = EvalMs(cost_model, cost::Collective::kSendRecv,
+                           {{n, rank0}, {n, sh.order[n][ki][sh.S]}}, sh.pp_bytes);
+          }
+          continue;
+        }
+        c[n2] = kInf;
+        for (int r : receivers[n2]) {
+          c[n2] = std::min(c[n2], EvalMs(cost_model, cost::Collective::kSendRecv,
+                                         {{n, rank0}, {n2, r}}, sh.pp_bytes));
+        }
+      }
+    }
+  }
+}
+
+// Node n (count ki) holding m of the DP group (positions 0, t, .., (m−1)t of its rank order),
+// with CostModel::Prepare's figures for a one-node island.
+Island OneNodeIsland(const cost::CostModel& cost_model, const Shared& sh, int n, size_t ki, int m) {
+  const cost::NodeCostModel& nm = cost_model.node_model(n);
+  const cost::CostTables& tables = cost_model.tables();
+  Island is;
+  is.node = n;
+  is.ki = static_cast<int>(ki);
+  is.m = m;
+  std::vector<int> pos;
+  for (int i = 0; i < m; ++i) pos.push_back(sh.order[n][ki][i * sh.t]);
+  if (m >= 2) {
+    cost::NodeCostModel::Ring ring = nm.BestRing(pos);
+    is.ring_gbps = ring.gbps;
+    is.sum_latency_us = ring.sum_latency_us;
+    is.chain_gbps = cost::NodeCostModel::ChainGbps(ring, m);
+  }
+  // ComputeNet on one node: each distinct NIC once, at the best rate a member gets through it;
+  // NET/Socket capped per node.
+  std::map<int, double> nic_gbps;
+  bool socket = false;
+  for (int gpu : pos) {
+    std::vector<int> nics = nm.NicsOf(gpu);
+    if (nics.empty()) nics.push_back(-1);
+    for (int c : nics) {
+      auto [it, ins] = nic_gbps.emplace(c, nm.NicGbps(gpu, c));
+      if (!ins) it->second = std::max(it->second, nm.NicGbps(gpu, c));
+    }
+    socket = socket || nm.NetTransport(gpu) == cost::Transport::kNetSocket;
+  }
+  for (const auto& [c, v] : nic_gbps) is.net_gbps += v;
+  if (socket) is.net_gbps = std::min(is.net_gbps, tables.socket_max_gbps_per_node);
+  is.net_latency_us =
+      tables.LatencyUs(socket ? cost::Transport::kNetSocket : cost::Transport::kNetIB);
+  return is;
+}
+
+// The figures the multi-node DP bounds share: ring factor, smallest network latency, distinct
+// network bandwidths, leaves and their oversubscription, tree traffic and the big-M constant.
+void DpBoundFigures(const topo::Cluster& cluster, Shared& sh) {
+  const int N = sh.N;
+  sh.tr = 2.0 * (sh.DP - 1) / sh.DP;
+  sh.lat_min = sh.islands.empty() ? 0 : kInf;
+  for (const Island& is : sh.islands) {
+    sh.lat_min = std::min(sh.lat_min, is.net_latency_us);
+    sh.net_values.push_back(is.net_gbps);
+  }
+  std::sort(sh.net_values.begin(), sh.net_values.end(), std::greater<double>());
+  sh.net_values.erase(std::unique(sh.net_values.begin(), sh.net_values.end()), sh.net_values.end());
+  double ov = kInf;
+  for (int a = 0; a < N; ++a) {
+    sh.leaves.insert(cluster.nodes[a].domain);
+    for (int c = a + 1; c < N; ++c) {
+      if (cluster.nodes[a].domain != cluster.nodes[c].domain) {
+        ov = std::min(ov, cluster.RailOversubscription(a, c).same_rail);
+      }
+    }
+  }
+  sh.has_ml = sh.leaves.size() > 1 && std::isfinite(ov) && ov > 1;
+  sh.ov = sh.has_ml ? ov : 1;
+  sh.max_islands = std::min(sh.DP, N);
+  double t3 = kInf;
+  for (int ni = 3; ni <= sh.max_islands; ++ni) t3 = std::min(t3, MaxTreeTraffic(ni));
+  sh.has_t3 = std::isfinite(t3) && t3 > 1;
+  sh.t3 = sh.has_t3 ? t3 : 1;
+  const double ms_worst = sh.net_values.empty() ? 0 : Ms(sh.dp_bytes, sh.net_values.back());
+  sh.big_l = (2 + 2 * sh.ov + sh.t3) * ms_worst + 1;
+}
+
+// Counts, in-node choices, exact TP/PP/one-node DP times and island figures for a job.
+Shared Prepare(const topo::Cluster& cluster, const cost::CostModel& cost_model,
+               const std::vector<std::unique_ptr<NodeSelector>>& selectors,
+               const ClusterState& state, const job::JobSpec& job, int t) {
+  Shared sh = JobFigures(cluster, cost_model, job.layout, t);
+  ChooseCounts(cluster, cost_model, selectors, state, job.layout, sh);
+  if (sh.has_pp) PricePipelineHeads(cost_model, sh);
+  if (sh.has_dp) {
+    for (int n = 0; n < sh.N; ++n) {
+      for (size_t ki = 1; ki < sh.K[n].size(); ++ki) {
+        for (int m = 1; m <= std::min(sh.K[n][ki] / t, sh.DP); ++m) {
+          sh.islands.push_back(OneNodeIsland(cost_model, sh, n, ki, m));
+        }
+      }
+    }
+    DpBoundFigures(cluster, sh);
+  }
   return sh;
 }
 
@@ -844,46 +954,73 @@ OracleResult IlpOracle::Solve(const ClusterState& state, const job::JobSpec& job
   return res;
 }
 
-OracleResult IlpOracle::SolveByBranchAndBound(const ClusterState& state, const job::JobSpec& job,
-                                              const OracleOptions& options) const {
-  int t = 1;
-  if (auto r = CheckFamily(state, job, &t)) return *r;
-  OracleResult res;
-  res.tp_unit = t;
-  const Shared sh = Prepare(*cluster_, *cost_, selectors_, state, job, t);
-  const int N = sh.N;
-  const int S = sh.S;
-  // island_of[n][ki][m]: index into sh.islands.
-  std::vector<std::vector<std::vector<int>>> island_of(N);
-  for (int n = 0; n < N; ++n) island_of[n].resize(sh.K[n].size());
-  for (size_t j = 0; j < sh.islands.size(); ++j) {
-    const Island& is = sh.islands[j];
-    auto& v = island_of[is.node][is.ki];
-    if (static_cast<int>(v.size()) <= is.m) v.resize(is.m + 1, -1);
-    v[is.m] = static_cast<int>(j);
-  }
-  std::vector<int> suffix_cap(N + 1, 0);
-  for (int n = N - 1; n >= 0; --n) suffix_cap[n] = suffix_cap[n + 1] + sh.K[n].back();
+namespace {
 
-  // Look-ahead for the DP group: to place the R0 stage-0 GPUs still missing on nodes n.., the
-  // group's worst island is at least the smallest θ with Σ_{n' ≥ n} (most GPUs one island of n'
-  // holds with value ≤ θ) ≥ R0. One table per algorithm: value of an island for ring
-  // Ms(min(ring, net)), tree Ms(min(chain, net)), hierarchical Ms(net) (islands of ≥ 2 only).
-  struct Ahead {
-    std::vector<double> theta;          // sorted distinct values
-    std::vector<std::vector<int>> cap;  // [n][i]: Σ_{n' ≥ n} GPUs coverable at theta[i]
-  };
-  auto island_value = [&](int alg, const Island& is) {
-    if (alg == 0) return Ms(sh.dp_bytes, std::min(is.ring_gbps, is.net_gbps));
-    if (alg == 1) return Ms(sh.dp_bytes, std::min(is.chain_gbps, is.net_gbps));
-    return is.m >= 2 ? Ms(sh.dp_bytes, is.net_gbps) : kInf;
-  };
-  std::vector<Ahead> ahead(3);
-  if (sh.has_dp) {
+// Look-ahead for the DP group: to place the R0 stage-0 GPUs still missing on nodes n.., the
+// group's worst island is at least the smallest θ with Σ_{n' ≥ n} (most GPUs one island of n'
+// holds with value ≤ θ) ≥ R0. One table per algorithm: value of an island for ring
+// Ms(min(ring, net)), tree Ms(min(chain, net)), hierarchical Ms(net) (islands of ≥ 2 only).
+struct DpLookAhead {
+  std::vector<double> theta;          // sorted distinct values
+  std::vector<std::vector<int>> cap;  // [n][i]: Σ_{n' ≥ n} GPUs coverable at theta[i]
+};
+
+// SolveByBranchAndBound's depth-first search over the counts in node-id order. The partial
+// placement (counts, ranks placed, the DP group's islands, exact times of completed groups) is
+// kept in members, set on the way down and restored on the way back.
+class CountSearch {
+ public:
+  CountSearch(const IlpOracle& oracle, const Shared& sh, const ClusterState& state,
+              const job::JobSpec& job, const OracleOptions& options)
+      : oracle_(oracle),
+        sh_(sh),
+        state_(state),
+        lay_(job.layout),
+        job_(job),
+        options_(options),
+        keep_(1 - options.rel_gap),
+        ki_of_(sh.N, 0) {
+    res_.tp_unit = sh.t;
+    IndexIslands();
+    if (sh_.has_dp) BuildLookAhead();
+  }
+
+  OracleResult Run() {
+    deadline_ = std::chrono::steady_clock::now() +
+                std::chrono::microseconds(static_cast<int64_t>(options_.search_time_limit_s * 1e6));
+    Visit(0, 0);
+    return Result();
+  }
+
+ private:
+  // island_of_[n][ki][m]: index into sh.islands; suffix_cap_[n]: most GPUs nodes n.. can hold.
+  void IndexIslands() {
+    const int N = sh_.N;
+    island_of_.resize(N);
+    for (int n = 0; n < N; ++n) island_of_[n].resize(sh_.K[n].size());
+    for (size_t j = 0; j < sh_.islands.size(); ++j) {
+      const Island& is = sh_.islands[j];
+      auto& v = island_of_[is.node][is.ki];
+      if (static_cast<int>(v.size()) <= is.m) v.resize(is.m + 1, -1);
+      v[is.m] = static_cast<int>(j);
+    }
+    suffix_cap_.assign(N + 1, 0);
+    for (int n = N - 1; n >= 0; --n) suffix_cap_[n] = suffix_cap_[n + 1] + sh_.K[n].back();
+  }
+
+  // An island's value for algorithm `alg` (0 ring, 1 tree, 2 hierarchical; +inf: not usable).
+  double IslandValue(int alg, const Island& is) const {
+    if (alg == 0) return Ms(sh_.dp_bytes, std::min(is.ring_gbps, is.net_gbps));
+    if (alg == 1) return Ms(sh_.dp_bytes, std::min(is.chain_gbps, is.net_gbps));
+    return is.m >= 2 ? Ms(sh_.dp_bytes, is.net_gbps) : kInf;
+  }
+
+  void BuildLookAhead() {
+    const int N = sh_.N;
     for (int alg = 0; alg < 3; ++alg) {
-      Ahead& a = ahead[alg];
-      for (const Island& is : sh.islands) {
-        const double v = island_value(alg, is);
+      DpLookAhead& a = ahead_[alg];
+      for (const Island& is : sh_.islands) {
+        const double v = IslandValue(alg, is);
         if (std::isfinite(v)) a.theta.push_back(v);
       }
       std::sort(a.theta.begin(), a.theta.end());
@@ -892,216 +1029,258 @@ OracleResult IlpOracle::SolveByBranchAndBound(const ClusterState& state, const j
       a.cap.assign(N + 1, std::vector<int>(V, 0));
       for (int n = N - 1; n >= 0; --n) {
         std::vector<int> own(V, 0);
-        for (const Island& is : sh.islands) {
+        for (const Island& is : sh_.islands) {
           if (is.node != n) continue;
-          const double v = island_value(alg, is);
+          const double v = IslandValue(alg, is);
           if (!std::isfinite(v)) continue;
           size_t i = std::lower_bound(a.theta.begin(), a.theta.end(), v) - a.theta.begin();
-          own[i] = std::max(own[i], t * is.m);
+          own[i] = std::max(own[i], sh_.t * is.m);
         }
         for (size_t i = 1; i < V; ++i) own[i] = std::max(own[i], own[i - 1]);
         for (size_t i = 0; i < V; ++i) a.cap[n][i] = a.cap[n + 1][i] + own[i];
       }
     }
   }
+
   // Smallest worst-island value to place r0 more stage-0 GPUs on nodes n.. (0: none needed).
-  auto future = [&](int alg, int n, int r0) {
+  double Future(int alg, int n, int r0) const {
     if (r0 <= 0) return 0.0;
-    const Ahead& a = ahead[alg];
+    const DpLookAhead& a = ahead_[alg];
     const std::vector<int>& c = a.cap[n];
     auto it = std::lower_bound(c.begin(), c.end(), r0);
     if (it == c.end()) return kInf;
     return a.theta[it - c.begin()];
-  };
-
-  std::vector<int> ki_of(N, 0);
-  std::vector<int> isl;  // islands of the DP group so far
-  std::optional<Placement> best;
-  double best_ms = kInf;
-  const double keep = 1 - options.rel_gap;
-  int first = -1;
-  double dp_exact = -1;  // DP time once stage 0 is placed (or on the first node)
+  }
 
   // Lower bound of the multi-node DP AllReduce from the islands placed so far (monotone in
   // added islands): the smallest over ring, tree and hierarchical of the bounds the program
   // uses, without the terms that need the whole group.
-  auto dp_bound = [&](int n, int r0) {
-    const int ni = static_cast<int>(isl.size());
+  double DpBound(int n, int r0) const {
+    const int ni = static_cast<int>(isl_.size());
     const int nis = std::max(ni, 2);
     double ring_bw = 0, ring_alpha = 0, tree_bw = 0, chain_alpha = 0, rs = 0, hier_bw = 0;
     bool hier_ok = true;
-    for (int j : isl) {
-      const Island& is = sh.islands[j];
-      ring_bw = std::max(ring_bw, Ms(sh.dp_bytes, std::min(is.ring_gbps, is.net_gbps)));
+    for (int j : isl_) {
+      const Island& is = sh_.islands[j];
+      ring_bw = std::max(ring_bw, Ms(sh_.dp_bytes, std::min(is.ring_gbps, is.net_gbps)));
       const double a = is.m >= 2 ? is.sum_latency_us * (is.m - 1) / is.m : 0;
       ring_alpha += a + is.net_latency_us;
-      tree_bw = std::max(tree_bw, Ms(sh.dp_bytes, std::min(is.chain_gbps, is.net_gbps)));
+      tree_bw = std::max(tree_bw, Ms(sh_.dp_bytes, std::min(is.chain_gbps, is.net_gbps)));
       chain_alpha = std::max(chain_alpha, a);
       if (is.m < 2) hier_ok = false;
       if (is.m >= 2) {
         rs = std::max(
-            rs, (is.m - 1.0) / is.m * (Ms(sh.dp_bytes, is.ring_gbps) + is.sum_latency_us * 1e-3));
+            rs, (is.m - 1.0) / is.m * (Ms(sh_.dp_bytes, is.ring_gbps) + is.sum_latency_us * 1e-3));
       }
-      hier_bw = std::max(hier_bw, Ms(sh.dp_bytes, is.net_gbps));
+      hier_bw = std::max(hier_bw, Ms(sh_.dp_bytes, is.net_gbps));
     }
-    ring_bw = std::max(ring_bw, future(0, n, r0));
-    tree_bw = std::max(tree_bw, future(1, n, r0));
-    hier_bw = std::max(hier_bw, future(2, n, r0));
-    const double ring = sh.base_ms + sh.tr * ring_alpha * 1e-3 + sh.tr * ring_bw;
+    ring_bw = std::max(ring_bw, Future(0, n, r0));
+    tree_bw = std::max(tree_bw, Future(1, n, r0));
+    hier_bw = std::max(hier_bw, Future(2, n, r0));
+    const double ring = sh_.base_ms + sh_.tr * ring_alpha * 1e-3 + sh_.tr * ring_bw;
     const int depth = static_cast<int>(std::ceil(std::log2(nis + 1.0)));
-    const double tree = sh.base_ms + 2 * (depth * sh.lat_min + chain_alpha) * 1e-3 + tree_bw;
+    const double tree = sh_.base_ms + 2 * (depth * sh_.lat_min + chain_alpha) * 1e-3 + tree_bw;
     double best_alg = std::min(ring, tree);
     if (hier_ok) {
       const double tr_ni = 2.0 * (nis - 1) / nis;
       best_alg = std::min(
-          best_alg, sh.base_ms + 2 * rs + tr_ni * hier_bw + 2.0 * (nis - 1) * sh.lat_min * 1e-3);
+          best_alg, sh_.base_ms + 2 * rs + tr_ni * hier_bw + 2.0 * (nis - 1) * sh_.lat_min * 1e-3);
     }
     return best_alg;
-  };
+  }
+
   // Exact DP time of the islands placed (the whole group), as the placer would score it.
-  auto dp_time = [&]() {
+  double DpTime() const {
     std::vector<cost::GpuRef> grp;
-    for (int j : isl) {
-      const Island& is = sh.islands[j];
-      for (int i = 0; i < is.m; ++i) grp.push_back({is.node, sh.order[is.node][is.ki][i * t]});
+    for (int j : isl_) {
+      const Island& is = sh_.islands[j];
+      for (int i = 0; i < is.m; ++i) {
+        grp.push_back({is.node, sh_.order[is.node][is.ki][i * sh_.t]});
+      }
     }
-    auto e = cost_->Evaluate(cost::Collective::kAllReduce, grp, sh.dp_bytes);
-    return e.ok() ? e->time_ms : kInf;
-  };
+    return EvalMs(oracle_.cost_model(), cost::Collective::kAllReduce, grp, sh_.dp_bytes);
+  }
 
-  // The GPU of every rank placed so far (nodes in order), and the exact times of the groups
-  // that ScorePlacement prices beyond rank 0's DP group: each later stage's DP group through
-  // TP index 0 and each pair of stage heads (s·S → (s+1)·S), once all their ranks are placed.
-  const job::Layout& lay = job.layout;
-  std::vector<cost::GpuRef> placed;
-  double tail_dp = 0, tail_pp = 0;
-  auto exact = [&](cost::Collective c, const std::vector<int>& ranks, double bytes) {
+  // Exact time of `c` over the GPUs of `ranks` (all placed).
+  double ExactMs(cost::Collective c, const std::vector<int>& ranks, double bytes) const {
     std::vector<cost::GpuRef> grp;
-    for (int r : ranks) grp.push_back(placed[r]);
-    auto e = cost_->Evaluate(c, grp, bytes);
-    return e.ok() ? e->time_ms : kInf;
-  };
-  // The terms completed by ranks [from, to).
-  auto complete = [&](int from, int to) {
-    for (int s = 1; s < lay.pp; ++s) {
+    for (int r : ranks) grp.push_back(placed_[r]);
+    return EvalMs(oracle_.cost_model(), c, grp, bytes);
+  }
+
+  // The groups that ScorePlacement prices beyond rank 0's DP group and that ranks [from, to)
+  // complete: each later stage's DP group through TP index 0 and each pair of stage heads
+  // (s·S → (s+1)·S).
+  void Complete(int from, int to) {
+    const int S = sh_.S;
+    for (int s = 1; s < lay_.pp; ++s) {
       const int last = (s + 1) * S - 1;  // the stage's last rank
-      if (sh.has_dp && last >= from && last < to) {
-        tail_dp = std::max(tail_dp, exact(cost::Collective::kAllReduce,
-                                          lay.DpGroup(lay.RankOf(0, 0, s)), sh.dp_bytes));
+      if (sh_.has_dp && last >= from && last < to) {
+        tail_dp_ = std::max(tail_dp_, ExactMs(cost::Collective::kAllReduce,
+                                              lay_.DpGroup(lay_.RankOf(0, 0, s)), sh_.dp_bytes));
       }
-      if (sh.has_pp && s * S >= from && s * S < to) {
-        tail_pp = std::max(tail_pp,
-                           exact(cost::Collective::kSendRecv, {(s - 1) * S, s * S}, sh.pp_bytes));
+      if (sh_.has_pp && s * S >= from && s * S < to) {
+        tail_pp_ = std::max(
+            tail_pp_, ExactMs(cost::Collective::kSendRecv, {(s - 1) * S, s * S}, sh_.pp_bytes));
       }
     }
-  };
+  }
 
-  bool failed = false, capped = false;
-  int64_t visited = 0;
-  const auto deadline =
-      std::chrono::steady_clock::now() +
-      std::chrono::microseconds(static_cast<int64_t>(options.search_time_limit_s * 1e6));
-  std::function<void(int, int)> dfs = [&](int n, int cum) {
-    if (failed || capped) return;
-    if (++visited > options.max_search_nodes ||
-        ((visited & 255) == 0 && std::chrono::steady_clock::now() > deadline)) {
-      capped = true;
+  // Bound of what is fixed so far, with `cum` GPUs on nodes before n.
+  double FixedBound(int n, int cum) const {
+    const int S = sh_.S;
+    double lb = tail_pp_;
+    if (first_ >= 0) {
+      const int fki = ki_of_[first_];
+      if (sh_.has_tp) lb += sh_.tp_ms[first_][fki];
+      if (sh_.has_dp) {
+        lb += std::max(tail_dp_, dp_exact_ >= 0 ? dp_exact_ : DpBound(n, S - std::min(cum, S)));
+      }
+    }
+    return lb;
+  }
+
+  // Every GPU is placed on nodes before n: score the placement (bound `lb`).
+  void ScoreLeaf(int n, double lb) {
+    std::vector<int> counts(sh_.N, 0);
+    for (int m = 0; m < n; ++m) counts[m] = sh_.K[m][ki_of_[m]];
+    ++res_.iterations;
+    std::optional<Placement> p = oracle_.Materialize(state_, job_, counts, sh_.t);
+    if (!p) {
+      failed_ = true;
       return;
     }
-    if (sh.W - cum > suffix_cap[n]) return;  // the rest cannot fit
-    // Bound of what is fixed so far.
-    double lb = tail_pp;
-    if (first >= 0) {
-      const int fki = ki_of[first];
-      if (sh.has_tp) lb += sh.tp_ms[first][fki];
-      if (sh.has_dp) {
-        lb += std::max(tail_dp, dp_exact >= 0 ? dp_exact : dp_bound(n, S - std::min(cum, S)));
-      }
-    }
-    if (lb >= best_ms * keep) return;
-    if (cum == sh.W) {
-      std::vector<int> counts(N, 0);
-      for (int m = 0; m < n; ++m) counts[m] = sh.K[m][ki_of[m]];
-      ++res.iterations;
-      std::optional<Placement> p = Materialize(state, job, counts, t);
-      if (!p) {
-        failed = true;
-        return;
-      }
-      if (lb > p->predicted_ms * (1 + 1e-7) + 1e-9) {
-        failed = true;  // a bound above a score: a bug
-        res.reason = "bound " + std::to_string(lb) + " ms above the score " +
-                     std::to_string(p->predicted_ms) + " ms";
-        return;
-      }
-      if (p->predicted_ms < best_ms) {
-        best_ms = p->predicted_ms;
-        best = std::move(p);
-        res.counts = counts;
-      }
+    if (lb > p->predicted_ms * (1 + 1e-7) + 1e-9) {
+      failed_ = true;  // a bound above a score: a bug
+      res_.reason = "bound " + std::to_string(lb) + " ms above the score " +
+                    std::to_string(p->predicted_ms) + " ms";
       return;
     }
-    if (n == N) return;
-    if (res.iterations >= options.max_node_scores) {
-      capped = true;
+    if (p->predicted_ms < best_ms_) {
+      best_ms_ = p->predicted_ms;
+      best_ = std::move(p);
+      res_.counts = counts;
+    }
+  }
+
+  void Visit(int n, int cum) {
+    if (failed_ || capped_) return;
+    if (++visited_ > options_.max_search_nodes ||
+        ((visited_ & 255) == 0 && std::chrono::steady_clock::now() > deadline_)) {
+      capped_ = true;
       return;
     }
-    for (int ki = static_cast<int>(sh.K[n].size()) - 1; ki >= 0; --ki) {
-      const int k = sh.K[n][ki];
-      if (k > sh.W - cum) continue;
-      ki_of[n] = ki;
-      const int saved_first = first;
-      const double saved_dp = dp_exact, saved_tail_dp = tail_dp, saved_tail_pp = tail_pp;
-      const size_t saved_isl = isl.size();
-      for (int i = 0; i < k; ++i) placed.push_back({n, sh.order[n][ki][i]});
-      complete(cum, cum + k);
-      if (k > 0) {
-        if (first < 0) first = n;
-        if (sh.has_dp) {
-          const int s0 = std::min(cum, S);
-          const int u = std::min(k, S - s0);
-          if (n == first && k >= S) {
-            dp_exact = sh.single_dp_ms[n][ki];
-          } else if (u > 0) {
-            isl.push_back(island_of[n][ki][u / t]);
-            if (s0 + u == S) dp_exact = dp_time();
-          }
+    if (sh_.W - cum > suffix_cap_[n]) return;  // the rest cannot fit
+    const double lb = FixedBound(n, cum);
+    if (lb >= best_ms_ * keep_) return;
+    if (cum == sh_.W) {
+      ScoreLeaf(n, lb);
+      return;
+    }
+    if (n == sh_.N) return;
+    if (res_.iterations >= options_.max_node_scores) {
+      capped_ = true;
+      return;
+    }
+    for (int ki = static_cast<int>(sh_.K[n].size()) - 1; ki >= 0; --ki) {
+      if (sh_.K[n][ki] > sh_.W - cum) continue;
+      Descend(n, ki, cum);
+    }
+  }
+
+  // Node n takes count ki: place its ranks, search the nodes after it, and undo.
+  void Descend(int n, int ki, int cum) {
+    const int k = sh_.K[n][ki];
+    const int S = sh_.S;
+    ki_of_[n] = ki;
+    const int saved_first = first_;
+    const double saved_dp = dp_exact_, saved_tail_dp = tail_dp_, saved_tail_pp = tail_pp_;
+    const size_t saved_isl = isl_.size();
+    for (int i = 0; i < k; ++i) placed_.push_back({n, sh_.order[n][ki][i]});
+    Complete(cum, cum + k);
+    if (k > 0) {
+      if (first_ < 0) first_ = n;
+      if (sh_.has_dp) {
+        const int s0 = std::min(cum, S);
+        const int u = std::min(k, S - s0);
+        if (n == first_ && k >= S) {
+          dp_exact_ = sh_.single_dp_ms[n][ki];
+        } else if (u > 0) {
+          isl_.push_back(island_of_[n][ki][u / sh_.t]);
+          if (s0 + u == S) dp_exact_ = DpTime();
         }
       }
-      dfs(n + 1, cum + k);
-      first = saved_first;
-      dp_exact = saved_dp;
-      tail_dp = saved_tail_dp;
-      tail_pp = saved_tail_pp;
-      placed.resize(placed.size() - k);
-      isl.resize(saved_isl);
-      ki_of[n] = 0;
     }
-  };
-  dfs(0, 0);
-  if (failed) {
-    res.status = OracleStatus::kError;
-    if (res.reason.empty()) res.reason = "a placement of the family does not materialise";
+    Visit(n + 1, cum + k);
+    first_ = saved_first;
+    dp_exact_ = saved_dp;
+    tail_dp_ = saved_tail_dp;
+    tail_pp_ = saved_tail_pp;
+    placed_.resize(placed_.size() - k);
+    isl_.resize(saved_isl);
+    ki_of_[n] = 0;
+  }
+
+  OracleResult Result() {
+    OracleResult& res = res_;
+    if (failed_) {
+      res.status = OracleStatus::kError;
+      if (res.reason.empty()) res.reason = "a placement of the family does not materialise";
+      return res;
+    }
+    if (!best_ && capped_) {
+      res.status = OracleStatus::kUnproven;
+      res.reason = "stopped after " + std::to_string(visited_) + " search nodes, none scored";
+      return res;
+    }
+    if (!best_) {
+      res.status = OracleStatus::kNoFit;
+      res.reason = "no placement of the family";
+      return res;
+    }
+    res.status = capped_ ? OracleStatus::kUnproven : OracleStatus::kOptimal;
+    res.lower_bound_ms = capped_ ? 0 : best_->predicted_ms;
+    if (capped_) {
+      res.reason = "stopped after " + std::to_string(visited_) + " search nodes and " +
+                   std::to_string(res.iterations) + " placements";
+    }
+    res.placement = std::move(best_);
     return res;
   }
-  if (!best && capped) {
-    res.status = OracleStatus::kUnproven;
-    res.reason = "stopped after " + std::to_string(visited) + " search nodes, none scored";
-    return res;
-  }
-  if (!best) {
-    res.status = OracleStatus::kNoFit;
-    res.reason = "no placement of the family";
-    return res;
-  }
-  res.status = capped ? OracleStatus::kUnproven : OracleStatus::kOptimal;
-  res.lower_bound_ms = capped ? 0 : best->predicted_ms;
-  if (capped) {
-    res.reason = "stopped after " + std::to_string(visited) + " search nodes and " +
-                 std::to_string(res.iterations) + " placements";
-  }
-  res.placement = std::move(best);
-  return res;
+
+  const IlpOracle& oracle_;
+  const Shared& sh_;
+  const ClusterState& state_;
+  const job::Layout& lay_;
+  const job::JobSpec& job_;
+  const OracleOptions& options_;
+  const double keep_;  // prune a bound ≥ best · keep
+  std::chrono::steady_clock::time_point deadline_;
+  std::vector<std::vector<std::vector<int>>> island_of_;
+  std::vector<int> suffix_cap_;
+  DpLookAhead ahead_[3];  // ring, tree, hierarchical
+
+  OracleResult res_;
+  std::vector<int> ki_of_;            // count index per node fixed so far
+  std::vector<int> isl_;              // islands of the DP group so far
+  std::vector<cost::GpuRef> placed_;  // the GPU of every rank placed so far
+  int first_ = -1;                    // first node used (holds rank 0)
+  double dp_exact_ = -1;              // DP time once stage 0 is placed (or on the first node)
+  double tail_dp_ = 0, tail_pp_ = 0;  // exact times of the groups completed so far
+  std::optional<Placement> best_;
+  double best_ms_ = kInf;
+  bool failed_ = false, capped_ = false;
+  int64_t visited_ = 0;
+};
+
+}  // namespace
+
+OracleResult IlpOracle::SolveByBranchAndBound(const ClusterState& state, const job::JobSpec& job,
+                                              const OracleOptions& options) const {
+  int t = 1;
+  if (auto r = CheckFamily(state, job, &t)) return *r;
+  const Shared sh = Prepare(*cluster_, *cost_, selectors_, state, job, t);
+  return CountSearch(*this, sh, state, job, options).Run();
 }
 
 }  // namespace toposched::sched::ilp

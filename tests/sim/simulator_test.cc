@@ -597,10 +597,12 @@ TEST(SimulatorTest, FailuresRequeueJobsThatThenComplete) {
 TEST(SimulatorTest, BadOptions) {
   SimOptions o;
   o.comm_fraction = 1.5;
-  EXPECT_EQ(o.Validate().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(o.Validate(), StatusIs(StatusCode::kInvalidArgument,
+                                     HasSubstr("comm fraction must be in [0, 1], got 1.5")));
   o = SimOptions{};
   o.repair_mean_s = 0;
-  EXPECT_EQ(o.Validate().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(o.Validate(),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("mean repair time must be > 0 s")));
 }
 
 TEST(ReportTest, MarkdownRowsHaveAsManyCellsAsTheHeader) {

@@ -81,7 +81,10 @@ TEST(ImportCluster, NoTopologyPluginMeansNoNetwork) {
   ASSERT_TRUE(d.ok()) << d.status().message();
   EXPECT_TRUE(d->domains.empty());
   r.answers["scontrol -o show node"] = {1, "", "Unable to contact slurm controller"};
-  EXPECT_EQ(ImportCluster(r, o).status().code(), StatusCode::kUnavailable);
+  EXPECT_THAT(
+      ImportCluster(r, o),
+      StatusIs(StatusCode::kUnavailable,
+               HasSubstr("scontrol -o show node: exit 1: Unable to contact slurm controller")));
 }
 
 }  // namespace

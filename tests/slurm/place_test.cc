@@ -49,7 +49,9 @@ TEST(StateFromNodes, CapturedOccupancy) {
   EXPECT_TRUE(s->CheckInvariants().ok());
   // A GPU count that disagrees with the model is refused.
   (*nodes)[0].gpus = 4;
-  EXPECT_EQ(StateFromNodes(c, *nodes).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(StateFromNodes(c, *nodes),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       HasSubstr("node \"gpu01\": Slurm reports 4 GPUs, the cluster model has 8")));
 }
 
 TEST(PlaceOnce, PlacesTheCommentJobInOneLeafAndLeavesOthersHeld) {

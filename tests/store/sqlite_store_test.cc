@@ -6,9 +6,15 @@
 #include <string>
 
 #include "store/job_store.h"
+#include "testing/status_matchers.h"
 
 namespace toposched::store {
 namespace {
+
+using ::testing::AllOf;
+using ::testing::AnyOf;
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 class SqliteStoreTest : public ::testing::Test {
  protected:
@@ -111,8 +117,9 @@ TEST_F(SqliteStoreTest, WrongSeqIsRejectedAndWritesNothing) {
   auto st = OpenSqliteStore(path_);
   ASSERT_TRUE(st.ok());
   ASSERT_TRUE((*st)->Append({Submit(1, 1, "k1")}).ok());
-  Status s = (*st)->Append({Submit(2, 2, "k2"), Submit(4, 3, "k3")});
-  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      (*st)->Append({Submit(2, 2, "k2"), Submit(4, 3, "k3")}),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("input seq 4 is not the next one (3)")));
   EXPECT_EQ((*st)->last_seq(), 1);
   EXPECT_EQ(Query("SELECT count(*) FROM inputs"), "1");
   EXPECT_EQ(Query("SELECT count(*) FROM jobs"), "1");
@@ -124,8 +131,10 @@ TEST_F(SqliteStoreTest, FailedBatchRollsBackWhole) {
   ASSERT_TRUE((*st)->Append({Submit(1, 1, "k1")}).ok());
   // The second change reuses idempotency key k1 for another job: the unique index refuses it,
   // and the first change of the batch must not stay behind.
-  Status s = (*st)->Append({Submit(2, 2, "k2"), Submit(3, 3, "k1")});
-  EXPECT_FALSE(s.ok());
+  EXPECT_THAT((*st)->Append({Submit(2, 2, "k2"), Submit(3, 3, "k1")}),
+              StatusIs(StatusCode::kUnavailable,
+                       AllOf(HasSubstr(path_ + ": writing job j3: "),
+                             HasSubstr("UNIQUE constraint failed: jobs.idem_key"))));
   EXPECT_EQ((*st)->last_seq(), 1);
   EXPECT_EQ(Query("SELECT count(*) FROM inputs"), "1");
   EXPECT_EQ(Query("SELECT count(*) FROM jobs"), "1");
@@ -138,10 +147,10 @@ TEST_F(SqliteStoreTest, FailedBatchRollsBackWhole) {
 TEST_F(SqliteStoreTest, SecondOpenWhileHeldIsRefused) {
   auto a = OpenSqliteStore(path_);
   ASSERT_TRUE(a.ok());
-  auto b = OpenSqliteStore(path_);
-  ASSERT_FALSE(b.ok());
-  EXPECT_EQ(b.status().code(), StatusCode::kUnavailable);
-  EXPECT_NE(b.status().message().find("in use"), std::string::npos);
+  EXPECT_THAT(OpenSqliteStore(path_),
+              StatusIs(StatusCode::kUnavailable,
+                       HasSubstr(path_ + ": database is in use by another process (lock " + path_ +
+                                 ".lock)")));
 }
 
 TEST_F(SqliteStoreTest, NewerSchemaIsRefused) {
@@ -152,10 +161,11 @@ TEST_F(SqliteStoreTest, NewerSchemaIsRefused) {
                          nullptr, nullptr),
             SQLITE_OK);
   sqlite3_close(db);
-  auto st = OpenSqliteStore(path_);
-  ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(st.status().message().find("version 99"), std::string::npos);
+  EXPECT_THAT(
+      OpenSqliteStore(path_),
+      StatusIs(StatusCode::kFailedPrecondition,
+               HasSubstr(path_ + ": database schema version 99 is newer than this build's (" +
+                         std::to_string(kSchemaVersion) + ")")));
 }
 
 TEST_F(SqliteStoreTest, OldSchemaIsMigratedForward) {
@@ -194,12 +204,12 @@ TEST_F(SqliteStoreTest, NotADatabaseIsDataLossOrUnavailable) {
     std::fputs("this is not an SQLite file, just text long enough to fill a header page......", f);
     std::fclose(f);
   }
-  auto st = OpenSqliteStore(path_);
-  ASSERT_FALSE(st.ok());
-  EXPECT_TRUE(st.status().code() == StatusCode::kDataLoss ||
-              st.status().code() == StatusCode::kUnavailable)
-      << st.status().ToString();
-  EXPECT_NE(st.status().message().find(path_), std::string::npos);
+  // SQLite refuses the file at the first statement that reads it: SQLITE_NOTADB (DataLoss), or
+  // Unavailable where the refusal comes as another SQLite error.
+  EXPECT_THAT(OpenSqliteStore(path_),
+              AnyOf(StatusIs(StatusCode::kDataLoss,
+                             AllOf(HasSubstr(path_ + ": "), HasSubstr("file is not a database"))),
+                    StatusIs(StatusCode::kUnavailable, HasSubstr(path_ + ": "))));
 }
 
 }  // namespace

@@ -8,9 +8,13 @@
 #include <string>
 
 #include "core/strings.h"
+#include "testing/status_matchers.h"
 
 namespace toposched::topo::io {
 namespace {
+
+using ::toposched::testing::HasSubstr;
+using ::toposched::testing::StatusIs;
 
 const std::string kFakeSysfs = std::string(TS_SOURCE_DIR) + "/tests/topo/testdata/sysfs-ib";
 
@@ -75,8 +79,10 @@ TEST(DiscoverOptionsTest, EmptySysfsRootIsInvalid) {
   DiscoverOptions opts;
   EXPECT_TRUE(opts.Validate().ok());
   opts.sysfs_root = "";
-  EXPECT_EQ(opts.Validate().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(DiscoverLocal(opts).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(opts.Validate(), StatusIs(StatusCode::kInvalidArgument,
+                                        HasSubstr("discover: sysfs_root must not be empty")));
+  EXPECT_THAT(DiscoverLocal(opts), StatusIs(StatusCode::kInvalidArgument,
+                                            HasSubstr("discover: sysfs_root must not be empty")));
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "testing/samples.h"
 #include "testing/status_matchers.h"
+#include "topo/io/import.h"
 #include "topo/io/json_io.h"
 #include "topo/io/nvidia_smi.h"
 
@@ -222,7 +223,11 @@ TEST(PastedText, GluedCellsAreRefusedNamingTheLine) {
   ASSERT_FALSE(text.empty());
   StatusOr<NodeTopology> t = ParseNvidiaSmiTopo(text, file);
   ASSERT_THAT(t, StatusIs(StatusCode::kInvalidArgument, HasSubstr("GPU0XNODENODE0-310N/A")));
-  EXPECT_FALSE(LooksLikeNvidiaSmiTopo(text) && t.ok());
+  // Read without naming the format, the text is not taken for a matrix, and refused.
+  EXPECT_FALSE(LooksLikeNvidiaSmiTopo(text));
+  EXPECT_THAT(
+      ImportTopologyText(text, file, TopoFormat::kAuto),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr(file + ": unrecognised topology format")));
 }
 
 }  // namespace
