@@ -10,6 +10,7 @@
 #include "state/cluster_state.h"
 
 namespace ts = toposched;
+using ts::sched::AllocId;
 using ts::sched::ClusterState;
 using ts::sched::GpuMask;
 
@@ -23,8 +24,8 @@ void BM_AllocateReleaseWholeNode(benchmark::State& state) {
   ClusterState s = OrDie(ClusterState::Create(BigCluster()));
   int node = 0;
   for (auto _ : state) {
-    if (!s.Allocate(1, {{node, GpuMask::FirstN(8)}}).ok()) std::abort();
-    if (!s.Release(1).ok()) std::abort();
+    if (!s.Allocate(AllocId::Job(1), {{node, GpuMask::FirstN(8)}}).ok()) std::abort();
+    if (!s.Release(AllocId::Job(1)).ok()) std::abort();
     node = (node + 97) % kNodes;
   }
   benchmark::DoNotOptimize(s.FreeGpus(0));
@@ -35,14 +36,14 @@ void BM_AllocateReleaseOneGpu(benchmark::State& state) {
   ClusterState s = OrDie(ClusterState::Create(BigCluster()));
   // Half the cluster busy with 4-GPU slices, so the 1-GPU slice lands on a shared node.
   for (int n = 0; n < kNodes; n += 2) {
-    if (!s.Allocate(1000 + n, {{n, GpuMask::FirstN(4)}}).ok()) std::abort();
+    if (!s.Allocate(AllocId::Job(1000 + n), {{n, GpuMask::FirstN(4)}}).ok()) std::abort();
   }
   int node = 0;
   for (auto _ : state) {
     GpuMask one;
     one.set(5);
-    if (!s.Allocate(1, {{node, one}}).ok()) std::abort();
-    if (!s.Release(1).ok()) std::abort();
+    if (!s.Allocate(AllocId::Job(1), {{node, one}}).ok()) std::abort();
+    if (!s.Release(AllocId::Job(1)).ok()) std::abort();
     node = (node + 97) % kNodes;
   }
   benchmark::DoNotOptimize(s.LargestFreeOnNode(0));
@@ -52,7 +53,7 @@ BENCHMARK(BM_AllocateReleaseOneGpu);
 void BM_LargestFreeOnNode(benchmark::State& state) {
   ClusterState s = OrDie(ClusterState::Create(BigCluster()));
   for (int n = 0; n < kNodes; ++n) {
-    if (!s.Allocate(n, {{n, GpuMask::FirstN(1 + n % 8)}}).ok()) std::abort();
+    if (!s.Allocate(AllocId::Job(n), {{n, GpuMask::FirstN(1 + n % 8)}}).ok()) std::abort();
   }
   int d = 0;
   for (auto _ : state) {
@@ -76,7 +77,7 @@ void BM_CreateState(benchmark::State& state) {
     for (int g = 0; g < 8; ++g) {
       GpuMask m;
       m.set(g);
-      if (!full.Allocate(int64_t{n} * 8 + g, {{n, m}}).ok()) std::abort();
+      if (!full.Allocate(AllocId::Job(int64_t{n} * 8 + g), {{n, m}}).ok()) std::abort();
     }
   }
   state.counters["state_bytes"] = static_cast<double>(empty_bytes);
@@ -89,7 +90,7 @@ BENCHMARK(BM_CreateState)->Unit(benchmark::kMillisecond);
 void BM_CheckInvariants(benchmark::State& state) {
   ClusterState s = OrDie(ClusterState::Create(BigCluster()));
   for (int n = 0; n < kNodes; ++n) {
-    if (!s.Allocate(n, {{n, GpuMask::FirstN(1 + n % 8)}}).ok()) std::abort();
+    if (!s.Allocate(AllocId::Job(n), {{n, GpuMask::FirstN(1 + n % 8)}}).ok()) std::abort();
   }
   for (auto _ : state) {
     ts::Status st = s.CheckInvariants();

@@ -88,7 +88,7 @@ ts::sched::ClusterState Occupied(const ts::topo::Cluster& c) {
       }
     }
     if (take.count() != want) continue;
-    if (!s.Allocate(id++, {{node, take}}).ok()) std::abort();
+    if (!s.Allocate(ts::sched::AllocId::FromKey(id++), {{node, take}}).ok()) std::abort();
     held += want;
   }
   return s;

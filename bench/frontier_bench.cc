@@ -34,6 +34,7 @@
 namespace ts = toposched;
 using ts::bench::Nvl72Cluster;
 using ts::bench::OrDie;
+using ts::sched::AllocId;
 using ts::sched::ClusterState;
 using ts::sched::GangPlacer;
 using ts::sched::GpuMask;
@@ -82,8 +83,8 @@ const ClusterState& FilledNvl72() {
         ++misses;
         continue;
       }
-      ts::bench::OkOrDie(
-          s->Allocate(id++, {NodeGpus{node, ts::bench::LowestFree(free, k, kTrayGpus)}}));
+      ts::bench::OkOrDie(s->Allocate(AllocId::Job(id++),
+                                     {NodeGpus{node, ts::bench::LowestFree(free, k, kTrayGpus)}}));
     }
     ts::bench::OkOrDie(s->CheckInvariants());
     return s;

@@ -30,6 +30,7 @@
 namespace ts = toposched;
 using ts::bench::BigCluster;
 using ts::bench::OrDie;
+using ts::sched::AllocId;
 using ts::sched::ClusterState;
 using ts::sched::GangPlacer;
 using ts::sched::GpuMask;
@@ -57,7 +58,7 @@ int UsedGpus(const ClusterState& s) { return kTotalGpus - s.ClusterCapacity().fr
 // Fills `s` to `fraction` of its GPUs with single-node allocations of 1–8 GPUs (ids from
 // *next_id), on random nodes outside a random ~15% of nodes kept whole-free. Deterministic.
 void Fill(ClusterState& s, double fraction, std::mt19937_64& rng, int64_t* next_id,
-          std::vector<int64_t>* ids) {
+          std::vector<AllocId>* ids) {
   std::vector<int> busy;
   for (int n = 0; n < kNodes; ++n) {
     if (rng() % 100 >= 15) busy.push_back(n);
@@ -72,7 +73,7 @@ void Fill(ClusterState& s, double fraction, std::mt19937_64& rng, int64_t* next_
       ++misses;
       continue;
     }
-    const int64_t id = (*next_id)++;
+    const AllocId id = AllocId::Job((*next_id)++);
     ts::bench::OkOrDie(s.Allocate(id, {NodeGpus{node, ts::bench::LowestFree(free, k, kGpus)}}));
     ids->push_back(id);
   }
@@ -81,7 +82,7 @@ void Fill(ClusterState& s, double fraction, std::mt19937_64& rng, int64_t* next_
 struct Filled {
   ClusterState state;
   int64_t next_id = 1;
-  std::vector<int64_t> ids;
+  std::vector<AllocId> ids;
 };
 
 // BigCluster with its lowest level's uplinks tapered 2:1 (rails become priced).
@@ -180,7 +181,7 @@ void BM_Queue(benchmark::State& state) {
       ts::sched::Verdict v = placer->Place(f.state, job);
       place_s += std::chrono::duration<double>(Clock::now() - a).count();
       if (v.fit()) {
-        const int64_t id = f.next_id++;
+        const AllocId id = AllocId::Job(f.next_id++);
         ts::bench::OkOrDie(f.state.Allocate(id, v.placement->parts));
         f.ids.push_back(id);
         ++placed;

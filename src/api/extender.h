@@ -158,8 +158,10 @@ class ExtenderLedger {
   // ran and are gone) or is cancelled. A job already ended is left as it is.
   virtual Status EndGang(int64_t job, bool completed);
   // The allocation id in state() of the hold a HoldChange calls `hold_id` (a what-if that frees
-  // a hold in a copy of state() must use this, not the hold id). Default: the same id.
-  virtual int64_t AllocationOf(int64_t hold_id) const { return hold_id; }
+  // a hold in a copy of state() must use this, not the hold id). Default: the hold id as the key.
+  virtual sched::AllocId AllocationOf(int64_t hold_id) const {
+    return sched::AllocId::FromKey(hold_id);
+  }
 };
 // InvalidArgument naming the field for a payload that is not a record of this shape or names a
 // node that is not in `cluster`.

@@ -112,8 +112,9 @@ StatusOr<std::string> Extender::Preempt(std::string_view body) {
             auto pg = pod_gang_.find(uid);
             if (pg == pod_gang_.end() || pg->second == g.key) continue;
             for (const Slot& s : gangs_.at(pg->second)->slots) {
-              const int64_t a = s.alloc_id != 0 ? ledger_->AllocationOf(s.alloc_id) : 0;
-              if (a != 0 && view.HasAllocation(a)) (void)view.Release(a);
+              if (s.alloc_id == 0) continue;
+              const sched::AllocId a = ledger_->AllocationOf(s.alloc_id);
+              if (view.HasAllocation(a)) (void)view.Release(a);
             }
           }
           sched::Verdict v =

@@ -144,24 +144,26 @@ class Extender::LocalLedger : public ExtenderLedger {
   Status Commit(const std::string& kind, const HoldChange& c, const std::string& payload) override {
     (void)kind;
     (void)payload;
-    std::vector<std::pair<int64_t, std::vector<sched::NodeGpus>>> released;
-    std::vector<int64_t> taken;
+    std::vector<std::pair<sched::AllocId, std::vector<sched::NodeGpus>>> released;
+    std::vector<sched::AllocId> taken;
     Status st;
-    for (int64_t id : c.releases) {
+    for (int64_t hold_id : c.releases) {
+      const sched::AllocId id = AllocationOf(hold_id);
       const std::vector<sched::NodeGpus>* parts = state_.Allocation(id);
       if (parts == nullptr) {
-        st = NotFoundError("hold " + std::to_string(id) + " not found");
+        st = NotFoundError("hold " + std::to_string(hold_id) + " not found");
         break;
       }
       released.emplace_back(id, *parts);
       (void)state_.Release(id);
     }
     for (size_t i = 0; st.ok() && i < c.holds.size(); ++i) {
-      st = state_.Allocate(c.holds[i].first, {c.holds[i].second});
-      if (st.ok()) taken.push_back(c.holds[i].first);
+      const sched::AllocId id = AllocationOf(c.holds[i].first);
+      st = state_.Allocate(id, {c.holds[i].second});
+      if (st.ok()) taken.push_back(id);
     }
     if (st.ok()) return st;
-    for (int64_t id : taken) (void)state_.Release(id);  // all or nothing
+    for (sched::AllocId id : taken) (void)state_.Release(id);  // all or nothing
     for (const auto& [id, parts] : released) (void)state_.Allocate(id, parts);
     return st;
   }
@@ -207,8 +209,8 @@ Extender::Extender(const topo::Cluster& cluster, ExtenderLedger& ledger, Extende
   for (size_t n = 0; n < cluster_.nodes.size(); ++n) {
     max_node_gpus_ = std::max(max_node_gpus_, ledger.state().GpuCount(static_cast<int>(n)));
   }
-  for (int64_t id : ledger.state().AllocationIds()) {
-    next_alloc_id_ = std::max(next_alloc_id_, id + 1);
+  for (sched::AllocId id : ledger.state().AllocationIds()) {
+    next_alloc_id_ = std::max(next_alloc_id_, id.key() + 1);
   }
 }
 

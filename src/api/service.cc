@@ -67,7 +67,7 @@ class Service::Ledger : public ExtenderLedger {
   const sched::ClusterState& state() const override { return s_.sched_->cluster_state(); }
   const sched::GangPlacer& placer() const override { return s_.sched_->placer(); }
   int64_t NowUs() override { return s_.NowLocked(); }
-  int64_t AllocationOf(int64_t hold_id) const override {
+  sched::AllocId AllocationOf(int64_t hold_id) const override {
     return sched::Scheduler::HoldAllocationId(hold_id);
   }
   Status Commit(const std::string& kind, const HoldChange& change,

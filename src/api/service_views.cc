@@ -181,19 +181,19 @@ json Service::GpuStateJsonLocked(int node, int gpu) const {
   const sched::ClusterState& cs = sched_->cluster_state();
   json holders = json::array();
   std::string state;
-  for (int64_t h : cs.Holders(node, gpu)) {
-    const sched::AllocId id = sched::AllocId::FromKey(h);
-    if (id.owner == sched::AllocId::Owner::kJob) {
-      holders.push_back("job-" + std::to_string(id.number));
-      auto ji = jobs_.find(id.number);
+  for (const sched::AllocId id : cs.Holders(node, gpu)) {
+    if (id.owner() == sched::AllocId::Owner::kJob) {
+      holders.push_back("job-" + std::to_string(id.number()));
+      auto ji = jobs_.find(id.number());
       const bool pods = ji != jobs_.end() && !ji->second.pod_group.empty();
       if (state.empty() || pods) state = pods ? "kubernetes" : "job";
-    } else if (id.owner == sched::AllocId::Owner::kHold) {
-      auto it = hold_gang_.find(id.number);
-      holders.push_back(it != hold_gang_.end() ? it->second : "hold-" + std::to_string(id.number));
+    } else if (id.owner() == sched::AllocId::Owner::kHold) {
+      auto it = hold_gang_.find(id.number());
+      holders.push_back(it != hold_gang_.end() ? it->second
+                                               : "hold-" + std::to_string(id.number()));
       state = "kubernetes";
     } else {
-      holders.push_back("block-" + std::to_string(id.number));
+      holders.push_back("block-" + std::to_string(id.number()));
       if (state.empty()) state = "reserved";
     }
   }
@@ -235,26 +235,26 @@ std::string Service::NodesJson() const {
       const int node = static_cast<int>(n);
       json bad = json::array();
       json states = json::array();
-      std::set<int64_t> holders;
+      std::set<sched::AllocId> holders;
       for (int g = 0; g < cs.GpuCount(node); ++g) {
         if (cs.GpuHealth(node, g) != topo::Health::kHealthy) {
           bad.push_back({{"gpu", g}, {"health", topo::HealthName(cs.GpuHealth(node, g))}});
         }
-        for (int64_t h : cs.Holders(node, g)) holders.insert(h);
+        for (const sched::AllocId h : cs.Holders(node, g)) holders.insert(h);
         states.push_back(GpuStateJsonLocked(node, g));
       }
       json jobs = json::array();
       std::set<std::string> gangs;
-      for (int64_t h : holders) {
-        const sched::AllocId id = sched::AllocId::FromKey(h);
-        if (id.owner == sched::AllocId::Owner::kJob) {
-          jobs.push_back("job-" + std::to_string(id.number));
+      for (const sched::AllocId id : holders) {
+        if (id.owner() == sched::AllocId::Owner::kJob) {
+          jobs.push_back("job-" + std::to_string(id.number()));
           // A pod group's job is listed under its gang too.
-          if (auto ji = jobs_.find(id.number); ji != jobs_.end() && !ji->second.pod_group.empty()) {
+          if (auto ji = jobs_.find(id.number());
+              ji != jobs_.end() && !ji->second.pod_group.empty()) {
             gangs.insert(ji->second.pod_group);
           }
-        } else if (auto it = hold_gang_.find(id.number);
-                   id.owner == sched::AllocId::Owner::kHold && it != hold_gang_.end()) {
+        } else if (auto it = hold_gang_.find(id.number());
+                   id.owner() == sched::AllocId::Owner::kHold && it != hold_gang_.end()) {
           gangs.insert(it->second);
         }
       }

@@ -48,7 +48,7 @@ Status NodeFromState(DiagnoseArgs& a) {
   c->Finalize();
   auto st = sched::ReadClusterStateJsonFile(a.state_file, *c);
   if (!st.ok()) return st.status();
-  const std::vector<sched::NodeGpus>* parts = st->Allocation(std::stoll(id));
+  const std::vector<sched::NodeGpus>* parts = st->Allocation(sched::AllocId::Job(std::stoll(id)));
   if (parts == nullptr || parts->empty()) {
     return NotFoundError(a.state_file + ": no allocation " + id + " (the job's id)");
   }

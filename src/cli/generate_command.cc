@@ -356,7 +356,7 @@ StatusOr<std::string> GenerateStateJson(const topo::Cluster& cluster, const Gene
       live[pick] = false;
       continue;
     }
-    RETURN_IF_ERROR(state.Allocate(next_id++, v.placement->parts));
+    RETURN_IF_ERROR(state.Allocate(sched::AllocId::Job(next_id++), v.placement->parts));
     allocated += gpus[pick];
   }
   return sched::WriteClusterStateJson(state);

@@ -163,7 +163,7 @@ int RunPlace(const PlaceArgs& a) {
   if (!placer.ok()) return Fail(placer.status());
 
   int64_t next_id = 1;
-  for (int64_t id : state->AllocationIds()) next_id = std::max(next_id, id + 1);
+  for (sched::AllocId id : state->AllocationIds()) next_id = std::max(next_id, id.key() + 1);
   std::vector<JobResult> results;
   for (const job::JobSpec& j : *jobs) {
     JobResult r;
@@ -176,7 +176,7 @@ int RunPlace(const PlaceArgs& a) {
       r.verdict.placement->decision_us = r.decision_us;
       r.transports =
           sched::PredictTransports((*placer)->cost_model(), *r.verdict.placement, j.layout);
-      Status s = state->Allocate(next_id++, r.verdict.placement->parts);
+      Status s = state->Allocate(sched::AllocId::Job(next_id++), r.verdict.placement->parts);
       if (!s.ok()) return Fail(s.WithPrefix("job \"" + j.name + "\": allocate"));
     }
     results.push_back(std::move(r));

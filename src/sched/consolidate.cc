@@ -67,7 +67,7 @@ Status Scheduler::Consolidate(int64_t now_us) {
     j.considered_checkpoint =
         (now_us - j.checkpoint_origin_us) / (s.checkpoint_interval_s * kUsPerS);
     ClusterState trial = state_;
-    RETURN_IF_ERROR(trial.Release(j.id));
+    RETURN_IF_ERROR(trial.Release(AllocId::Job(j.id)));
     Verdict v = placer_->Place(trial, s);
     if (!v.fit() || !(v.placement->predicted_ms < j.placement->predicted_ms * (1 - 1e-6))) continue;
     const std::optional<int64_t> end = estimator_->ExpectedEndUs(JobId{j.id}, now_us);
@@ -90,7 +90,7 @@ Status Scheduler::Consolidate(int64_t now_us) {
     m.expected_end_us = now_us + static_cast<int64_t>(std::ceil((m.restart_s + there_s) * kUsPerS));
 
     const std::vector<NodeGpus> old_parts = j.placement->parts;
-    RETURN_IF_ERROR(state_.Resize(j.id, v.placement->parts));
+    RETURN_IF_ERROR(state_.Resize(AllocId::Job(j.id), v.placement->parts));
     const std::string why =
         "moved at a checkpoint to " + v.placement->domain + ": predicted " +
         Num("%.3f", m.before_ms) + " -> " + Num("%.3f", m.after_ms) + " ms per step; finishes ~" +
@@ -102,7 +102,7 @@ Status Scheduler::Consolidate(int64_t now_us) {
     Status st = j.record.Note(now_us, why);
     Sync(j);
     if (!st.ok()) {
-      (void)state_.Resize(j.id, old_parts);  // the job stays where it ran
+      (void)state_.Resize(AllocId::Job(j.id), old_parts);  // the job stays where it ran
       return st;
     }
     v.placement->decision_us = now_us;

@@ -80,7 +80,7 @@ Lookahead::Reservation Lookahead::MakeReservation(const Job& j, const job::JobSp
   Reservation r{j.id, kNever, {}};
   bool estimated = false;
   for (const auto& [end, o] : running) {
-    (void)trial.Release(o->id);
+    (void)trial.Release(AllocId::Job(o->id));
     if (end == kNever) continue;  // only reached when released as part of "never"
     estimated = estimated || end != Scheduler::EndUs(*o);
     // Too few free GPUs cluster-wide: no placement yet (saves a placer call per release).
@@ -164,11 +164,13 @@ std::optional<Lookahead::WaitPlan> Lookahead::PlanWait(const Job& j, const job::
   ClusterState trial = base;
   size_t released = 0;  // ends[0, released) are released in `trial`
   auto move_to = [&](size_t g) {
-    for (; released < upto[g]; ++released) (void)trial.Release(ends[released].second);
+    for (; released < upto[g]; ++released) (void)trial.Release(AllocId::Job(ends[released].second));
     while (released > upto[g]) {
       --released;
       const Job* o = s_.Find(ends[released].second);
-      if (o != nullptr && o->placement) (void)AllocatePlacement(trial, o->id, *o->placement);
+      if (o != nullptr && o->placement) {
+        (void)AllocatePlacement(trial, AllocId::Job(o->id), *o->placement);
+      }
     }
   };
   std::optional<size_t> below;  // the last group tried whose placement was not the best

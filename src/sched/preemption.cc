@@ -65,7 +65,7 @@ std::optional<Preemption::Choice> Preemption::Cheapest(const Job& j,
     if (!j.spec.Fractional() && free_now + freed < j.spec.total_gpus) continue;
     ++attempts;
     ClusterState trial = s_.state_;
-    for (int i : cur.idx) (void)trial.Release(cands[i].job->id);
+    for (int i : cur.idx) (void)trial.Release(AllocId::Job(cands[i].job->id));
     Verdict v = s_.placer_->Place(trial, j.spec);
     if (!v.fit()) continue;
     const int free_nodes = trial.ClusterCapacity().fully_free_nodes;

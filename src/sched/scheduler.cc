@@ -197,7 +197,7 @@ StatusOr<int64_t> Scheduler::SubmitAs(job::JobSpec spec, int64_t now_us,
 Status Scheduler::ReleaseIfStopped(Job& j) {
   if (job::HoldsResources(j.record.state()) || !j.placement) return OkStatus();
   j.placement.reset();
-  return state_.Release(j.id);
+  return state_.Release(AllocId::Job(j.id));
 }
 
 Status Scheduler::Cancel(JobId id, int64_t now_us) {
@@ -377,11 +377,11 @@ std::string Scheduler::LimitReason(const Job& j, const Usage& u) const {
 }
 
 Status Scheduler::Start(Job& j, Placement p, int64_t now_us, const std::string& reason) {
-  RETURN_IF_ERROR(AllocatePlacement(state_, j.id, p));
+  RETURN_IF_ERROR(AllocatePlacement(state_, AllocId::Job(j.id), p));
   Status st = j.record.Transition(now_us, JobState::kRunning, reason);
   Sync(j);
   if (!st.ok()) {
-    (void)state_.Release(j.id);
+    (void)state_.Release(AllocId::Job(j.id));
     return st;
   }
   p.decision_us = now_us;

@@ -326,7 +326,7 @@ class Scheduler {
   // NotFound when the hold is not live.
   Status ReleaseHold(int64_t hold_id);
   // The allocation key of hold `hold_id` in cluster_state().
-  static int64_t HoldAllocationId(int64_t hold_id) { return AllocId::Hold(hold_id).key(); }
+  static AllocId HoldAllocationId(int64_t hold_id) { return AllocId::Hold(hold_id); }
   // Live holds: id → GPUs (node order).
   const std::map<int64_t, std::vector<NodeGpus>>& Holds() const { return holds_; }
 

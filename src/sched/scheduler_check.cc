@@ -16,21 +16,22 @@ Status Scheduler::CheckInvariants() const {
   size_t holders = 0;
   std::set<std::pair<int, int>> seen, shared;  // GPUs of whole / fractional placements
   for (const auto& [id, j] : jobs_) {
+    const AllocId alloc = AllocId::Job(id);
     const bool holds = job::HoldsResources(j.record.state());
-    if (holds != state_.HasAllocation(id) || holds != j.placement.has_value()) {
+    if (holds != state_.HasAllocation(alloc) || holds != j.placement.has_value()) {
       return InternalError(JobName(id) + " in state " + job::JobStateName(j.record.state()) +
-                           (state_.HasAllocation(id) ? " has" : " has no") + " allocation");
+                           (state_.HasAllocation(alloc) ? " has" : " has no") + " allocation");
     }
     if (!holds) continue;
     ++holders;
-    if (*state_.Allocation(id) != j.placement->parts) {
+    if (*state_.Allocation(alloc) != j.placement->parts) {
       return InternalError(JobName(id) + ": allocation differs from its placement");
     }
-    if (state_.AllocationMilli(id) != j.placement->gpu_milli ||
+    if (state_.AllocationMilli(alloc) != j.placement->gpu_milli ||
         (j.placement->gpu_milli > 0) != j.spec.Fractional() ||
         (j.spec.Fractional() && j.placement->gpu_milli != j.spec.gpu_milli)) {
       return InternalError(JobName(id) + ": allocation of " +
-                           std::to_string(state_.AllocationMilli(id)) + " milli, placement " +
+                           std::to_string(state_.AllocationMilli(alloc)) + " milli, placement " +
                            std::to_string(j.placement->gpu_milli) + ", spec " +
                            std::to_string(j.spec.gpu_milli));
     }

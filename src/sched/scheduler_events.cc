@@ -188,7 +188,7 @@ Status Scheduler::Resize(Job& j, const std::vector<int>& keep, const Placement* 
       std::min(placer_->BestPossibleMs(ns).value_or(np.predicted_ms), np.predicted_ms);
   np.domain = DomainOf(np.parts);
   np.decision_us = now_us;
-  RETURN_IF_ERROR(state_.Resize(j.id, np.parts));
+  RETURN_IF_ERROR(state_.Resize(AllocId::Job(j.id), np.parts));
   const std::string note = why + ": " + std::to_string(j.spec.replicas) + " -> " +
                            std::to_string(ns.replicas) + " replicas (" +
                            std::to_string(ns.total_gpus) + " GPUs, dp " + std::to_string(old_dp) +
@@ -231,7 +231,7 @@ StatusOr<bool> Scheduler::TryGrow(Job& j, int64_t now_us) {
     if (!state_.FreeMask(n).empty()) outside.push_back(NodeGpus{n, state_.FreeMask(n)});
   }
   // Its own owner's space: a job's or a hold's allocation on the copy cannot collide with it.
-  if (!outside.empty()) RETURN_IF_ERROR(inside.Allocate(AllocId::Block(1).key(), outside));
+  if (!outside.empty()) RETURN_IF_ERROR(inside.Allocate(AllocId::Block(1), outside));
 
   std::vector<int> keep(static_cast<size_t>(dp));
   std::iota(keep.begin(), keep.end(), 0);
@@ -281,7 +281,7 @@ StatusOr<bool> Scheduler::TryShrinkOthers(Job& j, int64_t now_us) {
       while (static_cast<int>(keep.size()) > d) keep.erase(keep.begin());
       std::vector<int> sorted = keep;
       std::sort(sorted.begin(), sorted.end());
-      RETURN_IF_ERROR(trial.Resize(o->id, PartsOfKept(*o, sorted)));
+      RETURN_IF_ERROR(trial.Resize(AllocId::Job(o->id), PartsOfKept(*o, sorted)));
       if (plan.empty() || plan.back().first != o) plan.emplace_back(o, sorted);
       plan.back().second = sorted;
       if (trial.ClusterCapacity().free_gpus < j.spec.total_gpus) continue;
@@ -374,12 +374,12 @@ Status Scheduler::HandleDegraded(Job& j, const std::string& why, double before_m
 
 Status Scheduler::SetNodeHealth(int node, topo::Health health, int64_t now_us,
                                 const std::string& reason) {
-  ASSIGN_OR_RETURN(std::vector<int64_t> affected, state_.SetNodeHealth(node, health));
+  ASSIGN_OR_RETURN(std::vector<AllocId> affected, state_.SetNodeHealth(node, health));
   Accrue(now_us);
   const std::string why = WithReason(
       "node " + placer_->cluster().nodes[node].name + " " + topo::HealthName(health), reason);
-  for (int64_t id : affected) {
-    Job* j = Find(id);
+  for (AllocId id : affected) {
+    Job* j = Find(id.key());  // a job's key is its id; a hold's finds no job
     if (j == nullptr || !j->placement) continue;
     if (health == topo::Health::kUnhealthy) {
       std::vector<NodeGpus> broken;
@@ -397,7 +397,7 @@ Status Scheduler::SetNodeHealth(int node, topo::Health health, int64_t now_us,
 
 Status Scheduler::SetGpuHealth(int node, int gpu, topo::Health health, int64_t now_us,
                                const std::string& reason) {
-  ASSIGN_OR_RETURN(std::vector<int64_t> affected, state_.SetGpuHealth(node, gpu, health));
+  ASSIGN_OR_RETURN(std::vector<AllocId> affected, state_.SetGpuHealth(node, gpu, health));
   Accrue(now_us);
   const topo::Cluster& c = placer_->cluster();
   const std::string why =
@@ -406,8 +406,8 @@ Status Scheduler::SetGpuHealth(int node, int gpu, topo::Health health, int64_t n
                  reason);
   GpuMask m;
   m.set(gpu);
-  for (int64_t id : affected) {
-    Job* j = Find(id);
+  for (AllocId id : affected) {
+    Job* j = Find(id.key());  // a job's key is its id; a hold's finds no job
     if (j == nullptr || !j->placement) continue;
     if (health == topo::Health::kUnhealthy) {
       RETURN_IF_ERROR(HandleFailure(*j, JobState::kFailed, why, now_us, {NodeGpus{node, m}}));

@@ -30,31 +30,32 @@ constexpr int64_t kShadowBlock = 1;  // the backfill shadow's reservation; its s
 // fractional job fills a GPU reserved for the head job.
 void Block(ClusterState& state, const std::vector<NodeGpus>& parts, AllocId id) {
   std::vector<NodeGpus> free_parts;
-  int64_t next_shadow = id.number + 1;
+  int64_t next_shadow = id.number() + 1;
   for (const NodeGpus& p : parts) {
     GpuMask m = p.gpus & state.FreeMask(p.node);
     if (!m.empty()) free_parts.push_back(NodeGpus{p.node, m});
-    if (id.owner != AllocId::Owner::kBlock) continue;
+    if (id.owner() != AllocId::Owner::kBlock) continue;
     for (GpuMask s = p.gpus & state.HeldMask(p.node); !s.empty();) {
       const int g = s.lowest();
       s.reset(g);
       const int room = state.Shared(p.node, g) ? 1000 - state.UsedMilli(p.node, g) : 0;
       if (room > 0) {
-        (void)state.AllocateShared(AllocId::Block(next_shadow++).key(), p.node, g, room);
+        (void)state.AllocateShared(AllocId::Block(next_shadow++), p.node, g, room);
       }
     }
   }
-  if (!free_parts.empty()) (void)state.Allocate(id.key(), free_parts);
+  if (!free_parts.empty()) (void)state.Allocate(id, free_parts);
 }
 
 // Adds a started job to the shadow state of a pass: whole GPUs blocked as they are, a
 // fractional job's milli on its GPU (the rest of the GPU stays open to other fractional jobs).
 void Shadow(ClusterState& shadow, const Placement& p, int64_t id) {
+  const AllocId alloc = AllocId::Job(id);
   if (p.gpu_milli > 0) {
-    if (!AllocatePlacement(shadow, id, p).ok()) Block(shadow, p.parts, AllocId::Job(id));
+    if (!AllocatePlacement(shadow, alloc, p).ok()) Block(shadow, p.parts, alloc);
     return;
   }
-  Block(shadow, p.parts, AllocId::Job(id));
+  Block(shadow, p.parts, alloc);
 }
 
 }  // namespace

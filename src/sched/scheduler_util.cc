@@ -37,10 +37,10 @@ int GpusOf(const std::vector<NodeGpus>& parts) {
   return n;
 }
 
-Status AllocatePlacement(ClusterState& state, int64_t id, const Placement& p) {
+Status AllocatePlacement(ClusterState& state, AllocId id, const Placement& p) {
   if (p.gpu_milli > 0) {
     if (p.parts.size() != 1 || p.parts[0].gpus.count() != 1) {
-      return InternalError("fractional placement of allocation " + std::to_string(id) +
+      return InternalError("fractional placement of allocation " + std::to_string(id.key()) +
                            " does not hold exactly one GPU");
     }
     return state.AllocateShared(id, p.parts[0].node, p.parts[0].gpus.lowest(), p.gpu_milli);

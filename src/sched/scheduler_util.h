@@ -28,7 +28,7 @@ std::string Seconds(int64_t us, bool epoch = false);
 // The GPUs of an allocation's parts.
 int GpusOf(const std::vector<NodeGpus>& parts);
 // Takes a placement's GPUs in `state` for `id`: whole GPUs, or its milli of a shared GPU.
-Status AllocatePlacement(ClusterState& state, int64_t id, const Placement& p);
+Status AllocatePlacement(ClusterState& state, AllocId id, const Placement& p);
 
 }  // namespace internal
 

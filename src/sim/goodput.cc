@@ -89,6 +89,11 @@ constexpr int64_t kGoodputJobId = 1;
 constexpr int64_t kSpareIdBase = int64_t{1} << 40;  // one allocation per domain's spares
 constexpr int64_t kBackgroundIdBase = int64_t{1} << 41;
 
+// The allocation of domain `d`'s spares.
+sched::AllocId SpareId(size_t d) {
+  return sched::AllocId::FromKey(kSpareIdBase + static_cast<int64_t>(d));
+}
+
 struct FailureDraw {
   double at_s = 0;
   int node = 0;
@@ -179,7 +184,7 @@ Status GoodputRun::PlaceJob(sched::ClusterState& state) {
     }
     std::sort(parts.begin(), parts.end(),
               [](const sched::NodeGpus& a, const sched::NodeGpus& b) { return a.node < b.node; });
-    if (!parts.empty()) RETURN_IF_ERROR(state.Allocate(kSpareIdBase + d, parts));
+    if (!parts.empty()) RETURN_IF_ERROR(state.Allocate(SpareId(d), parts));
   }
   ASSIGN_OR_RETURN(sched::GangPlacerOptions po, sched::PolicyOptions("toposched"));
   ASSIGN_OR_RETURN(std::unique_ptr<sched::GangPlacer> placer,
@@ -192,7 +197,7 @@ Status GoodputRun::PlaceJob(sched::ClusterState& state) {
                                    " spare node(s) per NVLink domain: " + v.Explain());
   }
   placement_ = *v.placement;
-  RETURN_IF_ERROR(state.Allocate(kGoodputJobId, placement_.parts));
+  RETURN_IF_ERROR(state.Allocate(sched::AllocId::Job(kGoodputJobId), placement_.parts));
   std::set<int> used;
   for (const sched::NodeGpus& g : placement_.parts) {
     role_[g.node] = NodeRole::kJob;
@@ -209,7 +214,7 @@ Status GoodputRun::PlaceJob(sched::ClusterState& state) {
       }
       continue;
     }
-    RETURN_IF_ERROR(state.Release(kSpareIdBase + d));
+    RETURN_IF_ERROR(state.Release(SpareId(d)));
     for (int node : cluster_.nvlink_domains[d].nodes) {
       if (role_[node] == NodeRole::kSpare) role_[node] = NodeRole::kFree;
     }
@@ -241,7 +246,7 @@ Status GoodputRun::FillBackground(sched::ClusterState& state) {
         --left;
       }
     }
-    RETURN_IF_ERROR(state.Allocate(id++, {sched::NodeGpus{node, m}}));
+    RETURN_IF_ERROR(state.Allocate(sched::AllocId::FromKey(id++), {sched::NodeGpus{node, m}}));
     held += want;
     role_[node] = NodeRole::kBackground;
     if (state.FreeMask(node).empty()) {

@@ -37,7 +37,7 @@ std::string LayoutText(const job::Layout& l) {
 // Holds every free GPU of `node` but the `keep` GPUs Slurm would give (SlurmGpuPick); all of
 // them when fewer than `keep` are free (allocation id `id`).
 Status KeepSlurmPick(const topo::Cluster& c, sched::ClusterState& s, int node, int keep,
-                     int64_t id) {
+                     sched::AllocId id) {
   const sched::GpuMask free = s.FreeMask(node);
   sched::GpuMask pick = SlurmGpuPick(c.topology(node), free, keep);
   sched::GpuMask hide;
@@ -135,7 +135,10 @@ StatusOr<sched::ClusterState> StateFromNodes(const topo::Cluster& cluster,
       }
       used.set(pos);
     }
-    if (!used.empty()) RETURN_IF_ERROR(state.Allocate(-(id + 1), {sched::NodeGpus{id, used}}));
+    if (!used.empty()) {
+      RETURN_IF_ERROR(
+          state.Allocate(sched::AllocId::FromKey(-(id + 1)), {sched::NodeGpus{id, used}}));
+    }
     if (!n.usable) {
       auto r = state.SetNodeHealth(id, topo::Health::kUnhealthy);
       if (!r.ok()) return r.status();
@@ -302,8 +305,10 @@ StatusOr<PlaceReport> PlaceOnce(const topo::Cluster& cluster, CommandRunner& run
       const sched::GpuMask free = state.FreeMask(node);
       sched::GpuMask take =
           SlurmGpuPick(cluster.topology(node), free, std::min(j.gpus_per_node, free.count()));
-      if (!take.empty())
-        RETURN_IF_ERROR(state.Allocate(next_hidden++, {sched::NodeGpus{node, take}}));
+      if (!take.empty()) {
+        RETURN_IF_ERROR(
+            state.Allocate(sched::AllocId::FromKey(next_hidden++), {sched::NodeGpus{node, take}}));
+      }
     }
   }
 
@@ -344,8 +349,8 @@ StatusOr<PlaceReport> PlaceOnce(const topo::Cluster& cluster, CommandRunner& run
     sched::ClusterState view = state;
     int64_t hide_id = int64_t{1} << 50;
     for (size_t n = 0; n < cluster.nodes.size(); ++n) {
-      RETURN_IF_ERROR(
-          KeepSlurmPick(cluster, view, static_cast<int>(n), j.gpus_per_node, hide_id++));
+      RETURN_IF_ERROR(KeepSlurmPick(cluster, view, static_cast<int>(n), j.gpus_per_node,
+                                    sched::AllocId::FromKey(hide_id++)));
     }
     sched::Verdict v = placer->Place(view, *spec);
     if (!v.fit()) {
@@ -368,7 +373,7 @@ StatusOr<PlaceReport> PlaceOnce(const topo::Cluster& cluster, CommandRunner& run
       std::sort(idx.begin(), idx.end());
       d.slurm_gpus.push_back(std::move(idx));
     }
-    RETURN_IF_ERROR(state.Allocate(JobNumber(j.id), p.parts));
+    RETURN_IF_ERROR(state.Allocate(sched::AllocId::Job(JobNumber(j.id)), p.parts));
     if (!options.dry_run) {
       std::string list;
       for (const std::string& n : d.nodes) list += (list.empty() ? "" : ",") + n;

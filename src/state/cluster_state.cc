@@ -133,7 +133,7 @@ topo::Health ClusterState::GpuHealth(int node, int gpu) const {
   return static_cast<Health>(gpu_health_[nodes_[node].gpu_offset + gpu]);
 }
 
-std::optional<int64_t> ClusterState::Holder(int node, int gpu) const {
+std::optional<AllocId> ClusterState::Holder(int node, int gpu) const {
   const int32_t slot = holders_[nodes_[node].gpu_offset + gpu];
   if (slot < 0) return std::nullopt;
   return allocs_[slot].id;
@@ -148,8 +148,8 @@ int ClusterState::UsedMilli(int node, int gpu) const {
   return it == shared_.end() ? 0 : it->second.used_milli;
 }
 
-std::vector<int64_t> ClusterState::SharedHolders(int node, int gpu) const {
-  std::vector<int64_t> ids;
+std::vector<AllocId> ClusterState::SharedHolders(int node, int gpu) const {
+  std::vector<AllocId> ids;
   auto it = shared_.find(nodes_[node].gpu_offset + gpu);
   if (it == shared_.end()) return ids;
   for (int32_t slot : it->second.slots) ids.push_back(allocs_[slot].id);
@@ -157,13 +157,13 @@ std::vector<int64_t> ClusterState::SharedHolders(int node, int gpu) const {
   return ids;
 }
 
-std::vector<int64_t> ClusterState::Holders(int node, int gpu) const {
-  if (std::optional<int64_t> h = Holder(node, gpu)) return {*h};
+std::vector<AllocId> ClusterState::Holders(int node, int gpu) const {
+  if (std::optional<AllocId> h = Holder(node, gpu)) return {*h};
   return SharedHolders(node, gpu);
 }
 
-int ClusterState::AllocationMilli(int64_t alloc_id) const {
-  auto it = index_.find(alloc_id);
+int ClusterState::AllocationMilli(AllocId alloc_id) const {
+  auto it = index_.find(alloc_id.key());
   return it == index_.end() ? 0 : allocs_[it->second].milli;
 }
 
@@ -172,29 +172,29 @@ std::string ClusterState::WhyTaken(int node, int gpu) const {
   if (rec.held.test(gpu)) {
     if (Shared(node, gpu)) {
       std::string ids;
-      for (int64_t id : SharedHolders(node, gpu)) {
-        ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+      for (AllocId id : SharedHolders(node, gpu)) {
+        ids += (ids.empty() ? "" : ", ") + std::to_string(id.key());
       }
       return "is shared by fractional allocation" +
              std::string(SharedHolders(node, gpu).size() == 1 ? " " : "s ") + ids + " (" +
              std::to_string(UsedMilli(node, gpu)) + "/1000 milli used)";
     }
-    return "is held by allocation " + std::to_string(*Holder(node, gpu));
+    return "is held by allocation " + std::to_string(Holder(node, gpu)->key());
   }
   if (!UsableHealth(rec.health)) return "is on an unhealthy node";
   if (rec.drained) return "is on a drained node";
   return "is unhealthy";
 }
 
-const std::vector<NodeGpus>* ClusterState::Allocation(int64_t alloc_id) const {
-  auto it = index_.find(alloc_id);
+const std::vector<NodeGpus>* ClusterState::Allocation(AllocId alloc_id) const {
+  auto it = index_.find(alloc_id.key());
   return it == index_.end() ? nullptr : &allocs_[it->second].parts;
 }
 
-std::vector<int64_t> ClusterState::AllocationIds() const {
-  std::vector<int64_t> ids;
+std::vector<AllocId> ClusterState::AllocationIds() const {
+  std::vector<AllocId> ids;
   ids.reserve(index_.size());
-  for (const auto& [id, slot] : index_) ids.push_back(id);
+  for (const auto& [key, slot] : index_) ids.push_back(AllocId::FromKey(key));
   std::sort(ids.begin(), ids.end());
   return ids;
 }
@@ -207,16 +207,18 @@ void ClusterState::SetHolder(const NodeRec& rec, GpuMask gpus, int32_t slot) {
   }
 }
 
-Status ClusterState::Allocate(int64_t alloc_id, const std::vector<NodeGpus>& parts) {
-  const std::string who = "allocation " + std::to_string(alloc_id);
-  if (index_.count(alloc_id)) return Status(StatusCode::kAlreadyExists, who + " already exists");
+Status ClusterState::Allocate(AllocId alloc_id, const std::vector<NodeGpus>& parts) {
+  const std::string who = "allocation " + std::to_string(alloc_id.key());
+  if (index_.count(alloc_id.key())) {
+    return Status(StatusCode::kAlreadyExists, who + " already exists");
+  }
   RETURN_IF_ERROR(CheckParts(who, parts, nullptr));
   Insert(alloc_id, parts);
   return OkStatus();
 }
 
-Status ClusterState::Resize(int64_t alloc_id, const std::vector<NodeGpus>& parts) {
-  const std::string who = "allocation " + std::to_string(alloc_id);
+Status ClusterState::Resize(AllocId alloc_id, const std::vector<NodeGpus>& parts) {
+  const std::string who = "allocation " + std::to_string(alloc_id.key());
   const std::vector<NodeGpus>* old = Allocation(alloc_id);
   if (old == nullptr) return NotFoundError(who + " not found");
   if (AllocationMilli(alloc_id) > 0) {
@@ -282,9 +284,11 @@ int32_t ClusterState::TakeSlot() {
   return slot;
 }
 
-Status ClusterState::AllocateShared(int64_t alloc_id, int node, int gpu, int milli) {
-  const std::string who = "allocation " + std::to_string(alloc_id);
-  if (index_.count(alloc_id)) return Status(StatusCode::kAlreadyExists, who + " already exists");
+Status ClusterState::AllocateShared(AllocId alloc_id, int node, int gpu, int milli) {
+  const std::string who = "allocation " + std::to_string(alloc_id.key());
+  if (index_.count(alloc_id.key())) {
+    return Status(StatusCode::kAlreadyExists, who + " already exists");
+  }
   if (milli < 1 || milli > 999) {
     return InvalidArgumentError(who + ": fractional milli must be in [1, 999], got " +
                                 std::to_string(milli));
@@ -329,7 +333,7 @@ Status ClusterState::AllocateShared(int64_t alloc_id, int node, int gpu, int mil
   GpuMask m;
   m.set(gpu);
   a.parts.assign(1, NodeGpus{node, m});
-  index_.emplace(alloc_id, slot);
+  index_.emplace(alloc_id.key(), slot);
   if (!shared) {
     const Contribution before = ContributionOf(rec);
     holders_[gi] = kShared;
@@ -347,7 +351,7 @@ Status ClusterState::AllocateShared(int64_t alloc_id, int node, int gpu, int mil
   return OkStatus();
 }
 
-void ClusterState::Insert(int64_t alloc_id, const std::vector<NodeGpus>& parts) {
+void ClusterState::Insert(AllocId alloc_id, const std::vector<NodeGpus>& parts) {
   const int32_t slot = TakeSlot();
   AllocRec& a = allocs_[slot];
   a.id = alloc_id;
@@ -355,7 +359,7 @@ void ClusterState::Insert(int64_t alloc_id, const std::vector<NodeGpus>& parts) 
   a.parts.assign(parts.begin(), parts.end());
   std::sort(a.parts.begin(), a.parts.end(),
             [](const NodeGpus& x, const NodeGpus& y) { return x.node < y.node; });
-  index_.emplace(alloc_id, slot);
+  index_.emplace(alloc_id.key(), slot);
   for (const NodeGpus& p : a.parts) {
     NodeRec& rec = nodes_[p.node];
     const Contribution before = ContributionOf(rec);
@@ -366,10 +370,10 @@ void ClusterState::Insert(int64_t alloc_id, const std::vector<NodeGpus>& parts) 
   }
 }
 
-Status ClusterState::Release(int64_t alloc_id) {
-  auto it = index_.find(alloc_id);
+Status ClusterState::Release(AllocId alloc_id) {
+  auto it = index_.find(alloc_id.key());
   if (it == index_.end()) {
-    return NotFoundError("allocation " + std::to_string(alloc_id) + " not found");
+    return NotFoundError("allocation " + std::to_string(alloc_id.key()) + " not found");
   }
   const int32_t slot = it->second;
   AllocRec& a = allocs_[slot];
@@ -408,7 +412,7 @@ Status ClusterState::Release(int64_t alloc_id) {
   return OkStatus();
 }
 
-StatusOr<std::vector<int64_t>> ClusterState::SetGpuHealth(int node, int gpu, Health health) {
+StatusOr<std::vector<AllocId>> ClusterState::SetGpuHealth(int node, int gpu, Health health) {
   if (node < 0 || node >= static_cast<int>(nodes_.size())) {
     return InvalidArgumentError("node id " + std::to_string(node) + " out of range");
   }
@@ -419,7 +423,7 @@ StatusOr<std::vector<int64_t>> ClusterState::SetGpuHealth(int node, int gpu, Hea
                                 " GPUs)");
   }
   uint8_t& h = gpu_health_[rec.gpu_offset + gpu];
-  std::vector<int64_t> affected;
+  std::vector<AllocId> affected;
   if (static_cast<uint8_t>(health) > h && rec.held.test(gpu)) affected = Holders(node, gpu);
   const Contribution before = ContributionOf(rec);
   h = static_cast<uint8_t>(health);
@@ -432,17 +436,17 @@ StatusOr<std::vector<int64_t>> ClusterState::SetGpuHealth(int node, int gpu, Hea
   return affected;
 }
 
-StatusOr<std::vector<int64_t>> ClusterState::SetNodeHealth(int node, Health health) {
+StatusOr<std::vector<AllocId>> ClusterState::SetNodeHealth(int node, Health health) {
   if (node < 0 || node >= static_cast<int>(nodes_.size())) {
     return InvalidArgumentError("node id " + std::to_string(node) + " out of range");
   }
   NodeRec& rec = nodes_[node];
-  std::vector<int64_t> affected;
+  std::vector<AllocId> affected;
   if (static_cast<uint8_t>(health) > rec.health) {
     for (GpuMask m = rec.held; !m.empty();) {
       const int gpu = m.lowest();
       m.reset(gpu);
-      for (int64_t id : Holders(node, gpu)) affected.push_back(id);
+      for (AllocId id : Holders(node, gpu)) affected.push_back(id);
     }
     std::sort(affected.begin(), affected.end());
     affected.erase(std::unique(affected.begin(), affected.end()), affected.end());

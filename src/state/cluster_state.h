@@ -1,16 +1,19 @@
 // Occupancy of a topo::Cluster: which GPUs are free, which allocation holds each GPU, GPU and
 // node health, node drain, and free capacity aggregated per network domain and NVLink domain,
 // kept up to date incrementally. The gang scheduler reads it to find the lowest domain that can
-// hold a job. Knows nothing of jobs, queues or costs: an allocation is an opaque int64 id.
+// hold a job. Knows nothing of jobs, queues or costs: an allocation is an opaque AllocId.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "core/ids.h"
 #include "core/status.h"
 #include "state/gpu_mask.h"
 #include "topo/cluster.h"
@@ -23,23 +26,38 @@ inline bool UsableHealth(uint8_t health) {
 }
 
 // Who holds an allocation in the scheduler's occupancy: a job, a Kubernetes hold, or a block the
-// scheduler puts on a trial copy (a pass's shadow, a what-if). ClusterState itself stores an
-// opaque int64 key; this is how the scheduler makes one, by owner rather than by sign: the
-// owner in bits 60-61, the number below. A job's key is its id.
-struct AllocId {
+// scheduler puts on a trial copy (a pass's shadow, a what-if), told apart by owner rather than by
+// sign. Its key is one int64: the owner in bits 60-61, the number below; a job's key is its id.
+// The key is what ClusterState stores and what the JSON state's "id", the store's rows and every
+// message show (an AllocId prints as its key). Any int64 is a key (the Slurm reader numbers the
+// blocks over hidden GPUs below zero): FromKey(k).key() == k, and ids compare and hash as their
+// keys.
+class AllocId {
+ public:
   enum class Owner : uint8_t { kJob = 0, kHold = 1, kBlock = 2 };
   static constexpr int64_t kMaxNumber = (int64_t{1} << 60) - 1;
-  Owner owner = Owner::kJob;
-  int64_t number = 0;
 
-  static AllocId Job(int64_t id) { return {Owner::kJob, id}; }
-  static AllocId Hold(int64_t id) { return {Owner::kHold, id}; }
-  static AllocId Block(int64_t n) { return {Owner::kBlock, n}; }
-  int64_t key() const { return (static_cast<int64_t>(owner) << 60) | number; }
-  static AllocId FromKey(int64_t key) {
-    return {static_cast<Owner>((key >> 60) & 3), key & kMaxNumber};
+  constexpr AllocId() = default;
+  static constexpr AllocId Job(int64_t id) { return FromKey(id); }
+  static constexpr AllocId Job(JobId id) { return Job(id.value); }
+  static constexpr AllocId Hold(int64_t id) { return FromKey((int64_t{1} << 60) | id); }
+  static constexpr AllocId Block(int64_t n) { return FromKey((int64_t{2} << 60) | n); }
+  static constexpr AllocId FromKey(int64_t key) {
+    AllocId a;
+    a.key_ = key;
+    return a;
   }
+
+  constexpr int64_t key() const { return key_; }
+  constexpr Owner owner() const { return static_cast<Owner>((key_ >> 60) & 3); }
+  constexpr int64_t number() const { return key_ & kMaxNumber; }
+
+  auto operator<=>(const AllocId&) const = default;
   bool operator==(const AllocId&) const = default;
+  friend std::ostream& operator<<(std::ostream& os, AllocId id) { return os << id.key_; }
+
+ private:
+  int64_t key_ = 0;
 };
 
 // GPUs of one node taken by an allocation. `gpus` holds positions in NodeTopology::gpus.
@@ -98,28 +116,28 @@ class ClusterState {
   // a node out of range or listed twice, a GPU position ≥ the node's GPU count, or a GPU that is
   // not free (the message names node and GPU and why: held by allocation N, unhealthy, node
   // drained/unhealthy). O(parts · depth).
-  Status Allocate(int64_t alloc_id, const std::vector<NodeGpus>& parts);
+  Status Allocate(AllocId alloc_id, const std::vector<NodeGpus>& parts);
   // Takes `milli` thousandths (1..999) of one GPU for `alloc_id`: the GPU must be usable, its
   // node neither unhealthy nor drained, and the GPU free or shared with room for `milli`
   // (never whole-allocated). Errors (nothing changes): AlreadyExists for a known id;
   // InvalidArgument for milli out of range, node/GPU out of range, or a GPU that cannot take it
   // (the message names node, GPU and why: held whole by allocation N, "300/1000 milli used,
   // 800 asked", unhealthy, drained). O(depth) plus O(1) expected for the shared-GPU record.
-  Status AllocateShared(int64_t alloc_id, int node, int gpu, int milli);
+  Status AllocateShared(AllocId alloc_id, int node, int gpu, int milli);
   // Frees every GPU of the allocation; for a fractional one, exactly its milli of its GPU (the
   // GPU is free again when no fractional allocation is left on it). NotFound when the id is
   // unknown. O(parts · depth).
-  Status Release(int64_t alloc_id);
+  Status Release(AllocId alloc_id);
   // Changes an allocation's GPUs to `parts` (an elastic resize): GPUs it holds may stay whatever
   // their health or drain; GPUs it gains must be free; GPUs it loses are freed. NotFound for an
   // unknown id; InvalidArgument for a fractional allocation; the errors of Allocate otherwise
   // (nothing changes).
-  Status Resize(int64_t alloc_id, const std::vector<NodeGpus>& parts);
+  Status Resize(AllocId alloc_id, const std::vector<NodeGpus>& parts);
 
   // Health changes return the allocations affected (sorted, unique): those holding a GPU whose
   // effective health got worse. InvalidArgument for a node/GPU out of range. O(depth).
-  StatusOr<std::vector<int64_t>> SetGpuHealth(int node, int gpu, topo::Health health);
-  StatusOr<std::vector<int64_t>> SetNodeHealth(int node, topo::Health health);
+  StatusOr<std::vector<AllocId>> SetGpuHealth(int node, int gpu, topo::Health health);
+  StatusOr<std::vector<AllocId>> SetNodeHealth(int node, topo::Health health);
   // A drained node takes no new allocation; the ones on it stay. InvalidArgument out of range.
   Status SetNodeDrained(int node, bool drained);
 
@@ -141,7 +159,7 @@ class ClusterState {
   topo::Health NodeHealth(int node) const { return static_cast<topo::Health>(nodes_[node].health); }
   bool NodeDrained(int node) const { return nodes_[node].drained != 0; }
   // The whole allocation holding the GPU; nullopt when none or when the GPU is shared.
-  std::optional<int64_t> Holder(int node, int gpu) const;
+  std::optional<AllocId> Holder(int node, int gpu) const;
   // Whether fractional allocations hold the GPU.
   bool Shared(int node, int gpu) const {
     return holders_[nodes_[node].gpu_offset + gpu] == kShared;
@@ -150,18 +168,18 @@ class ClusterState {
   // shared. O(1) expected.
   int UsedMilli(int node, int gpu) const;
   // Ids (sorted) of the fractional allocations sharing the GPU; empty when not shared.
-  std::vector<int64_t> SharedHolders(int node, int gpu) const;
+  std::vector<AllocId> SharedHolders(int node, int gpu) const;
   // Every allocation on the GPU: the whole holder, or the sharers (sorted).
-  std::vector<int64_t> Holders(int node, int gpu) const;
+  std::vector<AllocId> Holders(int node, int gpu) const;
 
   // --- allocations ---
-  bool HasAllocation(int64_t alloc_id) const { return index_.count(alloc_id) != 0; }
+  bool HasAllocation(AllocId alloc_id) const { return index_.count(alloc_id.key()) != 0; }
   // Parts in node-id order; nullptr when unknown.
-  const std::vector<NodeGpus>* Allocation(int64_t alloc_id) const;
-  std::vector<int64_t> AllocationIds() const;  // sorted
+  const std::vector<NodeGpus>* Allocation(AllocId alloc_id) const;
+  std::vector<AllocId> AllocationIds() const;  // sorted
   size_t AllocationCount() const { return index_.size(); }
   // Milli of a fractional allocation (1..999); 0 for a whole-GPU allocation or an unknown id.
-  int AllocationMilli(int64_t alloc_id) const;
+  int AllocationMilli(AllocId alloc_id) const;
 
   // --- shared GPUs ---
   struct SharedGpu {
@@ -226,7 +244,7 @@ class ClusterState {
     int32_t total = 0;
   };
   struct AllocRec {
-    int64_t id = 0;
+    AllocId id;
     std::vector<NodeGpus> parts;  // empty = slot unused
     int32_t milli = 0;            // fractional: 1..999 of its one GPU; 0 = whole GPUs
   };
@@ -245,7 +263,7 @@ class ClusterState {
   Status CheckParts(const std::string& who, const std::vector<NodeGpus>& parts,
                     const std::vector<NodeGpus>* kept) const;
   // Records a checked allocation.
-  void Insert(int64_t alloc_id, const std::vector<NodeGpus>& parts);
+  void Insert(AllocId alloc_id, const std::vector<NodeGpus>& parts);
   int32_t TakeSlot();
   // Why a GPU that is not free cannot be taken ("is held by allocation 7", "is shared by
   // fractional allocations 3, 9", "is unhealthy", ...).
@@ -312,3 +330,10 @@ StatusOr<ClusterState> ReadClusterStateJsonFile(const std::string& path,
                                                 const topo::Cluster& cluster);
 
 }  // namespace toposched::sched
+
+template <>
+struct std::hash<toposched::sched::AllocId> {
+  size_t operator()(toposched::sched::AllocId id) const noexcept {
+    return std::hash<int64_t>{}(id.key());
+  }
+};

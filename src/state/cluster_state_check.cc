@@ -67,8 +67,8 @@ Status CheckNodeRecords(const View& v, size_t* held_total) {
       bool listed = false;
       for (const NodeGpus& p : v.allocs[slot].parts) listed |= p.node == n && p.gpus.test(g);
       if (!listed) {
-        return InternalError(where + ": held by allocation " + std::to_string(v.allocs[slot].id) +
-                             " which does not list it");
+        return InternalError(where + ": held by allocation " +
+                             std::to_string(v.allocs[slot].id.key()) + " which does not list it");
       }
     }
     if (held != rec.held) {
@@ -127,8 +127,8 @@ Status CheckAllocationRecords(const View& v, size_t* listed_total, SharedTally* 
     const auto& a = v.allocs[slot];
     if (a.parts.empty()) continue;
     ++used;
-    const std::string who = "allocation " + std::to_string(a.id);
-    auto it = v.index.find(a.id);
+    const std::string who = "allocation " + std::to_string(a.id.key());
+    auto it = v.index.find(a.id.key());
     if (it == v.index.end() || it->second != static_cast<int32_t>(slot)) {
       return InternalError(who + ": id index does not point at slot " + std::to_string(slot));
     }
@@ -149,7 +149,7 @@ Status CheckAllocationRecords(const View& v, size_t* listed_total, SharedTally* 
         if (h != static_cast<int32_t>(slot)) {
           return InternalError(who + " lists GPU " + std::to_string(g) + " of " +
                                v.node_name(p.node) + " but its holder is " +
-                               (h >= 0 ? "allocation " + std::to_string(v.allocs[h].id)
+                               (h >= 0 ? "allocation " + std::to_string(v.allocs[h].id.key())
                                        : std::string(h == -1 ? "none" : "out of range")));
         }
         ++*listed_total;

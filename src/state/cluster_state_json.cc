@@ -42,16 +42,16 @@ std::string WriteClusterStateJson(const ClusterState& state) {
   }
   root["nodes"] = std::move(nodes);
   Json allocs = Json::array();
-  for (int64_t id : state.AllocationIds()) {
+  for (AllocId id : state.AllocationIds()) {
     Json parts = Json::array();
     for (const NodeGpus& p : *state.Allocation(id)) {
       parts.push_back(Json{{"node", c.nodes[p.node].name}, {"gpus", p.gpus.Positions()}});
     }
     const int milli = state.AllocationMilli(id);
     if (milli > 0) {
-      allocs.push_back(Json{{"id", id}, {"milli", milli}, {"nodes", std::move(parts)}});
+      allocs.push_back(Json{{"id", id.key()}, {"milli", milli}, {"nodes", std::move(parts)}});
     } else {
-      allocs.push_back(Json{{"id", id}, {"nodes", std::move(parts)}});
+      allocs.push_back(Json{{"id", id.key()}, {"nodes", std::move(parts)}});
     }
   }
   root["allocations"] = std::move(allocs);
@@ -157,9 +157,9 @@ class StateReader {
         if (!a.contains("id") || !a["id"].is_number_integer()) {
           return Err(path + ".id", "expected an integer allocation id");
         }
-        const int64_t id = a["id"].get<int64_t>();
+        const AllocId id = AllocId::FromKey(a["id"].get<int64_t>());
         if (st.HasAllocation(id))
-          return Err(path + ".id", "duplicate allocation id " + std::to_string(id));
+          return Err(path + ".id", "duplicate allocation id " + std::to_string(id.key()));
         if (!a.contains("nodes") || !a["nodes"].is_array() || a["nodes"].empty()) {
           return Err(path + ".nodes", "expected a non-empty array");
         }
@@ -184,10 +184,10 @@ class StateReader {
             const std::string gpath = ppath + ".gpus[" + std::to_string(k) + "]";
             ASSIGN_OR_RETURN(int g, Gpu(p["gpus"][k], gpath, st, node));
             if (part.gpus.test(g)) return Err(gpath, "GPU " + std::to_string(g) + " listed twice");
-            if (std::optional<int64_t> h = st.Holder(node, g)) {
+            if (std::optional<AllocId> h = st.Holder(node, g)) {
               return Err(gpath, "GPU " + std::to_string(g) + " of node " +
                                     Quote(cluster_.nodes[node].name) + " is held by allocation " +
-                                    std::to_string(*h));
+                                    std::to_string(h->key()));
             }
             part.gpus.set(g);
           }

@@ -14,6 +14,7 @@
 #include "placer/policy.h"
 #include "sched/scheduler.h"
 #include "state/cluster_state.h"
+#include "testing/alloc_ids.h"
 #include "testing/clusters.h"
 #include "testing/samples.h"
 #include "testing/status_matchers.h"
@@ -23,6 +24,8 @@ namespace {
 
 using ::testing::AllOf;
 using ::testing::Not;
+using ::toposched::testing::Alloc;
+using ::toposched::testing::Allocs;
 using ::toposched::testing::HasSubstr;
 using ::toposched::testing::StatusIs;
 
@@ -119,7 +122,7 @@ TEST(FractionalSpec, YamlAndJson) {
 TEST(FractionalState, SharedGpuAllocateAndReleaseExactly) {
   ClusterState s = NewState();
   const Capacity empty = s.ClusterCapacity();
-  ASSERT_TRUE(s.AllocateShared(1, 0, 3, 500).ok());
+  ASSERT_TRUE(s.AllocateShared(Alloc(1), 0, 3, 500).ok());
   EXPECT_INVARIANTS(s);
   EXPECT_TRUE(s.Shared(0, 3));
   EXPECT_FALSE(s.FreeMask(0).test(3));
@@ -127,37 +130,38 @@ TEST(FractionalState, SharedGpuAllocateAndReleaseExactly) {
   EXPECT_EQ(s.ClusterCapacity().free_gpus, empty.free_gpus - 1);
   EXPECT_EQ(s.UsedMilli(0, 3), 500);
   EXPECT_EQ(s.Holder(0, 3), std::nullopt);
-  EXPECT_EQ(s.AllocationMilli(1), 500);
-  ASSERT_TRUE(s.AllocateShared(2, 0, 3, 300).ok());
+  EXPECT_EQ(s.AllocationMilli(Alloc(1)), 500);
+  ASSERT_TRUE(s.AllocateShared(Alloc(2), 0, 3, 300).ok());
   EXPECT_EQ(s.UsedMilli(0, 3), 800);
-  EXPECT_EQ(s.SharedHolders(0, 3), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(s.SharedHolders(0, 3), Allocs({1, 2}));
   EXPECT_EQ(s.AllocatedMilli(), 800);
   EXPECT_EQ(s.HeldGpus(), 1);
   // No room for 300 more; nothing changes.
-  Status st = s.AllocateShared(3, 0, 3, 300);
+  Status st = s.AllocateShared(Alloc(3), 0, 3, 300);
   EXPECT_THAT(st,
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("800/1000 milli used, 300 asked")));
-  EXPECT_FALSE(s.HasAllocation(3));
+  EXPECT_FALSE(s.HasAllocation(Alloc(3)));
   // A whole-GPU allocation never takes a shared GPU.
-  st = s.Allocate(4, {NodeGpus{0, GpuMask::FirstN(4)}});
+  st = s.Allocate(Alloc(4), {NodeGpus{0, GpuMask::FirstN(4)}});
   EXPECT_THAT(
       st, StatusIs(StatusCode::kInvalidArgument,
                    HasSubstr("GPU 3 of node \"" + testing::H100Cluster().nodes[0].name +
                              "\" is shared by fractional allocations 1, 2 (800/1000 milli used)")));
   // Nor a fraction a whole-held GPU.
-  ASSERT_TRUE(s.Allocate(5, {NodeGpus{0, GpuMask::FirstN(1)}}).ok());
-  st = s.AllocateShared(6, 0, 0, 100);
+  ASSERT_TRUE(s.Allocate(Alloc(5), {NodeGpus{0, GpuMask::FirstN(1)}}).ok());
+  st = s.AllocateShared(Alloc(6), 0, 0, 100);
   EXPECT_THAT(st, StatusIs(StatusCode::kInvalidArgument, HasSubstr("is held by allocation 5")));
   EXPECT_EQ(s.AllocatedMilli(), 1800);
-  EXPECT_EQ(s.Resize(1, {NodeGpus{0, GpuMask::FirstN(1)}}).code(), StatusCode::kInvalidArgument);
-  ASSERT_TRUE(s.Release(1).ok());
+  EXPECT_EQ(s.Resize(Alloc(1), {NodeGpus{0, GpuMask::FirstN(1)}}).code(),
+            StatusCode::kInvalidArgument);
+  ASSERT_TRUE(s.Release(Alloc(1)).ok());
   EXPECT_EQ(s.UsedMilli(0, 3), 300);
   EXPECT_TRUE(s.Shared(0, 3));
   EXPECT_INVARIANTS(s);
-  ASSERT_TRUE(s.Release(2).ok());
+  ASSERT_TRUE(s.Release(Alloc(2)).ok());
   EXPECT_FALSE(s.Shared(0, 3));
   EXPECT_TRUE(s.FreeMask(0).test(3));
-  ASSERT_TRUE(s.Release(5).ok());
+  ASSERT_TRUE(s.Release(Alloc(5)).ok());
   EXPECT_EQ(s.ClusterCapacity(), empty);
   EXPECT_EQ(s.AllocatedMilli(), 0);
   EXPECT_EQ(s.SharedGpuCount(), 0);
@@ -166,35 +170,35 @@ TEST(FractionalState, SharedGpuAllocateAndReleaseExactly) {
 
 TEST(FractionalState, ErrorsAndHealth) {
   ClusterState s = NewState();
-  EXPECT_EQ(s.AllocateShared(1, 0, 0, 0).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(s.AllocateShared(1, 0, 0, 1000).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(s.AllocateShared(1, 0, 99, 10).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(s.AllocateShared(1, -1, 0, 10).code(), StatusCode::kInvalidArgument);
-  ASSERT_TRUE(s.AllocateShared(1, 2, 5, 100).ok());
-  EXPECT_EQ(s.AllocateShared(1, 2, 5, 100).code(), StatusCode::kAlreadyExists);
-  ASSERT_TRUE(s.AllocateShared(2, 2, 5, 100).ok());
+  EXPECT_EQ(s.AllocateShared(Alloc(1), 0, 0, 0).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.AllocateShared(Alloc(1), 0, 0, 1000).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.AllocateShared(Alloc(1), 0, 99, 10).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.AllocateShared(Alloc(1), -1, 0, 10).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(s.AllocateShared(Alloc(1), 2, 5, 100).ok());
+  EXPECT_EQ(s.AllocateShared(Alloc(1), 2, 5, 100).code(), StatusCode::kAlreadyExists);
+  ASSERT_TRUE(s.AllocateShared(Alloc(2), 2, 5, 100).ok());
   // A drained node's shared GPU takes no new fraction; its sharers stay.
   ASSERT_TRUE(s.SetNodeDrained(2, true).ok());
-  EXPECT_THAT(s.AllocateShared(3, 2, 5, 100).message(), HasSubstr("drained"));
+  EXPECT_THAT(s.AllocateShared(Alloc(3), 2, 5, 100).message(), HasSubstr("drained"));
   ASSERT_TRUE(s.SetNodeDrained(2, false).ok());
   // The GPU going bad reports every sharer; so does its node.
   auto aff = s.SetGpuHealth(2, 5, Health::kUnhealthy);
   ASSERT_TRUE(aff.ok());
-  EXPECT_EQ(*aff, (std::vector<int64_t>{1, 2}));
-  EXPECT_THAT(s.AllocateShared(3, 2, 5, 100).message(), HasSubstr("unhealthy"));
+  EXPECT_EQ(*aff, Allocs({1, 2}));
+  EXPECT_THAT(s.AllocateShared(Alloc(3), 2, 5, 100).message(), HasSubstr("unhealthy"));
   ASSERT_TRUE(s.SetGpuHealth(2, 5, Health::kHealthy).ok());
-  ASSERT_TRUE(s.Allocate(7, {NodeGpus{2, GpuMask::FirstN(2)}}).ok());
+  ASSERT_TRUE(s.Allocate(Alloc(7), {NodeGpus{2, GpuMask::FirstN(2)}}).ok());
   aff = s.SetNodeHealth(2, Health::kUnhealthy);
   ASSERT_TRUE(aff.ok());
-  EXPECT_EQ(*aff, (std::vector<int64_t>{1, 2, 7}));
+  EXPECT_EQ(*aff, Allocs({1, 2, 7}));
   EXPECT_INVARIANTS(s);
 }
 
 TEST(FractionalState, JsonRoundTripAndOldFiles) {
   ClusterState s = NewState();
-  ASSERT_TRUE(s.AllocateShared(8, 1, 2, 460).ok());
-  ASSERT_TRUE(s.AllocateShared(9, 1, 2, 500).ok());
-  ASSERT_TRUE(s.Allocate(10, {NodeGpus{1, GpuMask::FirstN(2)}}).ok());
+  ASSERT_TRUE(s.AllocateShared(Alloc(8), 1, 2, 460).ok());
+  ASSERT_TRUE(s.AllocateShared(Alloc(9), 1, 2, 500).ok());
+  ASSERT_TRUE(s.Allocate(Alloc(10), {NodeGpus{1, GpuMask::FirstN(2)}}).ok());
   const std::string text = WriteClusterStateJson(s);
   EXPECT_THAT(text, HasSubstr("\"milli\": 460")) << text;
   auto back = ReadClusterStateJson(text, testing::H100Cluster(), "t.json");
@@ -207,8 +211,8 @@ TEST(FractionalState, JsonRoundTripAndOldFiles) {
                           testing::H100Cluster().nodes[0].name + R"(", "gpus": [0, 1]}]}]})";
   auto o = ReadClusterStateJson(old, testing::H100Cluster(), "old.json");
   ASSERT_TRUE(o.ok()) << o.status().ToString();
-  EXPECT_EQ(o->AllocationMilli(7), 0);
-  EXPECT_EQ(o->Holder(0, 1), std::optional<int64_t>(7));
+  EXPECT_EQ(o->AllocationMilli(Alloc(7)), 0);
+  EXPECT_EQ(o->Holder(0, 1), Alloc(7));
   // Over-full or multi-GPU fractional records are rejected with the path.
   const std::string n1 = testing::H100Cluster().nodes[1].name;
   auto over = ReadClusterStateJson(
@@ -254,7 +258,7 @@ TEST(FractionalState, RandomOperationSequences) {
         const int node = rnd(nodes), gpu = rnd(s.GpuCount(node)), milli = 1 + rnd(999);
         const int before = s.UsedMilli(node, gpu);
         const int64_t before_total = s.AllocatedMilli();
-        Status st = s.AllocateShared(next, node, gpu, milli);
+        Status st = s.AllocateShared(Alloc(next), node, gpu, milli);
         if (st.ok()) {
           ASSERT_TRUE(before == 0 || s.Shared(node, gpu));
           ASSERT_EQ(s.UsedMilli(node, gpu), before + milli);
@@ -274,7 +278,7 @@ TEST(FractionalState, RandomOperationSequences) {
         }
         if (rnd(6) == 0) pick.set(rnd(s.GpuCount(node)));  // may hit a shared or held GPU
         if (pick.empty()) continue;
-        Status st = s.Allocate(next, {NodeGpus{node, pick}});
+        Status st = s.Allocate(Alloc(next), {NodeGpus{node, pick}});
         if (st.ok()) live.push_back(next++);
       } else if (kind < 90) {
         if (live.empty()) continue;
@@ -283,7 +287,7 @@ TEST(FractionalState, RandomOperationSequences) {
         auto it = frac.find(id);
         int before = 0;
         if (it != frac.end()) before = s.UsedMilli(it->second.first.first, it->second.first.second);
-        ASSERT_TRUE(s.Release(id).ok());
+        ASSERT_TRUE(s.Release(Alloc(id)).ok());
         if (it != frac.end()) {
           ASSERT_EQ(s.UsedMilli(it->second.first.first, it->second.first.second),
                     before - it->second.second);
@@ -296,7 +300,7 @@ TEST(FractionalState, RandomOperationSequences) {
         auto aff = s.SetGpuHealth(node, rnd(s.GpuCount(node)),
                                   rnd(2) ? Health::kHealthy : Health::kUnhealthy);
         ASSERT_TRUE(aff.ok());
-        for (int64_t id : *aff) ASSERT_TRUE(s.HasAllocation(id));
+        for (AllocId id : *aff) ASSERT_TRUE(s.HasAllocation(id));
       } else {
         ASSERT_TRUE(s.SetNodeDrained(rnd(nodes), rnd(2) == 0).ok());
       }
@@ -318,7 +322,7 @@ TEST(FractionalState, RandomOperationSequences) {
     auto back = ReadClusterStateJson(WriteClusterStateJson(s), testing::H100Cluster());
     ASSERT_TRUE(back.ok()) << back.status().ToString();
     EXPECT_EQ(WriteClusterStateJson(*back), WriteClusterStateJson(s));
-    for (int64_t id : live) ASSERT_TRUE(s.Release(id).ok());
+    for (int64_t id : live) ASSERT_TRUE(s.Release(Alloc(id)).ok());
     EXPECT_EQ(s.AllocatedMilli(), 0);
     EXPECT_EQ(s.SharedGpuCount(), 0);
     EXPECT_INVARIANTS(s);
@@ -330,9 +334,9 @@ TEST(FractionalState, RandomOperationSequences) {
 
 Status Take(ClusterState& s, int64_t id, const Placement& p) {
   if (p.gpu_milli > 0) {
-    return s.AllocateShared(id, p.parts[0].node, p.parts[0].gpus.lowest(), p.gpu_milli);
+    return s.AllocateShared(Alloc(id), p.parts[0].node, p.parts[0].gpus.lowest(), p.gpu_milli);
   }
-  return s.Allocate(id, p.parts);
+  return s.Allocate(Alloc(id), p.parts);
 }
 
 TEST(FractionalPlacer, TwoHalvesShareOneGpu) {
@@ -372,11 +376,11 @@ TEST(FractionalPlacer, SharesFollowThePolicy) {
   GpuMask g17, g27;
   for (int g = 1; g < 8; ++g) g17.set(g);
   for (int g = 2; g < 8; ++g) g27.set(g);
-  ASSERT_TRUE(s.Allocate(1, {NodeGpus{0, g17}}).ok());
-  ASSERT_TRUE(s.AllocateShared(2, 1, 0, 600).ok());
-  ASSERT_TRUE(s.AllocateShared(3, 2, 0, 500).ok());
-  ASSERT_TRUE(s.AllocateShared(4, 2, 1, 800).ok());
-  ASSERT_TRUE(s.Allocate(5, {NodeGpus{2, g27}}).ok());
+  ASSERT_TRUE(s.Allocate(Alloc(1), {NodeGpus{0, g17}}).ok());
+  ASSERT_TRUE(s.AllocateShared(Alloc(2), 1, 0, 600).ok());
+  ASSERT_TRUE(s.AllocateShared(Alloc(3), 2, 0, 500).ok());
+  ASSERT_TRUE(s.AllocateShared(Alloc(4), 2, 1, 800).ok());
+  ASSERT_TRUE(s.Allocate(Alloc(5), {NodeGpus{2, g27}}).ok());
   EXPECT_INVARIANTS(s);
   const std::map<std::string, std::pair<int, int>> want = {
       {"toposched", {1, 0}}, {"best-fit", {2, 0}},  {"pair-score", {2, 0}},
@@ -402,7 +406,7 @@ TEST(FractionalPlacer, SharesFollowThePolicy) {
   // Every rule refuses when nothing has room, and says so.
   ClusterState full = NewState();
   for (int n = 0; n < static_cast<int>(testing::H100Cluster().nodes.size()); ++n) {
-    ASSERT_TRUE(full.Allocate(100 + n, {NodeGpus{n, full.FreeMask(n)}}).ok());
+    ASSERT_TRUE(full.Allocate(Alloc(100 + n), {NodeGpus{n, full.FreeMask(n)}}).ok());
   }
   for (const std::string& name : PolicyNames()) {
     auto placer = GangPlacer::Create(testing::H100Cluster(), *PolicyOptions(name));
@@ -446,8 +450,8 @@ TEST(FractionalPlacer, SixHundredAndFiveHundredDoNotShare) {
 TEST(FractionalPlacer, WholeGpuJobNeverLandsOnASharedGpu) {
   ClusterState s = NewState();
   // Fill node 0 but GPU 7 with whole GPUs, share GPU 7: a 1-GPU whole job must go elsewhere.
-  ASSERT_TRUE(s.Allocate(1, {NodeGpus{0, GpuMask::FirstN(7)}}).ok());
-  ASSERT_TRUE(s.AllocateShared(2, 0, 7, 100).ok());
+  ASSERT_TRUE(s.Allocate(Alloc(1), {NodeGpus{0, GpuMask::FirstN(7)}}).ok());
+  ASSERT_TRUE(s.AllocateShared(Alloc(2), 0, 7, 100).ok());
   for (int gpus : {1, 2, 8}) {
     Verdict v = Placer().Place(s, Whole(gpus));
     ASSERT_TRUE(v.fit()) << v.Explain();
@@ -465,7 +469,7 @@ TEST(FractionalPlacer, WholeGpuJobNeverLandsOnASharedGpu) {
 
 TEST(FractionalPlacer, HonoursFilters) {
   ClusterState s = NewState();
-  ASSERT_TRUE(s.AllocateShared(1, 0, 0, 100).ok());
+  ASSERT_TRUE(s.AllocateShared(Alloc(1), 0, 0, 100).ok());
   // Drained or unhealthy: the shared GPU with room is skipped.
   ASSERT_TRUE(s.SetNodeDrained(0, true).ok());
   Verdict v = Placer().Place(s, Frac(100));
@@ -501,10 +505,11 @@ TEST(FractionalPlacer, FullClusterIsUnschedulableWithReason) {
   ClusterState s = NewState();
   int64_t id = 1;
   for (int n = 0; n < static_cast<int>(testing::H100Cluster().nodes.size()); ++n) {
-    ASSERT_TRUE(s.Allocate(id++, {NodeGpus{n, GpuMask::FirstN(s.GpuCount(n))}}).ok());
+    ASSERT_TRUE(s.Allocate(Alloc(id++), {NodeGpus{n, GpuMask::FirstN(s.GpuCount(n))}}).ok());
   }
-  ASSERT_TRUE(s.Release(1).ok());
-  for (int g = 0; g < s.GpuCount(0); ++g) ASSERT_TRUE(s.AllocateShared(id++, 0, g, 800).ok());
+  ASSERT_TRUE(s.Release(Alloc(1)).ok());
+  for (int g = 0; g < s.GpuCount(0); ++g)
+    ASSERT_TRUE(s.AllocateShared(Alloc(id++), 0, g, 800).ok());
   Verdict v = Placer().Place(s, Frac(300));
   EXPECT_EQ(v.kind, VerdictKind::kUnschedulable);
   EXPECT_THAT(v.Explain(),

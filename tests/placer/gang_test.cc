@@ -20,6 +20,7 @@
 #include "plugins/refine_plugins.h"
 #include "plugins/share_plugins.h"
 #include "state/link_model.h"
+#include "testing/alloc_ids.h"
 #include "testing/clusters.h"
 #include "testing/status_matchers.h"
 #include "topo/io/cluster_yaml.h"
@@ -86,7 +87,7 @@ void Constrain(job::LevelConstraint& c, ConstraintMode mode, const std::string& 
 void Hold(ClusterState& s, int node, int n) {
   static int64_t next = 1000;
   if (n <= 0) return;
-  ASSERT_TRUE(s.Allocate(next++, {NodeGpus{node, GpuMask::FirstN(n)}}).ok());
+  ASSERT_TRUE(s.Allocate(testing::Alloc(next++), {NodeGpus{node, GpuMask::FirstN(n)}}).ok());
 }
 
 int LevelDomain(const topo::Cluster& c, int node, const std::string& level) {
@@ -124,7 +125,7 @@ void CheckPlacement(ClusterState& s, const job::JobSpec& j, const Placement& p,
   }
   EXPECT_LE(p.best_possible_ms, p.predicted_ms * (1 + 1e-9));
   static int64_t id = 1;
-  ASSERT_TRUE(s.Allocate(id++, p.parts).ok());
+  ASSERT_TRUE(s.Allocate(testing::Alloc(id++), p.parts).ok());
   Status inv = s.CheckInvariants();
   EXPECT_TRUE(inv.ok()) << inv.ToString();
 }
@@ -252,7 +253,7 @@ void HoldAllBut(ClusterState& s, int node, std::initializer_list<int> free) {
     if (std::find(free.begin(), free.end(), g) == free.end()) held.set(g);
   }
   if (held.count() > 0) {
-    ASSERT_TRUE(s.Allocate(next++, {NodeGpus{node, held}}).ok());
+    ASSERT_TRUE(s.Allocate(testing::Alloc(next++), {NodeGpus{node, held}}).ok());
   }
 }
 
@@ -604,7 +605,7 @@ TEST(GangContention, QuietLinksWinOverBestFitWhenTheRunningJobsLoadsArePassed) {
       Hold(s, id, 8);
     }
   }
-  ASSERT_TRUE(s.Allocate(1, bg).ok());
+  ASSERT_TRUE(s.Allocate(testing::Alloc(1), bg).ok());
   Placement bg_p;
   bg_p.parts = bg;
   bg_p.dp_ms = 40.0;  // its predicted DP all-reduce across the two leaves

@@ -9,6 +9,7 @@
 
 #include "job/job_spec.h"
 #include "placer/gang.h"
+#include "testing/alloc_ids.h"
 #include "testing/clusters.h"
 #include "testing/status_matchers.h"
 #include "topo/io/cluster_yaml.h"
@@ -161,7 +162,7 @@ TEST(PolicyTest, SpreadVersusPackNodeChoice) {
   ASSERT_TRUE(st.ok());
   GpuMask six;
   for (int g = 0; g < 6; ++g) six.set(g);
-  ASSERT_TRUE(st->Allocate(1, {NodeGpus{1, six}}).ok());  // dgx2: 2 free
+  ASSERT_TRUE(st->Allocate(testing::Alloc(1), {NodeGpus{1, six}}).ok());  // dgx2: 2 free
   auto node_of = [&](const std::string& policy) {
     Verdict v = PolicyPlacerOf(c, policy).Place(*st, Job(1, 2));
     EXPECT_TRUE(v.fit()) << policy;
@@ -186,7 +187,7 @@ TEST(PolicyTest, LevelAwarePoliciesStayInOneLeaf) {
   }
   int64_t id = 1;
   for (int n = 0; n < 16; ++n)
-    ASSERT_TRUE(st->Allocate(id++, {NodeGpus{n, n < 2 ? low4 : all8}}).ok());
+    ASSERT_TRUE(st->Allocate(testing::Alloc(id++), {NodeGpus{n, n < 2 ? low4 : all8}}).ok());
   auto leaves = [&](const std::string& policy) {
     Verdict v = PolicyPlacerOf(c, policy).Place(*st, Job(4, 3));
     EXPECT_TRUE(v.fit()) << policy << ": " << v.Explain();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sched/ilp_cases.h"
+#include "testing/alloc_ids.h"
 #include "testing/clusters.h"
 
 namespace toposched::sched {
@@ -244,7 +245,7 @@ TEST(StagePackTest, ThePlacerKeepsEveryStagesPiecesThickOnTheQualityShape) {
       if (std::find(gpus.begin(), gpus.end(), g) == gpus.end()) held.set(g);
     }
     if (held.count() > 0) {
-      ASSERT_TRUE(st->Allocate(id++, {NodeGpus{n, held}}).ok());
+      ASSERT_TRUE(st->Allocate(testing::Alloc(id++), {NodeGpus{n, held}}).ok());
     }
   }
   const job::JobSpec j = StageJob(2, 4, 4);
@@ -276,7 +277,7 @@ TEST(StagePackTest, OnALargeClusterTheCandidateLeafAloneIsPacked) {
     GpuMask held;
     for (int g = keep; g < st->GpuCount(n); ++g) held.set(g);
     if (held.count() > 0) {
-      ASSERT_TRUE(st->Allocate(id++, {NodeGpus{n, held}}).ok());
+      ASSERT_TRUE(st->Allocate(testing::Alloc(id++), {NodeGpus{n, held}}).ok());
     }
   }
   const job::JobSpec j = StageJob(1, 4, 7);

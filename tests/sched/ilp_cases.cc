@@ -53,8 +53,8 @@ StatusOr<Shape*> LoadShapeTools(const std::string& shape) {
 Status RandomOccupancy(ClusterState& state, std::mt19937_64& rng) {
   static const double kBusy[] = {0, 0.25, 0.25, 0.5, 0.5, 0.75, 0.75, 1.0};
   const topo::Cluster& c = state.cluster();
-  std::vector<int64_t> ids = state.AllocationIds();
-  int64_t id = ids.empty() ? 1 : ids.back() + 1;
+  std::vector<AllocId> ids = state.AllocationIds();
+  int64_t id = ids.empty() ? 1 : ids.back().key() + 1;
   for (size_t n = 0; n < c.nodes.size(); ++n) {
     const int node = static_cast<int>(n);
     std::vector<int> free = state.FreeMask(node).Positions();
@@ -64,7 +64,7 @@ Status RandomOccupancy(ClusterState& state, std::mt19937_64& rng) {
     if (take == 0) continue;
     GpuMask m;
     for (int i = 0; i < take; ++i) m.set(free[i]);
-    RETURN_IF_ERROR(state.Allocate(id++, {NodeGpus{node, m}}));
+    RETURN_IF_ERROR(state.Allocate(AllocId::FromKey(id++), {NodeGpus{node, m}}));
   }
   return OkStatus();
 }

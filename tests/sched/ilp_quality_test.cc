@@ -17,6 +17,7 @@
 #include "placer/policy.h"
 #include "sched/ilp_cases.h"
 #include "sched/ilp_oracle.h"
+#include "testing/alloc_ids.h"
 #include "testing/status_matchers.h"
 
 namespace toposched::sched::ilp {
@@ -71,7 +72,7 @@ TEST(IlpOracleTest, TooLargeJobHasNoFitAndSpanningTpIsUnsupported) {
   EXPECT_EQ(s.oracle->Solve(*state, j).status, OracleStatus::kNoFit);
   // Leave 4 free GPUs on each node: a TP=8 job of 8 GPUs fits only across nodes.
   for (int n = 0; n < 4; ++n) {
-    ASSERT_TRUE(state->Allocate(n + 1, {NodeGpus{n, GpuMask::FirstN(4)}}).ok());
+    ASSERT_TRUE(state->Allocate(testing::Alloc(n + 1), {NodeGpus{n, GpuMask::FirstN(4)}}).ok());
   }
   job::JobSpec t8;
   t8.name = "t8";
@@ -220,7 +221,7 @@ ClusterState StateWithFree(const topo::Cluster& c, const std::string& free) {
     const int node = static_cast<int>(n);
     const GpuMask taken = st->FreeMask(node) & ~masks[c.nodes[n].name];
     if (taken.count() > 0) {
-      EXPECT_TRUE(st->Allocate(id++, {NodeGpus{node, taken}}).ok());
+      EXPECT_TRUE(st->Allocate(testing::Alloc(id++), {NodeGpus{node, taken}}).ok());
     }
   }
   return std::move(st).value();

@@ -178,8 +178,8 @@ TEST(SchedulerApply, ElasticGrowWhileHoldsLive) {
   ASSERT_TRUE(grow.ok()) << grow.status().ToString();
   ASSERT_NE(sc.Spec(JobId{1}), nullptr);
   EXPECT_EQ(sc.Spec(JobId{1})->total_gpus, 32) << "grew to max_replicas on the 6 free nodes";
-  EXPECT_EQ(AllocId::FromKey(Scheduler::HoldAllocationId(2)), AllocId::Hold(2));
-  EXPECT_NE(Scheduler::HoldAllocationId(2), AllocId::Job(2).key());
+  EXPECT_EQ(AllocId::FromKey(Scheduler::HoldAllocationId(2).key()), AllocId::Hold(2));
+  EXPECT_NE(Scheduler::HoldAllocationId(2), AllocId::Job(2));
   EXPECT_TRUE(sc.CheckInvariants().ok());
 }
 

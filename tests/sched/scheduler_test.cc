@@ -420,12 +420,12 @@ TEST(SchedulerTest, TimeoutSequence) {
   EXPECT_EQ(g.Schedule(0), std::vector<int64_t>{u});
   g.Tick(100);
   EXPECT_EQ(g.State(u), JobState::kCompleting);
-  EXPECT_TRUE(g.s().cluster_state().HasAllocation(u));
+  EXPECT_TRUE(g.s().cluster_state().HasAllocation(AllocId::Job(u)));
   g.Tick(129);
   EXPECT_EQ(g.State(u), JobState::kCompleting);
   g.Tick(130);
   EXPECT_EQ(g.State(u), JobState::kTimeout);
-  EXPECT_FALSE(g.s().cluster_state().HasAllocation(u));
+  EXPECT_FALSE(g.s().cluster_state().HasAllocation(AllocId::Job(u)));
   EXPECT_EQ(g.s().Events().back().time_us, 130 * kUsPerS);
 }
 

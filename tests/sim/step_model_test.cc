@@ -15,6 +15,7 @@
 #include "sim/trace_spec.h"
 #include "state/cluster_state.h"
 #include "state/link_model.h"
+#include "testing/alloc_ids.h"
 #include "testing/clusters.h"
 #include "testing/status_matchers.h"
 
@@ -276,7 +277,7 @@ TEST(FragmentationTest, ASmallWaitingJobDoesNotHideStrandedGpus) {
   for (int n = 0; n < static_cast<int>(c.nodes.size()); ++n) {
     parts.push_back({n, n == 0 ? sched::GpuMask::FirstN(5) : sched::GpuMask::FirstN(8)});
   }
-  ASSERT_TRUE(st->Allocate(1, parts).ok());
+  ASSERT_TRUE(st->Allocate(testing::Alloc(1), parts).ok());
   EXPECT_DOUBLE_EQ(ExpectedUnusableGpus(*st, {{1, 1}, {8, 1}}), 1.5);
   EXPECT_DOUBLE_EQ(ExpectedUnusableGpus(*st, {{1, 2}}), 0.0);
   EXPECT_DOUBLE_EQ(ExpectedUnusableGpus(*st, {}), 0.0);

@@ -6,11 +6,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <limits>
 #include <map>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "testing/alloc_ids.h"
 #include "testing/clusters.h"
 #include "testing/status_matchers.h"
 #include "topo/io/cluster_yaml.h"
@@ -18,6 +22,8 @@
 namespace toposched::sched {
 namespace {
 
+using ::toposched::testing::Alloc;
+using ::toposched::testing::Allocs;
 using ::toposched::testing::HasSubstr;
 using ::toposched::testing::StatusIs;
 
@@ -67,6 +73,30 @@ TEST(ClusterStateTest, FreshStateIsAllFree) {
   EXPECT_EQ(s.AllocationCount(), 0u);
 }
 
+// The key encoding is the JSON state's and the store's: a job's key is its id, a hold's and a
+// block's carry their owner in bits 60-61; any key (a negative one too) reads back unchanged.
+TEST(AllocIdTest, KeysRoundTripAndOrderAsKeys) {
+  EXPECT_EQ(AllocId::Job(7).key(), 7);
+  EXPECT_EQ(AllocId::Job(JobId{7}), AllocId::Job(7));
+  EXPECT_EQ(AllocId::Hold(2).key(), (int64_t{1} << 60) | 2);
+  EXPECT_EQ(AllocId::Block(3).key(), (int64_t{2} << 60) | 3);
+  EXPECT_EQ(AllocId::Hold(2).owner(), AllocId::Owner::kHold);
+  EXPECT_EQ(AllocId::Hold(2).number(), 2);
+  EXPECT_EQ(AllocId::Block(3).owner(), AllocId::Owner::kBlock);
+  EXPECT_EQ(AllocId::Job(9).owner(), AllocId::Owner::kJob);
+  EXPECT_NE(AllocId::Hold(2), AllocId::Job(2));
+  for (int64_t k : {int64_t{-3}, int64_t{0}, int64_t{42}, AllocId::Hold(5).key(),
+                    std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()}) {
+    EXPECT_EQ(AllocId::FromKey(k).key(), k);
+    EXPECT_EQ(std::hash<AllocId>{}(AllocId::FromKey(k)), std::hash<int64_t>{}(k));
+  }
+  EXPECT_LT(AllocId::FromKey(-3), AllocId::Job(1));
+  EXPECT_LT(AllocId::Job(AllocId::kMaxNumber), AllocId::Hold(0));
+  std::ostringstream os;
+  os << AllocId::Hold(1);
+  EXPECT_EQ(os.str(), std::to_string((int64_t{1} << 60) | 1));
+}
+
 // One step of a hand-checked sequence on h100-2rack (leaf0 = gpu001-016, leaf1 = gpu017-032):
 // the operation, the status and the jobs it must report, and the capacities after it.
 struct Step {
@@ -77,7 +107,7 @@ struct Step {
   int gpu = 0;
   Health health = Health::kHealthy;
   StatusCode code = StatusCode::kOk;
-  std::vector<int64_t> affected = {};
+  std::vector<AllocId> affected = {};
   Capacity leaf0, leaf1, spine;
 };
 
@@ -118,7 +148,7 @@ std::vector<Step> GpuHealthSteps() {
        .parts = {{"gpu001", {}}},
        .gpu = 2,
        .health = Health::kUnhealthy,
-       .affected = {1},
+       .affected = Allocs({1}),
        .leaf0 = {115, 14, 8, 126, 128},
        .leaf1 = {120, 15, 8, 128, 128},
        .spine = {235, 29, 8, 254, 256}},
@@ -146,7 +176,7 @@ std::vector<Step> ReleaseNodeDownAndDrainSteps() {
        .op = Step::kNodeHealth,
        .parts = {{"gpu017", {}}},
        .health = Health::kUnhealthy,
-       .affected = {2},
+       .affected = Allocs({2}),
        .leaf0 = {118, 14, 8, 126, 128},
        .leaf1 = {120, 15, 8, 120, 128},
        .spine = {238, 29, 8, 246, 256}},
@@ -241,21 +271,21 @@ std::vector<Step> RecoverySteps() {
 void ApplyAndCheck(const topo::Cluster& c, ClusterState& s, const Step& st) {
   SCOPED_TRACE(st.what);
   Status status;
-  std::vector<int64_t> affected;
+  std::vector<AllocId> affected;
   switch (st.op) {
     case Step::kAlloc: {
       std::vector<NodeGpus> parts;
       for (const auto& [name, mask] : st.parts) parts.push_back({Node(c, name), mask});
-      status = s.Allocate(st.id, parts);
+      status = s.Allocate(Alloc(st.id), parts);
       break;
     }
     case Step::kRelease:
-      status = s.Release(st.id);
+      status = s.Release(Alloc(st.id));
       break;
     case Step::kGpuHealth:
     case Step::kNodeHealth: {
       const int n = Node(c, st.parts[0].first);
-      StatusOr<std::vector<int64_t>> r = st.op == Step::kGpuHealth
+      StatusOr<std::vector<AllocId>> r = st.op == Step::kGpuHealth
                                              ? s.SetGpuHealth(n, st.gpu, st.health)
                                              : s.SetNodeHealth(n, st.health);
       status = r.status();
@@ -321,19 +351,19 @@ TEST(ClusterStateTest, LargestFreeOnNodeFollowsHistogram) {
   const int leaf1 = Domain(c, "leaf1");
   // gpu017..gpu032 get 1..8, 1..8 GPUs taken: the most free on one node is 7, then fewer.
   for (int i = 0; i < 16; ++i) {
-    ASSERT_TRUE(s.Allocate(100 + i, {{16 + i, GpuMask::FirstN(i % 8 + 1)}}).ok());
+    ASSERT_TRUE(s.Allocate(Alloc(100 + i), {{16 + i, GpuMask::FirstN(i % 8 + 1)}}).ok());
     EXPECT_INVARIANTS(s);
   }
   EXPECT_EQ(s.LargestFreeOnNode(leaf1), 7);
   EXPECT_EQ(s.FullyFreeNodes(leaf1), 0);
   EXPECT_EQ(s.FreeGpus(leaf1), 2 * (7 + 6 + 5 + 4 + 3 + 2 + 1 + 0));
   EXPECT_EQ(s.LargestFreeOnNode(Domain(c, "spine0")), 8);
-  ASSERT_TRUE(s.Release(100).ok());  // one of the two 7-free nodes
+  ASSERT_TRUE(s.Release(Alloc(100)).ok());  // one of the two 7-free nodes
   EXPECT_EQ(s.LargestFreeOnNode(leaf1), 8);
-  ASSERT_TRUE(s.Allocate(200, {{16, Gpus({7})}}).ok());
+  ASSERT_TRUE(s.Allocate(Alloc(200), {{16, Gpus({7})}}).ok());
   EXPECT_EQ(s.LargestFreeOnNode(leaf1), 7);
-  ASSERT_TRUE(s.Release(108).ok());  // the other 7-free node becomes 8-free
-  ASSERT_TRUE(s.Allocate(201, {{24, Gpus({0, 1, 2, 3, 4, 5})}}).ok());
+  ASSERT_TRUE(s.Release(Alloc(108)).ok());  // the other 7-free node becomes 8-free
+  ASSERT_TRUE(s.Allocate(Alloc(201), {{24, Gpus({0, 1, 2, 3, 4, 5})}}).ok());
   EXPECT_EQ(s.LargestFreeOnNode(leaf1), 7);
   EXPECT_INVARIANTS(s);
 }
@@ -343,16 +373,16 @@ TEST(ClusterStateTest, NvlinkDomainsAggregate) {
   ClusterState s = NewState(c);
   ASSERT_EQ(c.nvlink_domains.size(), 2u);
   EXPECT_EQ(s.NvlinkCapacity(0), (Capacity{72, 18, 4, 72, 72}));
-  ASSERT_TRUE(
-      s.Allocate(1, {{Node(c, "gb001"), GpuMask::FirstN(4)}, {Node(c, "gb019"), Gpus({1, 3})}})
-          .ok());
+  ASSERT_TRUE(s.Allocate(Alloc(1),
+                         {{Node(c, "gb001"), GpuMask::FirstN(4)}, {Node(c, "gb019"), Gpus({1, 3})}})
+                  .ok());
   EXPECT_EQ(s.NvlinkCapacity(0), (Capacity{68, 17, 4, 72, 72}));
   EXPECT_EQ(s.NvlinkCapacity(1), (Capacity{70, 17, 4, 72, 72}));
   EXPECT_EQ(s.DomainCapacity(Domain(c, "rack0")), s.NvlinkCapacity(0));
   EXPECT_EQ(s.DomainCapacity(Domain(c, "spine0")), (Capacity{138, 34, 4, 144, 144}));
-  StatusOr<std::vector<int64_t>> aff = s.SetGpuHealth(Node(c, "gb019"), 3, Health::kUnhealthy);
+  StatusOr<std::vector<AllocId>> aff = s.SetGpuHealth(Node(c, "gb019"), 3, Health::kUnhealthy);
   ASSERT_TRUE(aff.ok());
-  EXPECT_EQ(*aff, std::vector<int64_t>{1});
+  EXPECT_EQ(*aff, Allocs({1}));
   EXPECT_EQ(s.NvlinkCapacity(1), (Capacity{70, 17, 4, 71, 72}));
   EXPECT_INVARIANTS(s);
 }
@@ -360,7 +390,7 @@ TEST(ClusterStateTest, NvlinkDomainsAggregate) {
 TEST(ClusterStateTest, ConflictingAllocateChangesNothing) {
   const topo::Cluster& c = H100();
   ClusterState s = NewState(c);
-  ASSERT_TRUE(s.Allocate(1, {{0, Gpus({3})}}).ok());
+  ASSERT_TRUE(s.Allocate(Alloc(1), {{0, Gpus({3})}}).ok());
   ASSERT_TRUE(s.SetNodeDrained(9, true).ok());
   const std::string before = WriteClusterStateJson(s);
   const Capacity cap = s.ClusterCapacity();
@@ -404,13 +434,13 @@ TEST(ClusterStateTest, ConflictingAllocateChangesNothing) {
   };
   for (const Case& k : cases) {
     SCOPED_TRACE(k.what);
-    Status st = s.Allocate(k.id, k.parts);
+    Status st = s.Allocate(Alloc(k.id), k.parts);
     EXPECT_EQ(st.code(), k.code) << st.ToString();
     EXPECT_THAT(st.message(), HasSubstr(k.message)) << st.message();
     EXPECT_EQ(WriteClusterStateJson(s), before);
     EXPECT_EQ(s.ClusterCapacity(), cap);
     EXPECT_EQ(s.FreeMask(4), GpuMask::FirstN(8));
-    EXPECT_FALSE(s.HasAllocation(2));
+    EXPECT_FALSE(s.HasAllocation(Alloc(2)));
     EXPECT_INVARIANTS(s);
   }
 }
@@ -427,19 +457,19 @@ TEST(ClusterStateTest, HealthOutOfRangeIsAnError) {
 
 TEST(ClusterStateTest, NodeHealthReportsEachAllocationOnce) {
   ClusterState s = NewState(H100());
-  ASSERT_TRUE(s.Allocate(7, {{3, Gpus({0, 1})}}).ok());
-  ASSERT_TRUE(s.Allocate(5, {{3, Gpus({4, 6})}, {4, Gpus({0})}}).ok());
-  StatusOr<std::vector<int64_t>> aff = s.SetNodeHealth(3, Health::kDegraded);
+  ASSERT_TRUE(s.Allocate(Alloc(7), {{3, Gpus({0, 1})}}).ok());
+  ASSERT_TRUE(s.Allocate(Alloc(5), {{3, Gpus({4, 6})}, {4, Gpus({0})}}).ok());
+  StatusOr<std::vector<AllocId>> aff = s.SetNodeHealth(3, Health::kDegraded);
   ASSERT_TRUE(aff.ok());
-  EXPECT_EQ(*aff, (std::vector<int64_t>{5, 7}));
+  EXPECT_EQ(*aff, Allocs({5, 7}));
   aff = s.SetNodeHealth(3, Health::kDegraded);  // no change: nothing new to report
   EXPECT_TRUE(aff->empty());
   aff = s.SetNodeHealth(3, Health::kUnhealthy);
-  EXPECT_EQ(*aff, (std::vector<int64_t>{5, 7}));
+  EXPECT_EQ(*aff, Allocs({5, 7}));
   EXPECT_EQ(s.FreeGpus(Domain(H100(), "leaf0")), 128 - 8 - 1);
   // Allocations stay until released.
-  EXPECT_EQ(s.Holder(3, 4), std::optional<int64_t>(5));
-  ASSERT_TRUE(s.Release(5).ok());
+  EXPECT_EQ(s.Holder(3, 4), Alloc(5));
+  ASSERT_TRUE(s.Release(Alloc(5)).ok());
   EXPECT_EQ(s.FreeMask(3), GpuMask());
   EXPECT_INVARIANTS(s);
 }
@@ -477,7 +507,7 @@ void RandomOps(const topo::Cluster& c, int ops, uint32_t seed) {
       if (parts.empty()) continue;
       const std::string before = failed_allocs < 200 ? WriteClusterStateJson(s) : "";
       const Capacity cap = s.ClusterCapacity();
-      Status st = s.Allocate(next_id, parts);
+      Status st = s.Allocate(Alloc(next_id), parts);
       if (st.ok()) {
         live.push_back(next_id++);
         ++ok_allocs;
@@ -491,10 +521,10 @@ void RandomOps(const topo::Cluster& c, int ops, uint32_t seed) {
       }
     } else if (kind < 85) {
       if (live.empty() || rnd(20) == 0) {
-        ASSERT_EQ(s.Release(-5).code(), StatusCode::kNotFound);
+        ASSERT_EQ(s.Release(Alloc(-5)).code(), StatusCode::kNotFound);
       } else {
         const int i = rnd(static_cast<int>(live.size()));
-        ASSERT_TRUE(s.Release(live[i]).ok());
+        ASSERT_TRUE(s.Release(Alloc(live[i])).ok());
         live[i] = live.back();
         live.pop_back();
       }
@@ -503,9 +533,9 @@ void RandomOps(const topo::Cluster& c, int ops, uint32_t seed) {
       const Health h = rnd(3) == 0 ? Health::kUnhealthy
                        : rnd(2)    ? Health::kDegraded
                                    : Health::kHealthy;
-      StatusOr<std::vector<int64_t>> aff = s.SetGpuHealth(node, rnd(s.GpuCount(node)), h);
+      StatusOr<std::vector<AllocId>> aff = s.SetGpuHealth(node, rnd(s.GpuCount(node)), h);
       ASSERT_TRUE(aff.ok());
-      for (int64_t id : *aff) ASSERT_TRUE(s.HasAllocation(id));
+      for (AllocId id : *aff) ASSERT_TRUE(s.HasAllocation(id));
     } else if (kind < 97) {
       const int node = rnd(n_nodes);
       const Health h = rnd(2) ? Health::kHealthy : Health::kUnhealthy;
@@ -531,8 +561,8 @@ TEST(ClusterStateTest, RandomizedGb200) { RandomOps(Gb200(), 5000, 777); }
 TEST(ClusterStateTest, JsonRoundTrip) {
   const topo::Cluster& c = Gb200();
   ClusterState s = NewState(c);
-  ASSERT_TRUE(s.Allocate(42, {{0, Gpus({0, 1})}, {20, GpuMask::FirstN(4)}}).ok());
-  ASSERT_TRUE(s.Allocate(-3, {{1, Gpus({2})}}).ok());
+  ASSERT_TRUE(s.Allocate(Alloc(42), {{0, Gpus({0, 1})}, {20, GpuMask::FirstN(4)}}).ok());
+  ASSERT_TRUE(s.Allocate(Alloc(-3), {{1, Gpus({2})}}).ok());
   ASSERT_TRUE(s.SetGpuHealth(0, 1, Health::kUnhealthy).ok());  // held GPU goes bad
   ASSERT_TRUE(s.SetGpuHealth(5, 2, Health::kDegraded).ok());
   ASSERT_TRUE(s.SetNodeHealth(7, Health::kUnhealthy).ok());
@@ -550,9 +580,9 @@ TEST(ClusterStateTest, JsonRoundTrip) {
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_INVARIANTS(*back);
   EXPECT_EQ(WriteClusterStateJson(*back), text);
-  EXPECT_EQ(back->AllocationIds(), (std::vector<int64_t>{-3, 42}));
-  EXPECT_EQ(*back->Allocation(42), *s.Allocation(42));
-  EXPECT_EQ(back->Holder(0, 1), std::optional<int64_t>(42));
+  EXPECT_EQ(back->AllocationIds(), Allocs({-3, 42}));
+  EXPECT_EQ(*back->Allocation(Alloc(42)), *s.Allocation(Alloc(42)));
+  EXPECT_EQ(back->Holder(0, 1), Alloc(42));
   EXPECT_EQ(back->GpuHealth(5, 2), Health::kDegraded);
   EXPECT_TRUE(back->NodeDrained(8));
   for (int d = 0; d < static_cast<int>(c.domains.size()); ++d) {
@@ -624,7 +654,7 @@ TEST(ClusterStateTest, JsonAllocationOnUnhealthyGpuLoads) {
           "allocations": [{"id": 9, "nodes": [{"node": "gpu001", "gpus": [0, 1]}]}]})",
       c);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
-  EXPECT_EQ(s->Holder(0, 0), std::optional<int64_t>(9));
+  EXPECT_EQ(s->Holder(0, 0), Alloc(9));
   EXPECT_EQ(s->FreeGpus(Domain(c, "leaf0")), 126);
   EXPECT_EQ(s->HealthyGpus(Domain(c, "leaf0")), 127);
   EXPECT_INVARIANTS(*s);
