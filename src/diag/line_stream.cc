@@ -87,8 +87,11 @@ class Splitter {
 }  // namespace
 
 Status LineStreamOptions::Validate() const {
-  if (max_line_bytes == 0 || chunk_bytes == 0) {
-    return InvalidArgumentError("line stream: max_line_bytes and chunk_bytes must be > 0");
+  if (max_line_bytes == 0) {
+    return InvalidArgumentError("line stream: max_line_bytes must be > 0, got 0");
+  }
+  if (chunk_bytes == 0) {
+    return InvalidArgumentError("line stream: chunk_bytes must be > 0, got 0");
   }
   return OkStatus();
 }

@@ -1,36 +1,58 @@
 #include "sim/sim_types.h"
 
+#include <sstream>
+
 #include "sched/run_time.h"
 
 namespace toposched::sim {
+namespace {
 
+// ", got <value>" in the shortest form that reads back (1.5, not 1.500000).
+std::string GotValue(double v) {
+  std::ostringstream os;
+  os << ", got " << v;
+  return os.str();
+}
+
+}  // namespace
+
+// Each message names the option's field and the value given.
 Status SimOptions::Validate() const {
   if (!(comm_fraction >= 0 && comm_fraction <= 1)) {
-    return InvalidArgumentError("comm fraction must be in [0, 1], got " +
-                                std::to_string(comm_fraction));
+    return InvalidArgumentError("comm_fraction: comm fraction must be in [0, 1]" +
+                                GotValue(comm_fraction));
   }
   if (checkpoint_interval_s < 0 || restart_cost_s < 0 ||
       (checkpoint_interval_s > 0) != (restart_cost_s > 0)) {
     return InvalidArgumentError(
-        "checkpoint interval and restart cost: both > 0 (every job checkpoints) or both 0");
+        "checkpoint_interval_s, restart_cost_s: checkpoint interval and restart cost: both > 0 "
+        "(every job checkpoints) or both 0, got " +
+        std::to_string(checkpoint_interval_s) + " and " + std::to_string(restart_cost_s));
   }
   if (utilization_bins < 1 || utilization_bins > 100000) {
-    return InvalidArgumentError("utilization bins must be in [1, 100000]");
+    return InvalidArgumentError("utilization_bins: utilization bins must be in [1, 100000], got " +
+                                std::to_string(utilization_bins));
   }
   if (!(failures_per_gpu_day >= 0 && failures_per_gpu_day < 1e6)) {
-    return InvalidArgumentError("failure rate must be >= 0 per GPU-day");
+    return InvalidArgumentError(
+        "failures_per_gpu_day: failure rate must be in [0, 1e6) per GPU-day" +
+        GotValue(failures_per_gpu_day));
   }
   if (!(node_failure_fraction >= 0 && node_failure_fraction <= 1)) {
-    return InvalidArgumentError("node failure fraction must be in [0, 1]");
+    return InvalidArgumentError("node_failure_fraction: node failure fraction must be in [0, 1]" +
+                                GotValue(node_failure_fraction));
   }
   if (!(repair_mean_s > 0 && repair_mean_s < 1e9)) {
-    return InvalidArgumentError("mean repair time must be > 0 s");
+    return InvalidArgumentError("repair_mean_s: mean repair time must be in (0, 1e9) s" +
+                                GotValue(repair_mean_s));
   }
   if (!(locality_wait_s >= 0 && locality_wait_s <= 1e9)) {
-    return InvalidArgumentError("locality wait must be in [0, 1e9] s");
+    return InvalidArgumentError("locality_wait_s: locality wait must be in [0, 1e9] s" +
+                                GotValue(locality_wait_s));
   }
   if (!(fill_ratio >= 0 && fill_ratio <= 100)) {
-    return InvalidArgumentError("fill ratio must be in [0, 100] (0 = replay in time)");
+    return InvalidArgumentError("fill_ratio: fill ratio must be in [0, 100] (0 = replay in time)" +
+                                GotValue(fill_ratio));
   }
   return OkStatus();
 }

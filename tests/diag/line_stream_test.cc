@@ -87,10 +87,15 @@ TEST(LineStream, UnreadableFilesAreClearErrors) {
                        HasSubstr(::testing::TempDir() + ": is a directory, not a log file")));
   LineStreamOptions bad;
   bad.max_line_bytes = 0;
-  // The message names both limits, not the one that is 0.
+  // The message names the limit that is 0.
   EXPECT_THAT(StreamFile("/dev/null", bad, nothing),
               StatusIs(StatusCode::kInvalidArgument,
-                       HasSubstr("line stream: max_line_bytes and chunk_bytes must be > 0")));
+                       HasSubstr("line stream: max_line_bytes must be > 0, got 0")));
+  bad = LineStreamOptions{};
+  bad.chunk_bytes = 0;
+  EXPECT_THAT(StreamFile("/dev/null", bad, nothing),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("line stream: chunk_bytes must be > 0, got 0")));
 }
 
 }  // namespace

@@ -597,12 +597,20 @@ TEST(SimulatorTest, FailuresRequeueJobsThatThenComplete) {
 TEST(SimulatorTest, BadOptions) {
   SimOptions o;
   o.comm_fraction = 1.5;
-  EXPECT_THAT(o.Validate(), StatusIs(StatusCode::kInvalidArgument,
-                                     HasSubstr("comm fraction must be in [0, 1], got 1.5")));
+  EXPECT_THAT(o.Validate(),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("comm_fraction: comm fraction must be in [0, 1], got 1.5")));
   o = SimOptions{};
   o.repair_mean_s = 0;
   EXPECT_THAT(o.Validate(),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("mean repair time must be > 0 s")));
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("repair_mean_s: mean repair time must be in (0, 1e9) s, got 0")));
+  o = SimOptions{};
+  o.fill_ratio = 250;
+  EXPECT_THAT(o.Validate(),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("fill_ratio: fill ratio must be in [0, 100] (0 = replay in time), "
+                                 "got 250")));
 }
 
 TEST(ReportTest, MarkdownRowsHaveAsManyCellsAsTheHeader) {
