@@ -9,8 +9,9 @@ What it proves, after every restart (each cycle):
     placements are disjoint;
   - GPU states add up: free + allocated + unhealthy + drained = total (/metrics), and per node
     free + allocated + unavailable = its GPUs (/api/v1/nodes);
-  - replay = live: on quiescent cycles (clients paused) the jobs and nodes served after the kill
-    and replay are byte-for-byte those served just before it.
+  - replay = live: on quiescent cycles (clients paused, their calls in flight answered, and the
+    state held still for 0.5 s: the pass a submit wakes has run) the jobs and nodes served after
+    the kill and replay are byte-for-byte those served just before it.
 REST clients submit, complete, cancel and run passes over the main listener with the bearer
 token; extender clients filter and bind GPU pods as kube-scheduler does, over the extender's
 HTTPS listener with a client certificate (tests/api/testdata/tls), and delete some.
@@ -20,6 +21,7 @@ cycles. Exit 0 when every invariant held on every cycle; the figures go to stdou
 Standard library only.
 """
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -131,6 +133,10 @@ class Soak:
                        "passes": 0, "filters": 0, "binds": 0, "pod_deletes": 0,
                        "errors_while_down": 0, "invariant_checks": 0}
         self.running = threading.Event()  # clients work while set
+        # Client iterations under way (a submit, a filter and its bind...): pause() waits for
+        # them, so that a snapshot taken after it sees every call the daemon will ever answer.
+        self.inflight = 0
+        self.idle = threading.Condition()
         self.quit = False
         self.tls = ssl.create_default_context(cafile=os.path.join(TLS, "ca.crt"))
         self.tls.load_cert_chain(os.path.join(TLS, "client.crt"), os.path.join(TLS, "client.key"))
@@ -140,6 +146,31 @@ class Soak:
         with self.lock:
             self.counts[k] += n
 
+    @contextlib.contextmanager
+    def step(self):
+        """One client iteration; yields False (do nothing) once pause() has begun."""
+        with self.idle:
+            ok = self.running.is_set()
+            if ok:
+                self.inflight += 1
+        try:
+            yield ok
+        finally:
+            if ok:
+                with self.idle:
+                    self.inflight -= 1
+                    self.idle.notify_all()
+
+    def pause(self, timeout=30.0):
+        """Stops the clients and waits for their iterations under way (each call times out in
+        10 s; an iteration makes at most two). False if some were still running at timeout."""
+        self.running.clear()
+        deadline = time.time() + timeout
+        with self.idle:
+            while self.inflight > 0 and time.time() < deadline:
+                self.idle.wait(max(deadline - time.time(), 0.01))
+            return self.inflight == 0
+
     # --- clients -------------------------------------------------------------------------------
     def rest_client(self, cid):
         rng = random.Random(self.args.seed * 1000 + cid)
@@ -148,53 +179,56 @@ class Soak:
             self.running.wait()
             if self.quit:
                 return
-            try:
-                with self.lock:
-                    retry = self.unanswered.pop() if self.unanswered and rng.random() < 0.5 else None
-                key = retry or "c%d-%d" % (cid, i)
-                if retry is None:
-                    i += 1
-                else:
-                    self.bump("submit_retries")
-                roll = rng.random()
-                if retry or roll < 0.45:
-                    gpus = rng.choice([1, 2, 4, 8, 8, 16])
+            with self.step() as ok:
+                if not ok:
+                    continue
+                try:
                     with self.lock:
-                        self.unanswered.add(key)
-                    st, body = call(self.d.port, "POST", "/api/v1/jobs",
-                                    {"name": key, "total_gpus": gpus},
-                                    {"Idempotency-Key": key})
-                    if st in (200, 201):
-                        with self.lock:
-                            self.unanswered.discard(key)
-                            if key in self.acked and self.acked[key] != body["id"]:
-                                raise AssertionError("key %s acknowledged as %s and then %s" %
-                                                     (key, self.acked[key], body["id"]))
-                            self.acked[key] = body["id"]
-                        self.bump("submits_acked")
-                elif roll < 0.9:
-                    # Complete a running job (frees its GPUs), or cancel any acknowledged one.
-                    verb = "complete" if rng.random() < 0.8 else "cancel"
-                    ids = []
-                    if verb == "complete":
-                        st, body = call(self.d.port, "GET", "/api/v1/jobs?state=RUNNING&limit=50")
-                        if st == 200:
-                            ids = [j["id"] for j in body["jobs"] if j.get("source") == "rest"]
+                        retry = self.unanswered.pop() if self.unanswered and rng.random() < 0.5 else None
+                    key = retry or "c%d-%d" % (cid, i)
+                    if retry is None:
+                        i += 1
                     else:
+                        self.bump("submit_retries")
+                    roll = rng.random()
+                    if retry or roll < 0.45:
+                        gpus = rng.choice([1, 2, 4, 8, 8, 16])
                         with self.lock:
-                            ids = list(self.acked.values())
-                    if ids:
-                        jid = rng.choice(ids)
-                        st, _ = call(self.d.port, "POST", "/api/v1/jobs/%d/%s" % (jid, verb), {})
+                            self.unanswered.add(key)
+                        st, body = call(self.d.port, "POST", "/api/v1/jobs",
+                                        {"name": key, "total_gpus": gpus},
+                                        {"Idempotency-Key": key})
+                        if st in (200, 201):
+                            with self.lock:
+                                self.unanswered.discard(key)
+                                if key in self.acked and self.acked[key] != body["id"]:
+                                    raise AssertionError("key %s acknowledged as %s and then %s" %
+                                                         (key, self.acked[key], body["id"]))
+                                self.acked[key] = body["id"]
+                            self.bump("submits_acked")
+                    elif roll < 0.9:
+                        # Complete a running job (frees its GPUs), or cancel any acknowledged one.
+                        verb = "complete" if rng.random() < 0.8 else "cancel"
+                        ids = []
+                        if verb == "complete":
+                            st, body = call(self.d.port, "GET", "/api/v1/jobs?state=RUNNING&limit=50")
+                            if st == 200:
+                                ids = [j["id"] for j in body["jobs"] if j.get("source") == "rest"]
+                        else:
+                            with self.lock:
+                                ids = list(self.acked.values())
+                        if ids:
+                            jid = rng.choice(ids)
+                            st, _ = call(self.d.port, "POST", "/api/v1/jobs/%d/%s" % (jid, verb), {})
+                            if st == 200:
+                                self.bump("completes" if verb == "complete" else "cancels")
+                    else:
+                        st, _ = call(self.d.port, "POST", "/api/v1/schedule", {})
                         if st == 200:
-                            self.bump("completes" if verb == "complete" else "cancels")
-                else:
-                    st, _ = call(self.d.port, "POST", "/api/v1/schedule", {})
-                    if st == 200:
-                        self.bump("passes")
-            except (OSError, http.client.HTTPException):
-                self.bump("errors_while_down")
-                time.sleep(0.05)
+                            self.bump("passes")
+                except (OSError, http.client.HTTPException):
+                    self.bump("errors_while_down")
+                    time.sleep(0.05)
 
     def extender_client(self, cid):
         rng = random.Random(self.args.seed * 7919 + cid)
@@ -203,49 +237,65 @@ class Soak:
             self.running.wait()
             if self.quit:
                 return
-            try:
-                with self.lock:
-                    bound = [p for p, n in self.pods.items() if n and p not in self.deleted]
-                if bound and rng.random() < 0.3:
-                    pod = rng.choice(bound)
-                    st, _ = call(self.d.port, "POST", "/extender/pod-deleted",
-                                 {"PodUID": "uid-" + pod})
-                    if st == 200:
-                        with self.lock:
-                            self.deleted.add(pod)
-                        self.bump("pod_deletes")
+            with self.step() as ok:
+                if not ok:
                     continue
-                pod = "x%d-%d" % (cid, i)
-                i += 1
-                meta = {"name": pod, "namespace": "soak", "uid": "uid-" + pod}
-                spec = {"containers": [{"name": "t", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}
-                args = {"Pod": {"kind": "Pod", "apiVersion": "v1", "metadata": meta, "spec": spec},
-                        "NodeNames": self.node_names}
-                st, body = call(self.d.ext_port, "POST", "/extender/filter", args, tls=self.tls)
-                if st != 200:
-                    continue
-                self.bump("filters")
-                with self.lock:
-                    self.pods.setdefault(pod, "")
-                nodes = body.get("NodeNames") or []
-                if not nodes:
-                    continue
-                st, body = call(self.d.ext_port, "POST", "/extender/bind",
-                                {"PodName": pod, "PodNamespace": "soak", "PodUID": "uid-" + pod,
-                                 "Node": nodes[0]}, tls=self.tls)
-                if st == 200 and not (isinstance(body, dict) and body.get("Error")):
+                try:
                     with self.lock:
-                        self.pods[pod] = nodes[0]
-                    self.bump("binds")
-            except (OSError, http.client.HTTPException):
-                self.bump("errors_while_down")
-                time.sleep(0.05)
+                        bound = [p for p, n in self.pods.items() if n and p not in self.deleted]
+                    if bound and rng.random() < 0.3:
+                        pod = rng.choice(bound)
+                        st, _ = call(self.d.port, "POST", "/extender/pod-deleted",
+                                     {"PodUID": "uid-" + pod})
+                        if st == 200:
+                            with self.lock:
+                                self.deleted.add(pod)
+                            self.bump("pod_deletes")
+                        continue
+                    pod = "x%d-%d" % (cid, i)
+                    i += 1
+                    meta = {"name": pod, "namespace": "soak", "uid": "uid-" + pod}
+                    spec = {"containers": [{"name": "t", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}
+                    args = {"Pod": {"kind": "Pod", "apiVersion": "v1", "metadata": meta, "spec": spec},
+                            "NodeNames": self.node_names}
+                    st, body = call(self.d.ext_port, "POST", "/extender/filter", args, tls=self.tls)
+                    if st != 200:
+                        continue
+                    self.bump("filters")
+                    with self.lock:
+                        self.pods.setdefault(pod, "")
+                    nodes = body.get("NodeNames") or []
+                    if not nodes:
+                        continue
+                    st, body = call(self.d.ext_port, "POST", "/extender/bind",
+                                    {"PodName": pod, "PodNamespace": "soak", "PodUID": "uid-" + pod,
+                                     "Node": nodes[0]}, tls=self.tls)
+                    if st == 200 and not (isinstance(body, dict) and body.get("Error")):
+                        with self.lock:
+                            self.pods[pod] = nodes[0]
+                        self.bump("binds")
+                except (OSError, http.client.HTTPException):
+                    self.bump("errors_while_down")
+                    time.sleep(0.05)
 
     # --- invariants ----------------------------------------------------------------------------
     def snapshot(self):
         _, jobs = call(self.d.port, "GET", "/api/v1/jobs?limit=100000")
         _, nodes = call(self.d.port, "GET", "/api/v1/nodes")
         return jobs, nodes
+
+    def settled(self, gap=0.5, tries=40):
+        """The state once it holds still: a submit also wakes the daemon's pass loop, so a pass
+        may still start queued jobs after the clients' last answer. Two snapshots `gap` apart
+        that are equal (the pass the last input woke has run; nothing else wakes one)."""
+        last = self.snapshot()
+        for _ in range(tries):
+            time.sleep(gap)
+            now = self.snapshot()
+            if json.dumps(now, sort_keys=True) == json.dumps(last, sort_keys=True):
+                return now
+            last = now
+        return last
 
     def check(self, cycle):
         failures = []
@@ -324,18 +374,19 @@ class Soak:
             time.sleep(rng.uniform(0.3, 1.0) * per_cycle * 0.8)
             quiet = cycles % 2 == 1
             before = None
+            idle = True
             if quiet:
-                self.running.clear()
-                time.sleep(0.3)  # let the clients' calls in flight finish
-                before = self.snapshot()
+                idle = self.pause()  # every call in flight answered
+                before = self.settled()
                 quiescent += 1
             self.d.kill9()
             self.d.start()
             cycles += 1
             if not quiet:
-                self.running.clear()
-                time.sleep(0.3)
+                idle = self.pause()
             failures, njobs = self.check(cycles)
+            if not idle:
+                failures.append("clients' calls still unanswered 30 s after the pause")
             if quiet:
                 after = self.snapshot()
                 if json.dumps(after, sort_keys=True) == json.dumps(before, sort_keys=True):
