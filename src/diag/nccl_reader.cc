@@ -50,13 +50,18 @@ void ReadNetSelection(const LineRef& line, EvidenceSet& out) {
   // A net plugin the job named that the loader could not open ("NET/Plugin : dlerror=...:
   // cannot open shared object file"), and one that selected its provider ("NET/OFI Selected
   // Provider is efa"): the inter-node data path set up, as "NET/IB : Using" says for IB.
-  if (Has(t, "NET/Plugin") && (Has(t, "dlerror") || Has(t, "cannot open shared object"))) {
+  // A plugin that loaded but could not start ("NET/OFI aws-ofi-nccl initialization failed",
+  // "NET/OFI Initializing plugin failed") is as missing: its network was expected.
+  if ((Has(t, "NET/Plugin") && (Has(t, "dlerror") || Has(t, "cannot open shared object"))) ||
+      (Has(t, "NET/OFI") && (Has(t, "initialization failed") || Has(t, "Initializing plugin failed")))) {
     out.Add(Kind::kNcclPluginMissing, line);
   }
   if (Has(t, "Selected Provider is") || Has(t, "Selected provider is")) {
     out.Add(Kind::kRunStarted, line);
   }
-  if (Has(t, "GPU Direct RDMA Disabled for HCA") && Has(t, "NET/IB")) {
+  // "NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)", "GPU Direct RDMA Disabled
+  // for GPU 1a000 / HCA 0 (distance 5 > 4)"; never on a socket line (sockets have no GDR).
+  if (Has(t, "GPU Direct RDMA Disabled for") && !Has(t, "NET/Socket")) {
     if (Evidence* e = out.Add(Kind::kNcclGdrDisabled, line)) {
       std::string_view dev = TokenAfter(t, "'", "'");
       e->fields.emplace_back("device", std::string(dev));
@@ -95,7 +100,7 @@ void ReadRingOrder(const LineRef& line, EvidenceSet& out) {
 
 void ReadErrors(const LineRef& line, EvidenceSet& out) {
   const std::string_view t = line.text;
-  if (Has(t, "Got completion from peer")) {
+  if (Has(t, "Got completion from peer") || Has(t, "Got completion with error")) {
     if (Evidence* e = out.Add(Kind::kNcclIbCompletionError, line)) {
       auto status = IntAfter(t, "status=");
       if (!status) status = IntAfter(t, "with error ");
@@ -103,6 +108,17 @@ void ReadErrors(const LineRef& line, EvidenceSet& out) {
       if (auto vendor = IntAfter(t, "vendor err ")) {
         e->fields.emplace_back("vendor_err", std::to_string(*vendor));
       }
+    }
+  }
+  // The verbs completion status in its printed words (ibv_wc_status_str, UCX), and a net
+  // plugin's failed request (aws-ofi-nccl "NET/OFI Request ... completed with error").
+  if (!Has(t, "Got completion from peer") &&
+      (Has(t, "retry counter exceeded") || Has(t, "retry count exceeded") ||
+       Has(t, "RETRY_EXC_ERR") || Has(t, "Work Request Flushed Error") ||
+       Has(t, "emote access error") || Has(t, "ocal protection error") ||
+       (Has(t, "NET/OFI") && Has(t, "completed with error")))) {
+    if (Evidence* e = out.Add(Kind::kNcclIbCompletionError, line)) {
+      e->fields.emplace_back("status", Has(t, "etry") ? "12" : "?");
     }
   }
   if (Has(t, "Connection closed by")) {
@@ -177,12 +193,71 @@ void ReadCommShape(const LineRef& line, EvidenceSet& out) {
   auto ranks = IntAfter(t, "nranks ");
   if (!ranks) ranks = IntAfter(t, "nRanks ");
   if ((nodes && *nodes == 1) || (ranks && *ranks == 1)) out.Add(Kind::kNcclSingleNode, line);
+  if (nodes && *nodes > 1) out.Add(Kind::kNcclMultiNode, line);
+}
+
+// Lines of a start that is going through: the bootstrap's interface, the driver's version, a
+// communicator's start, CPU affinity, the tree layout, NCCL's banner ("NCCL version 2.18.1+cuda12.1").
+// A weak positive sign: a log with no fault and only these is a normal start.
+bool IsStartLine(std::string_view t) {
+  return Has(t, "Bootstrap : Using") || Has(t, "cudaDriverVersion") || Has(t, "Init START") ||
+         Has(t, "Setting affinity for GPU") || Has(t, "Trees [") ||
+         (Has(t, "NCCL version 2.") && Has(t, "+cuda"));
+}
+
+// Features and paths NCCL reports it does without (docs/diagnose.md, "nccl_degraded"): the
+// topology search settling for a simple ring order, NVLink-connected GPUs without P2P, a PCI
+// tree it cannot read (a virtualised one: it assumes slow links).
+void ReadTopology(const LineRef& line, EvidenceSet& out) {
+  const std::string_view t = line.text;
+  if (Has(t, "Could not find a path for pattern") ||
+      Has(t, "P2P is disabled between NVLINK connected GPUs")) {
+    out.Add(Kind::kNcclTopoFallback, line);
+  }
+  if (Has(t, "Topology detection") && Has(t, "could not read")) {
+    out.Add(Kind::kNcclTopoUnreadable, line);
+  }
+}
+
+// NCCL unwinds an error with one INFO line per frame, "bootstrap.cc:275 -> 2": a system error (2,
+// ncclSystemError: a socket call failed) out of the bootstrap is its rendezvous failing; and the
+// bootstrap's own warnings that it has no interface to meet on.
+void ReadBootstrap(const LineRef& line, EvidenceSet& out) {
+  const std::string_view t = line.text;
+  if (auto frame = After(t, "bootstrap.cc:")) {
+    if (auto rc = IntAfter(*frame, "-> "); rc && *rc == 2) {
+      out.Add(Kind::kNcclBootstrapFailed, line);
+      return;
+    }
+  }
+  if (Has(t, "NCCL WARN") && (Has(t, "no socket interface found") ||
+                              Has(t, "No usable listening interface found") ||
+                              Has(t, "Bootstrap Root : mismatch"))) {
+    out.Add(Kind::kNcclBootstrapFailed, line);
+  }
 }
 
 }  // namespace
 
 void ReadNcclLine(const LineRef& line, EvidenceSet& out) {
   const std::string_view t = line.text;
+  const bool nccl_line = Has(t, "NCCL INFO") || Has(t, "NCCL WARN");
+  if (nccl_line) {
+    if (IsStartLine(t)) out.Add(Kind::kRunStarted, line);
+    if (Has(t, "opology") || Has(t, "P2P is disabled") || Has(t, "find a path")) {
+      ReadTopology(line, out);
+    }
+    if (Has(t, "ootstrap")) ReadBootstrap(line, out);
+  } else if (Has(t, "NCCL version 2.") && Has(t, "+cuda")) {
+    out.Add(Kind::kRunStarted, line);
+  }
+  // libibverbs saw the node's RDMA device but could not use it (its user-space provider is
+  // missing or does not match the kernel driver), or NCCL could not open it: the NIC is there.
+  if ((Has(t, "ibverbs") || Has(t, "NET/IB")) &&
+      (Has(t, "no userspace device-specific driver found") ||
+       Has(t, "does not support the kernel ABI") || Has(t, "NET/IB : Unable to open device"))) {
+    out.Add(Kind::kRdmaProviderFailed, line);
+  }
   if (Has(t, "NET/") || Has(t, "Using network")) ReadNetSelection(line, out);
   if (Has(t, " via ")) ReadChannel(line, out);
   if (Has(t, "Channel ")) ReadRingOrder(line, out);
@@ -208,7 +283,7 @@ void ReadNcclLine(const LineRef& line, EvidenceSet& out) {
     out.Add(Kind::kNcclIbverbsMissing, line);
   }
   if (Has(t, "onnect") || Has(t, "rror") || Has(t, "atchdog") || Has(t, "ailure") ||
-      Has(t, "ailed") || Has(t, "completion") || Has(t, "checkTimeout")) {
+      Has(t, "ailed") || Has(t, "completion") || Has(t, "checkTimeout") || Has(t, "xceeded")) {
     ReadErrors(line, out);
     // Read on the same error lines only (an HCA's error event says "error", a failed call
     // "failed"), so that the lines of a healthy run cost no more searches.

@@ -9,17 +9,58 @@
 
 namespace toposched::diag {
 
+namespace {
+
+// A device out of memory in any framework's words: PyTorch's "CUDA out of memory" and
+// OutOfMemoryError, the CUDA runtime's "CUDA error: out of memory" (cudaErrorMemoryAllocation,
+// CUDA_ERROR_OUT_OF_MEMORY), cuBLAS/cuDNN's allocation failures, ROCm's "HIP out of memory", Ascend
+// and Intel's "NPU"/"XPU out of memory", Apple's "MPS backend out of memory", XLA/JAX's
+// "RESOURCE_EXHAUSTED: Out of memory", TensorFlow's "OOM when allocating tensor". Ray's
+// OutOfMemoryError ("... the node running low on memory") is the host's: the process reader.
+bool IsDeviceOomLine(std::string_view t) {
+  if (Has(t, "running low on memory")) return false;
+  return Has(t, "CUDA out of memory") || Has(t, "OutOfMemoryError") ||
+         Has(t, "CUDA error: out of memory") || Has(t, "CUDA_ERROR_OUT_OF_MEMORY") ||
+         Has(t, "cudaErrorMemoryAllocation") || Has(t, "CUBLAS_STATUS_ALLOC_FAILED") ||
+         Has(t, "CUDNN_STATUS_ALLOC_FAILED") || Has(t, "HIP out of memory") ||
+         Has(t, "NPU out of memory") || Has(t, "XPU out of memory") ||
+         Has(t, "MPS backend out of memory") || Has(t, "RESOURCE_EXHAUSTED: Out of memory") ||
+         Has(t, "OOM when allocating tensor");
+}
+
+// A collective that did not complete, in the words of PyTorch's watchdog dumps and heartbeat
+// monitor ("Timeout at NCCL work: 5, last enqueued NCCL work: 5", "Heartbeat monitor timed out",
+// "ProcessGroupNCCL's watchdog got stuck for 480 seconds") and of Gloo ("Timed out waiting
+// 1800000ms for recv operation to complete").
+bool IsCollectiveTimeoutLine(std::string_view t) {
+  return Has(t, "Timeout at NCCL work") || Has(t, "Heartbeat monitor timed out") ||
+         Has(t, "watchdog got stuck") ||
+         (Has(t, "Timed out waiting") && Has(t, "operation to complete"));
+}
+
+}  // namespace
+
 void ReadPyTorchLine(const LineRef& line, EvidenceSet& out) {
   const std::string_view t = line.text;
-  // Ray's OutOfMemoryError ("... the node running low on memory") is the host's memory: the
-  // process reader reads it.
-  if (Has(t, "CUDA out of memory") ||
-      (Has(t, "OutOfMemoryError") && !Has(t, "running low on memory"))) {
+  if ((Has(t, "emory") || Has(t, "MEMORY") || Has(t, "ALLOC") || Has(t, "OOM")) &&
+      IsDeviceOomLine(t)) {
     out.Add(Kind::kCudaOom, line);
   }
+  if ((Has(t, "imeout") || Has(t, "imed out") || Has(t, "stuck")) && IsCollectiveTimeoutLine(t)) {
+    out.Add(Kind::kNcclWatchdogTimeout, line);
+  }
+  // c10d's collective check (TORCH_DISTRIBUTED_DEBUG=DETAIL): the ranks called different
+  // collectives, or the same one with different shapes.
+  if (Has(t, "mismatch between collectives")) out.Add(Kind::kCollectiveMismatch, line);
   if (auto code = IntAfter(t, "exitcode  :")) {  // the ChildFailedError "Root Cause" block
     if (Evidence* e = out.Add(Kind::kChildFailed, line)) {
       e->fields.emplace_back("exitcode", std::to_string(*code));
+    }
+    // A worker's own nonzero exit (not a signal's -N or 128+N): the program failed.
+    if (*code > 0 && *code < 128) {
+      if (Evidence* e = out.Add(Kind::kWorkerFailed, line)) {
+        e->fields.emplace_back("code", std::to_string(*code));
+      }
     }
   } else if (auto sig = IntAfter(t, "Signal ")) {
     if (Has(t, "received by PID")) {
@@ -44,6 +85,11 @@ void ReadPyTorchLine(const LineRef& line, EvidenceSet& out) {
     out.Add(Kind::kC10dSocketError, line);
   }
   if (Has(t, "waitForInput") && Has(t, "timed out")) out.Add(Kind::kStoreTimeout, line);
+  // A rank waiting on the store for another's NCCL id ("store->get('0') got error: Socket
+  // Timeout"): the rank that should have posted it never did in time.
+  if (Has(t, "store->get(") && (Has(t, "Timeout") || Has(t, "timed out"))) {
+    out.Add(Kind::kStoreTimeout, line);
+  }
   // A failure inside the store-based barrier of init_process_group (its traceback frame), or
   // the barrier's own timeout; "Completed store-based barrier" is a healthy start.
   if (Has(t, "_store_based_barrier(") || Has(t, "Waiting in store based barrier") ||
