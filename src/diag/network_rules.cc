@@ -46,7 +46,7 @@ void FallbackRule(const EvidenceSet& ev, const NodeContext* node, std::vector<Ca
   if (!ifs.empty()) why += " on " + ifs;
   std::string fix;
   if (ev.has(Kind::kNcclPluginMissing)) {
-    why += ": the net plugin named by NCCL_NET_PLUGIN could not be loaded";
+    why += ": the net plugin the job named (NCCL_NET_PLUGIN) could not be loaded or started";
     fix = "install the net plugin the job names (or fix NCCL_NET_PLUGIN / LD_LIBRARY_PATH); ";
     conf += 0.1;
   } else if (ev.has(Kind::kRdmaProviderFailed)) {
