@@ -33,7 +33,7 @@ constexpr RuleRecord kDevRecord[] = {
     {"application_error:cuda_illegal_access", 3, 2},
     {"application_error:nccl_invalid_usage", 1, 1},
     {"application_error:python_exception", 2, 2},
-    {"application_error:worker_failed", 4, 1},
+    {"application_error:python_traceback", 2, 1},
     {"cancelled:slurm_cancelled", 5, 5},
     {"cancelled:user_interrupt", 3, 3},
     {"evicted:eviction_pressure", 2, 2},

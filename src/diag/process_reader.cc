@@ -344,7 +344,14 @@ void ReadFate(const LineRef& line, EvidenceSet& out) {
   }
   if (IsNodeLostLine(t)) out.Add(Kind::kNodeLost, line);
   if (IsDeadlineLine(t)) out.Add(Kind::kJobDeadline, line);
-  if (Has(t, "Traceback (most recent call last)")) out.Add(Kind::kPythonTraceback, line);
+  // A traceback printed where it happened (alone on its line, or after a rank's "[rank3]: "
+  // prefix); torchrun's summary field "traceback : Traceback ..." only points at the worker's.
+  if (Has(t, "Traceback (most recent call last)")) {
+    std::string_view lead = SkipSpaces(t);
+    if (lead.starts_with("[rank")) lead = SkipSpaces(lead.substr(lead.find(']') + 1));
+    if (lead.starts_with(":")) lead = SkipSpaces(lead.substr(1));
+    if (lead.starts_with("Traceback")) out.Add(Kind::kPythonTraceback, line);
+  }
   if (Has(t, "RmInitAdapter failed")) out.Add(Kind::kGpuInitFailed, line);
   if (Has(t, "invalid usage") && (Has(t, "NCCL") || Has(t, "nccl"))) {
     out.Add(Kind::kNcclInvalidUsage, line);

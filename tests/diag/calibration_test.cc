@@ -29,10 +29,11 @@ TEST(Calibration, ARuleRightEveryTimeItLedRisesAboveItsStrength) {
   EXPECT_GT(internal::CalibratedConfidence(RuleAt("gpu_oom:cuda_oom", 0.6)), 0.6);
 }
 
-// application_error:worker_failed (a worker's nonzero exit, nothing else) led on 4 dev logs and
-// was right on 1.
+// application_error:python_traceback (a traceback whose exception line was not read) led on 2
+// dev logs and was right on 1.
 TEST(Calibration, ARuleOftenWrongWhenItLedFallsBelowItsStrength) {
-  EXPECT_LT(internal::CalibratedConfidence(RuleAt("application_error:worker_failed", 0.4)), 0.4);
+  EXPECT_LT(internal::CalibratedConfidence(RuleAt("application_error:python_traceback", 0.6)),
+            0.6);
 }
 
 TEST(Calibration, NoCauseIsShownMoreConfidentThanOneAboveIt) {
