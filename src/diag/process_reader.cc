@@ -78,7 +78,9 @@ int SignalOfShellLine(std::string_view t) {
 // "exited on signal 9 (Killed)", "killed by signal 9", "terminated with signal SIGKILL",
 // "is killed by signal: Killed.", "Signals.SIGKILL", "signal: killed", "task 0: Killed".
 int SignalOfKillLine(std::string_view t) {
-  for (std::string_view m : {"on signal ", "by signal ", "with signal ", "by signal: "}) {
+  // torchelastic's SignalException: "Process 1234 got signal: 15".
+  for (std::string_view m : {"on signal ", "by signal ", "with signal ", "by signal: ",
+                             "got signal: "}) {
     auto rest = After(t, m);
     if (!rest) continue;
     if (auto v = LeadingInt(*rest); v && *v > 0 && *v <= 64) return static_cast<int>(*v);
@@ -143,7 +145,7 @@ bool IsHostAllocFailure(std::string_view t) {
 
 // Exception types that name a platform cause another rule reads (or a launcher's wrapper of
 // the real failure), not a fault of the training code.
-constexpr std::array<std::string_view, 21> kPlatformExceptions = {"ChildFailedError",
+constexpr std::array<std::string_view, 22> kPlatformExceptions = {"ChildFailedError",
                                                                   "DistBackendError",
                                                                   "DistNetworkError",
                                                                   "DistStoreError",
@@ -163,7 +165,8 @@ constexpr std::array<std::string_view, 21> kPlatformExceptions = {"ChildFailedEr
                                                                   "ActorDiedError",
                                                                   "RayTaskError",
                                                                   "NcclError",
-                                                                  "MemoryError"};
+                                                                  "MemoryError",
+                                                                  "SignalException"};
 
 // Words in an exception's message that make it a platform report (NCCL, CUDA, sockets, the
 // store), read by the other families, rather than the program's own error.

@@ -73,6 +73,10 @@ TEST(SecondRoundWordings, SignalsInEveryLaunchersWords) {
   EXPECT_EQ(TopOf2("slurm_script: line 20: 12345 Killed                  python train.py\n"),
             "host_oom");
   EXPECT_EQ(TopOf2("Segmentation fault (core dumped)\n"), "application_error");
+  // torchelastic's agent told to stop (a cancel, a preemption or a time limit sends SIGTERM).
+  EXPECT_EQ(TopOf2("torch.distributed.elastic.multiprocessing.api.SignalException: Process 4321 "
+                   "got signal: 15\n"),
+            "cancelled");
   // torchelastic closing the other workers after one failed is no signal of the job's fate.
   EXPECT_EQ(TopOf2("Sending process 4567 closing signal SIGTERM\n"), "none");
 }
