@@ -345,8 +345,15 @@ void ReadFate(const LineRef& line, EvidenceSet& out) {
       Has(t, "device-side")) {
     ReadCudaErrors(line, out);
   }
-  if (IsNodeLostLine(t)) out.Add(Kind::kNodeLost, line);
-  if (IsDeadlineLine(t)) out.Add(Kind::kJobDeadline, line);
+  // One gate for the node and deadline families' words, so that most lines cost two searches.
+  if ((Has(t, "ode") || Has(t, "NODE") || Has(t, "aemon") || Has(t, "anic") ||
+       Has(t, "ardware") || Has(t, "Taint")) &&
+      IsNodeLostLine(t)) {
+    out.Add(Kind::kNodeLost, line);
+  }
+  if ((Has(t, "eadline") || Has(t, "walltime") || Has(t, "RUNLIMIT")) && IsDeadlineLine(t)) {
+    out.Add(Kind::kJobDeadline, line);
+  }
   // A traceback printed where it happened (alone on its line, or after a rank's "[rank3]: "
   // prefix); torchrun's summary field "traceback : Traceback ..." only points at the worker's.
   if (Has(t, "Traceback (most recent call last)")) {

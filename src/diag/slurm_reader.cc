@@ -117,8 +117,9 @@ void ReadSlurmLine(const LineRef& line, EvidenceSet& out) {
     out.Add(Kind::kSlurmOom, line);
   }
   if (Has(t, "PD ") || Has(t, "PENDING") || Has(t, "Reason=")) ReadPending(line, out);
-  if (Has(t, ":") && (Has(t, "ED") || Has(t, "TIMEOUT") || Has(t, "NODE_FAIL") ||
-                      Has(t, "OUT_OF_MEMORY"))) {
+  if ((Has(t, "LED") || Has(t, "TED") || Has(t, "TIMEOUT") || Has(t, "NODE_FAIL") ||
+       Has(t, "OUT_OF_MEMORY") || Has(t, "PTED")) &&
+      Has(t, ":")) {
     ReadSacctExit(line, out);
   }
   if (Has(t, "dr") || Has(t, "fail") || Has(t, "down") || Has(t, "maint")) {
