@@ -217,6 +217,10 @@ class EvidenceSet {
 
   int64_t count(Kind k) const { return counts_[static_cast<int>(k)]; }
   bool has(Kind k) const { return count(k) > 0; }
+  // Whether `k` keeps no more examples. Readers stop looking for a positive sign (progress, a
+  // start) once its kind is full: such signs only decide whether a log is healthy and which lines
+  // it cites, so their counts stop at kMaxExamples.
+  bool full(Kind k) const { return examples(k).size() >= static_cast<size_t>(kMaxExamples); }
   const std::vector<Evidence>& examples(Kind k) const { return examples_[static_cast<int>(k)]; }
   const Evidence* first(Kind k) const;
   // Adds what `later` collected, as if its lines had been read after this set's: counts add,

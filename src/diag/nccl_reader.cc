@@ -196,25 +196,24 @@ void ReadCommShape(const LineRef& line, EvidenceSet& out) {
   if (nodes && *nodes > 1) out.Add(Kind::kNcclMultiNode, line);
 }
 
-// Lines of a start that is going through: the bootstrap's interface, the driver's version, a
-// communicator's start, CPU affinity, the tree layout, NCCL's banner ("NCCL version 2.18.1+cuda12.1").
-// A weak positive sign: a log with no fault and only these is a normal start.
-bool IsStartLine(std::string_view t) {
-  return Has(t, "Bootstrap : Using") || Has(t, "cudaDriverVersion") || Has(t, "Init START") ||
-         Has(t, "Setting affinity for GPU") || Has(t, "Trees [") ||
-         (Has(t, "NCCL version 2.") && Has(t, "+cuda"));
+// NCCL's message after "NCCL INFO " / "NCCL WARN " of a start that is going through: the
+// bootstrap's interface, the driver's version, a communicator's start, CPU affinity, the tree
+// layout. A weak positive sign: a log with no fault and only these is a normal start.
+bool IsStartMessage(std::string_view msg) {
+  return msg.starts_with("Bootstrap : Using") || msg.starts_with("cudaDriverVersion") ||
+         msg.starts_with("Setting affinity for GPU") || msg.starts_with("Trees [") ||
+         (msg.starts_with("comm 0x") && Has(msg, "Init START"));
 }
 
 // Features and paths NCCL reports it does without (docs/diagnose.md, "nccl_degraded"): the
 // topology search settling for a simple ring order, NVLink-connected GPUs without P2P, a PCI
 // tree it cannot read (a virtualised one: it assumes slow links).
-void ReadTopology(const LineRef& line, EvidenceSet& out) {
-  const std::string_view t = line.text;
-  if (Has(t, "Could not find a path for pattern") ||
-      Has(t, "P2P is disabled between NVLINK connected GPUs")) {
+void ReadTopology(const LineRef& line, std::string_view msg, EvidenceSet& out) {
+  if (msg.starts_with("Could not find a path for pattern") ||
+      msg.starts_with("P2P is disabled between NVLINK connected GPUs")) {
     out.Add(Kind::kNcclTopoFallback, line);
   }
-  if (Has(t, "Topology detection") && Has(t, "could not read")) {
+  if (msg.starts_with("Topology detection") && Has(msg, "could not read")) {
     out.Add(Kind::kNcclTopoUnreadable, line);
   }
 }
@@ -222,46 +221,28 @@ void ReadTopology(const LineRef& line, EvidenceSet& out) {
 // NCCL unwinds an error with one INFO line per frame, "bootstrap.cc:275 -> 2": a system error (2,
 // ncclSystemError: a socket call failed) out of the bootstrap is its rendezvous failing; and the
 // bootstrap's own warnings that it has no interface to meet on.
-void ReadBootstrap(const LineRef& line, EvidenceSet& out) {
-  const std::string_view t = line.text;
-  if (auto frame = After(t, "bootstrap.cc:")) {
-    if (auto rc = IntAfter(*frame, "-> "); rc && *rc == 2) {
-      out.Add(Kind::kNcclBootstrapFailed, line);
-      return;
-    }
+void ReadBootstrap(const LineRef& line, std::string_view msg, bool warn, EvidenceSet& out) {
+  if (msg.starts_with("bootstrap.cc:")) {
+    if (auto rc = IntAfter(msg, "-> "); rc && *rc == 2) out.Add(Kind::kNcclBootstrapFailed, line);
+    return;
   }
-  if (Has(t, "NCCL WARN") && (Has(t, "no socket interface found") ||
-                              Has(t, "No usable listening interface found") ||
-                              Has(t, "Bootstrap Root : mismatch"))) {
+  if (warn && (Has(msg, "no socket interface found") ||
+               Has(msg, "No usable listening interface found") ||
+               msg.starts_with("Bootstrap Root : mismatch"))) {
     out.Add(Kind::kNcclBootstrapFailed, line);
   }
 }
 
-}  // namespace
-
-void ReadNcclLine(const LineRef& line, EvidenceSet& out) {
+// NCCL's set-up lines: the network selection, channels and rings, communicators, NVLS, features
+// it ignores, IB disabled, libibverbs missing.
+void ReadSetUp(const LineRef& line, EvidenceSet& out) {
   const std::string_view t = line.text;
-  const bool nccl_line = Has(t, "NCCL INFO") || Has(t, "NCCL WARN");
-  if (nccl_line) {
-    if (IsStartLine(t)) out.Add(Kind::kRunStarted, line);
-    if (Has(t, "opology") || Has(t, "P2P is disabled") || Has(t, "find a path")) {
-      ReadTopology(line, out);
-    }
-    if (Has(t, "ootstrap")) ReadBootstrap(line, out);
-  } else if (Has(t, "NCCL version 2.") && Has(t, "+cuda")) {
-    out.Add(Kind::kRunStarted, line);
-  }
-  // libibverbs saw the node's RDMA device but could not use it (its user-space provider is
-  // missing or does not match the kernel driver), or NCCL could not open it: the NIC is there.
-  if ((Has(t, "ibverbs") || Has(t, "NET/IB")) &&
-      (Has(t, "no userspace device-specific driver found") ||
-       Has(t, "does not support the kernel ABI") || Has(t, "NET/IB : Unable to open device"))) {
-    out.Add(Kind::kRdmaProviderFailed, line);
-  }
   if (Has(t, "NET/") || Has(t, "Using network")) ReadNetSelection(line, out);
   if (Has(t, " via ")) ReadChannel(line, out);
-  if (Has(t, "Channel ")) ReadRingOrder(line, out);
-  if (Has(t, "Connected all rings") || Has(t, "Connected all trees")) {
+  // Positive signs only (the ring order, rings connected): looked for until their kind is full.
+  if (!out.full(Kind::kNcclRingOrder) && Has(t, "Channel ")) ReadRingOrder(line, out);
+  if (!out.full(Kind::kNcclConnected) &&
+      (Has(t, "Connected all rings") || Has(t, "Connected all trees"))) {
     out.Add(Kind::kNcclConnected, line);
   }
   if (Has(t, "comm 0x")) ReadCommShape(line, out);
@@ -282,6 +263,42 @@ void ReadNcclLine(const LineRef& line, EvidenceSet& out) {
       (Has(t, "Failed to open libibverbs") || Has(t, "lib wrapper not initialized"))) {
     out.Add(Kind::kNcclIbverbsMissing, line);
   }
+}
+
+}  // namespace
+
+void ReadNcclLine(const LineRef& line, EvidenceSet& out) {
+  const std::string_view t = line.text;
+  // NCCL's message: the text after "NCCL INFO " or "NCCL WARN " (one search; the families below
+  // test its start, not the whole line). The banner "NCCL version 2.18.1+cuda12.1" is a start
+  // too; a version inside an error line ("..., NCCL version 2.19.3") is not.
+  const size_t n = t.find("NCCL ");
+  if (n != std::string_view::npos) {
+    const std::string_view rest = t.substr(n + 5);
+    const bool warn = rest.starts_with("WARN ");
+    if (warn || rest.starts_with("INFO ")) {
+      const std::string_view msg = rest.substr(5);
+      if (!out.full(Kind::kRunStarted) && IsStartMessage(msg)) out.Add(Kind::kRunStarted, line);
+      ReadTopology(line, msg, out);
+      ReadBootstrap(line, msg, warn, out);
+      // NCCL could not open the node's RDMA device: the NIC is there.
+      if (msg.starts_with("NET/IB : Unable to open device")) {
+        out.Add(Kind::kRdmaProviderFailed, line);
+      }
+    } else if (rest.starts_with("version 2.") && Has(rest, "+cuda") &&
+               !out.full(Kind::kRunStarted)) {
+      out.Add(Kind::kRunStarted, line);
+    }
+  }
+  // libibverbs saw the node's RDMA device but could not use it: its user-space provider is
+  // missing or does not match the kernel driver.
+  if (t.starts_with("libibverbs: ") && (Has(t, "no userspace device-specific driver found") ||
+                                        Has(t, "does not support the kernel ABI"))) {
+    out.Add(Kind::kRdmaProviderFailed, line);
+  }
+  // Read on every line: logs are often pasted with NCCL's "host:pid:tid [d] NCCL INFO" prefix
+  // stripped.
+  ReadSetUp(line, out);
   if (Has(t, "onnect") || Has(t, "rror") || Has(t, "atchdog") || Has(t, "ailure") ||
       Has(t, "ailed") || Has(t, "completion") || Has(t, "checkTimeout") || Has(t, "xceeded")) {
     ReadErrors(line, out);

@@ -278,10 +278,12 @@ bool IsStartedLine(std::string_view t) {
 }
 
 bool IsCompletedLine(std::string_view t) {
-  if (Has(t, "raining completed") || Has(t, "Saving checkpoint") || Has(t, "Saved checkpoint") ||
-      Has(t, "aved checkpoint to") || Has(t, "heckpoint saved")) {
+  if ((Has(t, "checkpoint") || Has(t, "Checkpoint")) &&
+      (Has(t, "Saving checkpoint") || Has(t, "Saved checkpoint") || Has(t, "aved checkpoint to") ||
+       Has(t, "heckpoint saved"))) {
     return true;
   }
+  if (Has(t, "completed") && Has(t, "raining completed")) return true;
   if (Has(t, "Test PASSED") || Has(t, "| Pass ")) return true;
   // nccl-tests' verdict on the data it checked: "# Out of bounds values : 0 OK".
   if (Has(t, "Out of bounds values : 0 OK")) return true;
@@ -340,18 +342,16 @@ bool IsDeadlineLine(std::string_view t) {
 
 void ReadFate(const LineRef& line, EvidenceSet& out) {
   const std::string_view t = line.text;
-  if (Has(t, "CUDA") || Has(t, "cuda") || Has(t, "NVLink") || Has(t, "NVLINK") ||
-      Has(t, "illegal") || Has(t, "launch failure") || Has(t, "misaligned") ||
-      Has(t, "device-side")) {
-    ReadCudaErrors(line, out);
-  }
+  // CUDA's errors always name it: "CUDA error: ...", NCCL's "Cuda failure '...'", the enums.
+  if (Has(t, "UDA") || Has(t, "uda")) ReadCudaErrors(line, out);
   // One gate for the node and deadline families' words, so that most lines cost two searches.
-  if ((Has(t, "ode") || Has(t, "NODE") || Has(t, "aemon") || Has(t, "anic") ||
-       Has(t, "ardware") || Has(t, "Taint")) &&
+  if ((Has(t, "Node") || Has(t, "node") || Has(t, "NODE") || Has(t, "daemon") ||
+       Has(t, "panic") || Has(t, "Hardware") || Has(t, "Taint") || Has(t, "Memory failure")) &&
       IsNodeLostLine(t)) {
     out.Add(Kind::kNodeLost, line);
   }
-  if ((Has(t, "eadline") || Has(t, "walltime") || Has(t, "RUNLIMIT")) && IsDeadlineLine(t)) {
+  if ((Has(t, "Deadline") || Has(t, "deadline") || Has(t, "walltime") || Has(t, "RUNLIMIT")) &&
+      IsDeadlineLine(t)) {
     out.Add(Kind::kJobDeadline, line);
   }
   // A traceback printed where it happened (alone on its line, or after a rank's "[rank3]: "
@@ -403,34 +403,44 @@ void ReadFate(const LineRef& line, EvidenceSet& out) {
   }
 }
 
-void ReadProgress(const LineRef& line, EvidenceSet& out) {
+void ReadStarted(const LineRef& line, EvidenceSet& out) {
   const std::string_view t = line.text;
-  if (HasLossValue(t) || Has(t, "_microstep: ") || IsRateLine(t)) {
-    out.Add(Kind::kTrainingProgress, line);
-  }
-  // A collective benchmark's result row is progress too; only lines that open with a digit
-  // are split into tokens.
-  const std::string_view lead = SkipSpaces(t);
-  if (!lead.empty() && lead.front() >= '0' && lead.front() <= '9' && IsCollectiveTestRow(lead)) {
-    out.Add(Kind::kTrainingProgress, line);
-  }
-  // The start completed: NCCL's communicator, Lightning's registration of every process, the
-  // c10d store-based barrier of init_process_group ("Rank 1: Completed store-based barrier for
-  // key:store_based_barrier_key:1 with 2 nodes").
-  if (Has(t, "Init COMPLETE") || Has(t, "All distributed processes registered") ||
-      Has(t, "Completed store-based barrier") || Has(t, "Rendezvous complete for workers")) {
-    out.Add(Kind::kNcclInitComplete, line);
-  }
   // The start went through so far (a weaker sign than the above): Lightning's "initializing ddp:
   // GLOBAL_RANK: 3, MEMBER: 4/8", Accelerate's state "Distributed environment: MULTI_GPU", the
   // kernel's "NIC Link is Up" (Intel/Mellanox drivers) and "ADDRCONF(NETDEV_CHANGE): eth0: link
   // becomes ready" (IPv6 address configuration once the link is up).
-  if (Has(t, "initializing ddp: GLOBAL_RANK") || Has(t, "Distributed environment: ") ||
-      (Has(t, "ink ") && (Has(t, "NIC Link is Up") || Has(t, "link becomes ready"))) ||
-      IsStartedLine(t)) {
+  if (!out.full(Kind::kRunStarted) &&
+      (Has(t, "initializing ddp: GLOBAL_RANK") || Has(t, "Distributed environment: ") ||
+       (Has(t, "ink ") && (Has(t, "NIC Link is Up") || Has(t, "link becomes ready"))) ||
+       IsStartedLine(t))) {
     out.Add(Kind::kRunStarted, line);
   }
-  if (IsCompletedLine(t)) out.Add(Kind::kRunCompleted, line);
+  if (!out.full(Kind::kRunCompleted) && IsCompletedLine(t)) out.Add(Kind::kRunCompleted, line);
+}
+
+// Positive signs only: each kind is looked for until it keeps kMaxExamples lines (evidence.h,
+// EvidenceSet::full), so that a long healthy log pays for them on its first lines only.
+void ReadProgress(const LineRef& line, EvidenceSet& out) {
+  const std::string_view t = line.text;
+  if (!out.full(Kind::kTrainingProgress)) {
+    // A collective benchmark's result row is progress too; only lines that open with a digit
+    // are split into tokens.
+    const std::string_view lead = SkipSpaces(t);
+    if (HasLossValue(t) || Has(t, "_microstep: ") || IsRateLine(t) ||
+        (!lead.empty() && lead.front() >= '0' && lead.front() <= '9' &&
+         IsCollectiveTestRow(lead))) {
+      out.Add(Kind::kTrainingProgress, line);
+    }
+  }
+  // The start completed: NCCL's communicator, Lightning's registration of every process, the
+  // c10d store-based barrier of init_process_group ("Rank 1: Completed store-based barrier for
+  // key:store_based_barrier_key:1 with 2 nodes").
+  if (!out.full(Kind::kNcclInitComplete) &&
+      (Has(t, "Init COMPLETE") || Has(t, "All distributed processes registered") ||
+       Has(t, "Completed store-based barrier") || Has(t, "Rendezvous complete for workers"))) {
+    out.Add(Kind::kNcclInitComplete, line);
+  }
+  ReadStarted(line, out);
 }
 
 }  // namespace
@@ -440,19 +450,24 @@ void ReadProcessLine(const LineRef& line, EvidenceSet& out) {
   // NCCL's INFO lines, most of an NCCL_DEBUG=INFO log, carry none of a process's fate (the NCCL
   // reader reads them): only their "Init COMPLETE".
   if (Has(t, " NCCL INFO ")) {
-    if (Has(t, "Init COMPLETE")) out.Add(Kind::kNcclInitComplete, line);
+    if (!out.full(Kind::kNcclInitComplete) && Has(t, "Init COMPLETE")) {
+      out.Add(Kind::kNcclInitComplete, line);
+    }
     return;
   }
-  if (Has(t, "xit") || Has(t, "ignal") || Has(t, "Kill") || Has(t, "eturn") ||
-      Has(t, "core dumped") || Has(t, "Segmentation fault")) {
+  // Gates open with rare characters: a search costs a compare per occurrence of its first
+  // character ("e", "o", "a" are on every line).
+  const bool kill = Has(t, "Kill");
+  const bool memory = Has(t, "memory") || Has(t, "Memory");
+  if (kill || Has(t, "xit") || Has(t, "ignal") || Has(t, "code") || Has(t, "dumped") ||
+      Has(t, "Segmentation fault")) {
     ReadSignal(line, out);
   }
-  if ((Has(t, "oom") || Has(t, "OOM") || Has(t, "emory") || Has(t, "Killed process") ||
-       Has(t, "killed as a result")) &&
+  if ((kill || memory || Has(t, "oom") || Has(t, "OOM") || Has(t, "killed as a")) &&
       IsKernelOomLine(t)) {
     out.Add(Kind::kKernelOomKill, line);
   }
-  if ((Has(t, "lloc") || Has(t, "emory")) && IsHostAllocFailure(t)) {
+  if ((memory || Has(t, "Allocator") || Has(t, "bad_alloc")) && IsHostAllocFailure(t)) {
     out.Add(Kind::kHostAllocFailed, line);
   }
   if (Has(t, "Error") || Has(t, "Exception")) ReadException(line, out);

@@ -117,9 +117,9 @@ void ReadSlurmLine(const LineRef& line, EvidenceSet& out) {
     out.Add(Kind::kSlurmOom, line);
   }
   if (Has(t, "PD ") || Has(t, "PENDING") || Has(t, "Reason=")) ReadPending(line, out);
-  if ((Has(t, "LED") || Has(t, "TED") || Has(t, "TIMEOUT") || Has(t, "NODE_FAIL") ||
-       Has(t, "OUT_OF_MEMORY") || Has(t, "PTED")) &&
-      Has(t, ":")) {
+  // COMPLETED, FAILED, CANCELLED, PREEMPTED ("ED"), TIMEOUT, OUT_OF_MEMORY ("OUT"); a NODE_FAIL
+  // row is read as the node's failure above.
+  if ((Has(t, "ED") || Has(t, "OUT")) && Has(t, ":")) {
     ReadSacctExit(line, out);
   }
   if (Has(t, "dr") || Has(t, "fail") || Has(t, "down") || Has(t, "maint")) {
