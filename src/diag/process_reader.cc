@@ -131,6 +131,23 @@ bool IsKernelOomLine(std::string_view t) {
          (Has(t, "Killed process ") && Has(t, "total-vm:"));
 }
 
+// A device out of memory in any framework's words: PyTorch's "CUDA out of memory" and
+// OutOfMemoryError, the CUDA runtime's "CUDA error: out of memory" (cudaErrorMemoryAllocation,
+// CUDA_ERROR_OUT_OF_MEMORY), cuBLAS/cuDNN's allocation failures, ROCm's "HIP out of memory", Ascend
+// and Intel's "NPU"/"XPU out of memory", Apple's "MPS backend out of memory", XLA/JAX's
+// "RESOURCE_EXHAUSTED: Out of memory", TensorFlow's "OOM when allocating tensor". Ray's
+// OutOfMemoryError ("... the node running low on memory") is the host's: the process reader.
+bool IsDeviceOomLine(std::string_view t) {
+  if (Has(t, "running low on memory")) return false;
+  return Has(t, "CUDA out of memory") || Has(t, "OutOfMemoryError") ||
+         Has(t, "CUDA error: out of memory") || Has(t, "CUDA_ERROR_OUT_OF_MEMORY") ||
+         Has(t, "cudaErrorMemoryAllocation") || Has(t, "CUBLAS_STATUS_ALLOC_FAILED") ||
+         Has(t, "CUDNN_STATUS_ALLOC_FAILED") || Has(t, "HIP out of memory") ||
+         Has(t, "NPU out of memory") || Has(t, "XPU out of memory") ||
+         Has(t, "MPS backend out of memory") || Has(t, "RESOURCE_EXHAUSTED: Out of memory") ||
+         Has(t, "OOM when allocating tensor");
+}
+
 // The process could not get host memory by itself (no killer involved): PyTorch's CPU
 // allocator, C++'s bad_alloc, ENOMEM, a DataLoader worker short of shared memory.
 bool IsHostAllocFailure(std::string_view t) {
@@ -463,8 +480,11 @@ void ReadProcessLine(const LineRef& line, EvidenceSet& out) {
       Has(t, "Segmentation fault")) {
     ReadSignal(line, out);
   }
-  if ((kill || memory || Has(t, "oom") || Has(t, "OOM") || Has(t, "killed as a")) &&
-      IsKernelOomLine(t)) {
+  const bool oom = Has(t, "OOM");
+  if ((memory || oom || Has(t, "MEMORY") || Has(t, "ALLOC")) && IsDeviceOomLine(t)) {
+    out.Add(Kind::kCudaOom, line);
+  }
+  if ((kill || memory || oom || Has(t, "oom") || Has(t, "killed as a")) && IsKernelOomLine(t)) {
     out.Add(Kind::kKernelOomKill, line);
   }
   if ((memory || Has(t, "Allocator") || Has(t, "bad_alloc")) && IsHostAllocFailure(t)) {

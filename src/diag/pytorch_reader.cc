@@ -11,23 +11,6 @@ namespace toposched::diag {
 
 namespace {
 
-// A device out of memory in any framework's words: PyTorch's "CUDA out of memory" and
-// OutOfMemoryError, the CUDA runtime's "CUDA error: out of memory" (cudaErrorMemoryAllocation,
-// CUDA_ERROR_OUT_OF_MEMORY), cuBLAS/cuDNN's allocation failures, ROCm's "HIP out of memory", Ascend
-// and Intel's "NPU"/"XPU out of memory", Apple's "MPS backend out of memory", XLA/JAX's
-// "RESOURCE_EXHAUSTED: Out of memory", TensorFlow's "OOM when allocating tensor". Ray's
-// OutOfMemoryError ("... the node running low on memory") is the host's: the process reader.
-bool IsDeviceOomLine(std::string_view t) {
-  if (Has(t, "running low on memory")) return false;
-  return Has(t, "CUDA out of memory") || Has(t, "OutOfMemoryError") ||
-         Has(t, "CUDA error: out of memory") || Has(t, "CUDA_ERROR_OUT_OF_MEMORY") ||
-         Has(t, "cudaErrorMemoryAllocation") || Has(t, "CUBLAS_STATUS_ALLOC_FAILED") ||
-         Has(t, "CUDNN_STATUS_ALLOC_FAILED") || Has(t, "HIP out of memory") ||
-         Has(t, "NPU out of memory") || Has(t, "XPU out of memory") ||
-         Has(t, "MPS backend out of memory") || Has(t, "RESOURCE_EXHAUSTED: Out of memory") ||
-         Has(t, "OOM when allocating tensor");
-}
-
 // A collective that did not complete, in the words of PyTorch's watchdog dumps and heartbeat
 // monitor ("Timeout at NCCL work: 5, last enqueued NCCL work: 5", "Heartbeat monitor timed out",
 // "ProcessGroupNCCL's watchdog got stuck for 480 seconds") and of Gloo ("Timed out waiting
@@ -42,13 +25,8 @@ bool IsCollectiveTimeoutLine(std::string_view t) {
 
 void ReadPyTorchLine(const LineRef& line, EvidenceSet& out) {
   const std::string_view t = line.text;
-  // Gates and anchors open with rare characters: a search costs a compare per occurrence of its
-  // first character, and "e" or "o" occur on every line.
-  if ((Has(t, "memory") || Has(t, "Memory") || Has(t, "MEMORY") || Has(t, "ALLOC") ||
-       Has(t, "OOM")) &&
-      IsDeviceOomLine(t)) {
-    out.Add(Kind::kCudaOom, line);
-  }
+  // A device out of memory, in any framework's words: the process reader (it shares the
+  // memory words' searches with the host's OOM families).
   if (IsCollectiveTimeoutLine(t)) out.Add(Kind::kNcclWatchdogTimeout, line);
   // c10d's collective check (TORCH_DISTRIBUTED_DEBUG=DETAIL): the ranks called different
   // collectives, or the same one with different shapes.
