@@ -476,7 +476,7 @@ void ReadProcessLine(const LineRef& line, EvidenceSet& out) {
   // character ("e", "o", "a" are on every line).
   const bool kill = Has(t, "Kill");
   const bool memory = Has(t, "memory") || Has(t, "Memory");
-  if (kill || Has(t, "xit") || Has(t, "ignal") || Has(t, "code") || Has(t, "dumped") ||
+  if (kill || Has(t, "xit") || Has(t, "ignal") || Has(t, "return") || Has(t, "dumped") ||
       Has(t, "Segmentation fault")) {
     ReadSignal(line, out);
   }
