@@ -29,12 +29,14 @@ struct RuleRecord {
 // From `python3 scripts/diagnose-corpus.py --set dev --rules` (the rules' strengths as in this
 // commit; rerun and copy its table when a rule or its strength changes).
 constexpr RuleRecord kDevRecord[] = {
+    {"application_error:collective_mismatch", 1, 1},
     {"application_error:cuda_illegal_access", 3, 2},
     {"application_error:nccl_invalid_usage", 1, 1},
     {"application_error:python_exception", 2, 2},
+    {"application_error:python_traceback", 2, 1},
     {"cancelled:slurm_cancelled", 5, 5},
     {"cancelled:user_interrupt", 3, 3},
-    {"evicted:eviction_pressure", 1, 1},
+    {"evicted:eviction_pressure", 2, 2},
     {"evicted:k8s_evicted", 5, 5},
     {"gpu_fault:cuda_unknown_error", 1, 1},
     {"gpu_fault:ecc_uncorrectable", 2, 2},
@@ -43,12 +45,15 @@ constexpr RuleRecord kDevRecord[] = {
     {"gpu_fault:nccl_nvls_failed", 1, 1},
     {"gpu_fault:xid", 1, 1},
     {"gpu_oom:cuda_oom", 6, 6},
-    {"healthy:nccl_channel_ib", 31, 23},
+    {"healthy:nccl_channel_ib", 23, 19},
+    {"healthy:run_started", 4, 4},
     {"host_oom:killed_by_signal", 2, 2},
     {"host_oom:slurm_oom", 2, 2},
     {"nccl_degraded:nccl_feature_ignored", 1, 1},
     {"nccl_degraded:nccl_gdr_disabled", 1, 1},
     {"nccl_degraded:nccl_nvls_unavailable", 1, 1},
+    {"nccl_degraded:nccl_topo_fallback", 1, 1},
+    {"nccl_degraded:nccl_topo_unreadable", 1, 1},
     {"nccl_timeout:killed_by_signal", 1, 1},
     {"nccl_timeout:nccl_watchdog_timeout", 11, 11},
     {"nccl_transport_fallback:nccl_network_socket", 8, 6},
@@ -60,9 +65,12 @@ constexpr RuleRecord kDevRecord[] = {
     {"peer_failure:rendezvous_closed", 1, 1},
     {"preempted:preempt_notice", 4, 4},
     {"preempted:sched_preempted", 2, 2},
+    {"rendezvous_failure:nccl_bootstrap_failed", 1, 1},
     {"rendezvous_failure:rendezvous_error", 7, 7},
+    {"timeout:killed_by_signal", 1, 1},
     {"timeout:sched_time_limit", 4, 4},
-    {"unschedulable:queued_no_capacity", 4, 3},
+    {"unschedulable:pod_pending", 1, 1},
+    {"unschedulable:queued_no_capacity", 3, 3},
 };
 
 }  // namespace

@@ -12,10 +12,31 @@ namespace toposched::diag {
 
 namespace {
 
+// The Xid as other tools report it: the Kubernetes device plugin's "XidCriticalError: Xid=79 on
+// Device=GPU-...", DCGM's and node-problem-detectors' "Xid=48", "XID 79".
+void ReadOtherXid(const LineRef& line, EvidenceSet& out) {
+  for (std::string_view m : {"Xid=", "XID=", "xid=", "XID "}) {
+    auto code = IntAfter(line.text, m);
+    if (!code || *code <= 0 || *code > 100000) continue;
+    if (Evidence* e = out.Add(Kind::kXid, line)) {
+      const XidInfo info = LookupXid(static_cast<int>(*code));
+      e->fields.emplace_back("code", std::to_string(*code));
+      e->fields.emplace_back("pci", std::string(TokenAfter(line.text, "Device=")));
+      e->fields.emplace_back("meaning",
+                             info.known ? std::string(info.meaning) : "not in the table");
+      e->fields.emplace_back("action", XidActionName(info.action));
+    }
+    return;
+  }
+}
+
 // "NVRM: Xid (PCI:0000:9b:00): 119, pid=..., ..." (also "Xid (0000:01:00): 3, ...").
 void ReadXid(const LineRef& line, EvidenceSet& out) {
   auto rest = After(line.text, "Xid (");
-  if (!rest) return;
+  if (!rest) {
+    ReadOtherXid(line, out);
+    return;
+  }
   const size_t close = rest->find(')');
   if (close == std::string_view::npos) return;
   std::string_view pci = rest->substr(0, close);
@@ -66,7 +87,7 @@ void ReadNvlinkCounter(const LineRef& line, EvidenceSet& out) {
 
 void ReadDriverLine(const LineRef& line, EvidenceSet& out) {
   const std::string_view t = line.text;
-  if (Has(t, "Xid")) ReadXid(line, out);
+  if (Has(t, "Xid") || Has(t, "XID") || Has(t, "xid=")) ReadXid(line, out);
   if (Has(t, "fallen off the bus")) out.Add(Kind::kFallenOffBus, line);
   if (Has(t, "ncorrectable")) {
     if (Has(t, "uncorrectable ECC error") || Has(t, "uncorrectable memory error")) {

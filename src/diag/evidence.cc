@@ -101,6 +101,20 @@ constexpr KindInfo kKinds[] = {
     {"nccl_nvls_unavailable", Source::kNccl},
     {"nccl_nvls_failed", Source::kNccl},
     {"nccl_plugin_missing", Source::kNccl},
+    {"nccl_multi_node", Source::kNccl},
+    {"rdma_provider_failed", Source::kNccl},
+    {"nccl_topo_fallback", Source::kNccl},
+    {"nccl_topo_unreadable", Source::kNccl},
+    {"nccl_bootstrap_failed", Source::kNccl},
+    {"collective_mismatch", Source::kPyTorch},
+    {"cuda_hardware_error", Source::kPyTorch},
+    {"host_alloc_failed", Source::kProcess},
+    {"node_lost", Source::kProcess},
+    {"python_traceback", Source::kPyTorch},
+    {"worker_failed", Source::kProcess},
+    {"pod_pending", Source::kKubernetes},
+    {"admitted", Source::kKubernetes},
+    {"job_deadline", Source::kProcess},
 };
 static_assert(sizeof(kKinds) / sizeof(kKinds[0]) == kKindCount, "kKinds out of step with Kind");
 

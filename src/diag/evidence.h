@@ -143,6 +143,40 @@ enum class Kind {
   // A net plugin the job named (NCCL_NET_PLUGIN) that the loader could not open: "NET/Plugin :
   // dlerror=librccl-net-ofi.so: cannot open shared object file": its network was expected.
   kNcclPluginMissing,
+  // Families added for logs the rules were not written against (docs/diagnose.md, "Families, second
+  // round"):
+  kNcclMultiNode,      // "comm 0x... rank 0 nRanks 16 nNodes 2 ...": the communicator spans nodes
+  kRdmaProviderFailed, // libibverbs could not use the node's RDMA device: "libibverbs: Warning:
+                       // Driver bnxt_re does not support the kernel ABI", "couldn't load driver",
+                       // NCCL "NET/IB : Unable to open device mlx5_0": the RDMA NIC exists
+  kNcclTopoFallback,   // NCCL's topology search settled for less: "Could not find a path for
+                       // pattern 4, falling back to simple order"; "P2P is disabled between
+                       // NVLINK connected GPUs"
+  kNcclTopoUnreadable, // "Topology detection : could not read /sys/.../max_link_speed, ignoring"
+                       // (a virtualised PCI tree: NCCL assumes slow paths)
+  kNcclBootstrapFailed,  // NCCL's bootstrap (its own rendezvous) failed: a system error unwinding
+                         // through bootstrap.cc ("bootstrap.cc:275 -> 2"), "Bootstrap : no socket
+                         // interface found", a connect that used up its retries
+  kCollectiveMismatch,   // c10d's collective check: "Detected mismatch between collectives on
+                         // ranks" (TORCH_DISTRIBUTED_DEBUG=DETAIL): ranks took different paths
+  kCudaHardwareError,    // CUDA names a hardware fault: "uncorrectable NVLink error",
+                         // CUDA_ERROR_ECC_UNCORRECTABLE, cudaErrorECCUncorrectable
+  kHostAllocFailed,      // the process could not get host memory: Python "MemoryError",
+                         // "DefaultCPUAllocator: can't allocate memory", "std::bad_alloc",
+                         // "[Errno 12] Cannot allocate memory"
+  kNodeLost,             // a node of the job went away, in a launcher's or a cluster's words: Slurm
+                         // "Node failure on", Ray "has been marked dead", Open MPI "lost
+                         // communication with a remote daemon", Kubernetes "node.kubernetes.io/
+                         // unreachable", the kernel's panic or machine-check (fields: how)
+  kPythonTraceback,      // "Traceback (most recent call last):": an exception ended a thread or the
+                         // program (its type line may be cut)
+  kWorkerFailed,         // a worker or step ended with a nonzero exit code that is no signal:
+                         // torchrun "exitcode : 1", sacct "FAILED 1:0", kubectl "CrashLoopBackOff"
+  kPodPending,           // a job or pod listed in state Pending (kubectl get vcjob/pods)
+  kAdmitted,             // the scheduler placed or admitted it after all: "Successfully assigned",
+                         // Kueue "Admitted by ClusterQueue"
+  kJobDeadline,          // a time limit in another scheduler's words: Kubernetes "DeadlineExceeded",
+                         // PBS "walltime ... exceeded limit", LSF "TERM_RUNLIMIT"
   kCount,
 };
 constexpr int kKindCount = static_cast<int>(Kind::kCount);
@@ -183,6 +217,10 @@ class EvidenceSet {
 
   int64_t count(Kind k) const { return counts_[static_cast<int>(k)]; }
   bool has(Kind k) const { return count(k) > 0; }
+  // Whether `k` keeps no more examples. Readers stop looking for a positive sign (progress, a
+  // start) once its kind is full: such signs only decide whether a log is healthy and which lines
+  // it cites, so their counts stop at kMaxExamples.
+  bool full(Kind k) const { return examples(k).size() >= static_cast<size_t>(kMaxExamples); }
   const std::vector<Evidence>& examples(Kind k) const { return examples_[static_cast<int>(k)]; }
   const Evidence* first(Kind k) const;
   // Adds what `later` collected, as if its lines had been read after this set's: counts add,

@@ -50,13 +50,18 @@ void ReadNetSelection(const LineRef& line, EvidenceSet& out) {
   // A net plugin the job named that the loader could not open ("NET/Plugin : dlerror=...:
   // cannot open shared object file"), and one that selected its provider ("NET/OFI Selected
   // Provider is efa"): the inter-node data path set up, as "NET/IB : Using" says for IB.
-  if (Has(t, "NET/Plugin") && (Has(t, "dlerror") || Has(t, "cannot open shared object"))) {
+  // A plugin that loaded but could not start ("NET/OFI aws-ofi-nccl initialization failed",
+  // "NET/OFI Initializing plugin failed") is as missing: its network was expected.
+  if ((Has(t, "NET/Plugin") && (Has(t, "dlerror") || Has(t, "cannot open shared object"))) ||
+      (Has(t, "NET/OFI") && (Has(t, "initialization failed") || Has(t, "Initializing plugin failed")))) {
     out.Add(Kind::kNcclPluginMissing, line);
   }
   if (Has(t, "Selected Provider is") || Has(t, "Selected provider is")) {
     out.Add(Kind::kRunStarted, line);
   }
-  if (Has(t, "GPU Direct RDMA Disabled for HCA") && Has(t, "NET/IB")) {
+  // "NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)", "GPU Direct RDMA Disabled
+  // for GPU 1a000 / HCA 0 (distance 5 > 4)"; never on a socket line (sockets have no GDR).
+  if (Has(t, "GPU Direct RDMA Disabled for") && !Has(t, "NET/Socket")) {
     if (Evidence* e = out.Add(Kind::kNcclGdrDisabled, line)) {
       std::string_view dev = TokenAfter(t, "'", "'");
       e->fields.emplace_back("device", std::string(dev));
@@ -95,7 +100,7 @@ void ReadRingOrder(const LineRef& line, EvidenceSet& out) {
 
 void ReadErrors(const LineRef& line, EvidenceSet& out) {
   const std::string_view t = line.text;
-  if (Has(t, "Got completion from peer")) {
+  if (Has(t, "Got completion from peer") || Has(t, "Got completion with error")) {
     if (Evidence* e = out.Add(Kind::kNcclIbCompletionError, line)) {
       auto status = IntAfter(t, "status=");
       if (!status) status = IntAfter(t, "with error ");
@@ -103,6 +108,17 @@ void ReadErrors(const LineRef& line, EvidenceSet& out) {
       if (auto vendor = IntAfter(t, "vendor err ")) {
         e->fields.emplace_back("vendor_err", std::to_string(*vendor));
       }
+    }
+  }
+  // The verbs completion status in its printed words (ibv_wc_status_str, UCX), and a net
+  // plugin's failed request (aws-ofi-nccl "NET/OFI Request ... completed with error").
+  if (!Has(t, "Got completion from peer") &&
+      (Has(t, "retry counter exceeded") || Has(t, "retry count exceeded") ||
+       Has(t, "RETRY_EXC_ERR") || Has(t, "Work Request Flushed Error") ||
+       Has(t, "emote access error") || Has(t, "ocal protection error") ||
+       (Has(t, "NET/OFI") && Has(t, "completed with error")))) {
+    if (Evidence* e = out.Add(Kind::kNcclIbCompletionError, line)) {
+      e->fields.emplace_back("status", Has(t, "etry") ? "12" : "?");
     }
   }
   if (Has(t, "Connection closed by")) {
@@ -177,16 +193,56 @@ void ReadCommShape(const LineRef& line, EvidenceSet& out) {
   auto ranks = IntAfter(t, "nranks ");
   if (!ranks) ranks = IntAfter(t, "nRanks ");
   if ((nodes && *nodes == 1) || (ranks && *ranks == 1)) out.Add(Kind::kNcclSingleNode, line);
+  if (nodes && *nodes > 1) out.Add(Kind::kNcclMultiNode, line);
 }
 
-}  // namespace
+// NCCL's message after "NCCL INFO " / "NCCL WARN " of a start that is going through: the
+// bootstrap's interface, the driver's version, a communicator's start, CPU affinity, the tree
+// layout. A weak positive sign: a log with no fault and only these is a normal start.
+bool IsStartMessage(std::string_view msg) {
+  return msg.starts_with("Bootstrap : Using") || msg.starts_with("cudaDriverVersion") ||
+         msg.starts_with("Setting affinity for GPU") || msg.starts_with("Trees [") ||
+         (msg.starts_with("comm 0x") && Has(msg, "Init START"));
+}
 
-void ReadNcclLine(const LineRef& line, EvidenceSet& out) {
+// Features and paths NCCL reports it does without (docs/diagnose.md, "nccl_degraded"): the
+// topology search settling for a simple ring order, NVLink-connected GPUs without P2P, a PCI
+// tree it cannot read (a virtualised one: it assumes slow links).
+void ReadTopology(const LineRef& line, std::string_view msg, EvidenceSet& out) {
+  if (msg.starts_with("Could not find a path for pattern") ||
+      msg.starts_with("P2P is disabled between NVLINK connected GPUs")) {
+    out.Add(Kind::kNcclTopoFallback, line);
+  }
+  if (msg.starts_with("Topology detection") && Has(msg, "could not read")) {
+    out.Add(Kind::kNcclTopoUnreadable, line);
+  }
+}
+
+// NCCL unwinds an error with one INFO line per frame, "bootstrap.cc:275 -> 2": a system error (2,
+// ncclSystemError: a socket call failed) out of the bootstrap is its rendezvous failing; and the
+// bootstrap's own warnings that it has no interface to meet on.
+void ReadBootstrap(const LineRef& line, std::string_view msg, bool warn, EvidenceSet& out) {
+  if (msg.starts_with("bootstrap.cc:")) {
+    if (auto rc = IntAfter(msg, "-> "); rc && *rc == 2) out.Add(Kind::kNcclBootstrapFailed, line);
+    return;
+  }
+  if (warn && (Has(msg, "no socket interface found") ||
+               Has(msg, "No usable listening interface found") ||
+               msg.starts_with("Bootstrap Root : mismatch"))) {
+    out.Add(Kind::kNcclBootstrapFailed, line);
+  }
+}
+
+// NCCL's set-up lines: the network selection, channels and rings, communicators, NVLS, features
+// it ignores, IB disabled, libibverbs missing.
+void ReadSetUp(const LineRef& line, EvidenceSet& out) {
   const std::string_view t = line.text;
   if (Has(t, "NET/") || Has(t, "Using network")) ReadNetSelection(line, out);
   if (Has(t, " via ")) ReadChannel(line, out);
-  if (Has(t, "Channel ")) ReadRingOrder(line, out);
-  if (Has(t, "Connected all rings") || Has(t, "Connected all trees")) {
+  // Positive signs only (the ring order, rings connected): looked for until their kind is full.
+  if (!out.full(Kind::kNcclRingOrder) && Has(t, "Channel ")) ReadRingOrder(line, out);
+  if (!out.full(Kind::kNcclConnected) &&
+      (Has(t, "Connected all rings") || Has(t, "Connected all trees"))) {
     out.Add(Kind::kNcclConnected, line);
   }
   if (Has(t, "comm 0x")) ReadCommShape(line, out);
@@ -207,8 +263,44 @@ void ReadNcclLine(const LineRef& line, EvidenceSet& out) {
       (Has(t, "Failed to open libibverbs") || Has(t, "lib wrapper not initialized"))) {
     out.Add(Kind::kNcclIbverbsMissing, line);
   }
+}
+
+}  // namespace
+
+void ReadNcclLine(const LineRef& line, EvidenceSet& out) {
+  const std::string_view t = line.text;
+  // NCCL's message: the text after "NCCL INFO " or "NCCL WARN " (one search; the families below
+  // test its start, not the whole line). The banner "NCCL version 2.18.1+cuda12.1" is a start
+  // too; a version inside an error line ("..., NCCL version 2.19.3") is not.
+  const size_t n = t.find("NCCL ");
+  if (n != std::string_view::npos) {
+    const std::string_view rest = t.substr(n + 5);
+    const bool warn = rest.starts_with("WARN ");
+    if (warn || rest.starts_with("INFO ")) {
+      const std::string_view msg = rest.substr(5);
+      if (!out.full(Kind::kRunStarted) && IsStartMessage(msg)) out.Add(Kind::kRunStarted, line);
+      ReadTopology(line, msg, out);
+      ReadBootstrap(line, msg, warn, out);
+      // NCCL could not open the node's RDMA device: the NIC is there.
+      if (msg.starts_with("NET/IB : Unable to open device")) {
+        out.Add(Kind::kRdmaProviderFailed, line);
+      }
+    } else if (rest.starts_with("version 2.") && Has(rest, "+cuda") &&
+               !out.full(Kind::kRunStarted)) {
+      out.Add(Kind::kRunStarted, line);
+    }
+  }
+  // libibverbs saw the node's RDMA device but could not use it: its user-space provider is
+  // missing or does not match the kernel driver.
+  if (t.starts_with("libibverbs: ") && (Has(t, "no userspace device-specific driver found") ||
+                                        Has(t, "does not support the kernel ABI"))) {
+    out.Add(Kind::kRdmaProviderFailed, line);
+  }
+  // Read on every line: logs are often pasted with NCCL's "host:pid:tid [d] NCCL INFO" prefix
+  // stripped.
+  ReadSetUp(line, out);
   if (Has(t, "onnect") || Has(t, "rror") || Has(t, "atchdog") || Has(t, "ailure") ||
-      Has(t, "ailed") || Has(t, "completion") || Has(t, "checkTimeout")) {
+      Has(t, "ailed") || Has(t, "completion") || Has(t, "checkTimeout") || Has(t, "xceeded")) {
     ReadErrors(line, out);
     // Read on the same error lines only (an HCA's error event says "error", a failed call
     // "failed"), so that the lines of a healthy run cost no more searches.

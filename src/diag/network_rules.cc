@@ -29,7 +29,8 @@ bool SocketDataPath(const EvidenceSet& ev) {
   return ev.has(Kind::kNcclNetSocket) && !ev.has(Kind::kNcclNetIb) &&
          !ev.has(Kind::kNcclNetworkIb) && !ev.has(Kind::kNcclChannelIb) &&
          (ev.has(Kind::kNcclIbDisabled) || ev.has(Kind::kNcclIbverbsMissing) ||
-          ev.has(Kind::kNcclIbNoDevice) || ev.has(Kind::kNcclPluginMissing));
+          ev.has(Kind::kNcclIbNoDevice) || ev.has(Kind::kNcclPluginMissing) ||
+          ev.has(Kind::kRdmaProviderFailed));
 }
 
 std::string SocketInterfaces(const EvidenceSet& ev) {
@@ -45,8 +46,14 @@ void FallbackRule(const EvidenceSet& ev, const NodeContext* node, std::vector<Ca
   if (!ifs.empty()) why += " on " + ifs;
   std::string fix;
   if (ev.has(Kind::kNcclPluginMissing)) {
-    why += ": the net plugin named by NCCL_NET_PLUGIN could not be loaded";
+    why += ": the net plugin the job named (NCCL_NET_PLUGIN) could not be loaded or started";
     fix = "install the net plugin the job names (or fix NCCL_NET_PLUGIN / LD_LIBRARY_PATH); ";
+    conf += 0.1;
+  } else if (ev.has(Kind::kRdmaProviderFailed)) {
+    why += ": the node's RDMA device is there but could not be opened (its libibverbs provider "
+           "is missing or does not match the kernel driver)";
+    fix = "install the RDMA user-space provider that matches the host's kernel driver in the "
+          "job's image and expose /dev/infiniband to it; ";
     conf += 0.1;
   } else if (ev.has(Kind::kNcclIbverbsMissing)) {
     why += ": libibverbs could not be loaded, so NET/IB was never tried";
@@ -65,8 +72,8 @@ void FallbackRule(const EvidenceSet& ev, const NodeContext* node, std::vector<Ca
   }
   Cause c = MakeCause(Category::kNcclTransportFallback, conf, why, "", ev,
                       {Kind::kNcclNetworkSocket, Kind::kNcclChannelSocket, Kind::kNcclPluginMissing,
-                       Kind::kNcclIbverbsMissing, Kind::kNcclIbDisabled, Kind::kNcclIbNoDevice,
-                       Kind::kNcclNetSocket});
+                       Kind::kRdmaProviderFailed, Kind::kNcclIbverbsMissing,
+                       Kind::kNcclIbDisabled, Kind::kNcclIbNoDevice, Kind::kNcclNetSocket});
   if (node != nullptr) {
     const NetworkAdvice a = AdviseNetwork(*node);
     if (a.rdma_nics.empty()) {
@@ -117,10 +124,34 @@ void DegradedRule(const EvidenceSet& ev, const NodeContext* node, std::vector<Ca
                             "asking for it",
                             ev, {Kind::kNcclFeatureIgnored}));
   }
-  // NVLS unavailable is normal on GPUs without NVSwitch multicast (before Hopper, PCIe cards):
-  // only a weak sign, ranked under a healthy set-up with two or more positive kinds (0.5).
+  // NCCL's topology search settled for less than the hardware offers: no path for a pattern (a
+  // simple ring order instead), or NVLink-connected GPUs without P2P.
+  if (ev.has(Kind::kNcclTopoFallback)) {
+    out.push_back(MakeCause(Category::kNcclDegraded, 0.6,
+                            "NCCL's topology search fell back (no path for a graph pattern, or "
+                            "NVLink-connected GPUs without P2P): the collectives run on fewer or "
+                            "slower paths than the hardware has",
+                            "dump NCCL's view (NCCL_TOPO_DUMP_FILE) and compare it with the node's "
+                            "topology; check P2P (nvidia-smi topo -p2p r), ACS/IOMMU settings and "
+                            "the NIC-GPU PCIe placement",
+                            ev, {Kind::kNcclTopoFallback}));
+  }
+  // A PCI tree NCCL cannot read (a VM's): it assumes slow links and may build fewer channels.
+  // Weak: many VMs run at full speed with it; a healthy set-up of two kinds outranks it.
+  if (ev.has(Kind::kNcclTopoUnreadable)) {
+    out.push_back(MakeCause(Category::kNcclDegraded, 0.45,
+                            "NCCL could not read the PCIe link speed or width (a virtualised PCI "
+                            "tree): it assumes slow links, which can cut its channels and "
+                            "bandwidth",
+                            "give NCCL the real topology (NCCL_TOPO_FILE, the cloud's topology "
+                            "XML) and compare the bus bandwidth with the NICs' rate",
+                            ev, {Kind::kNcclTopoUnreadable}));
+  }
+  // NVLS unavailable: NCCL reports a feature it will run without. On GPUs without NVSwitch
+  // multicast (before Hopper, PCIe cards) that is their normal state, but the job still runs
+  // without it: a degraded set-up, ranked above a healthy verdict (rules.cc) and below any fault.
   if (ev.has(Kind::kNcclNvlsUnavailable) && !ev.has(Kind::kNcclNvlsAvailable)) {
-    out.push_back(MakeCause(Category::kNcclDegraded, 0.42,
+    out.push_back(MakeCause(Category::kNcclDegraded, 0.55,
                             "NCCL reports NVLink SHARP (NVLS) multicast unavailable: on an "
                             "NVSwitch system the collectives run without it, slower",
                             "on NVSwitch (Hopper or later) nodes check that the fabric manager "
@@ -240,6 +271,24 @@ void PeerRules(const EvidenceSet& ev, std::vector<Cause>& out) {
   }
 }
 
+// NCCL's bootstrap failing with a system error (a socket call) or finding no interface: the ranks
+// could not meet. Not when a peer is seen closing or resetting its connection: then the peer's
+// end is what the bootstrap ran into (PeerRules).
+void BootstrapRule(const EvidenceSet& ev, std::vector<Cause>& out) {
+  if (!ev.has(Kind::kNcclBootstrapFailed)) return;
+  if (CountOf(ev, {Kind::kNcclConnectionClosed, Kind::kNcclConnectionReset, Kind::kPeerGone}) > 0) {
+    return;
+  }
+  out.push_back(MakeCause(
+      Category::kRendezvousFailure, 0.7,
+      "NCCL's bootstrap (the ranks' own rendezvous before any collective) failed: a socket call "
+      "between the ranks failed or no interface could reach the others",
+      "check that every node reaches the others' bootstrap addresses and ports (firewall, the "
+      "interface NCCL_SOCKET_IFNAME picks, the same subnet); rerun with NCCL_DEBUG=INFO for the "
+      "socket error",
+      ev, {Kind::kNcclBootstrapFailed, Kind::kNcclConnectFailed}));
+}
+
 void ErrorRules(const EvidenceSet& ev, std::vector<Cause>& out) {
   FabricRules(ev, out);
   PeerRules(ev, out);
@@ -257,6 +306,7 @@ void ErrorRules(const EvidenceSet& ev, std::vector<Cause>& out) {
         "it sooner; NCCL_DEBUG=INFO shows the transports",
         ev, {Kind::kNcclWatchdogTimeout}));
   }
+  BootstrapRule(ev, out);
   const int64_t rdzv =
       CountOf(ev, {Kind::kRendezvousError, Kind::kStoreTimeout, Kind::kAddressInUse,
                    Kind::kNcclConnectFailed, Kind::kC10dSocketError});

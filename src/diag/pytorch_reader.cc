@@ -9,17 +9,37 @@
 
 namespace toposched::diag {
 
+namespace {
+
+// A collective that did not complete, in the words of PyTorch's watchdog dumps and heartbeat
+// monitor ("Timeout at NCCL work: 5, last enqueued NCCL work: 5", "Heartbeat monitor timed out",
+// "ProcessGroupNCCL's watchdog got stuck for 480 seconds") and of Gloo ("Timed out waiting
+// 1800000ms for recv operation to complete").
+bool IsCollectiveTimeoutLine(std::string_view t) {
+  return (Has(t, "NCCL work") && Has(t, "Timeout at NCCL work")) ||
+         Has(t, "Heartbeat monitor timed out") || Has(t, "watchdog got stuck") ||
+         (Has(t, "Timed out waiting") && Has(t, "operation to complete"));
+}
+
+}  // namespace
+
 void ReadPyTorchLine(const LineRef& line, EvidenceSet& out) {
   const std::string_view t = line.text;
-  // Ray's OutOfMemoryError ("... the node running low on memory") is the host's memory: the
-  // process reader reads it.
-  if (Has(t, "CUDA out of memory") ||
-      (Has(t, "OutOfMemoryError") && !Has(t, "running low on memory"))) {
-    out.Add(Kind::kCudaOom, line);
-  }
+  // A device out of memory, in any framework's words: the process reader (it shares the
+  // memory words' searches with the host's OOM families).
+  if (IsCollectiveTimeoutLine(t)) out.Add(Kind::kNcclWatchdogTimeout, line);
+  // c10d's collective check (TORCH_DISTRIBUTED_DEBUG=DETAIL): the ranks called different
+  // collectives, or the same one with different shapes.
+  if (Has(t, "mismatch between collectives")) out.Add(Kind::kCollectiveMismatch, line);
   if (auto code = IntAfter(t, "exitcode  :")) {  // the ChildFailedError "Root Cause" block
     if (Evidence* e = out.Add(Kind::kChildFailed, line)) {
       e->fields.emplace_back("exitcode", std::to_string(*code));
+    }
+    // A worker's own nonzero exit (not a signal's -N or 128+N): the program failed.
+    if (*code > 0 && *code < 128) {
+      if (Evidence* e = out.Add(Kind::kWorkerFailed, line)) {
+        e->fields.emplace_back("code", std::to_string(*code));
+      }
     }
   } else if (auto sig = IntAfter(t, "Signal ")) {
     if (Has(t, "received by PID")) {
@@ -44,6 +64,11 @@ void ReadPyTorchLine(const LineRef& line, EvidenceSet& out) {
     out.Add(Kind::kC10dSocketError, line);
   }
   if (Has(t, "waitForInput") && Has(t, "timed out")) out.Add(Kind::kStoreTimeout, line);
+  // A rank waiting on the store for another's NCCL id ("store->get('0') got error: Socket
+  // Timeout"): the rank that should have posted it never did in time.
+  if (Has(t, "->get(") && (Has(t, "Timeout") || Has(t, "timed out"))) {
+    out.Add(Kind::kStoreTimeout, line);
+  }
   // A failure inside the store-based barrier of init_process_group (its traceback frame), or
   // the barrier's own timeout; "Completed store-based barrier" is a healthy start.
   if (Has(t, "_store_based_barrier(") || Has(t, "Waiting in store based barrier") ||

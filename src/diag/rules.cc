@@ -278,9 +278,13 @@ void HealthyRule(const EvidenceSet& ev, std::vector<Cause>& out) {
   for (Kind k : {Kind::kNcclNetIb, Kind::kNcclNetworkIb, Kind::kNcclChannelIb,
                  Kind::kNcclChannelIntra, Kind::kNcclConnected, Kind::kNcclNvlsAvailable,
                  Kind::kNcclRingOrder, Kind::kNvlinkCountersClean, Kind::kNcclInitComplete,
-                 Kind::kTrainingProgress, Kind::kRunCompleted, Kind::kRunStarted}) {
+                 Kind::kTrainingProgress, Kind::kRunCompleted}) {
     kinds += ev.has(k) ? 1 : 0;
   }
+  // A start that is going through (a launcher's or NCCL's start lines) is the weakest sign: it
+  // alone makes a log with no fault a normal start (0.4), and adds nothing to stronger signs.
+  const bool start_only = kinds == 0 && ev.has(Kind::kRunStarted);
+  if (start_only) kinds = 1;
   if (kinds == 0) return;
   out.push_back(MakeCause(
       Category::kHealthy, std::min(0.8, 0.4 + 0.1 * (kinds - 1)),
@@ -288,9 +292,42 @@ void HealthyRule(const EvidenceSet& ev, std::vector<Cause>& out) {
       {Kind::kNcclChannelIb, Kind::kNcclChannelIntra, Kind::kNcclConnected,
        Kind::kNcclNvlsAvailable, Kind::kNcclNetIb, Kind::kNcclRingOrder, Kind::kNvlinkCountersClean,
        Kind::kNcclInitComplete, Kind::kTrainingProgress, Kind::kRunCompleted, Kind::kRunStarted}));
+  // Its own calibration record: a start and nothing after it is a weaker verdict than a set-up
+  // or progress seen.
+  if (start_only) out.back().rule = "healthy:run_started";
 }
 
 bool IsFault(Category c) { return c != Category::kHealthy && c != Category::kNcclDegraded; }
+
+// The pod was placed or the workload admitted after all ("Successfully assigned", "Admitted by
+// ClusterQueue"): a "no capacity" read from the log has passed, and another cause of the job's
+// end (an eviction, a failure) ranks above it. The scheduler's own pending record is not
+// touched.
+void PassedAdmission(std::vector<Cause>& causes) {
+  for (Cause& c : causes) {
+    if (c.category != Category::kUnschedulable) continue;
+    const bool own = !c.evidence.empty() && c.evidence.front().kind == Kind::kSchedPending;
+    if (!own) c.confidence = std::min(c.confidence, 0.45);
+  }
+}
+
+// A feature or path NCCL reports it runs without (NVLS unavailable, GPUDirect RDMA disabled, a
+// feature ignored, a topology fallback, a slow PCIe link) makes a running job degraded, not
+// healthy: such a cause outranks the healthy verdict. Degraded causes read from an absence (no
+// "/GDRDMA" on any channel line, an unreadable PCI tree: strength under 0.5) still yield to a
+// healthy set-up of two or more kinds.
+void YieldHealthyToDegraded(std::vector<Cause>& causes) {
+  double stated = 0;
+  for (const Cause& c : causes) {
+    if (c.category == Category::kNcclDegraded && c.confidence >= 0.5) {
+      stated = std::max(stated, c.confidence);
+    }
+  }
+  if (stated == 0) return;
+  for (Cause& c : causes) {
+    if (c.category == Category::kHealthy) c.confidence = std::min(c.confidence, stated - 0.05);
+  }
+}
 
 // A rank that died (GPU OOM, GPU fault, host OOM, node failure) makes its peers see reset or
 // closed connections: those become peer_failure, below the cause.
@@ -325,7 +362,9 @@ std::vector<Cause> RankCauses(const EvidenceSet& evidence, const NodeContext* no
   AppRules(evidence, causes);
   const bool fault =
       std::any_of(causes.begin(), causes.end(), [](const Cause& c) { return IsFault(c.category); });
+  if (evidence.has(Kind::kAdmitted)) PassedAdmission(causes);
   if (!fault) HealthyRule(evidence, causes);
+  YieldHealthyToDegraded(causes);
   EchoPass(causes);
   std::stable_sort(causes.begin(), causes.end(), [](const Cause& a, const Cause& b) {
     if (a.confidence != b.confidence) return a.confidence > b.confidence;

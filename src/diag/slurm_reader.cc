@@ -2,6 +2,7 @@
 // pending reasons, sinfo node states. Patterns: docs/diagnose.md, source "Slurm" (sacct job
 // state codes, squeue reason codes, sinfo node state codes).
 #include <array>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -51,6 +52,49 @@ void ReadSinfoRow(const LineRef& line, EvidenceSet& out) {
   }
 }
 
+// sacct's ExitCode column, "N:S" (the exit code, then the signal that ended the step), right
+// after the State column: "239023.0|galvani-cn001|CANCELLED|0:10", "FAILED      1:0". A signal is
+// read as the process family reads one (process_rules.cc); a FAILED step's own nonzero code is
+// the program failing.
+void ReadSacctExit(const LineRef& line, EvidenceSet& out) {
+  static constexpr std::array<std::string_view, 7> kStates = {
+      "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED"};
+  const std::string_view t = line.text;
+  for (std::string_view state : kStates) {
+    if (!HasWord(t, state)) continue;
+    std::string_view rest = t.substr(t.find(state) + state.size());
+    while (!rest.empty() && rest.front() != ' ' && rest.front() != '\t' && rest.front() != '|') {
+      rest.remove_prefix(1);  // a state's suffix ("CANCELLED+")
+    }
+    for (int i = 0; i < 3; ++i) {
+      while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t' || rest.front() == '|')) {
+        rest.remove_prefix(1);
+      }
+      const size_t n = rest.find_first_of(" \t|");
+      const std::string_view tok = rest.substr(0, n);
+      const size_t colon = tok.find(':');
+      const auto code = LeadingInt(tok.substr(0, colon));
+      const auto sig = colon == std::string_view::npos ? std::nullopt
+                                                       : LeadingInt(tok.substr(colon + 1));
+      if (code && sig && tok.find_first_not_of("0123456789:") == std::string_view::npos) {
+        if (*sig > 0 && *sig <= 64) {
+          if (Evidence* e = out.Add(Kind::kKilledBySignal, line)) {
+            e->fields.emplace_back("signal", std::to_string(*sig));
+          }
+        } else if (*code > 0 && state == "FAILED") {
+          if (Evidence* e = out.Add(Kind::kWorkerFailed, line)) {
+            e->fields.emplace_back("code", std::to_string(*code));
+          }
+        }
+        return;
+      }
+      if (n == std::string_view::npos) return;
+      rest.remove_prefix(n);
+    }
+    return;
+  }
+}
+
 }  // namespace
 
 void ReadSlurmLine(const LineRef& line, EvidenceSet& out) {
@@ -73,6 +117,11 @@ void ReadSlurmLine(const LineRef& line, EvidenceSet& out) {
     out.Add(Kind::kSlurmOom, line);
   }
   if (Has(t, "PD ") || Has(t, "PENDING") || Has(t, "Reason=")) ReadPending(line, out);
+  // COMPLETED, FAILED, CANCELLED, PREEMPTED ("ED"), TIMEOUT, OUT_OF_MEMORY ("OUT"); a NODE_FAIL
+  // row is read as the node's failure above.
+  if ((Has(t, "ED") || Has(t, "OUT")) && Has(t, ":")) {
+    ReadSacctExit(line, out);
+  }
   if (Has(t, "dr") || Has(t, "fail") || Has(t, "down") || Has(t, "maint")) {
     if (Has(t, " up ") || Has(t, " down ") || Has(t, " inact ")) ReadSinfoRow(line, out);
   }

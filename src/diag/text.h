@@ -34,6 +34,11 @@ inline bool HasWord(std::string_view text, std::string_view word) {
   return false;
 }
 
+// Whether `s` is a nonempty run of decimal digits.
+inline bool AllDigits(std::string_view s) {
+  return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
 inline std::string_view SkipSpaces(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   return s;

@@ -165,12 +165,16 @@ TEST(FamilyTraps, ASingleNodesSocketSelectionIsNoFallback) {
             "nccl_transport_fallback");
 }
 
-TEST(FamilyTraps, NvlsUnavailableYieldsToAHealthySetUp) {
+// A running job with a feature NCCL reports unavailable is degraded, not healthy, however
+// healthy the rest of its start looks; a fault still outranks it.
+TEST(FamilyTraps, NvlsUnavailableOutranksAHealthySetUpButNotAFault) {
   const std::string nvls = "h:1:2 [0] NCCL INFO NVLS multicast support is not available on dev 0\n";
   EXPECT_EQ(TopOf(nvls), "nccl_degraded");
   EXPECT_EQ(TopOf(nvls + "h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n" +
-                  "h:1:2 [0] NCCL INFO Connected all rings\n"),
-            "healthy");
+                  "h:1:2 [0] NCCL INFO Connected all rings\n" +
+                  "h:1:2 [0] NCCL INFO comm 0x5 rank 0 nranks 2 cudaDev 0 - Init COMPLETE\n"),
+            "nccl_degraded");
+  EXPECT_EQ(TopOf(nvls + "torch.OutOfMemoryError: CUDA out of memory.\n"), "gpu_oom");
 }
 
 TEST(FamilyTraps, AnAbortRanksUnderAFaultThatExplainsIt) {
@@ -217,6 +221,8 @@ TEST(FamilyTraps, AnExceptionThatNamesAPlatformCauseIsNotTheProgramsFault) {
 
 TEST(FamilyTraps, ExitStatusesNameTheirSignal) {
   EXPECT_EQ(TopOf("srun: error: node7: task 3: Exited with exit code 137\n"), "host_oom");
+  // A nonzero code that is no signal names no cause alone (on dev the cause of such logs was
+  // always elsewhere).
   EXPECT_EQ(TopOf("process exited with exit code 1\n"), "none");
   EXPECT_EQ(TopOf("Killed\n"), "host_oom");
   EXPECT_EQ(TopOf("subprocess returncode=-15\n"), "cancelled");

@@ -11,8 +11,6 @@
 namespace toposched::diag {
 namespace {
 
-const std::string kNoCauseDev = testing::SourceDir() + "/data/diagnosis-corpus/dev/";
-
 TEST(NoCause, EmptyInputSaysItHeldNoLines) {
   const Diagnosis d = DiagnoseText("", "lines", nullptr);
   ASSERT_TRUE(d.no_cause.has_value());
@@ -34,36 +32,33 @@ TEST(NoCause, ALineWordedAsAFaultThatNoFamilyKnowsIsACandidate) {
   EXPECT_EQ(d.no_cause->candidates[0].line, 2);
 }
 
-// A torchrun failure summary whose root cause says only "exitcode: 1" (pytorch/torchtitan#620):
-// one line of a known family that names no cause alone.
-const std::string kExitOne =
-    kNoCauseDev +
-    "childfailederror-rank1-exitcode1-error-file-llama3-8b-optimizer-oom-torchtitan-620.log";
+// One line of a known family that names no cause alone: NCCL found no IB device, and no line
+// says what it used instead (verbatim from data/diagnosis-corpus/dev, hiyouga/LlamaFactory#355).
+// (A torchrun summary whose root cause says only "exitcode: 1" was this example before; a
+// worker's own nonzero exit now names a weak application_error.)
+const std::string kNoDevice = "work-1:1097197:1097898 [7] NCCL INFO NET/IB : No device found.\n";
 
 TEST(NoCause, CountsTheLinesOfKnownFamiliesByFamily) {
-  auto d = DiagnoseFiles({kExitOne}, nullptr);
-  ASSERT_TRUE(d.ok()) << d.status().ToString();
-  ASSERT_TRUE(d->no_cause.has_value());
-  ASSERT_EQ(d->no_cause->families.size(), 1u);
-  EXPECT_EQ(d->no_cause->families[0].name, "pytorch");
-  EXPECT_EQ(d->no_cause->families[0].lines, 1);
+  const Diagnosis d = DiagnoseText(kNoDevice, "l", nullptr);
+  ASSERT_TRUE(d.no_cause.has_value());
+  ASSERT_EQ(d.no_cause->families.size(), 1u);
+  EXPECT_EQ(d.no_cause->families[0].name, "nccl");
+  EXPECT_EQ(d.no_cause->families[0].lines, 1);
 }
 
 TEST(NoCause, ItsNearestCandidateIsTheKnownLine) {
-  auto d = DiagnoseFiles({kExitOne}, nullptr);
-  ASSERT_TRUE(d.ok()) << d.status().ToString();
-  ASSERT_TRUE(d->no_cause.has_value());
-  ASSERT_FALSE(d->no_cause->candidates.empty());
-  EXPECT_EQ(d->no_cause->candidates[0].kind, "child_failed");
-  EXPECT_NE(d->no_cause->candidates[0].text.find("exitcode  : 1"), std::string::npos);
+  const Diagnosis d = DiagnoseText(kNoDevice, "l", nullptr);
+  ASSERT_TRUE(d.no_cause.has_value());
+  ASSERT_FALSE(d.no_cause->candidates.empty());
+  EXPECT_EQ(d.no_cause->candidates[0].kind, "nccl_ib_no_device");
+  EXPECT_NE(d.no_cause->candidates[0].text.find("No device found"), std::string::npos);
 }
 
 TEST(NoCause, WhyNamesTheKnownLinesThatDecidedNothing) {
-  auto d = DiagnoseFiles({kExitOne}, nullptr);
-  ASSERT_TRUE(d.ok()) << d.status().ToString();
-  ASSERT_TRUE(d->no_cause.has_value());
-  EXPECT_NE(d->no_cause->why.find("the one line of a known family"), std::string::npos)
-      << d->no_cause->why;
+  const Diagnosis d = DiagnoseText(kNoDevice, "l", nullptr);
+  ASSERT_TRUE(d.no_cause.has_value());
+  EXPECT_NE(d.no_cause->why.find("the one line of a known family"), std::string::npos)
+      << d.no_cause->why;
 }
 
 }  // namespace
