@@ -145,15 +145,15 @@ enum class Kind {
   kNcclPluginMissing,
   // Families added for logs the rules were not written against (docs/diagnose.md, "Families, second
   // round"):
-  kNcclMultiNode,      // "comm 0x... rank 0 nRanks 16 nNodes 2 ...": the communicator spans nodes
-  kRdmaProviderFailed, // libibverbs could not use the node's RDMA device: "libibverbs: Warning:
-                       // Driver bnxt_re does not support the kernel ABI", "couldn't load driver",
-                       // NCCL "NET/IB : Unable to open device mlx5_0": the RDMA NIC exists
-  kNcclTopoFallback,   // NCCL's topology search settled for less: "Could not find a path for
-                       // pattern 4, falling back to simple order"; "P2P is disabled between
-                       // NVLINK connected GPUs"
-  kNcclTopoUnreadable, // "Topology detection : could not read /sys/.../max_link_speed, ignoring"
-                       // (a virtualised PCI tree: NCCL assumes slow paths)
+  kNcclMultiNode,        // "comm 0x... rank 0 nRanks 16 nNodes 2 ...": the communicator spans nodes
+  kRdmaProviderFailed,   // libibverbs could not use the node's RDMA device: "libibverbs: Warning:
+                         // Driver bnxt_re does not support the kernel ABI", "couldn't load driver",
+                         // NCCL "NET/IB : Unable to open device mlx5_0": the RDMA NIC exists
+  kNcclTopoFallback,     // NCCL's topology search settled for less: "Could not find a path for
+                         // pattern 4, falling back to simple order"; "P2P is disabled between
+                         // NVLINK connected GPUs"
+  kNcclTopoUnreadable,   // "Topology detection : could not read /sys/.../max_link_speed, ignoring"
+                         // (a virtualised PCI tree: NCCL assumes slow paths)
   kNcclBootstrapFailed,  // NCCL's bootstrap (its own rendezvous) failed: a system error unwinding
                          // through bootstrap.cc ("bootstrap.cc:275 -> 2"), "Bootstrap : no socket
                          // interface found", a connect that used up its retries
@@ -175,8 +175,8 @@ enum class Kind {
   kPodPending,           // a job or pod listed in state Pending (kubectl get vcjob/pods)
   kAdmitted,             // the scheduler placed or admitted it after all: "Successfully assigned",
                          // Kueue "Admitted by ClusterQueue"
-  kJobDeadline,          // a time limit in another scheduler's words: Kubernetes "DeadlineExceeded",
-                         // PBS "walltime ... exceeded limit", LSF "TERM_RUNLIMIT"
+  kJobDeadline,  // a time limit in another scheduler's words: Kubernetes "DeadlineExceeded",
+                 // PBS "walltime ... exceeded limit", LSF "TERM_RUNLIMIT"
   kCount,
 };
 constexpr int kKindCount = static_cast<int>(Kind::kCount);

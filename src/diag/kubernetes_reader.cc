@@ -76,9 +76,8 @@ void ReadKubernetesLine(const LineRef& line, EvidenceSet& out) {
   if (Has(t, "NodeNotReady") || Has(t, "NodeLost")) out.Add(Kind::kK8sNodeNotReady, line);
   if (Has(t, "Pending") || Has(t, "CrashLoop") || Has(t, "Error")) ReadStatusRow(line, out);
   // The kubelet restarting a failed container; a Job out of retries.
-  if (Has(t, "Back") &&
-      (Has(t, "Back-off restarting failed container") || Has(t, "BackoffLimitExceeded") ||
-       Has(t, "BackoffLimit"))) {
+  if (Has(t, "Back") && (Has(t, "Back-off restarting failed container") ||
+                         Has(t, "BackoffLimitExceeded") || Has(t, "BackoffLimit"))) {
     out.Add(Kind::kWorkerFailed, line);
   }
   // The pod was placed, the workload admitted, after all: an earlier "no capacity" has passed.

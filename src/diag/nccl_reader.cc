@@ -53,7 +53,8 @@ void ReadNetSelection(const LineRef& line, EvidenceSet& out) {
   // A plugin that loaded but could not start ("NET/OFI aws-ofi-nccl initialization failed",
   // "NET/OFI Initializing plugin failed") is as missing: its network was expected.
   if ((Has(t, "NET/Plugin") && (Has(t, "dlerror") || Has(t, "cannot open shared object"))) ||
-      (Has(t, "NET/OFI") && (Has(t, "initialization failed") || Has(t, "Initializing plugin failed")))) {
+      (Has(t, "NET/OFI") &&
+       (Has(t, "initialization failed") || Has(t, "Initializing plugin failed")))) {
     out.Add(Kind::kNcclPluginMissing, line);
   }
   if (Has(t, "Selected Provider is") || Has(t, "Selected provider is")) {
@@ -226,9 +227,9 @@ void ReadBootstrap(const LineRef& line, std::string_view msg, bool warn, Evidenc
     if (auto rc = IntAfter(msg, "-> "); rc && *rc == 2) out.Add(Kind::kNcclBootstrapFailed, line);
     return;
   }
-  if (warn && (Has(msg, "no socket interface found") ||
-               Has(msg, "No usable listening interface found") ||
-               msg.starts_with("Bootstrap Root : mismatch"))) {
+  if (warn &&
+      (Has(msg, "no socket interface found") || Has(msg, "No usable listening interface found") ||
+       msg.starts_with("Bootstrap Root : mismatch"))) {
     out.Add(Kind::kNcclBootstrapFailed, line);
   }
 }

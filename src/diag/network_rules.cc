@@ -50,10 +50,12 @@ void FallbackRule(const EvidenceSet& ev, const NodeContext* node, std::vector<Ca
     fix = "install the net plugin the job names (or fix NCCL_NET_PLUGIN / LD_LIBRARY_PATH); ";
     conf += 0.1;
   } else if (ev.has(Kind::kRdmaProviderFailed)) {
-    why += ": the node's RDMA device is there but could not be opened (its libibverbs provider "
-           "is missing or does not match the kernel driver)";
-    fix = "install the RDMA user-space provider that matches the host's kernel driver in the "
-          "job's image and expose /dev/infiniband to it; ";
+    why +=
+        ": the node's RDMA device is there but could not be opened (its libibverbs provider "
+        "is missing or does not match the kernel driver)";
+    fix =
+        "install the RDMA user-space provider that matches the host's kernel driver in the "
+        "job's image and expose /dev/infiniband to it; ";
     conf += 0.1;
   } else if (ev.has(Kind::kNcclIbverbsMissing)) {
     why += ": libibverbs could not be loaded, so NET/IB was never tried";
@@ -72,8 +74,8 @@ void FallbackRule(const EvidenceSet& ev, const NodeContext* node, std::vector<Ca
   }
   Cause c = MakeCause(Category::kNcclTransportFallback, conf, why, "", ev,
                       {Kind::kNcclNetworkSocket, Kind::kNcclChannelSocket, Kind::kNcclPluginMissing,
-                       Kind::kRdmaProviderFailed, Kind::kNcclIbverbsMissing,
-                       Kind::kNcclIbDisabled, Kind::kNcclIbNoDevice, Kind::kNcclNetSocket});
+                       Kind::kRdmaProviderFailed, Kind::kNcclIbverbsMissing, Kind::kNcclIbDisabled,
+                       Kind::kNcclIbNoDevice, Kind::kNcclNetSocket});
   if (node != nullptr) {
     const NetworkAdvice a = AdviseNetwork(*node);
     if (a.rdma_nics.empty()) {

@@ -28,10 +28,9 @@ int SignalOfStatus(int64_t status) {
 // code 1"; nullopt when the line reports none.
 std::optional<int64_t> ExitStatusOf(std::string_view t) {
   static constexpr std::array<std::string_view, 13> kMarkers = {
-      "exitcode: ",        "exitcode=",     "exit code ",       "exit code: ",
-      "exit status ",      "returncode=",   "returncode: ",     "return code = ",
-      "return code: ",     "exit code = ",  "exited with code ", "exit_code=",
-      "exit_code: "};
+      "exitcode: ",        "exitcode=",    "exit code ",     "exit code: ",   "exit status ",
+      "returncode=",       "returncode: ", "return code = ", "return code: ", "exit code = ",
+      "exited with code ", "exit_code=",   "exit_code: "};
   for (std::string_view m : kMarkers) {
     if (auto v = IntAfter(t, m); v && *v >= -64 && *v <= 255) return v;
   }
@@ -42,11 +41,26 @@ std::optional<int64_t> ExitStatusOf(std::string_view t) {
 // (strsignal), "killed" (Go's "signal: killed"); 0 for none.
 int SignalNamed(std::string_view name) {
   static constexpr std::array<std::pair<std::string_view, int>, 21> kNames = {
-      {{"SIGHUP", 1},     {"SIGINT", 2},      {"SIGQUIT", 3},         {"SIGILL", 4},
-       {"SIGABRT", 6},    {"SIGBUS", 7},      {"SIGFPE", 8},          {"SIGKILL", 9},
-       {"SIGUSR1", 10},   {"SIGSEGV", 11},    {"SIGUSR2", 12},        {"SIGPIPE", 13},
-       {"SIGTERM", 15},   {"Killed", 9},      {"killed", 9},          {"Terminated", 15},
-       {"terminated", 15}, {"Aborted", 6},    {"Segmentation fault", 11}, {"Bus error", 7},
+      {{"SIGHUP", 1},
+       {"SIGINT", 2},
+       {"SIGQUIT", 3},
+       {"SIGILL", 4},
+       {"SIGABRT", 6},
+       {"SIGBUS", 7},
+       {"SIGFPE", 8},
+       {"SIGKILL", 9},
+       {"SIGUSR1", 10},
+       {"SIGSEGV", 11},
+       {"SIGUSR2", 12},
+       {"SIGPIPE", 13},
+       {"SIGTERM", 15},
+       {"Killed", 9},
+       {"killed", 9},
+       {"Terminated", 15},
+       {"terminated", 15},
+       {"Aborted", 6},
+       {"Segmentation fault", 11},
+       {"Bus error", 7},
        {"Hangup", 1}}};
   for (const auto& [n, sig] : kNames) {
     if (name.starts_with(n)) return sig;
@@ -69,7 +83,8 @@ int SignalOfShellLine(std::string_view t) {
     while (b > 0 && t[b - 1] != ' ' && t[b - 1] != '\t' && t[b - 1] != ':') --b;
     const std::string_view tok = t.substr(b, e - b);
     const bool pid = !tok.empty() && tok.find_first_not_of("0123456789") == std::string_view::npos;
-    const bool job = tok.size() >= 3 && tok.front() == '[' && (tok.back() == '+' || tok.back() == '-');
+    const bool job =
+        tok.size() >= 3 && tok.front() == '[' && (tok.back() == '+' || tok.back() == '-');
     if (pid || job) return SignalNamed(name);
   }
   return 0;
@@ -79,8 +94,8 @@ int SignalOfShellLine(std::string_view t) {
 // "is killed by signal: Killed.", "Signals.SIGKILL", "signal: killed", "task 0: Killed".
 int SignalOfKillLine(std::string_view t) {
   // torchelastic's SignalException: "Process 1234 got signal: 15".
-  for (std::string_view m : {"on signal ", "by signal ", "with signal ", "by signal: ",
-                             "got signal: "}) {
+  for (std::string_view m :
+       {"on signal ", "by signal ", "with signal ", "by signal: ", "got signal: "}) {
     auto rest = After(t, m);
     if (!rest) continue;
     if (auto v = LeadingInt(*rest); v && *v > 0 && *v <= 64) return static_cast<int>(*v);
@@ -125,8 +140,7 @@ bool IsKernelOomLine(std::string_view t) {
          Has(t, "Memory cgroup out of memory") || Has(t, "oom-kill:") ||
          Has(t, "oom_reaper: reaped") || Has(t, "node running low on memory") ||
          Has(t, "oom_kill event") || Has(t, "OOM Killed") || Has(t, "OOM-killed") ||
-         Has(t, "killed as a result of limit of") ||
-         (Has(t, "systemd-oomd") && Has(t, "Killed")) ||
+         Has(t, "killed as a result of limit of") || (Has(t, "systemd-oomd") && Has(t, "Killed")) ||
          (Has(t, "earlyoom") && Has(t, "sending SIG")) ||
          (Has(t, "Killed process ") && Has(t, "total-vm:"));
 }
@@ -156,8 +170,8 @@ bool IsHostAllocFailure(std::string_view t) {
     return true;
   }
   // ENOMEM from the kernel; not a verbs or CUDA call's (a memlock limit, device memory).
-  return Has(t, "Cannot allocate memory") && !Has(t, "ibv") && !Has(t, "NCCL") &&
-         !Has(t, "cuda") && !Has(t, "CUDA");
+  return Has(t, "Cannot allocate memory") && !Has(t, "ibv") && !Has(t, "NCCL") && !Has(t, "cuda") &&
+         !Has(t, "CUDA");
 }
 
 // Exception types that name a platform cause another rule reads (or a launcher's wrapper of
@@ -362,8 +376,8 @@ void ReadFate(const LineRef& line, EvidenceSet& out) {
   // CUDA's errors always name it: "CUDA error: ...", NCCL's "Cuda failure '...'", the enums.
   if (Has(t, "UDA") || Has(t, "uda")) ReadCudaErrors(line, out);
   // One gate for the node and deadline families' words, so that most lines cost two searches.
-  if ((Has(t, "Node") || Has(t, "node") || Has(t, "NODE") || Has(t, "daemon") ||
-       Has(t, "panic") || Has(t, "Hardware") || Has(t, "Taint") || Has(t, "Memory failure")) &&
+  if ((Has(t, "Node") || Has(t, "node") || Has(t, "NODE") || Has(t, "daemon") || Has(t, "panic") ||
+       Has(t, "Hardware") || Has(t, "Taint") || Has(t, "Memory failure")) &&
       IsNodeLostLine(t)) {
     out.Add(Kind::kNodeLost, line);
   }

@@ -202,8 +202,8 @@ void ExceptionRule(const EvidenceSet& ev, std::vector<Cause>& out) {
                             "an uncaught exception ended a thread or the program (its traceback; "
                             "the exception's own line was not read) and no line names a platform "
                             "cause",
-                            "read the traceback for the exception and the code that raised it",
-                            ev, {Kind::kPythonTraceback, Kind::kWorkerFailed}));
+                            "read the traceback for the exception and the code that raised it", ev,
+                            {Kind::kPythonTraceback, Kind::kWorkerFailed}));
   }
 }
 

@@ -67,15 +67,16 @@ void ReadSacctExit(const LineRef& line, EvidenceSet& out) {
       rest.remove_prefix(1);  // a state's suffix ("CANCELLED+")
     }
     for (int i = 0; i < 3; ++i) {
-      while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t' || rest.front() == '|')) {
+      while (!rest.empty() &&
+             (rest.front() == ' ' || rest.front() == '\t' || rest.front() == '|')) {
         rest.remove_prefix(1);
       }
       const size_t n = rest.find_first_of(" \t|");
       const std::string_view tok = rest.substr(0, n);
       const size_t colon = tok.find(':');
       const auto code = LeadingInt(tok.substr(0, colon));
-      const auto sig = colon == std::string_view::npos ? std::nullopt
-                                                       : LeadingInt(tok.substr(colon + 1));
+      const auto sig =
+          colon == std::string_view::npos ? std::nullopt : LeadingInt(tok.substr(colon + 1));
       if (code && sig && tok.find_first_not_of("0123456789:") == std::string_view::npos) {
         if (*sig > 0 && *sig <= 64) {
           if (Evidence* e = out.Add(Kind::kKilledBySignal, line)) {

@@ -32,8 +32,7 @@ TEST(Calibration, ARuleRightEveryTimeItLedRisesAboveItsStrength) {
 // application_error:python_traceback (a traceback whose exception line was not read) led on 2
 // dev logs and was right on 1.
 TEST(Calibration, ARuleOftenWrongWhenItLedFallsBelowItsStrength) {
-  EXPECT_LT(internal::CalibratedConfidence(RuleAt("application_error:python_traceback", 0.6)),
-            0.6);
+  EXPECT_LT(internal::CalibratedConfidence(RuleAt("application_error:python_traceback", 0.6)), 0.6);
 }
 
 TEST(Calibration, NoCauseIsShownMoreConfidentThanOneAboveIt) {

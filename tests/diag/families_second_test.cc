@@ -52,7 +52,9 @@ const std::vector<Case> kSecondRound = {
 
 class SecondRoundLog : public ::testing::TestWithParam<Case> {};
 
-TEST_P(SecondRoundLog, TopCauseIsTheLabelAndCitesTheLineThatSaysSo) { ExpectTopCauseCites(GetParam()); }
+TEST_P(SecondRoundLog, TopCauseIsTheLabelAndCitesTheLineThatSaysSo) {
+  ExpectTopCauseCites(GetParam());
+}
 
 INSTANTIATE_TEST_SUITE_P(DevCorpus, SecondRoundLog, ::testing::ValuesIn(kSecondRound),
                          DevCorpusCaseName);
@@ -65,7 +67,8 @@ std::string TopOf2(const std::string& text) {
 TEST(SecondRoundWordings, SignalsInEveryLaunchersWords) {
   // torch.multiprocessing.spawn's ProcessExitedException; the DataLoader's worker check;
   // DeepSpeed's launcher; bash's job report; a core dump.
-  EXPECT_EQ(TopOf2("ProcessExitedException: process 1 terminated with signal SIGKILL\n"), "host_oom");
+  EXPECT_EQ(TopOf2("ProcessExitedException: process 1 terminated with signal SIGKILL\n"),
+            "host_oom");
   EXPECT_EQ(TopOf2("RuntimeError: DataLoader worker (pid 12345) is killed by signal: Killed.\n"),
             "host_oom");
   EXPECT_EQ(TopOf2("[INFO] [launch.py:350:main] Process 123 exits with return code = -9\n"),
@@ -84,10 +87,10 @@ TEST(SecondRoundWordings, SignalsInEveryLaunchersWords) {
 TEST(SecondRoundWordings, HostMemoryInTheKillersAndTheAllocatorsWords) {
   // Slurm >= 21.08's task/cgroup message; PyTorch's CPU allocator; Python's MemoryError.
   EXPECT_EQ(TopOf2("slurmstepd: error: Detected 1 oom_kill event in StepId=123.0. Some of the "
-                  "step tasks have been OOM Killed.\n"),
+                   "step tasks have been OOM Killed.\n"),
             "host_oom");
   EXPECT_EQ(TopOf2("RuntimeError: [enforce fail at alloc_cpu.cpp:83] data. DefaultCPUAllocator: "
-                  "can't allocate memory: you tried to allocate 123 bytes.\n"),
+                   "can't allocate memory: you tried to allocate 123 bytes.\n"),
             "host_oom");
   EXPECT_EQ(TopOf2("MemoryError: Unable to allocate 3.2 GiB for an array\n"), "host_oom");
   // A verbs call's ENOMEM is a memlock limit, not the host's memory.
@@ -99,17 +102,18 @@ TEST(SecondRoundWordings, HostMemoryInTheKillersAndTheAllocatorsWords) {
 TEST(SecondRoundWordings, DeviceMemoryInEveryFrameworksWords) {
   EXPECT_EQ(TopOf2("RuntimeError: CUDA error: out of memory\n"), "gpu_oom");
   EXPECT_EQ(TopOf2("XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate "
-                  "1.2GiB\n"),
+                   "1.2GiB\n"),
             "gpu_oom");
   EXPECT_EQ(TopOf2("torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB\n"),
             "gpu_oom");
 }
 
 TEST(SecondRoundWordings, CudaErrorsTheProgramsAndTheHardwares) {
-  EXPECT_EQ(TopOf2("RuntimeError: CUDA error: device-side assert triggered\n"), "application_error");
+  EXPECT_EQ(TopOf2("RuntimeError: CUDA error: device-side assert triggered\n"),
+            "application_error");
   EXPECT_EQ(TopOf2("RuntimeError: CUDA error: misaligned address\n"), "application_error");
   EXPECT_EQ(TopOf2("RuntimeError: CUDA error: an uncorrectable NVLink error was detected during "
-                  "the execution\n"),
+                   "the execution\n"),
             "gpu_fault");
   // The Kubernetes device plugin's health check names the Xid as "Xid=79".
   EXPECT_EQ(TopOf2("XidCriticalError: Xid=79 on Device=GPU-1234, the device will go unhealthy.\n"),
@@ -118,17 +122,17 @@ TEST(SecondRoundWordings, CudaErrorsTheProgramsAndTheHardwares) {
 
 TEST(SecondRoundWordings, CollectiveTimeoutsOfTheWatchdogDumpAndGloo) {
   EXPECT_EQ(TopOf2("[PG 0 Rank 1] Timeout at NCCL work: 5, last enqueued NCCL work: 5, last "
-                  "completed NCCL work: 4.\n"),
+                   "completed NCCL work: 4.\n"),
             "nccl_timeout");
   EXPECT_EQ(TopOf2("RuntimeError: [gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting "
-                  "1800000ms for recv operation to complete\n"),
+                   "1800000ms for recv operation to complete\n"),
             "nccl_timeout");
 }
 
 TEST(SecondRoundWordings, ANodeLostAndItsTrap) {
   EXPECT_EQ(TopOf2("srun: error: Node failure on gpu-node-12\n"), "node_failure");
   EXPECT_EQ(TopOf2("The node with node id: abc and address: 10.0.0.1 has been marked dead because "
-                  "the detector has missed too many heartbeats from it.\n"),
+                   "the detector has missed too many heartbeats from it.\n"),
             "node_failure");
   EXPECT_EQ(TopOf2("ORTE has lost communication with a remote daemon.\n"), "node_failure");
   // Every pod's default toleration names the unreachable taint: no node failed.
@@ -136,45 +140,46 @@ TEST(SecondRoundWordings, ANodeLostAndItsTrap) {
             "none");
   // A node lost explains its peers' watchdog timeout.
   EXPECT_EQ(TopOf2("srun: error: Node failure on gpu-node-12\n"
-                  "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, "
-                  "OpType=ALLREDUCE, Timeout(ms)=600000)\n"),
+                   "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, "
+                   "OpType=ALLREDUCE, Timeout(ms)=600000)\n"),
             "node_failure");
 }
 
 TEST(SecondRoundWordings, OtherSchedulersDeadlines) {
   EXPECT_EQ(TopOf2("  Warning  DeadlineExceeded  5m  job-controller  Job was active longer than "
-                  "specified deadline\n"),
+                   "specified deadline\n"),
             "timeout");
   EXPECT_EQ(TopOf2("=>> PBS: job killed: walltime 3620 exceeded limit 3600\n"), "timeout");
 }
 
 TEST(SecondRoundWordings, FabricCompletionStatusesInVerbsWords) {
   EXPECT_EQ(TopOf2("NCCL WARN NET/IB : Got completion with error 12, opcode 0, len 0, vendor err "
-                  "129\n"),
+                   "129\n"),
             "network_error");
   EXPECT_EQ(TopOf2("UCX  ERROR  Transport retry count exceeded on mlx5_0:1/IB\n"), "network_error");
 }
 
 TEST(SecondRoundWordings, TheStoresWaitForAnotherRanksNcclId) {
   EXPECT_EQ(TopOf2("[rank1]: RuntimeError: [1] is setting up NCCL communicator and retrieving "
-                  "ncclUniqueId from [0] via c10d key-value store by key '0', but "
-                  "store->get('0') got error: Socket Timeout\n"),
+                   "ncclUniqueId from [0] via c10d key-value store by key '0', but "
+                   "store->get('0') got error: Socket Timeout\n"),
             "rendezvous_failure");
 }
 
 TEST(SecondRoundTraps, ANormalStartIsHealthyAndAVersionInAnErrorIsNoStart) {
   EXPECT_EQ(TopOf2("h:1:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
-                  "NCCL version 2.18.1+cuda12.1\n"),
+                   "NCCL version 2.18.1+cuda12.1\n"),
             "healthy");
-  EXPECT_EQ(TopOf2("NCCL error in: x.cpp:1, unhandled system error, NCCL version 2.19.3\n"), "none");
+  EXPECT_EQ(TopOf2("NCCL error in: x.cpp:1, unhandled system error, NCCL version 2.19.3\n"),
+            "none");
 }
 
 TEST(SecondRoundTraps, ABootstrapErrorUnderAPeersCloseIsThePeers) {
   const std::string chain = "h:1:2 [0] NCCL INFO bootstrap.cc:75 -> 2\n";
   EXPECT_EQ(TopOf2(chain), "rendezvous_failure");
   EXPECT_EQ(TopOf2("h:1:2 [0] misc/socket.cc:50 NCCL WARN socketProgress: Connection closed by "
-                  "remote peer 10.0.0.2<4031>\n" +
-                  chain),
+                   "remote peer 10.0.0.2<4031>\n" +
+                   chain),
             "peer_failure");
 }
 
@@ -183,10 +188,11 @@ TEST(SecondRoundTraps, APodPlacedAfterAllIsNoLongerUnschedulable) {
       "  Warning  FailedScheduling  2m  default-scheduler  0/4 nodes are available: 4 "
       "Insufficient nvidia.com/gpu.\n";
   EXPECT_EQ(TopOf2(pending), "unschedulable");
-  EXPECT_EQ(TopOf2(pending +
-                  "  Normal   Scheduled  1m  default-scheduler  Successfully assigned ns/p to n1\n" +
-                  "  Warning  Evicted  10s  kubelet  The node was low on resource: memory.\n"),
-            "evicted");
+  EXPECT_EQ(
+      TopOf2(pending +
+             "  Normal   Scheduled  1m  default-scheduler  Successfully assigned ns/p to n1\n" +
+             "  Warning  Evicted  10s  kubelet  The node was low on resource: memory.\n"),
+      "evicted");
 }
 
 }  // namespace
